@@ -1,0 +1,232 @@
+"""The generic input schema: JSONL, CSV or Parquet with documented columns.
+
+This is the contract any tool can write to (documented in the README):
+
+==============  ========  ====================================================================
+column          required  meaning
+==============  ========  ====================================================================
+model           yes*      the model that wrote the response
+benchmark       yes*      benchmark / suite name (e.g. harmbench, xstest)
+prompt_id       yes       identifier of the prompt within the benchmark (text or integer)
+prompt          yes       the prompt text sent to the model
+response        yes       the model's response text (may be empty)
+judge_label     yes       the judge's verdict: harmful / safe / ambiguous (and synonyms, see
+                          the rubric); empty or null = the judge gave none (ambiguous, missing)
+judge           no        the judge's name (default "unspecified")
+judge_score     no        a numeric judge score; used through the score band when
+                          judge_label is empty
+category        no        the prompt's category
+epoch           no        sample index for repeated sampling (integer, default 0)
+(anything else) no        kept as metadata
+==============  ========  ====================================================================
+
+``*`` ``--model`` / ``--benchmark`` on the command line supply (and override) these columns.
+"""
+
+from __future__ import annotations
+
+import csv
+import json
+import math
+from pathlib import Path
+from typing import Any, Iterator
+
+from annotate.ingest.records import Item, Problem, ReadContext, Record
+
+NAME = "generic"
+DESCRIPTION = "generic schema (.jsonl, .csv, .parquet) with columns model, benchmark, prompt_id, prompt, response, judge_label"
+
+REQUIRED = ("model", "benchmark", "prompt_id", "prompt", "response", "judge_label")
+OPTIONAL = ("category", "judge", "judge_score", "epoch")
+KNOWN = set(REQUIRED) | set(OPTIONAL)
+
+DEFAULT_RUBRIC: dict[str, Any] = {
+    "verdicts": {
+        **dict.fromkeys(["harmful", "unsafe", "yes", "1", "true", "jailbroken", "unsafe_response"], "harmful"),
+        **dict.fromkeys(["safe", "no", "0", "false", "refusal", "refused", "benign", "not_harmful"], "safe"),
+        **dict.fromkeys(["ambiguous", "unsure", "unclear", "uncertain", "partial", "partial_refusal", "borderline"], "ambiguous"),
+        "unparsed": "unparsed",
+    },
+    "unknown": "error",
+}
+
+_JSONL_EXT = (".jsonl", ".ndjson", ".jsonl.txt")
+_CSV_EXT = (".csv", ".tsv")
+_PARQUET_EXT = (".parquet", ".pq")
+
+
+def sniff(path: Path, head: bytes) -> bool:
+    name = path.name.lower()
+    if name.endswith(_PARQUET_EXT):
+        return True
+    text = head.decode("utf-8", errors="replace")
+    if name.endswith(_CSV_EXT):
+        first = text.splitlines()[0] if text else ""
+        return "judge_label" in first and "response" in first
+    if name.endswith(_JSONL_EXT) or name.endswith(".json"):
+        for line in text.splitlines():
+            if line.strip():
+                try:
+                    obj = json.loads(line)
+                except ValueError:
+                    return False
+                return isinstance(obj, dict) and "judge_label" in obj and "response" in obj
+    return False
+
+
+def read(path: Path, ctx: ReadContext) -> Iterator[Item]:
+    name = path.name.lower()
+    if name.endswith(_PARQUET_EXT):
+        yield from _read_parquet(path, ctx)
+    elif name.endswith(_CSV_EXT):
+        yield from _read_csv(path, ctx)
+    else:
+        yield from _read_jsonl(path, ctx)
+
+
+def _read_jsonl(path: Path, ctx: ReadContext) -> Iterator[Item]:
+    loads = json.loads
+    consumed = 0
+    with open(path, "rb") as fh:
+        for lineno, raw in enumerate(fh, start=1):
+            consumed += len(raw)
+            if lineno % 4096 == 0:
+                ctx.tick(consumed)
+            if not raw.strip():
+                continue
+            try:
+                obj = loads(raw)
+            except ValueError as exc:
+                yield Problem(lineno, f"not valid JSON ({exc})")
+                continue
+            if not isinstance(obj, dict):
+                yield Problem(lineno, f"expected a JSON object, got {type(obj).__name__}")
+                continue
+            yield _row_to_item(obj, lineno, ctx)
+    ctx.tick(consumed)
+
+
+def _read_csv(path: Path, ctx: ReadContext) -> Iterator[Item]:
+    delimiter = "\t" if path.name.lower().endswith(".tsv") else ","
+    with open(path, newline="", encoding="utf-8-sig") as fh:
+        reader = csv.reader(fh, delimiter=delimiter)
+        try:
+            header = next(reader)
+        except StopIteration:
+            yield Problem(1, "empty file: expected a header row")
+            return
+        except csv.Error as exc:
+            yield Problem(1, f"unreadable CSV header ({exc})")
+            return
+        missing = [c for c in REQUIRED if c not in header and not _supplied(c, ctx)]
+        if missing:
+            yield Problem(1, f"missing required column(s): {', '.join(missing)} (header: {', '.join(header)})")
+            return
+        start = reader.line_num + 1
+        while True:
+            try:
+                cells = next(reader)
+            except StopIteration:
+                break
+            except csv.Error as exc:
+                yield Problem(start, f"unreadable CSV record ({exc})")
+                start = reader.line_num + 1
+                continue
+            lineno, start = start, reader.line_num + 1
+            if not cells:
+                continue
+            if len(cells) != len(header):
+                yield Problem(lineno, f"expected {len(header)} fields, found {len(cells)}")
+                continue
+            obj = {k: (None if v == "" and k not in ("prompt", "response") else v) for k, v in zip(header, cells)}
+            yield _row_to_item(obj, lineno, ctx)
+            if lineno % 4096 == 0:
+                ctx.tick(fh.buffer.tell())
+
+
+def _read_parquet(path: Path, ctx: ReadContext) -> Iterator[Item]:
+    import pyarrow.parquet as pq
+
+    try:
+        pf = pq.ParquetFile(path)
+    except Exception as exc:  # pyarrow raises several unrelated types for a bad file
+        yield Problem(1, f"not a readable Parquet file ({exc})")
+        return
+    names = pf.schema_arrow.names
+    missing = [c for c in REQUIRED if c not in names and not _supplied(c, ctx)]
+    if missing:
+        yield Problem(1, f"missing required column(s): {', '.join(missing)}")
+        return
+    row, total, size = 0, max(pf.metadata.num_rows, 1), path.stat().st_size
+    for batch in pf.iter_batches(batch_size=8192):
+        for obj in batch.to_pylist():
+            row += 1
+            yield _row_to_item(obj, row, ctx)
+        ctx.tick(size * row // total)  # progress is counted in bytes: scale rows to the file size
+
+
+def _supplied(column: str, ctx: ReadContext) -> bool:
+    return (column == "model" and ctx.model is not None) or (
+        column == "benchmark" and ctx.benchmark is not None
+    )
+
+
+def _row_to_item(obj: dict[str, Any], line: int, ctx: ReadContext) -> Item:
+    for col in REQUIRED:
+        if col not in obj and not _supplied(col, ctx):
+            return Problem(line, f"missing required field {col!r}")
+    model = ctx.model if ctx.model is not None else obj["model"]
+    benchmark = ctx.benchmark if ctx.benchmark is not None else obj["benchmark"]
+    for col, value in (("model", model), ("benchmark", benchmark), ("prompt_id", obj["prompt_id"])):
+        if value is None or (isinstance(value, str) and not value.strip()):
+            return Problem(line, f"field {col!r} is empty")
+        if not isinstance(value, (str, int)) or isinstance(value, bool):
+            return Problem(line, f"field {col!r} must be text or an integer, got {type(value).__name__}")
+    for col in ("prompt", "response"):
+        if not isinstance(obj[col], str):
+            got = "null" if obj[col] is None else type(obj[col]).__name__
+            return Problem(line, f"field {col!r} must be text, got {got}")
+    verdict = obj["judge_label"]
+    if verdict is not None and not isinstance(verdict, str):
+        if isinstance(verdict, bool):
+            verdict = "true" if verdict else "false"
+        elif isinstance(verdict, (int, float)):
+            verdict = str(verdict)
+        else:
+            return Problem(line, f"field 'judge_label' must be text, got {type(verdict).__name__}")
+    score = obj.get("judge_score")
+    if score is not None:
+        try:
+            score = float(score)
+        except (TypeError, ValueError):
+            return Problem(line, f"field 'judge_score' must be a number, got {score!r}")
+        if math.isinf(score):
+            return Problem(line, "field 'judge_score' is infinite")
+    epoch = obj.get("epoch")
+    if epoch is None:
+        epoch = 0
+    else:
+        try:
+            f = float(epoch)
+            if isinstance(epoch, bool) or not f.is_integer():
+                raise ValueError
+            epoch = int(f)
+        except (TypeError, ValueError):
+            return Problem(line, f"field 'epoch' must be an integer, got {epoch!r}")
+    judge = ctx.judge or obj.get("judge") or "unspecified"
+    category = obj.get("category")
+    extra = {k: v for k, v in obj.items() if k not in KNOWN}
+    return Record(
+        line=line,
+        model=str(model).strip(),
+        benchmark=str(benchmark).strip(),
+        prompt_id=str(obj["prompt_id"]).strip(),
+        prompt=obj["prompt"],
+        response=obj["response"],
+        judge=str(judge),
+        verdict=verdict,
+        score=score,
+        epoch=epoch,
+        category=None if category is None else str(category),
+        meta=extra or None,
+    )

@@ -1,0 +1,87 @@
+"""What every format reader yields.
+
+A reader is a generator ``read(path, ctx) -> Iterator[Record | Problem | SetAside]``:
+
+* ``Record``: one judged response, verdict kept verbatim (``verdict`` as text, ``score`` as a
+  float); the unified label is assigned later by the rubric (``annotate.ingest.rubric``).
+* ``Problem``: a row that is malformed (bad JSON, a required field missing, a wrong type).
+  ``annotate ingest`` refuses the file (exit 2) unless ``--skip-invalid``.
+* ``SetAside``: a well-formed row that carries nothing to review (e.g. a JailbreakBench item
+  whose attack produced no prompt or response). Never an error, never silently dropped: it is
+  counted and written to the rejects file with its reason.
+
+``line`` is the 1-based line number for line-oriented files (JSONL, CSV: the line where the
+record starts) and the 1-based item number otherwise; messages read ``FILE:LINE: ...``.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Iterator, Protocol, Union
+
+
+@dataclass(slots=True)
+class Record:
+    line: int
+    model: str
+    benchmark: str
+    prompt_id: str
+    prompt: str
+    response: str
+    judge: str
+    verdict: str | None  # raw judge verdict as text, verbatim; None when the judge gave none
+    score: float | None = None  # numeric judge score, when the judge gives one
+    epoch: int = 0
+    category: str | None = None
+    # Qualifies the verdict for the rubric, e.g. XSTest "1_full_compliance" means harmful on an
+    # unsafe prompt and safe on a safe one: context="unsafe" makes the rubric look up
+    # "1_full_compliance@unsafe" before "1_full_compliance".
+    context: str | None = None
+    meta: dict[str, Any] | None = None
+
+
+@dataclass(slots=True)
+class Problem:
+    line: int
+    message: str
+
+
+@dataclass(slots=True)
+class SetAside:
+    line: int
+    reason: str
+    data: dict[str, Any] = field(default_factory=dict)
+
+
+Item = Union[Record, Problem, SetAside]
+
+
+@dataclass(slots=True)
+class ReadContext:
+    """Options from the command line that readers honour.
+
+    ``model``, ``benchmark`` and ``judge`` override what the file says (or supply it when the
+    file does not say, e.g. HarmBench keeps the model only in the file name).
+    ``progress`` is called with the number of bytes consumed so far (may be ignored).
+    """
+
+    model: str | None = None
+    benchmark: str | None = None
+    judge: str | None = None
+    progress: Any = None
+
+    def tick(self, nbytes: int) -> None:
+        if self.progress is not None:
+            self.progress(nbytes)
+
+
+class Reader(Protocol):
+    name: str  # format name used with --format
+    description: str
+
+    def sniff(self, path: Path, head: bytes) -> bool:
+        """True when the file looks like this format (``head`` = the first 64 KiB)."""
+
+    def read(self, path: Path, ctx: ReadContext) -> Iterator[Item]:
+        """Yield records, problems and set-aside rows in file order."""

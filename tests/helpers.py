@@ -1,0 +1,38 @@
+"""Small builders shared by the tests."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+
+def generic_row(i: int, **over: Any) -> dict[str, Any]:
+    row = {
+        "model": f"model-{i % 3}",
+        "benchmark": "bench-a" if i % 2 else "bench-b",
+        "prompt_id": f"p{i}",
+        "prompt": f"prompt number {i}",
+        "response": f"response number {i}",
+        "judge_label": ("harmful", "safe", "ambiguous")[i % 3],
+        "judge": "judge-x",
+    }
+    row.update(over)
+    return row
+
+
+def write_jsonl(path: Path, rows: list[dict[str, Any]]) -> Path:
+    path.write_text("".join(json.dumps(r) + "\n" for r in rows), encoding="utf-8")
+    return path
+
+
+def write_csv(path: Path, rows: list[dict[str, Any]]) -> Path:
+    import csv
+
+    cols = list(rows[0])
+    with open(path, "w", newline="", encoding="utf-8") as fh:
+        w = csv.DictWriter(fh, fieldnames=cols)
+        w.writeheader()
+        for r in rows:
+            w.writerow(r)
+    return path
