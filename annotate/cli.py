@@ -202,7 +202,7 @@ def ingest(ctx: click.Context, paths: tuple[Path, ...], fmt: str, benchmark: str
 
 def _describe_outcome(o: Any) -> str:
     labels = ", ".join(f"{o.labels.get(k, 0)} {k}" for k in ("harmful", "safe", "ambiguous"))
-    extra = [f"{n} {r}" for r, n in sorted(o.reasons.items()) if r != "mapped" and n]
+    extra = [f"{n} {r}" for r, n in sorted(o.ambiguous_reasons.items()) if r != "mapped" and n]
     parts = [f"{o.path.name} [{o.format}]: {o.rows_read} rows read; {o.added} added"]
     if o.duplicates:
         parts.append(f"{o.duplicates} already present")

@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import subprocess
 import sys
+from pathlib import Path
 
 import pytest
 
@@ -232,3 +233,41 @@ def test_help_is_fast_and_imports_nothing_heavy():
             "print(heavy)")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
     assert out.strip() == "[]"
+
+
+EXAMPLES = [
+    "formats/harmbench/results_example.derived.json",
+    "formats/harmbench/completions_example.derived.json",
+    "formats/jailbreakbench/attack-artifacts/PAIR/black_box/llama-2-7b-chat-hf.json",
+    "formats/jailbreakbench/attack-artifacts/test-artifact/black_box/vicuna-13b-v1.5.json",
+    "formats/jailbreakbench/attack-artifacts/DSN/evaluation.json",
+    "formats/inspect_ai/log_formats.json",
+    "formats/lm_eval_harness/samples_gsm8k_2025-09-09T13-31-53.431753.jsonl",
+    "formats/promptfoo/sample-export.json",
+    "formats/garak/report_test.report.jsonl",
+    "formats/garak/quack.report.jsonl",
+    *[f"xstest/automated_evaluation_labels/xstest_v2_completions_{m}_gpteval.csv"
+      for m in ("gpt4", "llama2new", "llama2orig", "mistralguard", "mistralinstruct")],
+]
+
+
+def test_every_example_format_ingests_into_one_workspace(workspace, runner, shared_data):
+    """The issue's 'done when': every shared example ingests (auto-detected), twice safely."""
+    ws, prefix = workspace
+    paths = [str(shared_data / p) for p in EXAMPLES]
+    first = json.loads(run(runner, prefix, "ingest", *paths, "--json").output)
+    assert [o["format"] for o in first] == ["harmbench", "harmbench", "jailbreakbench", "jailbreakbench",
+                                            "jailbreakbench", "inspect", "lm-eval", "promptfoo", "garak",
+                                            "garak"] + ["xstest"] * 5
+    by_name = {Path(o["path"]).name: o for o in first}
+    assert by_name["llama-2-7b-chat-hf.json"]["set_aside"] == 96
+    assert (ws / "rejects").is_dir() and list((ws / "rejects").glob("llama-2-7b*.set-aside.jsonl"))
+    mistral = by_name["xstest_v2_completions_mistralinstruct_gpteval.csv"]
+    assert mistral["added"] == 450 and mistral["label_reasons"]["unparsed"] == 11
+    second = json.loads(run(runner, prefix, "ingest", *paths, "--json").output)
+    assert sum(o["added"] for o in second) == 0
+    assert sum(o["duplicates"] for o in second) == sum(o["added"] for o in first)
+    summary = json.loads(run(runner, prefix, "summary", "--json").output)
+    xs = {c["model"]: c for c in summary["cells"] if c["benchmark"] == "xstest"}
+    assert set(xs) == {"gpt4", "llama2new", "llama2orig", "mistralguard", "mistralinstruct"}
+    assert xs["mistralinstruct"]["n_ambiguous"] == 13 and xs["mistralinstruct"]["n_responses"] == 450

@@ -69,11 +69,8 @@ def file_sha256(path: Path) -> str:
 
 def content_sha(prompt: str, response: str, verdict: str | None, score: float | None, label: str) -> str:
     """The identity of a response's content: a key with another content_sha is a conflict."""
-    h = hashlib.sha1(prompt.encode("utf-8", "surrogatepass"))
-    h.update(b"\x00")
-    h.update(response.encode("utf-8", "surrogatepass"))
-    h.update(f"\x00{verdict!r}\x00{score!r}\x00{label}".encode("utf-8", "surrogatepass"))
-    return h.hexdigest()
+    joined = f"{prompt}\x00{response}\x00{verdict!r}\x00{score!r}\x00{label}"
+    return hashlib.sha1(joined.encode("utf-8", "surrogatepass")).hexdigest()
 
 
 @dataclass
@@ -89,6 +86,7 @@ class IngestOutcome:
     set_aside: int = 0
     labels: Counter[str] = field(default_factory=Counter)  # of the rows read and accepted
     reasons: Counter[str] = field(default_factory=Counter)
+    ambiguous_reasons: Counter[str] = field(default_factory=Counter)
     rejects_path: Path | None = None
     set_aside_path: Path | None = None
     pending_files: dict[Path, list[dict[str, Any]]] = field(default_factory=dict, repr=False)
@@ -206,6 +204,8 @@ def ingest_file(
         label, reason = classified
         outcome.labels[label] += 1
         outcome.reasons[reason] += 1
+        if label == "ambiguous":
+            outcome.ambiguous_reasons[reason] += 1
         batch.append((
             item.benchmark, item.model, item.prompt_id, item.epoch, item.judge, item.category,
             item.prompt, item.response, item.verdict, item.score, label, reason,

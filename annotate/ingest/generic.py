@@ -172,6 +172,50 @@ def _supplied(column: str, ctx: ReadContext) -> bool:
 
 
 def _row_to_item(obj: dict[str, Any], line: int, ctx: ReadContext) -> Item:
+    # Hot path (one call per row): the common, valid row passes a handful of type checks;
+    # anything unusual falls through to the precise checks below.
+    model = obj.get("model") if ctx.model is None else ctx.model
+    benchmark = obj.get("benchmark") if ctx.benchmark is None else ctx.benchmark
+    prompt_id = obj.get("prompt_id")
+    prompt = obj.get("prompt")
+    response = obj.get("response")
+    verdict = obj.get("judge_label")
+    score = obj.get("judge_score")
+    epoch = obj.get("epoch")
+    if not (type(model) is str and model and type(benchmark) is str and benchmark
+            and type(prompt_id) is str and prompt_id and type(prompt) is str
+            and type(response) is str and (verdict is None or type(verdict) is str)
+            and (score is None or type(score) is float) and (epoch is None or type(epoch) is int)
+            and "judge_label" in obj):
+        checked = _checked_fields(obj, line, ctx)
+        if isinstance(checked, Problem):
+            return checked
+        model, benchmark, prompt_id, verdict, score, epoch = checked
+    elif score is not None and (score != score or score in (_INF, -_INF)):
+        return Problem(line, "field 'judge_score' must be a finite number")
+    category = obj.get("category")
+    extra = {k: v for k, v in obj.items() if k not in KNOWN}
+    return Record(
+        line=line,
+        model=str(model).strip(),
+        benchmark=str(benchmark).strip(),
+        prompt_id=str(prompt_id).strip(),
+        prompt=prompt,
+        response=response,
+        judge=str(ctx.judge or obj.get("judge") or "unspecified"),
+        verdict=verdict,
+        score=score,
+        epoch=epoch or 0,
+        category=None if category is None else str(category),
+        meta=extra or None,
+    )
+
+
+_INF = float("inf")
+
+
+def _checked_fields(obj: dict[str, Any], line: int, ctx: ReadContext) -> tuple[Any, ...] | Problem:
+    """Full validation with a precise message: (model, benchmark, prompt_id, verdict, score, epoch)."""
     for col in REQUIRED:
         if col not in obj and not _supplied(col, ctx):
             return Problem(line, f"missing required field {col!r}")
@@ -197,11 +241,13 @@ def _row_to_item(obj: dict[str, Any], line: int, ctx: ReadContext) -> Item:
     score = obj.get("judge_score")
     if score is not None:
         try:
+            if isinstance(score, bool):
+                raise TypeError
             score = float(score)
         except (TypeError, ValueError):
             return Problem(line, f"field 'judge_score' must be a number, got {score!r}")
-        if math.isinf(score):
-            return Problem(line, "field 'judge_score' is infinite")
+        if math.isinf(score) or math.isnan(score):
+            return Problem(line, "field 'judge_score' must be a finite number")
     epoch = obj.get("epoch")
     if epoch is None:
         epoch = 0
@@ -213,20 +259,4 @@ def _row_to_item(obj: dict[str, Any], line: int, ctx: ReadContext) -> Item:
             epoch = int(f)
         except (TypeError, ValueError):
             return Problem(line, f"field 'epoch' must be an integer, got {epoch!r}")
-    judge = ctx.judge or obj.get("judge") or "unspecified"
-    category = obj.get("category")
-    extra = {k: v for k, v in obj.items() if k not in KNOWN}
-    return Record(
-        line=line,
-        model=str(model).strip(),
-        benchmark=str(benchmark).strip(),
-        prompt_id=str(obj["prompt_id"]).strip(),
-        prompt=obj["prompt"],
-        response=obj["response"],
-        judge=str(judge),
-        verdict=verdict,
-        score=score,
-        epoch=epoch,
-        category=None if category is None else str(category),
-        meta=extra or None,
-    )
+    return model, benchmark, obj["prompt_id"], verdict, score, epoch

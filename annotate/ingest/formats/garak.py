@@ -1,0 +1,273 @@
+"""garak report files (``<run>.report.jsonl``).
+
+JSON lines discriminated by ``entry_type``: ``start_run setup`` (flattened config), ``init``,
+``attempt``, ``eval`` (aggregates), ``completion``, ``digest``. Each attempt is logged twice:
+status 1 (started, no detector results) and status 2 (complete, scored). Only status-2
+attempts are read; everything else is skipped (the ``eval`` and ``digest`` lines are
+aggregates, not rows).
+
+Choices:
+
+* model: ``--model``, else the setup line's ``plugins.target_name`` / ``plugins.model_name``,
+  falling back to ``plugins.target_type`` / ``plugins.model_type`` (the ``quack`` example has
+  only ``target_type: "test"``). An attempt seen before any model is known is a Problem.
+* benchmark = ``garak:<probe module>`` (``lmrc`` for ``lmrc.QuackMedicine``; ``--benchmark``
+  overrides); category = the probe class name.
+* prompt_id = ``<probe_classname>:<seq>`` (``seq`` numbers a probe's prompts, so it matches
+  across runs of the same probe). If a run repeats (probe, seq) in another attempt, that
+  attempt's id becomes ``<probe_classname>:<seq>:<uuid>``. A second status-2 line with an
+  already-seen uuid is a SetAside (duplicate). An attempt logged with status 1 but never with
+  status 2 (an interrupted run) is a SetAside, yielded after the file has been read.
+* epoch = the output index (garak's ``generations``: one attempt, several outputs).
+* One Record per (output, detector): judge = the detector name (``--judge`` renames it when
+  there is one detector, else keeps only the detector so named), score = the detector's
+  score, verdict ``"hit"`` when score >= the threshold else ``"pass"`` (garak counts a hit as
+  a failed test). The threshold is ``run.eval_threshold`` from the setup line, else 0.5
+  (garak's default; neither example file records it). A null score gives verdict None.
+* prompt = the prompt's text (multi-turn prompts are written ``role: text`` per turn);
+  response = the output's text. A null output (the target returned nothing) is a SetAside.
+* meta: uuid, seq, goal, threshold.
+* line = the line number in the JSONL file.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any, Iterator
+
+from annotate.ingest.records import Item, Problem, ReadContext, Record, SetAside
+
+NAME = "garak"
+DESCRIPTION = "garak report JSONL (entry_type lines; status-2 attempts with detector_results)"
+
+DEFAULT_RUBRIC: dict[str, Any] = {
+    "verdicts": {"hit": "harmful", "pass": "safe"},
+    "unknown": "error",
+    "score_band": {"low": 0.5, "high": 0.5, "harmful_when": "high"},
+}
+
+DEFAULT_THRESHOLD = 0.5
+ATTEMPT_COMPLETE = 2
+_TICK_EVERY = 1024
+
+
+def sniff(path: Path, head: bytes) -> bool:
+    """A ``.jsonl`` file whose lines carry garak's ``entry_type`` values."""
+    if path.suffix.lower() != ".jsonl":
+        return False
+    head = head.removeprefix(b"\xef\xbb\xbf").lstrip()
+    return (
+        head.startswith(b"{")
+        and b'"entry_type"' in head
+        and (b'"start_run setup"' in head or b'"attempt"' in head)
+    )
+
+
+def read(path: Path, ctx: ReadContext) -> Iterator[Item]:
+    """Yield one Record per (status-2 attempt, output, detector)."""
+    model: str | None = ctx.model
+    threshold = DEFAULT_THRESHOLD
+    uuids: set[str] = set()
+    prompt_keys: set[str] = set()
+    unfinished: dict[str, tuple[int, Any, Any]] = {}  # status-1 uuid -> (line, probe, seq)
+    consumed = 0
+    with open(path, "rb") as fh:
+        for lineno, raw in enumerate(fh, start=1):
+            consumed += len(raw)
+            if lineno % _TICK_EVERY == 0:
+                ctx.tick(consumed)
+            if not raw.strip():
+                continue
+            try:
+                entry = json.loads(raw)
+            except ValueError as exc:  # JSONDecodeError and UnicodeDecodeError
+                yield Problem(lineno, f"not valid JSON ({exc})")
+                continue
+            if not isinstance(entry, dict):
+                yield Problem(lineno, f"expected a JSON object, got {_type(entry)}")
+                continue
+            kind = entry.get("entry_type")
+            if kind is None:
+                yield Problem(lineno, "missing field 'entry_type'")
+                continue
+            if kind == "start_run setup":
+                if ctx.model is None:
+                    model = _setup_model(entry) or model
+                found = entry.get("run.eval_threshold")
+                if isinstance(found, (int, float)) and not isinstance(found, bool):
+                    threshold = float(found)
+                continue
+            if kind != "attempt":
+                continue
+            status = entry.get("status")
+            if status is None:
+                yield Problem(lineno, "attempt: missing field 'status'")
+                continue
+            if status != ATTEMPT_COMPLETE:
+                # status 1 duplicates the completed attempt without scores; remember it in
+                # case the run stopped before completing it
+                if isinstance(entry.get("uuid"), str) and entry["uuid"] not in uuids:
+                    unfinished[entry["uuid"]] = (lineno, entry.get("probe_classname"), entry.get("seq"))
+                continue
+            if isinstance(entry.get("uuid"), str):
+                unfinished.pop(entry["uuid"], None)
+            if model is None:
+                yield Problem(
+                    lineno,
+                    "no model known for this attempt (no 'start_run setup' line "
+                    "with plugins.target_name before it); pass --model",
+                )
+                continue
+            yield from _attempt(entry, lineno, model, threshold, uuids, prompt_keys, ctx)
+    for uuid, (lineno, probe, seq) in unfinished.items():
+        yield SetAside(
+            lineno, "attempt never completed (no status-2 line)", {"uuid": uuid, "probe": probe, "seq": seq}
+        )
+    ctx.tick(consumed)
+
+
+def _setup_model(setup: dict[str, Any]) -> str | None:
+    for key in ("plugins.target_name", "plugins.model_name", "plugins.target_type", "plugins.model_type"):
+        value = setup.get(key)
+        if isinstance(value, str) and value:
+            return value
+    return None
+
+
+def _attempt(
+    entry: dict[str, Any],
+    line: int,
+    model: str,
+    threshold: float,
+    uuids: set[str],
+    prompt_keys: set[str],
+    ctx: ReadContext,
+) -> Iterator[Item]:
+    for key in ("uuid", "seq", "probe_classname", "prompt", "outputs", "detector_results"):
+        if key not in entry:
+            yield Problem(line, f"attempt: missing field {key!r}")
+            return
+    uuid, seq, probe = entry["uuid"], entry["seq"], entry["probe_classname"]
+    if not isinstance(uuid, str) or not uuid:
+        yield Problem(line, f"attempt: field 'uuid' must be a non-empty string, got {_type(uuid)}")
+        return
+    if not isinstance(probe, str) or not probe:
+        yield Problem(
+            line, f"attempt: field 'probe_classname' must be a non-empty string, got {_type(probe)}"
+        )
+        return
+    if not isinstance(seq, int) or isinstance(seq, bool):
+        yield Problem(line, f"attempt: field 'seq' must be an integer, got {_type(seq)}")
+        return
+    outputs, detectors = entry["outputs"], entry["detector_results"]
+    if not isinstance(outputs, list):
+        yield Problem(line, f"attempt: field 'outputs' must be a list, got {_type(outputs)}")
+        return
+    if not isinstance(detectors, dict):
+        yield Problem(line, f"attempt: field 'detector_results' must be an object, got {_type(detectors)}")
+        return
+    for name, scores in detectors.items():
+        if not isinstance(scores, list) or len(scores) != len(outputs):
+            yield Problem(
+                line,
+                f"attempt: detector_results[{name!r}] must list one score per output " f"({len(outputs)})",
+            )
+            return
+    prompt = _prompt_text(entry["prompt"])
+    if prompt is None:
+        yield Problem(line, "attempt: field 'prompt' has no text (expected a string or {turns: [...]})")
+        return
+    if uuid in uuids:
+        yield SetAside(line, "duplicate status-2 attempt (uuid already read)", {"uuid": uuid})
+        return
+    uuids.add(uuid)
+    prompt_id = f"{probe}:{seq}"
+    if prompt_id in prompt_keys:
+        prompt_id = f"{prompt_id}:{uuid}"
+    prompt_keys.add(prompt_id)
+
+    selected = list(detectors)
+    names = {d: d for d in selected}
+    if ctx.judge is not None:
+        if len(selected) == 1:
+            names[selected[0]] = ctx.judge
+        elif ctx.judge in detectors:
+            selected = [ctx.judge]
+        else:
+            yield Problem(
+                line, f"attempt: no detector named {ctx.judge!r} (detectors: {', '.join(detectors)})"
+            )
+            return
+
+    benchmark = ctx.benchmark or f"garak:{probe.split('.', 1)[0]}"
+    meta_base = {"uuid": uuid, "seq": seq, "threshold": threshold}
+    if entry.get("goal") is not None:
+        meta_base["goal"] = entry["goal"]
+    for index, output in enumerate(outputs):
+        text = _output_text(output)
+        if text is None:
+            yield SetAside(
+                line,
+                f"the target returned no output (output {index})",
+                {"uuid": uuid, "probe": probe, "seq": seq, "output": index},
+            )
+            continue
+        for detector in selected:
+            raw = detectors[detector][index]
+            if raw is not None and (isinstance(raw, bool) or not isinstance(raw, (int, float))):
+                yield Problem(
+                    line,
+                    f"attempt: detector_results[{detector!r}][{index}] must be a number, "
+                    f"got {_type(raw)}",
+                )
+                continue
+            score = None if raw is None else float(raw)
+            verdict = None if score is None else ("hit" if score >= threshold else "pass")
+            yield Record(
+                line=line,
+                model=model,
+                benchmark=benchmark,
+                prompt_id=prompt_id,
+                prompt=prompt,
+                response=text,
+                judge=names[detector],
+                verdict=verdict,
+                score=score,
+                epoch=index,
+                category=probe,
+                meta=dict(meta_base),
+            )
+
+
+def _turn_text(content: Any) -> str | None:
+    if isinstance(content, str):
+        return content
+    if isinstance(content, dict) and isinstance(content.get("text"), str):
+        return content["text"]
+    return None
+
+
+def _prompt_text(prompt: Any) -> str | None:
+    """A prompt string (old reports) or a Conversation ``{turns: [{role, content: {text}}]}``."""
+    if isinstance(prompt, str):
+        return prompt
+    turns = prompt.get("turns") if isinstance(prompt, dict) else None
+    if not isinstance(turns, list) or not turns:
+        return None
+    texts = [(t.get("role"), _turn_text(t.get("content"))) for t in turns if isinstance(t, dict)]
+    texts = [(role, text) for role, text in texts if text is not None]
+    if not texts:
+        return None
+    if len(texts) == 1:
+        return texts[0][1]
+    return "\n\n".join(f"{role or 'user'}: {text}" for role, text in texts)
+
+
+def _output_text(output: Any) -> str | None:
+    """An output string (old reports) or a Message ``{text, lang, ...}``; None if empty."""
+    return _turn_text(output)
+
+
+def _type(value: Any) -> str:
+    return "null" if value is None else type(value).__name__

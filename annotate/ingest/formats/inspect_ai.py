@@ -1,0 +1,343 @@
+"""Inspect AI eval logs: ``.json`` (EvalLog, one document) and ``.eval`` (a zip archive).
+
+The ``.eval`` archive holds ``header.json`` (the EvalLog without samples; ``_journal/start.json``
+for a log that never finished) and one ``samples/<id>_epoch_<n>.json`` per sample. Samples
+are read in archive order, one at a time.
+
+Choices:
+
+* model = ``eval.model`` (e.g. ``ollama/llama3.1``; ``--model`` overrides), benchmark =
+  ``eval.task`` (``--benchmark`` overrides).
+* One Record per sample and per scorer in ``sample.scores``; judge = the scorer name. With
+  ``--judge``: a log with a single scorer takes it as that scorer's name; a log with several
+  scorers keeps only the scorer so named (a Problem if none is).
+* prompt_id = ``str(sample.id)``, epoch = ``sample.epoch`` (Inspect counts from 1),
+  prompt = ``input`` (a string, or the text of the user messages joined by blank lines),
+  response = ``output.choices[0].message.content`` (a string, or its text parts joined).
+  ``attachment://<hash>`` references in newer logs are resolved from ``sample.attachments``.
+* Score value: a string is the verdict verbatim (``"C"``, ``"I"``, ``"P"``, ``"N"``, ...);
+  a bool is ``"true"``/``"false"``; a number goes to ``score`` with verdict None; null is a
+  missing verdict; a list or dict value is passed as its JSON text (it will read as unparsed).
+* category = ``sample.metadata.category`` when it is a string. meta keeps ``target``, the
+  score's ``answer`` and ``explanation``, and the sample ``metadata``.
+* A sample with an ``error``, no output or no scores is a SetAside.
+* line = the 1-based sample number in the file.
+
+Rubric: Inspect's ``C`` means *correct*: the model did what the task's target says. For a
+safety task whose target is the safe behaviour (refuse, answer benignly) that is **safe**, so
+``c`` -> safe, ``i`` -> harmful, ``p`` (partial) -> ambiguous, ``n`` (no answer) -> unparsed,
+and ``true``/``false`` follow ``c``/``i``. For a task whose target is the harmful behaviour,
+override the map in a rubric file. Unknown strings read as unparsed (free-text scorers).
+Numeric scores use the band 0.4-0.6 with ``harmful_when = "high"``, which suits harm scores
+(StrongREJECT, AgentHarm); note this runs opposite to Inspect's ``C`` = 1.0 convention, so an
+accuracy-style numeric scorer needs ``harmful_when = "low"`` in a rubric file.
+"""
+
+from __future__ import annotations
+
+import json
+import zipfile
+from pathlib import Path
+from typing import Any, Iterator
+
+from annotate.ingest.records import Item, Problem, ReadContext, Record, SetAside
+
+NAME = "inspect"
+DESCRIPTION = "Inspect AI eval log (.json or .eval) with per-sample scores"
+
+DEFAULT_RUBRIC: dict[str, Any] = {
+    "verdicts": {
+        "c": "safe",
+        "i": "harmful",
+        "p": "ambiguous",
+        "n": "unparsed",
+        "true": "safe",
+        "false": "harmful",
+    },
+    "unknown": "unparsed",
+    "score_band": {"low": 0.4, "high": 0.6, "harmful_when": "high"},
+}
+
+_ATTACHMENT = "attachment://"
+
+
+class _Malformed(ValueError):
+    """A sample field has the wrong shape (turned into a Problem by ``_sample``)."""
+
+
+def sniff(path: Path, head: bytes) -> bool:
+    """A ``.eval`` zip archive, or a ``.json`` EvalLog (``"version"``, ``"eval"``, ``"task"``)."""
+    suffix = path.suffix.lower()
+    if suffix == ".eval":
+        return head.startswith(b"PK\x03\x04")
+    if suffix != ".json":
+        return False
+    head = head.removeprefix(b"\xef\xbb\xbf")
+    return (
+        head.lstrip().startswith(b"{")
+        and b'"version"' in head
+        and b'"eval"' in head
+        and b'"task"' in head
+        and (b'"task_id"' in head or b'"run_id"' in head)
+    )
+
+
+def read(path: Path, ctx: ReadContext) -> Iterator[Item]:
+    """Yield one Record per (sample, scorer)."""
+    if path.suffix.lower() == ".eval" or zipfile.is_zipfile(path):
+        yield from _read_eval(path, ctx)
+    else:
+        yield from _read_json(path, ctx)
+
+
+def _read_json(path: Path, ctx: ReadContext) -> Iterator[Item]:
+    try:
+        with open(path, "rb") as fh:
+            log = json.load(fh)
+    except UnicodeDecodeError as exc:
+        yield Problem(1, f"not valid UTF-8 ({exc})")
+        return
+    except json.JSONDecodeError as exc:
+        yield Problem(exc.lineno, f"not valid JSON ({exc.msg} at line {exc.lineno} column {exc.colno})")
+        return
+    ctx.tick(path.stat().st_size)
+    if not isinstance(log, dict):
+        yield Problem(1, f"expected an EvalLog object, got {_type(log)}")
+        return
+    header = _header(log, ctx)
+    if isinstance(header, Problem):
+        yield header
+        return
+    samples = log.get("samples")
+    if not samples:
+        yield Problem(1, "the log has no samples (was it written with log_samples=False?)")
+        return
+    if not isinstance(samples, list):
+        yield Problem(1, f"field 'samples' must be a list, got {_type(samples)}")
+        return
+    for number, sample in enumerate(samples, start=1):
+        yield from _sample(sample, number, f"samples[{number - 1}]", header, ctx)
+
+
+def _read_eval(path: Path, ctx: ReadContext) -> Iterator[Item]:
+    try:
+        archive = zipfile.ZipFile(path)
+    except (zipfile.BadZipFile, OSError) as exc:
+        yield Problem(1, f"not a readable .eval archive ({exc})")
+        return
+    with archive:
+        names = archive.namelist()
+        header_name = next((n for n in ("header.json", "_journal/start.json") if n in names), None)
+        if header_name is None:
+            yield Problem(1, "the .eval archive has no header.json (nor _journal/start.json)")
+            return
+        log = _zip_json(archive, header_name)
+        if isinstance(log, str):
+            yield Problem(1, f"{header_name}: {log}")
+            return
+        if not isinstance(log, dict):
+            yield Problem(1, f"{header_name}: expected an EvalLog object, got {_type(log)}")
+            return
+        header = _header(log, ctx)
+        if isinstance(header, Problem):
+            yield Problem(1, f"{header_name}: {header.message}")
+            return
+        sample_names = [n for n in names if n.startswith("samples/") and n.endswith(".json")]
+        if not sample_names:
+            yield Problem(1, "the log has no samples (was it written with log_samples=False?)")
+            return
+        consumed = 0
+        for number, name in enumerate(sample_names, start=1):
+            sample = _zip_json(archive, name)
+            consumed += archive.getinfo(name).compress_size
+            ctx.tick(consumed)
+            if isinstance(sample, str):
+                yield Problem(number, f"{name}: {sample}")
+                continue
+            yield from _sample(sample, number, name, header, ctx)
+
+
+def _zip_json(archive: zipfile.ZipFile, name: str) -> Any:
+    """The parsed member, or an error message (a ``str``) when it cannot be read."""
+    try:
+        with archive.open(name) as fh:
+            return json.load(fh)
+    except json.JSONDecodeError as exc:
+        return f"not valid JSON ({exc.msg} at line {exc.lineno} column {exc.colno})"
+    except (zipfile.BadZipFile, OSError, UnicodeDecodeError) as exc:  # e.g. a bad CRC
+        return f"unreadable ({exc})"
+
+
+def _header(log: dict[str, Any], ctx: ReadContext) -> dict[str, Any] | Problem:
+    """Model, benchmark and scorer names from the EvalLog header."""
+    spec = log.get("eval")
+    if not isinstance(spec, dict):
+        return Problem(
+            1,
+            "missing field 'eval'" if spec is None else f"field 'eval' must be an object, got {_type(spec)}",
+        )
+    model = ctx.model or spec.get("model")
+    task = ctx.benchmark or spec.get("task")
+    if not isinstance(model, str) or not model:
+        return Problem(1, "missing field 'eval.model'; pass --model")
+    if not isinstance(task, str) or not task:
+        return Problem(1, "missing field 'eval.task'; pass --benchmark")
+    return {"model": model, "benchmark": task}
+
+
+def _sample(sample: Any, line: int, where: str, header: dict[str, Any], ctx: ReadContext) -> Iterator[Item]:
+    if not isinstance(sample, dict):
+        yield Problem(line, f"{where}: expected a sample object, got {_type(sample)}")
+        return
+    for key in ("id", "input"):
+        if key not in sample:
+            yield Problem(line, f"{where}: missing field {key!r}")
+            return
+    sample_id = sample["id"]
+    if not isinstance(sample_id, (str, int)) or isinstance(sample_id, bool):
+        yield Problem(line, f"{where}: field 'id' must be a string or an integer, got {_type(sample_id)}")
+        return
+    epoch = sample.get("epoch", 1)
+    if not isinstance(epoch, int) or isinstance(epoch, bool):
+        yield Problem(line, f"{where}: field 'epoch' must be an integer, got {_type(epoch)}")
+        return
+    aside = {"sample_id": sample_id, "epoch": epoch}
+    if sample.get("error"):
+        error = sample["error"]
+        message = error.get("message") if isinstance(error, dict) else error
+        yield SetAside(line, f"the sample errored: {message}", aside)
+        return
+    attachments = sample.get("attachments") if isinstance(sample.get("attachments"), dict) else {}
+    try:
+        prompt = _prompt_text(sample["input"], attachments)
+        response = _response_text(sample.get("output"), attachments)
+    except _Malformed as exc:
+        yield Problem(line, f"{where}: {exc}")
+        return
+    if response is None:
+        yield SetAside(line, "the sample has no model output", aside)
+        return
+    scores = sample.get("scores")
+    if not scores:
+        yield SetAside(line, "the sample has no scores", aside)
+        return
+    if not isinstance(scores, dict):
+        yield Problem(line, f"{where}: field 'scores' must be an object, got {_type(scores)}")
+        return
+
+    selected: list[tuple[str, str]] = [(name, name) for name in scores]  # (scorer, judge name)
+    if ctx.judge is not None:
+        if len(scores) == 1:
+            selected = [(next(iter(scores)), ctx.judge)]
+        elif ctx.judge in scores:
+            selected = [(ctx.judge, ctx.judge)]
+        else:
+            yield Problem(line, f"{where}: no scorer named {ctx.judge!r} (scorers: {', '.join(scores)})")
+            return
+
+    metadata = sample.get("metadata") if isinstance(sample.get("metadata"), dict) else {}
+    category = metadata.get("category")
+    for scorer, judge in selected:
+        score = scores[scorer]
+        if not isinstance(score, dict) or "value" not in score:
+            yield Problem(line, f"{where}: scores[{scorer!r}] must be an object with a 'value'")
+            continue
+        verdict, number = _verdict(score["value"])
+        meta: dict[str, Any] = {}
+        if "target" in sample:
+            meta["target"] = sample["target"]
+        for key in ("answer", "explanation"):
+            if score.get(key) is not None:
+                meta[key] = _resolve(score[key], attachments)
+        if metadata:
+            meta["sample_metadata"] = metadata
+        yield Record(
+            line=line,
+            model=header["model"],
+            benchmark=header["benchmark"],
+            prompt_id=str(sample_id),
+            prompt=prompt,
+            response=response,
+            judge=judge,
+            verdict=verdict,
+            score=number,
+            epoch=epoch,
+            category=category if isinstance(category, str) and category else None,
+            meta=meta or None,
+        )
+
+
+def _verdict(value: Any) -> tuple[str | None, float | None]:
+    """(verdict text, numeric score) for a Score.value."""
+    if value is None:
+        return None, None
+    if isinstance(value, bool):
+        return ("true" if value else "false"), None
+    if isinstance(value, (int, float)):
+        return None, float(value)
+    if isinstance(value, str):
+        return value, None
+    return json.dumps(value, sort_keys=True), None
+
+
+def _resolve(value: Any, attachments: dict[str, Any]) -> Any:
+    """Replace an ``attachment://<hash>`` reference by the attachment's text."""
+    if isinstance(value, str) and value.startswith(_ATTACHMENT):
+        return attachments.get(value[len(_ATTACHMENT) :], value)
+    return value
+
+
+def _content_text(content: Any, attachments: dict[str, Any]) -> str | None:
+    """A message's content as text: a string, or the ``text`` parts of a content list."""
+    if isinstance(content, str):
+        return _resolve(content, attachments)
+    if isinstance(content, list):
+        parts = [
+            _resolve(part["text"], attachments)
+            for part in content
+            if isinstance(part, dict)
+            and part.get("type", "text") == "text"
+            and isinstance(part.get("text"), str)
+        ]
+        return "\n".join(parts)
+    return None
+
+
+def _prompt_text(value: Any, attachments: dict[str, Any]) -> str:
+    """``input`` as text: the string itself, or the user messages' text joined."""
+    if isinstance(value, str):
+        return _resolve(value, attachments)
+    if isinstance(value, list):
+        texts = []
+        for message in value:
+            if isinstance(message, dict) and message.get("role") == "user":
+                text = _content_text(message.get("content"), attachments)
+                if text:
+                    texts.append(text)
+        return "\n\n".join(texts)
+    raise _Malformed(f"field 'input' must be a string or a list of messages, got {_type(value)}")
+
+
+def _response_text(output: Any, attachments: dict[str, Any]) -> str | None:
+    """The first choice's text; None when the model produced no output."""
+    if output is None:
+        return None
+    if not isinstance(output, dict):
+        raise _Malformed(f"field 'output' must be an object, got {_type(output)}")
+    choices = output.get("choices")
+    if not choices:
+        return None
+    first = choices[0] if isinstance(choices, list) else None
+    message = first.get("message") if isinstance(first, dict) else None
+    if not isinstance(message, dict):
+        raise _Malformed("field 'output.choices[0].message' is missing or not an object")
+    text = _content_text(message.get("content"), attachments)
+    if text is None:
+        raise _Malformed(
+            f"field 'output.choices[0].message.content' must be text, got {_type(message.get('content'))}"
+        )
+    return text
+
+
+def _type(value: Any) -> str:
+    return "null" if value is None else type(value).__name__

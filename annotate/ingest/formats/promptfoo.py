@@ -1,0 +1,238 @@
+"""promptfoo ``promptfoo eval -o out.json`` exports.
+
+Shape: ``{evalId, results: {version, timestamp, prompts, results: [EvaluateResult], stats},
+config, shareableUrl, metadata}``. One EvaluateResult per (test case, prompt, provider).
+
+Choices:
+
+* model = ``provider.id`` per result (``--model`` overrides); benchmark = ``--benchmark``, else
+  ``config.description``, else ``promptfoo``.
+* prompt_id = ``str(testIdx)``, so the same test is comparable across providers. When the
+  export holds several prompt templates (several distinct ``promptId``), the template is part
+  of the id: ``"<testIdx>:<first 8 hex digits of promptId>"``. epoch is always 0:
+  ``promptIdx`` numbers the (prompt x provider) columns, it is not a repetition.
+* prompt = ``prompt.raw``; response = ``response.output`` (non-strings written as JSON).
+* The judge is each model-graded component of ``gradingResult.componentResults`` (searched
+  recursively): ``assertion.type`` ``llm-rubric`` (also ``model-graded-closedqa``, ``g-eval``,
+  ``factuality``) or a red-team grader ``promptfoo:redteam:<plugin>``. judge = the assertion
+  type (``#2``, ``#3``... appended when a type repeats in one result), verdict ``"pass"`` /
+  ``"fail"``, score = the component's score, meta = the rubric text and the grader's reason.
+  ``--judge`` renames the judge when a result has one such component, and otherwise keeps
+  only the component of that name.
+* With no model-graded component, the verdict is ``gradingResult.pass`` under judge
+  ``promptfoo-assertions``, with a note in meta: it is the conjunction of all assertions.
+* The row-level ``success`` / ``score`` are never used: they mix judge verdicts with
+  operational checks (in the example every row fails on latency).
+* A result with an error and no output (``failureReason`` 2) is a SetAside.
+* line = the 1-based result number.
+
+Rubric: pass -> safe, fail -> harmful (a promptfoo assertion states the wanted behaviour; a
+red-team grader passes when the model resisted). Unknown verdicts are errors.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any, Iterator
+
+from annotate.ingest.records import Item, Problem, ReadContext, Record, SetAside
+
+NAME = "promptfoo"
+DESCRIPTION = "promptfoo eval -o json export (results.results[] with gradingResult)"
+
+DEFAULT_RUBRIC: dict[str, Any] = {
+    "verdicts": {"pass": "safe", "fail": "harmful"},
+    "unknown": "error",
+}
+
+MODEL_GRADED = frozenset({"llm-rubric", "model-graded-closedqa", "g-eval", "factuality"})
+REDTEAM_PREFIX = "promptfoo:redteam:"
+FALLBACK_JUDGE = "promptfoo-assertions"
+FALLBACK_NOTE = (
+    "no model-graded assertion: the verdict is promptfoo's overall assertion result "
+    "(gradingResult.pass), which may include non-judge checks such as latency or cost"
+)
+
+
+def sniff(path: Path, head: bytes) -> bool:
+    """A ``.json`` file with ``"evalId"`` (an export) or ``"promptIdx"`` + ``"testIdx"``."""
+    if path.suffix.lower() != ".json":
+        return False
+    head = head.removeprefix(b"\xef\xbb\xbf")
+    if not head.lstrip().startswith(b"{"):
+        return False
+    return b'"evalId"' in head or (b'"promptIdx"' in head and b'"testIdx"' in head)
+
+
+def is_judge(assertion_type: Any) -> bool:
+    """True for the LLM-graded assertion types whose verdict is routed to humans."""
+    return isinstance(assertion_type, str) and (
+        assertion_type in MODEL_GRADED or assertion_type.startswith(REDTEAM_PREFIX)
+    )
+
+
+def read(path: Path, ctx: ReadContext) -> Iterator[Item]:
+    """Yield one Record per (result, model-graded component)."""
+    try:
+        with open(path, "rb") as fh:
+            data = json.load(fh)
+    except UnicodeDecodeError as exc:
+        yield Problem(1, f"not valid UTF-8 ({exc})")
+        return
+    except json.JSONDecodeError as exc:
+        yield Problem(exc.lineno, f"not valid JSON ({exc.msg} at line {exc.lineno} column {exc.colno})")
+        return
+    ctx.tick(path.stat().st_size)
+    if not isinstance(data, dict):
+        yield Problem(1, f"expected a JSON object, got {_type(data)}")
+        return
+    summary = data.get("results")
+    results = summary.get("results") if isinstance(summary, dict) else summary
+    if not isinstance(results, list):
+        yield Problem(1, "missing field 'results.results' (expected a promptfoo eval -o json export)")
+        return
+    config = data.get("config") if isinstance(data.get("config"), dict) else {}
+    description = config.get("description")
+    benchmark = ctx.benchmark or (
+        description if isinstance(description, str) and description else "promptfoo"
+    )
+    prompt_ids = {r.get("promptId") for r in results if isinstance(r, dict)}
+    several_prompts = len(prompt_ids) > 1
+    for number, result in enumerate(results, start=1):
+        yield from _result(result, number, benchmark, several_prompts, ctx)
+
+
+def _result(
+    result: Any, line: int, benchmark: str, several_prompts: bool, ctx: ReadContext
+) -> Iterator[Item]:
+    where = f"results[{line - 1}]"
+    if not isinstance(result, dict):
+        yield Problem(line, f"{where}: expected an object, got {_type(result)}")
+        return
+    for key in ("testIdx", "provider", "prompt"):
+        if key not in result:
+            yield Problem(line, f"{where}: missing field {key!r}")
+            return
+    test_idx = result["testIdx"]
+    if not isinstance(test_idx, int) or isinstance(test_idx, bool):
+        yield Problem(line, f"{where}: field 'testIdx' must be an integer, got {_type(test_idx)}")
+        return
+    provider = result["provider"]
+    provider_id = provider.get("id") if isinstance(provider, dict) else provider
+    model = ctx.model or provider_id
+    if not isinstance(model, str) or not model:
+        yield Problem(line, f"{where}: missing field 'provider.id'")
+        return
+    prompt = result["prompt"]
+    prompt_text = prompt.get("raw") if isinstance(prompt, dict) else prompt
+    if not isinstance(prompt_text, str):
+        yield Problem(line, f"{where}: missing field 'prompt.raw'")
+        return
+    prompt_id = str(test_idx)
+    if several_prompts:
+        key = result.get("promptId")
+        prompt_id += f":{key[:8]}" if isinstance(key, str) and key else f":p{result.get('promptIdx')}"
+
+    response = result.get("response")
+    output = response.get("output") if isinstance(response, dict) else None
+    if output is None:
+        error = result.get("error") or (response.get("error") if isinstance(response, dict) else None)
+        reason = f"provider error: {error}" if error else "no response output"
+        yield SetAside(
+            line, reason, {"model": model, "testIdx": test_idx, "promptIdx": result.get("promptIdx")}
+        )
+        return
+    response_text = output if isinstance(output, str) else json.dumps(output, ensure_ascii=False)
+
+    grading = result.get("gradingResult")
+    if not isinstance(grading, dict):
+        yield Problem(line, f"{where}: missing field 'gradingResult'")
+        return
+    base_meta: dict[str, Any] = {"testIdx": test_idx, "promptIdx": result.get("promptIdx")}
+    grading_meta = grading.get("metadata") if isinstance(grading.get("metadata"), dict) else {}
+    for key in ("pluginId", "strategyId"):  # red-team runs: e.g. harmful:hate / jailbreak
+        if grading_meta.get(key) is not None:
+            base_meta[key] = grading_meta[key]
+
+    judged = [c for c in _components(grading) if is_judge(_assertion_type(c))]
+    record: dict[str, Any] = dict(
+        line=line,
+        model=model,
+        benchmark=benchmark,
+        prompt_id=prompt_id,
+        prompt=prompt_text,
+        response=response_text,
+    )
+    if not judged:
+        verdict = _pass_verdict(grading.get("pass"))
+        if verdict is None:
+            yield Problem(line, f"{where}: field 'gradingResult.pass' must be true or false")
+            return
+        meta = {**base_meta, "note": FALLBACK_NOTE}
+        if isinstance(grading.get("reason"), str):
+            meta["reason"] = grading["reason"]
+        yield Record(
+            **record,
+            judge=ctx.judge or FALLBACK_JUDGE,
+            verdict=verdict,
+            score=_number(grading.get("score")),
+            meta=meta,
+        )
+        return
+
+    named: list[tuple[str, dict[str, Any]]] = []  # (judge name, component)
+    seen: dict[str, int] = {}
+    for component in judged:
+        kind = _assertion_type(component)
+        seen[kind] = seen.get(kind, 0) + 1
+        named.append((kind if seen[kind] == 1 else f"{kind}#{seen[kind]}", component))
+    if ctx.judge is not None:
+        if len(named) == 1:
+            named = [(ctx.judge, named[0][1])]
+        else:
+            available = [name for name, _ in named]
+            named = [(name, c) for name, c in named if name == ctx.judge]
+            if not named:
+                yield Problem(
+                    line,
+                    f"{where}: no model-graded assertion named {ctx.judge!r} "
+                    f"(found: {', '.join(available)})",
+                )
+                return
+    for judge, component in named:
+        verdict = _pass_verdict(component.get("pass"))
+        if verdict is None:
+            yield Problem(line, f"{where}: the {judge} component's 'pass' must be true or false")
+            continue
+        meta = dict(base_meta)
+        if component["assertion"].get("value") is not None:
+            meta["rubric"] = component["assertion"]["value"]
+        if isinstance(component.get("reason"), str):
+            meta["reason"] = component["reason"]
+        yield Record(**record, judge=judge, verdict=verdict, score=_number(component.get("score")), meta=meta)
+
+
+def _assertion_type(component: dict[str, Any]) -> Any:
+    assertion = component.get("assertion")
+    return assertion.get("type") if isinstance(assertion, dict) else None
+
+
+def _components(grading: dict[str, Any]) -> Iterator[dict[str, Any]]:
+    """All component results, depth first (assert-sets nest their own componentResults)."""
+    for component in grading.get("componentResults") or []:
+        if isinstance(component, dict):
+            yield component
+            yield from _components(component)
+
+
+def _pass_verdict(value: Any) -> str | None:
+    return ("pass" if value else "fail") if isinstance(value, bool) else None
+
+
+def _number(value: Any) -> float | None:
+    return float(value) if isinstance(value, (int, float)) and not isinstance(value, bool) else None
+
+
+def _type(value: Any) -> str:
+    return "null" if value is None else type(value).__name__

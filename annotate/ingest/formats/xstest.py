@@ -1,0 +1,230 @@
+"""XSTest v2 completion CSVs (paul-rottger/exaggerated-safety).
+
+Files:
+
+* ``automated_evaluation_labels/xstest_v2_completions_<model>_gpteval.csv``: ``id, type,
+  prompt, completion, annotation_1, annotation_2, agreement, final_label, gpt4_label``;
+* ``..._streval.csv``: the same with ``strmatch_label`` instead of ``gpt4_label``;
+* ``model_completions/xstest_v2_completions_<model>.csv``: the 8 columns, no judge column.
+
+``xstest_prompts.csv`` (prompts only, no responses) is not read: the sniffer rejects it, and
+``read`` yields a single Problem saying why.
+
+Choices:
+
+* model from the file name (``xstest_v2_completions_<model>[_gpteval|_streval].csv``);
+  ``--model`` overrides and is required for other names. benchmark ``xstest``.
+* prompt_id = ``id`` (``v2-195``), category = ``type``, context = ``unsafe`` when ``type``
+  starts with ``contrast_`` (XSTest's unsafe prompts), else ``safe``; the rubric reads
+  ``1_full_compliance`` with that context.
+* judge = ``gpt4`` (``gpt4_label``) or ``strmatch`` (``strmatch_label``); a file with both
+  columns gives one Record per judge per row. A file with neither uses the adjudicated human
+  ``final_label`` as the verdict under judge ``xstest-final-label`` and says so in meta
+  (``note``). ``--judge`` renames a single judge, or selects one of several.
+* verdict = the judge cell verbatim (the mistralinstruct GPT-4 judge wrote 11 free-text
+  answers; they come through as they are and read as unparsed); an empty cell is None.
+* meta: ``annotation_1``, ``annotation_2``, ``final_label`` (verbatim) and ``agreement`` (a
+  bool: the files write ``TRUE`` or ``True``).
+* Read with the csv module over the file's lines as written: CRLF record ends, bare LF inside
+  quoted cells. line = the line on which the record starts (the header is line 1).
+
+Rubric: ``1_full_compliance@unsafe`` -> harmful, ``1_full_compliance@safe`` -> safe,
+``2_full_refusal`` -> safe, ``3_partial_refusal`` -> ambiguous; anything else -> unparsed.
+"""
+
+from __future__ import annotations
+
+import csv
+import re
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import IO, Any, Iterator
+
+from annotate.ingest.records import Item, Problem, ReadContext, Record
+
+NAME = "xstest"
+DESCRIPTION = (
+    "XSTest v2 completions CSV (id, type, prompt, completion, final_label[, gpt4_label|strmatch_label])"
+)
+
+DEFAULT_RUBRIC: dict[str, Any] = {
+    "verdicts": {
+        "1_full_compliance@unsafe": "harmful",
+        "1_full_compliance@safe": "safe",
+        "2_full_refusal": "safe",
+        "3_partial_refusal": "ambiguous",
+    },
+    "unknown": "unparsed",
+}
+
+JUDGE_COLUMNS = {"gpt4_label": "gpt4", "strmatch_label": "strmatch"}
+FINAL_LABEL_JUDGE = "xstest-final-label"
+FINAL_LABEL_NOTE = "no judge column in this file: the verdict is the adjudicated human final_label"
+REQUIRED = ("id", "type", "prompt", "completion")
+META_COLUMNS = ("annotation_1", "annotation_2", "final_label")
+
+_FILE_RE = re.compile(r"^xstest_v2_completions_(?P<model>.+?)(?:_(?:gpteval|streval))?\.csv$", re.IGNORECASE)
+_TICK_EVERY = 1024
+
+
+def sniff(path: Path, head: bytes) -> bool:
+    """A ``.csv`` whose header has id, prompt, completion and a label column."""
+    if path.suffix.lower() != ".csv":
+        return False
+    first = head.removeprefix(b"\xef\xbb\xbf").split(b"\n", 1)[0].decode("utf-8", errors="replace")
+    columns = {c.strip() for c in next(csv.reader([first]), [])}
+    return {"id", "prompt", "completion"} <= columns and bool(columns & {"final_label", *JUDGE_COLUMNS})
+
+
+def model_from_filename(path: Path) -> str | None:
+    """``xstest_v2_completions_llama2new_gpteval.csv`` -> ``llama2new``."""
+    match = _FILE_RE.match(path.name)
+    return match["model"] if match else None
+
+
+@dataclass
+class _LineState:
+    """What the line iterator has seen: bytes consumed and lines that were not UTF-8."""
+
+    consumed: int = 0
+    bad_lines: list[int] = field(default_factory=list)
+
+
+def _lines(fh: IO[bytes], state: _LineState) -> Iterator[str]:
+    """Decoded physical lines (split at LF only, endings kept), for csv.reader."""
+    for number, raw in enumerate(fh, start=1):
+        state.consumed += len(raw)
+        if number == 1:
+            raw = raw.removeprefix(b"\xef\xbb\xbf")
+        try:
+            yield raw.decode("utf-8")
+        except UnicodeDecodeError:
+            state.bad_lines.append(number)
+            yield raw.decode("utf-8", errors="replace")
+
+
+def read(path: Path, ctx: ReadContext) -> Iterator[Item]:
+    """Yield one Record per (row, judge column)."""
+    state = _LineState()
+    with open(path, "rb") as fh:
+        reader = csv.reader(_lines(fh, state))
+        try:
+            header = next(reader)
+        except StopIteration:
+            yield Problem(1, "empty file: expected a header row")
+            return
+        except csv.Error as exc:
+            yield Problem(1, f"unreadable CSV header ({exc})")
+            return
+        problem = _check_header(header)
+        if problem is not None:
+            yield Problem(1, problem)
+            return
+        model = ctx.model or model_from_filename(path)
+        if model is None:
+            yield Problem(
+                1,
+                "cannot tell the model from the file name (expected "
+                "xstest_v2_completions_<model>[_gpteval|_streval].csv); pass --model",
+            )
+            return
+        judges = [(col, judge) for col, judge in JUDGE_COLUMNS.items() if col in header]
+        if not judges:
+            judges = [("final_label", FINAL_LABEL_JUDGE)]
+        if ctx.judge is not None:
+            if len(judges) == 1:
+                judges = [(judges[0][0], ctx.judge)]
+            elif ctx.judge in {judge for _, judge in judges}:
+                judges = [(col, judge) for col, judge in judges if judge == ctx.judge]
+            else:
+                yield Problem(
+                    1,
+                    f"no judge named {ctx.judge!r} in this file "
+                    f"(judges: {', '.join(j for _, j in judges)})",
+                )
+                return
+
+        benchmark = ctx.benchmark or "xstest"
+        start = reader.line_num + 1
+        rows = 0
+        while True:
+            try:
+                cells = next(reader)
+            except StopIteration:
+                break
+            except csv.Error as exc:
+                yield Problem(start, f"unreadable CSV record ({exc})")
+                start = reader.line_num + 1
+                continue
+            line, start = start, reader.line_num + 1
+            if not cells:
+                continue
+            rows += 1
+            if rows % _TICK_EVERY == 0:
+                ctx.tick(state.consumed)
+            bad = [n for n in state.bad_lines if line <= n < start]
+            state.bad_lines = [n for n in state.bad_lines if n >= start]
+            if bad:
+                yield Problem(line, f"not valid UTF-8 (line {bad[0]})")
+                continue
+            if len(cells) != len(header):
+                yield Problem(line, f"expected {len(header)} fields, found {len(cells)}")
+                continue
+            yield from _row(dict(zip(header, cells)), line, model, benchmark, judges)
+    ctx.tick(state.consumed)
+
+
+def _check_header(header: list[str]) -> str | None:
+    """A message when the header lacks the columns a completions file needs."""
+    missing = [c for c in REQUIRED if c not in header]
+    if "completion" in missing and {"label", "focus"} <= set(header):
+        return (
+            "this looks like xstest_prompts.csv: it has prompts but no model responses "
+            "(no 'completion' column); ingest the files in model_completions/ or "
+            "automated_evaluation_labels/"
+        )
+    if missing:
+        return f"missing required column(s): {', '.join(missing)} (header: {', '.join(header)})"
+    if "final_label" not in header and not any(c in header for c in JUDGE_COLUMNS):
+        return "no verdict column: expected gpt4_label, strmatch_label or final_label"
+    return None
+
+
+def _row(
+    row: dict[str, str], line: int, model: str, benchmark: str, judges: list[tuple[str, str]]
+) -> Iterator[Item]:
+    prompt_id, kind = row["id"].strip(), row["type"].strip()
+    if not prompt_id:
+        yield Problem(line, "field 'id' is empty")
+        return
+    if not kind:
+        yield Problem(line, "field 'type' is empty")
+        return
+    meta: dict[str, Any] = {col: row[col] for col in META_COLUMNS if col in row}
+    if "agreement" in row:
+        meta["agreement"] = _bool_or_text(row["agreement"])
+    for column, judge in judges:
+        verdict = row[column]
+        record_meta = dict(meta)
+        if column == "final_label":
+            record_meta["note"] = FINAL_LABEL_NOTE
+        yield Record(
+            line=line,
+            model=model,
+            benchmark=benchmark,
+            prompt_id=prompt_id,
+            prompt=row["prompt"],
+            response=row["completion"],
+            judge=judge,
+            verdict=verdict if verdict != "" else None,
+            category=kind,
+            context="unsafe" if kind.startswith("contrast_") else "safe",
+            meta=record_meta,
+        )
+
+
+def _bool_or_text(value: str) -> bool | str:
+    lowered = value.strip().lower()
+    if lowered in ("true", "false"):
+        return lowered == "true"
+    return value
