@@ -108,8 +108,23 @@ def _read_jsonl(path: Path, ctx: ReadContext) -> Iterator[Item]:
 
 def _read_csv(path: Path, ctx: ReadContext) -> Iterator[Item]:
     delimiter = "\t" if path.name.lower().endswith(".tsv") else ","
-    with open(path, newline="", encoding="utf-8-sig") as fh:
-        reader = csv.reader(fh, delimiter=delimiter)
+    bad_lines: list[int] = []
+    consumed = [0]
+
+    def decoded_lines(fh: Any) -> Iterator[str]:
+        # Decode line by line so that invalid UTF-8 is reported on its own line number
+        # instead of aborting the whole file.
+        for number, raw in enumerate(fh, start=1):
+            consumed[0] += len(raw)
+            try:
+                text = raw.decode("utf-8")
+            except UnicodeDecodeError:
+                bad_lines.append(number)
+                text = raw.decode("utf-8", errors="replace")
+            yield text.lstrip("\ufeff") if number == 1 else text
+
+    with open(path, "rb") as fh:
+        reader = csv.reader(decoded_lines(fh), delimiter=delimiter)
         try:
             header = next(reader)
         except StopIteration:
@@ -117,6 +132,9 @@ def _read_csv(path: Path, ctx: ReadContext) -> Iterator[Item]:
             return
         except csv.Error as exc:
             yield Problem(1, f"unreadable CSV header ({exc})")
+            return
+        if bad_lines:
+            yield Problem(1, "the header is not valid UTF-8 text")
             return
         missing = [c for c in REQUIRED if c not in header and not _supplied(c, ctx)]
         if missing:
@@ -133,6 +151,11 @@ def _read_csv(path: Path, ctx: ReadContext) -> Iterator[Item]:
                 start = reader.line_num + 1
                 continue
             lineno, start = start, reader.line_num + 1
+            if bad_lines:
+                for n in bad_lines:
+                    yield Problem(n, "not valid UTF-8 text")
+                bad_lines.clear()
+                continue
             if not cells:
                 continue
             if len(cells) != len(header):
@@ -141,7 +164,8 @@ def _read_csv(path: Path, ctx: ReadContext) -> Iterator[Item]:
             obj = {k: (None if v == "" and k not in ("prompt", "response") else v) for k, v in zip(header, cells)}
             yield _row_to_item(obj, lineno, ctx)
             if lineno % 4096 == 0:
-                ctx.tick(fh.buffer.tell())
+                ctx.tick(consumed[0])
+    ctx.tick(consumed[0])
 
 
 def _read_parquet(path: Path, ctx: ReadContext) -> Iterator[Item]:
