@@ -337,16 +337,20 @@ class AgreementSummary:
             "n_rated_units": self.n_rated_units,
             "n_pairable_units": self.n_pairable_units,
             "n_pairable_values": self.n_pairable_values,
-            "category_shares": {c: _jsonable(s) for c, s in zip(cats, self.category_shares)},
+            "category_shares": {
+                c: _jsonable(s) for c, s in zip(cats, self.category_shares, strict=True)
+            },
             "prevalence_warning": self.prevalence_warning,
             "alpha": self.alpha.to_dict(),
             "ac1": self.ac1.to_dict(),
             "fleiss_kappa": self.fleiss_kappa.to_dict(),
             "percent_agreement": self.percent_agreement.to_dict(),
             "category_agreement": {
-                c: k.to_dict() for c, k in zip(cats, self.category_agreement)
+                c: k.to_dict() for c, k in zip(cats, self.category_agreement, strict=True)
             },
-            "pairwise_cohen": None if self.pairwise_cohen is None else self.pairwise_cohen.to_dict(),
+            "pairwise_cohen": None
+            if self.pairwise_cohen is None
+            else self.pairwise_cohen.to_dict(),
             "conventions": dict(CONVENTIONS),
         }
 
@@ -376,16 +380,20 @@ def _check_counts(counts: ArrayLike) -> NDArray[np.int64]:
             f"got an array with shape {arr.shape}."
         )
     if arr.shape[1] < 1:
-        raise ValueError(f"The count matrix needs at least one category column; got shape {arr.shape}.")
-    if arr.dtype.kind not in "iuf":
         raise ValueError(
-            f"The count matrix must hold integer counts; got dtype {arr.dtype}."
+            f"The count matrix needs at least one category column; got shape {arr.shape}."
         )
+    if arr.dtype.kind not in "iuf":
+        raise ValueError(f"The count matrix must hold integer counts; got dtype {arr.dtype}.")
     if arr.dtype.kind == "f":
         if not np.isfinite(arr).all():
-            raise ValueError("The count matrix contains NaN or infinite values; counts must be finite integers.")
+            raise ValueError(
+                "The count matrix contains NaN or infinite values; counts must be finite integers."
+            )
         if (arr != np.round(arr)).any():
-            raise ValueError("The count matrix contains non-integer values; counts must be whole numbers.")
+            raise ValueError(
+                "The count matrix contains non-integer values; counts must be whole numbers."
+            )
     out = arr.astype(np.int64)
     if out.size and out.min() < 0:
         u, c = np.argwhere(out < 0)[0]
@@ -409,7 +417,10 @@ def _as_codes(labels: ArrayLike, n_categories: int) -> NDArray[np.int64]:
         missing = np.isnan(arr)
         filled = np.where(missing, -1.0, arr)
         if (filled != np.round(filled)).any():
-            raise ValueError("The label matrix contains non-integer codes; use 0..V-1, with -1 or NaN for missing.")
+            raise ValueError(
+                "The label matrix contains non-integer codes; use 0..V-1, "
+                "with -1 or NaN for missing."
+            )
         codes = filled.astype(np.int64)
     elif arr.dtype.kind in "iu":
         codes = arr.astype(np.int64)
@@ -452,8 +463,10 @@ def counts_from_codes(codes: ArrayLike, n_categories: int) -> NDArray[np.int64]:
     return np.bincount(flat, minlength=U * K).reshape(U, K)
 
 
-def _encode(values: NDArray[Any], categories: Sequence[Any] | None) -> tuple[NDArray[np.int64], tuple[Any, ...]]:
-    """Map non-missing label values to codes 0..V-1; categories default to sorted observed values."""
+def _encode(
+    values: NDArray[Any], categories: Sequence[Any] | None
+) -> tuple[NDArray[np.int64], tuple[Any, ...]]:
+    """Map non-missing label values to codes 0..V-1 (default: sorted observed values)."""
     if categories is None:
         try:
             cats, codes = np.unique(values, return_inverse=True)
@@ -537,7 +550,8 @@ def label_matrix_from_long(
     missing_cols = [c for c in (item, annotator, label) if c not in table.columns]
     if missing_cols:
         raise ValueError(
-            f"The annotation table lacks the column(s) {missing_cols}; it has {list(table.columns)}."
+            f"The annotation table lacks the column(s) {missing_cols}; "
+            f"it has {list(table.columns)}."
         )
     item_code, items = pd.factorize(table[item], sort=True)
     ann_code, anns = pd.factorize(table[annotator], sort=True)
@@ -726,7 +740,8 @@ def _pair_agreement(n: NDArray[np.float64], m: NDArray[np.float64]) -> NDArray[n
     """Share of agreeing rater pairs per unit, sum_q n_q (n_q - 1) / (m (m - 1)); 0 if m < 2."""
     den = m * (m - 1)
     num = (n * (n - 1)).sum(axis=1)
-    return np.divide(num, den, out=np.zeros_like(num), where=den > 0)
+    out: NDArray[np.float64] = np.divide(num, den, out=np.zeros_like(num), where=den > 0)
+    return out
 
 
 def _coincidence_features(pats: NDArray[np.int64]) -> NDArray[np.float64]:
@@ -763,9 +778,9 @@ def _delta(
 
 def _expected_sum(n_c: NDArray[np.float64], delta: NDArray[np.float64]) -> NDArray[np.float64]:
     """sum_ck n_c n_k delta_ck per replicate; n_c (B, V), delta (V, V) or (B, V, V) -> (B,)."""
-    if delta.ndim == 2:
-        return np.einsum("bc,bk,ck->b", n_c, n_c, delta)
-    return np.einsum("bc,bk,bck->b", n_c, n_c, delta)
+    spec = "bc,bk,ck->b" if delta.ndim == 2 else "bc,bk,bck->b"
+    out: NDArray[np.float64] = np.einsum(spec, n_c, n_c, delta)
+    return out
 
 
 def _alpha_statistic(V: int, level: str, values: NDArray[np.float64]) -> _Statistic:
@@ -792,7 +807,9 @@ def _alpha_statistic(V: int, level: str, values: NDArray[np.float64]) -> _Statis
     return _Statistic(_coincidence_features, finish)
 
 
-def _alpha_components(counts: NDArray[np.int64], level: str, values: NDArray[np.float64]) -> dict[str, float]:
+def _alpha_components(
+    counts: NDArray[np.int64], level: str, values: NDArray[np.float64]
+) -> dict[str, float]:
     """D_o and D_e of the point estimate (for reports)."""
     pats, freq = _patterns(counts)
     V = counts.shape[1]
@@ -829,14 +846,17 @@ def _ac1_statistic(Q: int, chance: Literal["gwet", "fleiss"] = "gwet") -> _Stati
         m = n.sum(axis=1)
         pairable = (m >= 2).astype(float)
         # [agreement of pairable units, pairable indicator, n_uq / m_u (Q columns), n_uq, 1]
-        return np.column_stack([_pair_agreement(n, m), pairable, n / m[:, None], n, np.ones(len(n))])
+        return np.column_stack(
+            [_pair_agreement(n, m), pairable, n / m[:, None], n, np.ones(len(n))]
+        )
 
     def finish(S: NDArray[np.float64]) -> NDArray[np.float64]:
         p_a = S[:, 0] / S[:, 1]
         pi_q = S[:, 2 : 2 + Q] / S[:, -1:]
         if chance == "gwet":
             p_e = (pi_q * (1.0 - pi_q)).sum(axis=1) / (Q - 1)
-            return ((p_a - p_e) / (1.0 - p_e))[:, None]
+            ac1: NDArray[np.float64] = (p_a - p_e) / (1.0 - p_e)
+            return ac1[:, None]
         p_e = (pi_q * pi_q).sum(axis=1)
         two_cats = (S[:, 2 + Q : 2 + 2 * Q] > 0).sum(axis=1) >= 2  # else p_e = 1: 0/0
         return np.where(two_cats, (p_a - p_e) / (1.0 - p_e), np.nan)[:, None]
@@ -950,7 +970,9 @@ def krippendorff_alpha(
     interval), not judgement pairs as Hayes & Krippendorff (2007) do, whose SE is too small
     (methods.md section 2.3). It is drawn in pattern-compressed form: with P distinct count rows,
     ``W ~ Multinomial(U_pairable, freq / U_pairable)`` of shape (B, P), and ``W @ features`` gives
-    every replicate's coincidence matrix in one product.
+    every replicate's coincidence matrix in one product. The cost grows with P, not U: P <= 16
+    for 3 annotators x 3 categories, but it approaches U with many annotators and categories
+    (then W is drawn in blocks to bound memory).
     """
     n_all = _check_counts(counts)
     if level not in _LEVELS:
@@ -960,6 +982,8 @@ def krippendorff_alpha(
     v = np.arange(V, dtype=float) if values is None else np.asarray(values, dtype=float)
     if v.shape != (V,):
         raise ValueError(f"values must have one entry per category ({V}); got shape {v.shape}.")
+    if level in ("interval", "ratio") and np.unique(v).size != V:
+        raise ValueError(f"The {level} level needs distinct category values; got {v.tolist()}.")
     if level == "ratio" and (v < 0).any():
         raise ValueError("The ratio level needs non-negative category values.")
     thr = tuple(float(t) for t in thresholds)
@@ -971,19 +995,30 @@ def krippendorff_alpha(
     reason = _pairable_reason(U_p, "Krippendorff's alpha") or _single_category_reason(
         n_pair.sum(axis=0), "alpha", "pairable values"
     )
-    base = dict(level=level, n_units=U_p, n_excluded=U - U_p, n_values=n_values, confidence=confidence)
     if reason is not None:
-        return AlphaResult(value=_NAN, q=tuple((t, _NAN) for t in thr), undefined_reason=reason, **base)  # type: ignore[arg-type]
+        return AlphaResult(
+            level,
+            _NAN,
+            q=tuple((t, _NAN) for t in thr),
+            n_units=U_p,
+            n_excluded=U - U_p,
+            n_values=n_values,
+            confidence=confidence,
+            undefined_reason=reason,
+        )
 
     pats, freq = _patterns(n_pair)
-    fit = _fit(pats, freq, _alpha_statistic(V, level, v), n_boot=n_boot, seed=seed, confidence=confidence)
+    fit = _fit(
+        pats, freq, _alpha_statistic(V, level, v), n_boot=n_boot, seed=seed, confidence=confidence
+    )
     if fit.reps is not None:
         good = fit.reps[:, 0][np.isfinite(fit.reps[:, 0])]
         q = tuple((t, float((good < t).mean()) if good.size else _NAN) for t in thr)
     else:
         q = tuple((t, _NAN) for t in thr)
     return AlphaResult(
-        value=float(fit.value[0]),
+        level,
+        float(fit.value[0]),
         ci_low=float(fit.ci_low[0]),
         ci_high=float(fit.ci_high[0]),
         se=float(fit.se[0]),
@@ -991,8 +1026,11 @@ def krippendorff_alpha(
         q=q,
         n_boot=int(n_boot),
         n_boot_undefined=int(fit.n_undefined[0]),
+        n_units=U_p,
+        n_excluded=U - U_p,
+        n_values=n_values,
+        confidence=confidence,
         components=_alpha_components(n_pair, level, v),
-        **base,  # type: ignore[arg-type]
     )
 
 
@@ -1010,8 +1048,13 @@ def _coefficient(
 ) -> Coefficient:
     if reason is not None or fit is None:
         return Coefficient(
-            name, _NAN, n_units=n_units, n_excluded=n_excluded, confidence=confidence,
-            components=components or {}, undefined_reason=reason,
+            name,
+            _NAN,
+            n_units=n_units,
+            n_excluded=n_excluded,
+            confidence=confidence,
+            components=components or {},
+            undefined_reason=reason,
         )
     return Coefficient(
         name,
@@ -1060,24 +1103,47 @@ def gwet_ac1(
     U_r, U_p = int(rated.sum()), int((m >= 2).sum())
     reason = None
     if V < 2:
-        reason = "Gwet's AC1 needs at least two declared categories (Q - 1 is its chance-term divisor)."
+        reason = (
+            "Gwet's AC1 needs at least two declared categories (Q - 1 is its chance-term divisor)."
+        )
     # One category among the pairable values means p_a = 1 with no variation to agree on; AC1
     # would be 1 by construction, so it is reported as undefined, like alpha.
-    reason = reason or _pairable_reason(U_p, "Gwet's AC1") or _single_category_reason(
-        n_all[m >= 2].sum(axis=0), "AC1 (which would be 1 by construction)", "pairable values"
+    reason = (
+        reason
+        or _pairable_reason(U_p, "Gwet's AC1")
+        or _single_category_reason(
+            n_all[m >= 2].sum(axis=0), "AC1 (which would be 1 by construction)", "pairable values"
+        )
     )
     if reason is not None:
-        return _coefficient("gwet_ac1", None, n_units=U_r, n_excluded=U - U_r, n_boot=0,
-                            confidence=confidence, reason=reason)
+        return _coefficient(
+            "gwet_ac1",
+            None,
+            n_units=U_r,
+            n_excluded=U - U_r,
+            n_boot=0,
+            confidence=confidence,
+            reason=reason,
+        )
     pats, freq = _patterns(n_all[rated])
     stat = _ac1_statistic(V)
     fit = _fit(pats, freq, stat, n_boot=n_boot, seed=seed, confidence=confidence)
     S = freq @ stat.features(pats)
     pi_q = S[2 : 2 + V] / S[-1]
-    comps = {"p_a": float(S[0] / S[1]), "p_e": float((pi_q * (1 - pi_q)).sum() / (V - 1)),
-             "n_pairable_units": float(U_p)}
-    return _coefficient("gwet_ac1", fit, n_units=U_r, n_excluded=U - U_r, n_boot=n_boot,
-                        confidence=confidence, components=comps)
+    comps = {
+        "p_a": float(S[0] / S[1]),
+        "p_e": float((pi_q * (1 - pi_q)).sum() / (V - 1)),
+        "n_pairable_units": float(U_p),
+    }
+    return _coefficient(
+        "gwet_ac1",
+        fit,
+        n_units=U_r,
+        n_excluded=U - U_r,
+        n_boot=n_boot,
+        confidence=confidence,
+        components=comps,
+    )
 
 
 def fleiss_kappa(
@@ -1129,17 +1195,34 @@ def fleiss_kappa(
             n_all[m >= 2].sum(axis=0), "Fleiss' kappa", "pairable values"
         )
         if reason is not None:
-            return _coefficient("fleiss_kappa", None, n_units=U_r, n_excluded=U - U_r, n_boot=0,
-                                confidence=confidence, reason=reason)
+            return _coefficient(
+                "fleiss_kappa",
+                None,
+                n_units=U_r,
+                n_excluded=U - U_r,
+                n_boot=0,
+                confidence=confidence,
+                reason=reason,
+            )
         pats, freq = _patterns(n_all[rated])
         stat = _ac1_statistic(V, "fleiss")
         fit = _fit(pats, freq, stat, n_boot=n_boot, seed=seed, confidence=confidence)
         S = freq @ stat.features(pats)
         pi_q = S[2 : 2 + V] / S[-1]
-        comps = {"P_bar": float(S[0] / S[1]), "P_e_bar": float((pi_q * pi_q).sum()),
-                 "n_pairable_units": float(U_p)}
-        return _coefficient("fleiss_kappa", fit, n_units=U_r, n_excluded=U - U_r, n_boot=n_boot,
-                            confidence=confidence, components=comps)
+        comps = {
+            "P_bar": float(S[0] / S[1]),
+            "P_e_bar": float((pi_q * pi_q).sum()),
+            "n_pairable_units": float(U_p),
+        }
+        return _coefficient(
+            "fleiss_kappa",
+            fit,
+            n_units=U_r,
+            n_excluded=U - U_r,
+            n_boot=n_boot,
+            confidence=confidence,
+            components=comps,
+        )
 
     r = int(m.max()) if n_raters is None and U else int(n_raters or 0)
     if n_raters is not None and U and int(m.max()) > r:
@@ -1154,21 +1237,43 @@ def fleiss_kappa(
     if r < 2:
         reason = f"Fleiss' kappa needs at least two ratings per unit; the most any unit has is {r}."
     elif N == 0:
-        reason = f"Fleiss' kappa needs complete units (rated by all {r} raters); none of the {U} units is complete."
-    reason = reason or _pairable_reason(N, "Fleiss' kappa (complete units only)") or _single_category_reason(
-        n_all[complete].sum(axis=0), "Fleiss' kappa", "ratings of the complete units"
+        reason = (
+            f"Fleiss' kappa needs complete units (rated by all {r} raters); "
+            f"none of the {U} units is complete."
+        )
+    reason = (
+        reason
+        or _pairable_reason(N, "Fleiss' kappa (complete units only)")
+        or _single_category_reason(
+            n_all[complete].sum(axis=0), "Fleiss' kappa", "ratings of the complete units"
+        )
     )
     if reason is not None:
-        return _coefficient("fleiss_kappa", None, n_units=N, n_excluded=U - N, n_boot=0,
-                            confidence=confidence, components=comps, reason=reason)
+        return _coefficient(
+            "fleiss_kappa",
+            None,
+            n_units=N,
+            n_excluded=U - N,
+            n_boot=0,
+            confidence=confidence,
+            components=comps,
+            reason=reason,
+        )
     pats, freq = _patterns(n_all[complete])
     stat = _fleiss_statistic(V, r)
     fit = _fit(pats, freq, stat, n_boot=n_boot, seed=seed, confidence=confidence)
     S = freq @ stat.features(pats)
     p_j = S[1 : 1 + V] / (N * r)
     comps.update(P_bar=float(S[0] / N), P_e_bar=float((p_j * p_j).sum()))
-    return _coefficient("fleiss_kappa", fit, n_units=N, n_excluded=U - N, n_boot=n_boot,
-                        confidence=confidence, components=comps)
+    return _coefficient(
+        "fleiss_kappa",
+        fit,
+        n_units=N,
+        n_excluded=U - N,
+        n_boot=n_boot,
+        confidence=confidence,
+        components=comps,
+    )
 
 
 def percent_agreement(
@@ -1197,12 +1302,25 @@ def percent_agreement(
     U_p = int(pairable.sum())
     reason = _pairable_reason(U_p, "Percent agreement")
     if reason is not None:
-        return _coefficient("percent_agreement", None, n_units=U_p, n_excluded=U - U_p, n_boot=0,
-                            confidence=confidence, reason=reason)
+        return _coefficient(
+            "percent_agreement",
+            None,
+            n_units=U_p,
+            n_excluded=U - U_p,
+            n_boot=0,
+            confidence=confidence,
+            reason=reason,
+        )
     pats, freq = _patterns(n_all[pairable])
     fit = _fit(pats, freq, _percent_statistic(), n_boot=n_boot, seed=seed, confidence=confidence)
-    return _coefficient("percent_agreement", fit, n_units=U_p, n_excluded=U - U_p, n_boot=n_boot,
-                        confidence=confidence)
+    return _coefficient(
+        "percent_agreement",
+        fit,
+        n_units=U_p,
+        n_excluded=U - U_p,
+        n_boot=n_boot,
+        confidence=confidence,
+    )
 
 
 def category_agreement(
@@ -1237,14 +1355,23 @@ def category_agreement(
     U, V = n_all.shape
     names = list(range(V)) if categories is None else list(categories)
     if len(names) != V:
-        raise ValueError(f"categories has {len(names)} entries but the count matrix has {V} columns.")
+        raise ValueError(
+            f"categories has {len(names)} entries but the count matrix has {V} columns."
+        )
     pairable = n_all.sum(axis=1) >= 2
     U_p = int(pairable.sum())
     reason = _pairable_reason(U_p, "Category-specific agreement")
     if reason is not None:
         return tuple(
-            _coefficient(f"category_agreement[{c}]", None, n_units=U_p, n_excluded=U - U_p,
-                         n_boot=0, confidence=confidence, reason=reason)
+            _coefficient(
+                f"category_agreement[{c}]",
+                None,
+                n_units=U_p,
+                n_excluded=U - U_p,
+                n_boot=0,
+                confidence=confidence,
+                reason=reason,
+            )
             for c in names
         )
     n_pair = n_all[pairable]
@@ -1253,12 +1380,27 @@ def category_agreement(
     n_c = n_pair.sum(axis=0)
     out = []
     for k, c in enumerate(names):
-        why = None if n_c[k] > 0 else (
-            f"Category {c} does not occur among the pairable values, so its specific agreement is undefined."
+        why = (
+            None
+            if n_c[k] > 0
+            else (
+                f"Category {c} does not occur among the pairable values, "
+                "so its specific agreement is undefined."
+            )
         )
-        out.append(_coefficient(f"category_agreement[{c}]", fit, k, n_units=U_p, n_excluded=U - U_p,
-                                n_boot=n_boot, confidence=confidence,
-                                components={"n_c": float(n_c[k])}, reason=why))
+        out.append(
+            _coefficient(
+                f"category_agreement[{c}]",
+                fit,
+                k,
+                n_units=U_p,
+                n_excluded=U - U_p,
+                n_boot=n_boot,
+                confidence=confidence,
+                components={"n_c": float(n_c[k])},
+                reason=why,
+            )
+        )
     return tuple(out)
 
 
@@ -1283,8 +1425,14 @@ def cohen_kappa_table(table: ArrayLike) -> Coefficient:
         raise ValueError(f"A contingency table must be square (V x V); got shape {t.shape}.")
     n = int(t.sum())
     if n < 2:
-        return Coefficient("cohen_kappa", _NAN, n_units=n, undefined_reason=(
-            f"Cohen's kappa needs at least two units rated by both raters; there are {n}."))
+        return Coefficient(
+            "cohen_kappa",
+            _NAN,
+            n_units=n,
+            undefined_reason=(
+                f"Cohen's kappa needs at least two units rated by both raters; there are {n}."
+            ),
+        )
     p = t / n
     p_o = float(np.trace(p))
     p_e = float(p.sum(axis=1) @ p.sum(axis=0))
@@ -1292,9 +1440,16 @@ def cohen_kappa_table(table: ArrayLike) -> Coefficient:
     # p_e = 1 exactly iff both raters used the same single category for every unit.
     rows, cols = np.flatnonzero(t.sum(axis=1)), np.flatnonzero(t.sum(axis=0))
     if rows.size == 1 and cols.size == 1 and rows[0] == cols[0]:
-        return Coefficient("cohen_kappa", _NAN, n_units=n, components=comps, undefined_reason=(
-            f"Both raters put all {n} units in one category, so chance agreement is 1 and "
-            "Cohen's kappa is undefined (0/0)."))
+        return Coefficient(
+            "cohen_kappa",
+            _NAN,
+            n_units=n,
+            components=comps,
+            undefined_reason=(
+                f"Both raters put all {n} units in one category, so chance agreement is 1 and "
+                "Cohen's kappa is undefined (0/0)."
+            ),
+        )
     return Coefficient("cohen_kappa", (p_o - p_e) / (1.0 - p_e), n_units=n, components=comps)
 
 
@@ -1316,15 +1471,22 @@ def cohen_kappa(a: ArrayLike, b: ArrayLike, n_categories: int) -> Coefficient:
     a_arr, b_arr = np.asarray(a), np.asarray(b)
     if a_arr.ndim != 1 or a_arr.shape != b_arr.shape:
         raise ValueError(
-            f"cohen_kappa needs two label vectors of equal length; got shapes {a_arr.shape} and {b_arr.shape}."
+            "cohen_kappa needs two label vectors of equal length; "
+            f"got shapes {a_arr.shape} and {b_arr.shape}."
         )
     y = _as_codes(np.column_stack([a_arr, b_arr]), n_categories)
     both = (y >= 0).all(axis=1)
     K = int(n_categories)
     table = np.bincount(y[both, 0] * K + y[both, 1], minlength=K * K).reshape(K, K)
     res = cohen_kappa_table(table)
-    return Coefficient(res.name, res.value, n_units=res.n_units, n_excluded=int((~both).sum()),
-                       components=res.components, undefined_reason=res.undefined_reason)
+    return Coefficient(
+        res.name,
+        res.value,
+        n_units=res.n_units,
+        n_excluded=int((~both).sum()),
+        components=res.components,
+        undefined_reason=res.undefined_reason,
+    )
 
 
 def pairwise_cohen_kappa(
@@ -1351,7 +1513,9 @@ def pairwise_cohen_kappa(
     if len(names) != J:
         raise ValueError(f"annotators has {len(names)} names but the label matrix has {J} columns.")
     pairs = tuple(
-        (a, b, cohen_kappa(y[:, a], y[:, b], n_categories)) for a in range(J) for b in range(a + 1, J)
+        (a, b, cohen_kappa(y[:, a], y[:, b], n_categories))
+        for a in range(J)
+        for b in range(a + 1, J)
     )
     return PairwiseKappa(names, pairs)
 
@@ -1431,14 +1595,17 @@ def agreement_summary(
     U, V = n_all.shape
     cats = tuple(str(c) for c in categories)
     if len(cats) != V:
-        raise ValueError(f"categories has {len(cats)} entries but the count matrix has {V} columns.")
+        raise ValueError(
+            f"categories has {len(cats)} entries but the count matrix has {V} columns."
+        )
     pairwise = None
     if labels is not None:
         y = _as_codes(labels, V)
         if y.shape[0] != U or not np.array_equal(counts_from_codes(y, V), n_all):
-            raise ValueError("The label matrix does not match the count matrix; build both from the same data.")
+            raise ValueError(
+                "The label matrix does not match the count matrix; build both from the same data."
+            )
         pairwise = pairwise_cohen_kappa(y, V)
-    kw = dict(n_boot=n_boot, seed=seed, confidence=confidence)
     m = n_all.sum(axis=1)
     n_c = n_all[m >= 2].sum(axis=0)
     n = int(n_c.sum())
@@ -1449,13 +1616,19 @@ def agreement_summary(
         n_pairable_units=int((m >= 2).sum()),
         n_pairable_values=n,
         category_shares=tuple(float(x / n) if n else _NAN for x in n_c),
-        alpha=krippendorff_alpha(n_all, level=level, values=values, **kw),  # type: ignore[arg-type]
-        ac1=gwet_ac1(n_all, **kw),  # type: ignore[arg-type]
-        fleiss_kappa=fleiss_kappa(n_all, **kw),  # type: ignore[arg-type]
-        percent_agreement=percent_agreement(n_all, **kw),  # type: ignore[arg-type]
-        category_agreement=category_agreement(n_all, categories=cats, **kw),  # type: ignore[arg-type]
+        alpha=krippendorff_alpha(
+            n_all, level=level, values=values, n_boot=n_boot, seed=seed, confidence=confidence
+        ),
+        ac1=gwet_ac1(n_all, n_boot=n_boot, seed=seed, confidence=confidence),
+        fleiss_kappa=fleiss_kappa(n_all, n_boot=n_boot, seed=seed, confidence=confidence),
+        percent_agreement=percent_agreement(n_all, n_boot=n_boot, seed=seed, confidence=confidence),
+        category_agreement=category_agreement(
+            n_all, categories=cats, n_boot=n_boot, seed=seed, confidence=confidence
+        ),
         pairwise_cohen=pairwise,
-        prevalence_warning=prevalence_warning(n_all, categories=cats, threshold=prevalence_threshold),
+        prevalence_warning=prevalence_warning(
+            n_all, categories=cats, threshold=prevalence_threshold
+        ),
     )
 
 
@@ -1495,9 +1668,12 @@ class DawidSkeneResult:
     @property
     def labels(self) -> NDArray[np.int64]:
         """Most probable class per unit, shape (U,); ties go to the lower code."""
-        return np.argmax(self.posteriors, axis=1)
+        mode: NDArray[np.int64] = np.argmax(self.posteriors, axis=1).astype(np.int64)
+        return mode
 
-    def sensitivity_specificity(self, positive: int) -> tuple[NDArray[np.float64], NDArray[np.float64]]:
+    def sensitivity_specificity(
+        self, positive: int
+    ) -> tuple[NDArray[np.float64], NDArray[np.float64]]:
         """Per-annotator sensitivity and specificity for class ``positive``.
 
         sensitivity_j = P(j says positive | true positive) = confusion[j, pos, pos];
@@ -1519,10 +1695,16 @@ class DawidSkeneResult:
 
     def to_dict(self) -> dict[str, Any]:
         """JSON-serialisable parameters (posteriors left out; they are one row per unit)."""
-        return _jsonable({
-            "priors": self.priors, "confusion": self.confusion, "n_iter": self.n_iter,
-            "converged": self.converged, "log_likelihood": self.log_likelihood,
-        })
+        out: dict[str, Any] = _jsonable(
+            {
+                "priors": self.priors,
+                "confusion": self.confusion,
+                "n_iter": self.n_iter,
+                "converged": self.converged,
+                "log_likelihood": self.log_likelihood,
+            }
+        )
+        return out
 
 
 def dawid_skene(
@@ -1567,23 +1749,25 @@ def dawid_skene(
     K = int(n_categories)
     U, J = y.shape
     u, j = np.nonzero(y >= 0)  # one entry per rating, R in total
-    l = y[u, j]
+    obs = y[u, j]  # the observed label l of each rating
     R = u.size
     if R == 0:
         prior = np.full(K, 1.0 / K)
-        return DawidSkeneResult(np.tile(prior, (U, 1)), prior, np.full((J, K, K), 1.0 / K), 0, False, _NAN)
+        return DawidSkeneResult(
+            np.tile(prior, (U, 1)), prior, np.full((J, K, K), 1.0 / K), 0, False, _NAN
+        )
 
-    n_uk = np.bincount(u * K + l, minlength=U * K).reshape(U, K).astype(float)
+    n_uk = np.bincount(u * K + obs, minlength=U * K).reshape(U, K).astype(float)
     m = n_uk.sum(axis=1)
     rated = m > 0
     T = np.where(rated[:, None], n_uk / np.where(rated, m, 1.0)[:, None], 1.0 / K)
-    jl = j * K + l  # (annotator, observed label) cell of each rating
+    jl = j * K + obs  # (annotator, observed label) cell of each rating
     floor = 1e-10
     ll_prev = -np.inf
     converged = False
-    it = 0
+    n_iter = 0
     pi = theta = None
-    for it in range(1, int(max_iter) + 1):
+    for n_iter in range(1, int(max_iter) + 1):  # noqa: B007 (n_iter is reported after the loop)
         # M-step: pi from the rated units; counts N[j, k, l] = sum of T_uk over j's ratings l.
         pi = np.maximum(T[rated].mean(axis=0), floor)
         pi /= pi.sum()
@@ -1593,8 +1777,10 @@ def dawid_skene(
         theta = np.maximum(N, floor)
         theta /= theta.sum(axis=2, keepdims=True)
         # E-step in logs: each rating adds log theta[j, :, l] to its unit's row.
-        G = np.log(theta)[j, :, l]  # (R, K)
-        L = np.log(pi) + np.stack([np.bincount(u, weights=G[:, k], minlength=U) for k in range(K)], axis=1)
+        G = np.log(theta)[j, :, obs]  # (R, K)
+        L = np.log(pi) + np.stack(
+            [np.bincount(u, weights=G[:, k], minlength=U) for k in range(K)], axis=1
+        )
         L_max = L.max(axis=1, keepdims=True)
         T = np.exp(L - L_max)
         Z = T.sum(axis=1, keepdims=True)
@@ -1606,7 +1792,7 @@ def dawid_skene(
             break
         ll_prev = ll
     assert pi is not None and theta is not None  # max_iter >= 1
-    return DawidSkeneResult(T, pi, theta, it, converged, ll_prev)
+    return DawidSkeneResult(T, pi, theta, n_iter, converged, ll_prev)
 
 
 # --------------------------------------------------------------------------------------------
@@ -1679,8 +1865,14 @@ class AnnotatorDiagnostics:
 def _alpha_value(counts: NDArray[np.int64]) -> Coefficient:
     """Nominal alpha point estimate as a Coefficient (no bootstrap, no jackknife)."""
     res = krippendorff_alpha(counts, n_boot=0)
-    return Coefficient("alpha_nominal", res.value, n_units=res.n_units, n_excluded=res.n_excluded,
-                       se_jackknife=res.se_jackknife, undefined_reason=res.undefined_reason)
+    return Coefficient(
+        "alpha_nominal",
+        res.value,
+        n_units=res.n_units,
+        n_excluded=res.n_excluded,
+        se_jackknife=res.se_jackknife,
+        undefined_reason=res.undefined_reason,
+    )
 
 
 def annotator_diagnostics(
@@ -1730,7 +1922,8 @@ def annotator_diagnostics(
     names = tuple(range(J)) if annotators is None else tuple(annotators)
     if len(names) != J:
         raise ValueError(f"annotators has {len(names)} names but the label matrix has {J} columns.")
-    sens = spec = np.full(J, np.nan)
+    sens: NDArray[np.float64] = np.full(J, np.nan)
+    spec: NDArray[np.float64] = np.full(J, np.nan)
     if dawid_skene_result is not None and positive is not None:
         if dawid_skene_result.confusion.shape != (J, K, K):
             raise ValueError(
@@ -1760,10 +1953,18 @@ def annotator_diagnostics(
             flags.append(f"kappa_with_consensus {kappa.value:.3f} < {kappa_threshold}")
         if math.isfinite(delta) and delta > alpha_gain_threshold:
             flags.append(f"alpha_if_deleted - alpha = {delta:.3f} > {alpha_gain_threshold}")
-        out.append(AnnotatorDiagnostic(
-            annotator=names[jj], n_rated=int((y_j >= 0).sum()), n_consensus_units=n_ok,
-            agreement_with_consensus=agree, kappa_with_consensus=kappa, alpha_if_deleted=a_del,
-            alpha_delta=float(delta), sensitivity=float(sens[jj]), specificity=float(spec[jj]),
-            flags=tuple(flags),
-        ))
+        out.append(
+            AnnotatorDiagnostic(
+                annotator=names[jj],
+                n_rated=int((y_j >= 0).sum()),
+                n_consensus_units=n_ok,
+                agreement_with_consensus=agree,
+                kappa_with_consensus=kappa,
+                alpha_if_deleted=a_del,
+                alpha_delta=float(delta),
+                sensitivity=float(sens[jj]),
+                specificity=float(spec[jj]),
+                flags=tuple(flags),
+            )
+        )
     return AnnotatorDiagnostics(float(alpha_all), kappa_threshold, alpha_gain_threshold, tuple(out))
