@@ -293,6 +293,350 @@ def summary(ctx: click.Context, judge: str | None, as_json: bool) -> None:
         click.echo("No model changes rank between the two readings of ambiguous responses.")
 
 
+# -- Label Studio server ---------------------------------------------------------------------------
+@cli.group("ls")
+def ls_group() -> None:
+    """Run the embedded Label Studio server (bound to 127.0.0.1 unless told otherwise).
+
+    \b
+    Example:
+      annotate ls start            # http://127.0.0.1:8080, data in .annotate/labelstudio/
+      annotate ls status
+      annotate ls stop
+    """
+
+
+@ls_group.command("start")
+@click.option("--port", default=8080, show_default=True, help="Port to listen on (refused, not changed, when taken).")
+@click.option("--host", default="127.0.0.1", show_default=True,
+              help="Interface to bind. Anything but loopback exposes the server to the network.")
+@click.option("--timeout", default=300.0, show_default=True, help="Seconds to wait for readiness.")
+@workspace_options
+def ls_start(ctx: click.Context, port: int, host: str, timeout: float) -> None:
+    """Start the embedded Label Studio server for this workspace.
+
+    The first start creates the admin account and API token (stored in the workspace, mode
+    0600) and migrates Label Studio's database (about a minute). Signup is by invite only;
+    telemetry, version checks and Sentry are off.
+
+    \b
+    Example:
+      annotate ls start --port 8080
+    """
+    from annotate import ls_server
+    from annotate.config import open_workspace
+    from annotate.review import ls_data_dir
+
+    ws = open_workspace(ctx.obj.get("workspace"), ctx.obj.get("db"))
+    if host not in ("127.0.0.1", "localhost", "::1"):
+        click.echo(f"Warning: binding to {host} makes Label Studio reachable from the network. "
+                   "Signup stays invite-only, but anyone who can reach the port sees the login page.", err=True)
+    click.echo("Starting Label Studio (the first start migrates its database: about a minute)...", err=True)
+    info = ls_server.start_server(ls_data_dir(ws), host=host, port=port, timeout=timeout)
+    for warning in info.warnings:
+        click.echo(f"Warning: {warning}", err=True)
+    click.echo(f"Label Studio is ready at {info.url} (pid {info.pid}, ready in {info.startup_seconds:.0f} s).")
+    click.echo(f"Log in as {info.admin_email}; the password is in {info.secrets_path} (readable only by you).")
+
+
+@ls_group.command("stop")
+@workspace_options
+def ls_stop(ctx: click.Context) -> None:
+    """Stop the embedded Label Studio server.
+
+    \b
+    Example:
+      annotate ls stop
+    """
+    from annotate import ls_server
+    from annotate.config import open_workspace
+    from annotate.review import ls_data_dir
+
+    ws = open_workspace(ctx.obj.get("workspace"), ctx.obj.get("db"))
+    stopped = ls_server.stop_server(ls_data_dir(ws))
+    click.echo("Label Studio stopped." if stopped else "Label Studio was not running.")
+
+
+@ls_group.command("status")
+@click.option("--json", "as_json", is_flag=True, help="Print JSON.")
+@workspace_options
+def ls_status(ctx: click.Context, as_json: bool) -> None:
+    """Show whether Label Studio runs, where, and how to log in.
+
+    \b
+    Example:
+      annotate ls status
+    """
+    import os
+
+    from annotate import ls_server
+    from annotate.config import open_workspace
+    from annotate.review import ls_data_dir
+
+    ws = open_workspace(ctx.obj.get("workspace"), ctx.obj.get("db"))
+    external = os.environ.get("ANNOTATE_LS_URL") or ws.setting("labelstudio", "url")
+    st = ls_server.server_status(ls_data_dir(ws))
+    data = {"running": st.running, "url": st.url, "pid": st.pid, "healthy": st.healthy,
+            "authenticated": st.authenticated, "admin_email": st.admin_email,
+            "secrets_file": str(ls_data_dir(ws) / ls_server.SECRETS_NAME), "external_server": external,
+            "detail": st.detail}
+    if as_json:
+        _echo_json(data)
+        return
+    if external:
+        click.echo(f"Using the Label Studio server at {external} (ANNOTATE_LS_URL); nothing is started here.")
+    if st.running:
+        click.echo(f"Label Studio is running at {st.url} (pid {st.pid}); "
+                   f"health {'ok' if st.healthy else 'failing'}, token {'accepted' if st.authenticated else 'REJECTED'}.")
+        click.echo(f"Log in as {st.admin_email}; the password is in {data['secrets_file']}.")
+    else:
+        click.echo(f"The embedded Label Studio is not running{': ' + st.detail if st.detail else ''}. "
+                   "Start it with `annotate ls start`.")
+
+
+# -- annotators -----------------------------------------------------------------------------------
+@cli.group("annotators")
+def annotators_group() -> None:
+    """Register reviewers under stable pseudonyms (A1, A2, ...).
+
+    \b
+    Example:
+      annotate annotators add ana@example.org --name "Ana"
+      annotate annotators list
+    """
+
+
+@annotators_group.command("add")
+@click.argument("email")
+@click.option("--name", default=None, help="Display name (stays in the store, like the e-mail).")
+@click.option("--expert", is_flag=True, help="Register an adjudication expert (pseudonym E1, E2, ...).")
+@click.option("--offline", is_flag=True, help="Register locally only, without Label Studio.")
+@workspace_options
+def annotators_add(ctx: click.Context, email: str, name: str | None, expert: bool, offline: bool) -> None:
+    """Create the Label Studio user and an invite link; register a pseudonym.
+
+    Every output of the tool names the annotator by the pseudonym only. Adding the same e-mail
+    twice keeps the first pseudonym.
+
+    \b
+    Example:
+      annotate annotators add ana@example.org --name "Ana"
+    """
+    from annotate.review import add_annotator
+
+    ws, store = _open(ctx)
+    try:
+        added = add_annotator(ws, store, email, name, role="expert" if expert else "annotator", offline=offline)
+    finally:
+        store.close()
+    verb = "registered as" if added.created else "already registered as"
+    click.echo(f"{email} {verb} {added.pseudonym}.")
+    if added.invite_url:
+        click.echo(f"Send this invite link to {added.pseudonym} to set a password: {added.invite_url}")
+    if added.note:
+        click.echo(f"Note: {added.note}.")
+
+
+@annotators_group.command("list")
+@click.option("--json", "as_json", is_flag=True, help="Print JSON (pseudonyms only).")
+@click.option("--show-emails", is_flag=True, help="Also show e-mail addresses (for the coordinator only).")
+@workspace_options
+def annotators_list(ctx: click.Context, as_json: bool, show_emails: bool) -> None:
+    """List annotators by pseudonym.
+
+    \b
+    Example:
+      annotate annotators list
+    """
+    from annotate.render import table
+
+    ws, store = _open(ctx)
+    try:
+        df = store.annotators()
+    finally:
+        store.close()
+    cols = ["pseudonym", "role", "ls_user_id"] + (["email", "name"] if show_emails else [])
+    records = df[cols].to_dict("records") if len(df) else []
+    if as_json:
+        _echo_json(records)
+    elif not records:
+        click.echo("No annotators yet. Add one with `annotate annotators add EMAIL`.")
+    else:
+        click.echo(table(cols, [[r[c] for c in cols] for r in records]))
+
+
+# -- route / pull / status -----------------------------------------------------------------------
+@cli.command()
+@click.option("--round", "round_name", required=True, help="Round name (new, or one to extend/resume).")
+@click.option("--annotators", required=True, help="Comma-separated pseudonyms (or e-mails), e.g. A1,A2,A3.")
+@click.option("--clear-per-cell", default=25, show_default=True,
+              help="Responses sampled from each clear stratum (judge harmful, judge safe) per model x benchmark.")
+@click.option("--seed", default=0, show_default=True, help="Seed of the sample and of each annotator's task order.")
+@click.option("--judge", default=None, help="Whose labels define the strata (needed when the store has several judges).")
+@click.option("--dry-run", is_flag=True, help="Show what would be sent, per cell and stratum; send nothing.")
+@click.option("--to-file", is_flag=True, help="Write tasks/<round>/<annotator>.json (Label Studio import format) instead.")
+@click.option("--json", "as_json", is_flag=True, help="Print JSON.")
+@workspace_options
+def route(ctx: click.Context, round_name: str, annotators: str, clear_per_cell: int, seed: int, judge: str | None,
+          dry_run: bool, to_file: bool, as_json: bool) -> None:
+    """Send every ambiguous response and a seeded sample of clear ones to independent reviewers.
+
+    Each annotator gets a Label Studio project of their own holding the same tasks, in their own
+    seeded order, showing only the prompt and the response. The selection, strata and inclusion
+    probabilities are recorded for the corrected scores. Safe to re-run: only what is missing is
+    imported; responses ingested since are added as a new wave.
+
+    \b
+    Example:
+      annotate route --round r1 --annotators A1,A2,A3 --clear-per-cell 25 --seed 7 --dry-run
+      annotate route --round r1 --annotators A1,A2,A3 --clear-per-cell 25 --seed 7
+    """
+    from annotate.render import table
+    from annotate.review import route as do_route
+
+    ws, store = _open(ctx)
+    names = [a.strip() for a in annotators.split(",") if a.strip()]
+    bar: list[Any] = []
+
+    def progress(n: int, total: int) -> None:
+        if not sys.stderr.isatty():
+            return
+        if not bar:
+            bar.append(click.progressbar(length=total, label="importing", file=sys.stderr))
+        bar[0].update(n)
+
+    try:
+        out = do_route(ws, store, round_name=round_name, annotator_names=names, clear_per_cell=clear_per_cell,
+                       seed=seed, judge=judge, dry_run=dry_run, to_file=to_file, progress=progress)
+    finally:
+        if bar:
+            bar[0].render_finish()
+        store.close()
+    strata = out.strata
+    if as_json:
+        _echo_json({"round": out.round, "judge": out.judge, "wave": out.new_wave, "dry_run": out.dry_run,
+                    "selected": out.selected, "strata": strata.to_dict("records"),
+                    "annotators": out.per_annotator, "files": [str(f) for f in out.files]})
+        return
+    if len(strata):
+        rows = [[s.model, s.benchmark, s.stratum, int(s.population), int(s.sample), f"{s.sample / s.population:.3f}"]
+                for s in strata.itertuples()]
+        click.echo(table(["model", "benchmark", "stratum", "population", "selected", "incl. prob"], rows,
+                         align="lllrrr"))
+    head = "Would select" if dry_run else "Selected"
+    if out.new_wave is None:
+        click.echo(f"Round {out.round}: no new responses since the last routing (judge {out.judge}).")
+    else:
+        click.echo(f"{head} {out.selected} responses (wave {out.new_wave}, judge {out.judge}).")
+    for who, c in out.per_annotator.items():
+        if to_file:
+            click.echo(f"  {who}: {c['tasks']} tasks written")
+        else:
+            click.echo(f"  {who}: {c['tasks']} tasks; {c['imported']} imported now, {c['already']} already there")
+    for f in out.files:
+        click.echo(f"  wrote {f}")
+    if dry_run:
+        click.echo("Dry run: nothing was sent or recorded.")
+
+
+@cli.command()
+@click.option("--round", "round_name", default=None, help="Round to pull (default: the only one).")
+@click.option("--from-file", "from_files", multiple=True, type=click.Path(dir_okay=False, path_type=Path),
+              help="A Label Studio JSON export file instead of the server (repeatable).")
+@click.option("--annotator", default=None, help="With --from-file: whose project the file was exported from.")
+@click.option("--json", "as_json", is_flag=True, help="Print JSON.")
+@workspace_options
+def pull(ctx: click.Context, round_name: str | None, from_files: tuple[Path, ...], annotator: str | None,
+         as_json: bool) -> None:
+    """Read annotations back from Label Studio into the store.
+
+    Every result is validated against the label config: results without a verdict, with an
+    unknown choice, or for an unknown task are quarantined, never counted. Edits keep the
+    previous value in history; deletions are marked, not forgotten; skips are not labels.
+    Pulling twice changes nothing.
+
+    \b
+    Example:
+      annotate pull --round r1
+      annotate pull --round r1 --from-file export-A1.json --annotator A1
+    """
+    from annotate.render import table
+    from annotate.review import pull as do_pull
+
+    ws, store = _open(ctx)
+    try:
+        out = do_pull(ws, store, round_name=round_name, from_files=list(from_files), annotator=annotator)
+    finally:
+        store.close()
+    fields = ["tasks_seen", "new", "updated", "deleted", "restored", "skips", "quarantined", "unchanged"]
+    if as_json:
+        _echo_json({"round": out.round, "annotators": {k: vars(v) for k, v in out.per_annotator.items()}})
+        return
+    rows = [[who, *[getattr(c, f) for f in fields]] for who, c in out.per_annotator.items()]
+    click.echo(table(["annotator", "tasks seen", "new", "updated", "deleted", "restored", "skips", "quarantined",
+                      "unchanged"], rows))
+    q = sum(c.quarantined for c in out.per_annotator.values())
+    if q:
+        click.echo(f"{q} result(s) quarantined (not counted): see `annotate status --round {out.round} --quarantine`.")
+
+
+@cli.command()
+@click.option("--round", "round_name", default=None, help="Only this round.")
+@click.option("--quarantine", "show_quarantine", is_flag=True, help="List quarantined results too.")
+@click.option("--json", "as_json", is_flag=True, help="Print JSON.")
+@workspace_options
+def status(ctx: click.Context, round_name: str | None, show_quarantine: bool, as_json: bool) -> None:
+    """Progress per round, annotator and stratum, with an estimate of time to finish.
+
+    \b
+    Example:
+      annotate status --round r1
+    """
+    from annotate.render import table
+    from annotate.review import status_table
+
+    ws, store = _open(ctx)
+    try:
+        df = status_table(store, round_name)
+        quarantine = store.quarantined() if show_quarantine or as_json else None
+    finally:
+        store.close()
+    if as_json:
+        _echo_json({"progress": df.to_dict("records"),
+                    "quarantine": [] if quarantine is None else quarantine[["ls_annotation_id", "task_id", "ext_id", "reason"]].to_dict("records")})
+        return
+    if df.empty:
+        click.echo("No rounds routed yet. Start one with `annotate route --round NAME --annotators A1,A2`.")
+        return
+    rows = [[r["round"], r["annotator"], r["stratum"], r["tasks"], r["done"], r["skipped"], r["remaining"],
+             "" if _missing(r["median_lead_time_s"]) else f"{r['median_lead_time_s']:.0f} s", _eta(r["eta_s"])]
+            for r in df.to_dict("records")]
+    click.echo(table(["round", "annotator", "stratum", "tasks", "done", "skipped", "remaining", "median time", "ETA"],
+                     rows, align="lllrrrrrr"))
+    if quarantine is not None and len(quarantine):
+        click.echo("")
+        click.echo(table(["annotation", "task", "ext_id", "reason"],
+                         [[_int(q.ls_annotation_id), _int(q.task_id), q.ext_id, q.reason] for q in quarantine.itertuples()]))
+
+
+def _missing(x: Any) -> bool:
+    return x is None or x != x  # None or NaN
+
+
+def _int(x: Any) -> str:
+    return "" if _missing(x) else str(int(x))
+
+
+def _eta(seconds: float | None) -> str:
+    if _missing(seconds):
+        return ""
+    if seconds < 90:
+        return f"{seconds:.0f} s"
+    if seconds < 5400:
+        return f"{seconds / 60:.0f} min"
+    return f"{seconds / 3600:.1f} h"
+
+
 def _rank(x: float) -> str:
     return f"{x:g}"
 

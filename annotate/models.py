@@ -105,3 +105,169 @@ class ResponseHistory(SQLModel, table=True):
     ingested_at: datetime
     replaced_at: datetime
     replaced_by_source_id: int
+
+
+# -- schema version 2: review rounds in Label Studio --------------------------------------------
+
+
+class Annotator(SQLModel, table=True):
+    """A reviewer. The e-mail stays in the store; every output uses the pseudonym."""
+
+    __tablename__ = "annotator"
+
+    id: Optional[int] = Field(default=None, primary_key=True)
+    pseudonym: str = Field(unique=True, index=True)  # A1, A2, ... (E1, ... for experts)
+    email: str = Field(unique=True)
+    name: Optional[str] = None
+    ls_user_id: Optional[int] = None
+    role: str = "annotator"  # annotator / expert
+    created_at: datetime
+
+
+class ReviewRound(SQLModel, table=True):
+    __tablename__ = "review_round"
+
+    id: Optional[int] = Field(default=None, primary_key=True)
+    name: str = Field(unique=True, index=True)
+    kind: str = "review"  # review / adjudication
+    judge: str
+    seed: int
+    clear_per_cell: int
+    annotators: str  # JSON list of pseudonyms
+    label_config_sha: str
+    label_config: str = Field(sa_column=Column(Text, nullable=False))
+    created_at: datetime
+
+
+class RoundWave(SQLModel, table=True):
+    """One routing of a round: the responses ingested up to ``max_response_id`` not yet in it."""
+
+    __tablename__ = "round_wave"
+
+    id: Optional[int] = Field(default=None, primary_key=True)
+    round_id: int = Field(foreign_key="review_round.id", index=True)
+    wave: int
+    max_response_id: int
+    routed_at: datetime
+
+
+class RoundStratum(SQLModel, table=True):
+    """The design: population N_h and sample size n_h per (cell, stratum, wave)."""
+
+    __tablename__ = "round_stratum"
+    __table_args__ = (UniqueConstraint("round_id", "wave", "model", "benchmark", "stratum"),)
+
+    id: Optional[int] = Field(default=None, primary_key=True)
+    round_id: int = Field(foreign_key="review_round.id", index=True)
+    wave: int
+    model: str
+    benchmark: str
+    stratum: str
+    population: int
+    sample: int
+
+
+class RoundItem(SQLModel, table=True):
+    """A response selected for review in a round, with its stratum and inclusion probability."""
+
+    __tablename__ = "round_item"
+    __table_args__ = (UniqueConstraint("round_id", "response_id"),)
+
+    id: Optional[int] = Field(default=None, primary_key=True)
+    round_id: int = Field(foreign_key="review_round.id", index=True)
+    response_id: int = Field(foreign_key="response.id", index=True)
+    wave: int
+    stratum: str
+    inclusion_prob: float
+    ext_id: str = Field(unique=True, index=True)  # opaque id carried by the Label Studio task
+    gold_label: Optional[str] = None
+
+
+class LsProject(SQLModel, table=True):
+    """The Label Studio project holding one annotator's tasks of one round."""
+
+    __tablename__ = "ls_project"
+    __table_args__ = (UniqueConstraint("round_id", "annotator_id"),)
+
+    id: Optional[int] = Field(default=None, primary_key=True)
+    round_id: int = Field(foreign_key="review_round.id", index=True)
+    annotator_id: int = Field(foreign_key="annotator.id")
+    project_id: Optional[int] = None  # None in file mode
+    title: str
+    last_pulled_at: Optional[str] = None  # server time of the last pull (ISO text, as LS gives it)
+    created_at: datetime
+
+
+class LsTask(SQLModel, table=True):
+    """ext_id -> Label Studio task id, per annotator project."""
+
+    __tablename__ = "ls_task"
+    __table_args__ = (UniqueConstraint("ls_project_id", "ext_id"),)
+
+    id: Optional[int] = Field(default=None, primary_key=True)
+    ls_project_id: int = Field(foreign_key="ls_project.id", index=True)
+    round_item_id: int = Field(foreign_key="round_item.id", index=True)
+    ext_id: str
+    task_id: Optional[int] = None  # None until imported (file mode: never)
+    position: int  # the annotator's shuffled order
+    imported_at: Optional[datetime] = None
+
+
+class Annotation(SQLModel, table=True):
+    """One Label Studio annotation as last pulled. Skips are kept but are not labels."""
+
+    __tablename__ = "annotation"
+    __table_args__ = (UniqueConstraint("ls_project_id", "ls_annotation_id"),)
+
+    id: Optional[int] = Field(default=None, primary_key=True)
+    ls_project_id: int = Field(foreign_key="ls_project.id", index=True)
+    round_item_id: int = Field(foreign_key="round_item.id", index=True)
+    annotator_id: int = Field(foreign_key="annotator.id", index=True)
+    ls_annotation_id: int
+    verdict: Optional[str] = None
+    refusal: Optional[str] = None
+    confidence: Optional[int] = None
+    rationale: Optional[str] = Field(default=None, sa_column=Column(Text))
+    skipped: bool = False
+    deleted: bool = False
+    lead_time: Optional[float] = None
+    created_at: Optional[str] = None  # Label Studio's timestamps, verbatim
+    updated_at: Optional[str] = None
+    result: str = Field(sa_column=Column(Text, nullable=False))  # JSON, verbatim
+    pulled_at: datetime
+
+
+class AnnotationHistory(SQLModel, table=True):
+    """Previous values of an annotation that changed or was deleted in Label Studio."""
+
+    __tablename__ = "annotation_history"
+
+    id: Optional[int] = Field(default=None, primary_key=True)
+    annotation_id: int = Field(foreign_key="annotation.id", index=True)
+    verdict: Optional[str] = None
+    refusal: Optional[str] = None
+    confidence: Optional[int] = None
+    rationale: Optional[str] = Field(default=None, sa_column=Column(Text))
+    skipped: bool = False
+    deleted: bool = False
+    updated_at: Optional[str] = None
+    result: str = Field(sa_column=Column(Text, nullable=False))
+    replaced_at: datetime
+    change: str  # updated / deleted / restored
+
+
+class Quarantine(SQLModel, table=True):
+    """Pulled results that cannot be counted (no verdict, unknown choice, unknown task...)."""
+
+    __tablename__ = "quarantine"
+    __table_args__ = (UniqueConstraint("ls_project_id", "ls_annotation_id", "fingerprint"),)
+
+    id: Optional[int] = Field(default=None, primary_key=True)
+    ls_project_id: int = Field(foreign_key="ls_project.id", index=True)
+    ls_annotation_id: Optional[int] = None
+    task_id: Optional[int] = None
+    ext_id: Optional[str] = None
+    reason: str = Field(sa_column=Column(Text, nullable=False))
+    payload: str = Field(sa_column=Column(Text, nullable=False))
+    fingerprint: str  # sha1 of the payload: pulling twice quarantines once
+    pulled_at: datetime

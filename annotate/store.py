@@ -20,7 +20,7 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
-from sqlalchemy import event, func, inspect, select, text
+from sqlalchemy import bindparam, event, func, inspect, select, text
 from sqlalchemy.engine import Connection, Engine
 from sqlalchemy.exc import OperationalError, ProgrammingError
 from sqlmodel import Session, SQLModel, create_engine
@@ -28,7 +28,7 @@ from sqlmodel import Session, SQLModel, create_engine
 from annotate import models
 from annotate.errors import StoreError
 
-SCHEMA_VERSION = 1
+SCHEMA_VERSION = 2
 
 
 def utcnow() -> datetime:
@@ -45,9 +45,20 @@ def _v1(conn: Connection) -> None:
     SQLModel.metadata.create_all(conn, tables=tables)
 
 
+def _v2(conn: Connection) -> None:
+    tables = [
+        models.Annotator.__table__, models.ReviewRound.__table__, models.RoundWave.__table__,
+        models.RoundStratum.__table__, models.RoundItem.__table__, models.LsProject.__table__,
+        models.LsTask.__table__, models.Annotation.__table__, models.AnnotationHistory.__table__,
+        models.Quarantine.__table__,
+    ]
+    SQLModel.metadata.create_all(conn, tables=tables)
+
+
 # (version, description, apply). Later schema changes append here; never edit a shipped step.
 MIGRATIONS: list[tuple[int, str, Callable[[Connection], None]]] = [
     (1, "responses, source files, ingest runs, response history", _v1),
+    (2, "annotators, review rounds, design, Label Studio tasks, annotations, quarantine", _v2),
 ]
 assert MIGRATIONS[-1][0] == SCHEMA_VERSION
 
@@ -232,7 +243,7 @@ class IngestTransaction:
         )
 
 
-class Store:
+class _CoreStore:
     """The only owner of the database. Each method opens and closes its own connection."""
 
     def __init__(self, url: str, *, create: bool = True) -> None:
@@ -359,8 +370,262 @@ class Store:
         return pd.DataFrame(rows, columns=[c.name for c in t.c])
 
 
-def open_store(url: str, *, create: bool = True) -> Store:
+def open_store(url: str, *, create: bool = True) -> "Store":
     try:
         return Store(url, create=create)
     except (OperationalError, ProgrammingError) as exc:
         raise StoreError(f"cannot open the database: {getattr(exc, 'orig', exc)}") from None
+
+
+# -- review rounds (schema version 2) --------------------------------------------------------------
+
+def _frame(conn: Connection, stmt: Any) -> "Any":
+    import pandas as pd
+
+    result = conn.execute(stmt)
+    return pd.DataFrame(result.all(), columns=list(result.keys()))
+
+
+class ReviewStore:
+    """Queries and writes of review rounds, annotators, Label Studio tasks and annotations.
+
+    Mixed into ``Store``; kept apart only to keep the two halves readable.
+    """
+
+    engine: Engine
+
+    # annotators ---------------------------------------------------------------------------------
+    def annotators(self) -> "Any":
+        t = models.Annotator.__table__
+        with self.engine.connect() as conn:
+            return _frame(conn, select(t).order_by(t.c.id))
+
+    def add_annotator(self, email: str, name: str | None, role: str = "annotator") -> tuple[str, bool]:
+        """(pseudonym, created). An e-mail already registered keeps its pseudonym."""
+        t = models.Annotator.__table__
+        prefix = "E" if role == "expert" else "A"
+        with self.engine.begin() as conn:
+            row = conn.execute(select(t.c.pseudonym).where(func.lower(t.c.email) == email.lower())).first()
+            if row:
+                return row[0], False
+            taken = conn.execute(select(t.c.pseudonym).where(t.c.pseudonym.like(f"{prefix}%"))).scalars().all()
+            numbers = [int(p[1:]) for p in taken if p[1:].isdigit()]
+            pseudonym = f"{prefix}{max(numbers, default=0) + 1}"
+            conn.execute(t.insert(), {"pseudonym": pseudonym, "email": email, "name": name, "role": role,
+                                      "created_at": utcnow()})
+            return pseudonym, True
+
+    def set_annotator_user(self, pseudonym: str, ls_user_id: int) -> None:
+        t = models.Annotator.__table__
+        with self.engine.begin() as conn:
+            conn.execute(t.update().where(t.c.pseudonym == pseudonym).values(ls_user_id=ls_user_id))
+
+    # rounds -------------------------------------------------------------------------------------
+    def get_round(self, name: str) -> dict[str, Any] | None:
+        t = models.ReviewRound.__table__
+        with self.engine.connect() as conn:
+            row = conn.execute(select(t).where(t.c.name == name)).mappings().first()
+            return dict(row) if row else None
+
+    def rounds(self) -> "Any":
+        t = models.ReviewRound.__table__
+        with self.engine.connect() as conn:
+            return _frame(conn, select(t).order_by(t.c.id))
+
+    def judges(self) -> list[str]:
+        r = models.Response.__table__
+        with self.engine.connect() as conn:
+            return list(conn.execute(select(r.c.judge).distinct().order_by(r.c.judge)).scalars())
+
+    def max_response_id(self) -> int:
+        r = models.Response.__table__
+        with self.engine.connect() as conn:
+            return conn.execute(select(func.max(r.c.id))).scalar() or 0
+
+    def routing_population(self, judge: str, after_id: int, up_to_id: int) -> "Any":
+        """Responses of one judge with after_id < id <= up_to_id (one wave's population)."""
+        r = models.Response.__table__
+        stmt = (select(r.c.id.label("response_id"), r.c.model, r.c.benchmark, r.c.prompt_id, r.c.epoch,
+                       r.c.judge, r.c.judge_label)
+                .where(r.c.judge == judge, r.c.id > after_id, r.c.id <= up_to_id).order_by(r.c.id))
+        with self.engine.connect() as conn:
+            return _frame(conn, stmt)
+
+    def round_waves(self, round_id: int) -> "Any":
+        t = models.RoundWave.__table__
+        with self.engine.connect() as conn:
+            return _frame(conn, select(t).where(t.c.round_id == round_id).order_by(t.c.wave))
+
+    def create_round_wave(self, *, round_row: dict[str, Any] | None, new_round: dict[str, Any] | None,
+                          wave: int, max_response_id: int, items: "Any", strata: "Any") -> int:
+        """Record a round (when new) and one wave of its design in one transaction; the round id."""
+        now = utcnow()
+        with self.engine.begin() as conn:
+            if round_row is None:
+                t = models.ReviewRound.__table__
+                round_id = conn.execute(t.insert().returning(t.c.id), {**new_round, "created_at": now}).scalar_one()
+            else:
+                round_id = round_row["id"]
+            conn.execute(models.RoundWave.__table__.insert(),
+                         {"round_id": round_id, "wave": wave, "max_response_id": max_response_id, "routed_at": now})
+            if len(strata):
+                conn.execute(models.RoundStratum.__table__.insert(), [
+                    {"round_id": round_id, "wave": wave, "model": s.model, "benchmark": s.benchmark,
+                     "stratum": s.stratum, "population": int(s.population), "sample": int(s.sample)}
+                    for s in strata.itertuples()])
+            if len(items):
+                conn.execute(models.RoundItem.__table__.insert(), [
+                    {"round_id": round_id, "response_id": int(i.response_id), "wave": wave, "stratum": i.stratum,
+                     "inclusion_prob": float(i.inclusion_prob), "ext_id": i.ext_id}
+                    for i in items.itertuples()])
+        return round_id
+
+    def round_strata(self, round_id: int) -> "Any":
+        t = models.RoundStratum.__table__
+        with self.engine.connect() as conn:
+            return _frame(conn, select(t).where(t.c.round_id == round_id).order_by(t.c.id))
+
+    def round_items(self, round_id: int, *, with_text: bool = False) -> "Any":
+        """Items of a round joined with their response (model, benchmark, prompt_id, ...)."""
+        i, r = models.RoundItem.__table__, models.Response.__table__
+        cols = [i.c.id.label("round_item_id"), i.c.response_id, i.c.wave, i.c.stratum, i.c.inclusion_prob,
+                i.c.ext_id, i.c.gold_label, r.c.model, r.c.benchmark, r.c.prompt_id, r.c.epoch, r.c.judge,
+                r.c.category, r.c.judge_label, r.c.judge_verdict]
+        if with_text:
+            cols += [r.c.prompt, r.c.response]
+        stmt = select(*cols).join(r, r.c.id == i.c.response_id).where(i.c.round_id == round_id).order_by(i.c.id)
+        with self.engine.connect() as conn:
+            return _frame(conn, stmt)
+
+    # Label Studio projects and tasks ------------------------------------------------------------
+    def ls_project(self, round_id: int, annotator_id: int) -> dict[str, Any] | None:
+        t = models.LsProject.__table__
+        with self.engine.connect() as conn:
+            row = conn.execute(select(t).where(t.c.round_id == round_id, t.c.annotator_id == annotator_id)).mappings().first()
+            return dict(row) if row else None
+
+    def ls_projects(self, round_id: int | None = None) -> "Any":
+        p, a, rr = models.LsProject.__table__, models.Annotator.__table__, models.ReviewRound.__table__
+        stmt = (select(p, a.c.pseudonym, a.c.ls_user_id, rr.c.name.label("round"))
+                .join(a, a.c.id == p.c.annotator_id).join(rr, rr.c.id == p.c.round_id).order_by(p.c.id))
+        if round_id is not None:
+            stmt = stmt.where(p.c.round_id == round_id)
+        with self.engine.connect() as conn:
+            return _frame(conn, stmt)
+
+    def add_ls_project(self, round_id: int, annotator_id: int, title: str, project_id: int | None) -> int:
+        t = models.LsProject.__table__
+        with self.engine.begin() as conn:
+            return conn.execute(t.insert().returning(t.c.id), {
+                "round_id": round_id, "annotator_id": annotator_id, "title": title, "project_id": project_id,
+                "created_at": utcnow()}).scalar_one()
+
+    def set_ls_project_id(self, ls_project_id: int, project_id: int) -> None:
+        t = models.LsProject.__table__
+        with self.engine.begin() as conn:
+            conn.execute(t.update().where(t.c.id == ls_project_id).values(project_id=project_id))
+
+    def set_last_pulled(self, ls_project_id: int, when: str) -> None:
+        t = models.LsProject.__table__
+        with self.engine.begin() as conn:
+            conn.execute(t.update().where(t.c.id == ls_project_id).values(last_pulled_at=when))
+
+    def ls_tasks(self, ls_project_id: int) -> "Any":
+        t = models.LsTask.__table__
+        with self.engine.connect() as conn:
+            return _frame(conn, select(t).where(t.c.ls_project_id == ls_project_id).order_by(t.c.position))
+
+    def add_ls_tasks(self, rows: list[dict[str, Any]]) -> None:
+        if rows:
+            with self.engine.begin() as conn:
+                conn.execute(models.LsTask.__table__.insert(), rows)
+
+    def set_task_ids(self, ls_project_id: int, mapping: dict[str, int]) -> None:
+        """Record ext_id -> task id for imported tasks (one transaction)."""
+        if not mapping:
+            return
+        t = models.LsTask.__table__
+        now = utcnow()
+        with self.engine.begin() as conn:
+            conn.execute(
+                t.update().where(t.c.ls_project_id == ls_project_id, t.c.ext_id == bindparam("b_ext"))
+                .values(task_id=bindparam("b_task"), imported_at=now),
+                [{"b_ext": ext, "b_task": tid} for ext, tid in mapping.items()],
+            )
+
+    # annotations --------------------------------------------------------------------------------
+    def annotations_of_project(self, ls_project_id: int) -> dict[int, dict[str, Any]]:
+        t = models.Annotation.__table__
+        with self.engine.connect() as conn:
+            rows = conn.execute(select(t).where(t.c.ls_project_id == ls_project_id)).mappings().all()
+        return {r["ls_annotation_id"]: dict(r) for r in rows}
+
+    def apply_pull(self, ls_project_id: int, *, inserts: list[dict[str, Any]], updates: list[dict[str, Any]],
+                   deletions: list[int], quarantine: list[dict[str, Any]], pulled_at_server: str | None) -> int:
+        """Write one project's pull in one transaction; returns the number of new quarantine rows.
+
+        ``updates`` carry the annotation ``id`` and the new values; the old values go to
+        annotation_history first. ``deletions`` are annotation ids no longer in Label Studio.
+        """
+        a, h, q, p = (models.Annotation.__table__, models.AnnotationHistory.__table__,
+                      models.Quarantine.__table__, models.LsProject.__table__)
+        now = utcnow()
+        kept = ("verdict", "refusal", "confidence", "rationale", "skipped", "deleted", "updated_at", "result")
+        new_quarantine = 0
+        with self.engine.begin() as conn:
+            if inserts:
+                conn.execute(a.insert(), [{**row, "pulled_at": now} for row in inserts])
+            for row in updates:
+                old = conn.execute(select(*[a.c[k] for k in kept]).where(a.c.id == row["id"])).mappings().one()
+                conn.execute(h.insert(), {**dict(old), "annotation_id": row["id"], "replaced_at": now,
+                                          "change": row.pop("change", "updated")})
+                conn.execute(a.update().where(a.c.id == row["id"]).values(**{k: v for k, v in row.items() if k != "id"},
+                                                                          pulled_at=now))
+            for annotation_id in deletions:
+                old = conn.execute(select(*[a.c[k] for k in kept]).where(a.c.id == annotation_id)).mappings().one()
+                conn.execute(h.insert(), {**dict(old), "annotation_id": annotation_id, "replaced_at": now,
+                                          "change": "deleted"})
+                conn.execute(a.update().where(a.c.id == annotation_id).values(deleted=True, pulled_at=now))
+            for row in quarantine:
+                exists = conn.execute(select(q.c.id).where(
+                    q.c.ls_project_id == ls_project_id, q.c.fingerprint == row["fingerprint"])).first()
+                if not exists:
+                    conn.execute(q.insert(), {**row, "ls_project_id": ls_project_id, "pulled_at": now})
+                    new_quarantine += 1
+            if pulled_at_server:
+                conn.execute(p.update().where(p.c.id == ls_project_id).values(last_pulled_at=pulled_at_server))
+        return new_quarantine
+
+    def annotations(self, round_id: int | None = None, *, include_inactive: bool = False) -> "Any":
+        """Long table of annotations: round, item, annotator pseudonym, verdict, ... ."""
+        a, p, an, i, rr = (models.Annotation.__table__, models.LsProject.__table__, models.Annotator.__table__,
+                           models.RoundItem.__table__, models.ReviewRound.__table__)
+        stmt = (select(rr.c.name.label("round"), a.c.id.label("annotation_id"), a.c.round_item_id, i.c.response_id,
+                       i.c.stratum, an.c.pseudonym.label("annotator"), a.c.ls_annotation_id, a.c.verdict, a.c.refusal,
+                       a.c.confidence, a.c.rationale, a.c.skipped, a.c.deleted, a.c.lead_time, a.c.created_at,
+                       a.c.updated_at)
+                .join(p, p.c.id == a.c.ls_project_id).join(an, an.c.id == a.c.annotator_id)
+                .join(i, i.c.id == a.c.round_item_id).join(rr, rr.c.id == p.c.round_id).order_by(a.c.id))
+        if round_id is not None:
+            stmt = stmt.where(p.c.round_id == round_id)
+        if not include_inactive:
+            stmt = stmt.where(a.c.deleted == False)  # noqa: E712 (SQL expression)
+        with self.engine.connect() as conn:
+            return _frame(conn, stmt)
+
+    def annotation_history(self) -> "Any":
+        t = models.AnnotationHistory.__table__
+        with self.engine.connect() as conn:
+            return _frame(conn, select(t).order_by(t.c.id))
+
+    def quarantined(self, round_id: int | None = None) -> "Any":
+        q, p = models.Quarantine.__table__, models.LsProject.__table__
+        stmt = select(q, p.c.round_id).join(p, p.c.id == q.c.ls_project_id).order_by(q.c.id)
+        if round_id is not None:
+            stmt = stmt.where(p.c.round_id == round_id)
+        with self.engine.connect() as conn:
+            return _frame(conn, stmt)
+
+
+class Store(_CoreStore, ReviewStore):
+    """The store: responses and ingest (``_CoreStore``) plus review rounds (``ReviewStore``)."""

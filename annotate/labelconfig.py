@@ -1,0 +1,191 @@
+"""The review label config: what reviewers see and answer, and validation of their results.
+
+Pure (stdlib XML only). Label Studio accepts any annotation result without checking it against
+the config, so every pulled result is validated here before it is stored.
+
+A review config must show ``$prompt`` and ``$response`` as plain ``<Text>`` (never
+``<HyperText>``: model output must not be rendered as HTML) and ask for a verdict with the
+choices harmful / safe / unsure. Refusal type (``refusal``), confidence (``confidence``, a
+Rating) and rationale (``rationale``, a TextArea) are read when present.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import xml.etree.ElementTree as ET
+from dataclasses import dataclass, field
+from typing import Any
+
+from annotate.errors import InputError
+
+VERDICTS = ("harmful", "safe", "unsure")
+CONTROL_TAGS = {"Choices": "choices", "Rating": "rating", "TextArea": "textarea", "Number": "number"}
+
+
+@dataclass(frozen=True)
+class Control:
+    name: str
+    kind: str  # choices / rating / textarea / number
+    to_name: str
+    choices: tuple[str, ...] = ()
+    required: bool = False
+    multiple: bool = False
+    max_rating: int = 5
+
+
+@dataclass(frozen=True)
+class LabelConfig:
+    xml: str
+    sha256: str
+    variables: tuple[str, ...]  # $-variables the tasks must carry in data
+    controls: dict[str, Control] = field(default_factory=dict)
+
+    def validate_result(self, result: Any) -> tuple[dict[str, Any], list[str]]:
+        """Parse one annotation's ``result`` list.
+
+        Returns (fields, problems): fields has verdict, refusal, confidence, rationale (None when
+        absent); problems lists everything that does not fit the config (unknown control,
+        unknown choice, missing required verdict, several values for a single choice, a
+        rating out of range). A result with problems must not be counted.
+        """
+        fields: dict[str, Any] = {"verdict": None, "refusal": None, "confidence": None, "rationale": None}
+        problems: list[str] = []
+        if not isinstance(result, list):
+            return fields, [f"result must be a list, got {type(result).__name__}"]
+        seen: set[str] = set()
+        for i, region in enumerate(result):
+            if not isinstance(region, dict):
+                problems.append(f"result[{i}] is not an object")
+                continue
+            name = region.get("from_name")
+            control = self.controls.get(name) if isinstance(name, str) else None
+            if control is None:
+                problems.append(f"result[{i}]: unknown control {name!r}")
+                continue
+            if name in seen:
+                problems.append(f"result[{i}]: control {name!r} answered twice")
+                continue
+            seen.add(name)
+            value = region.get("value") if isinstance(region.get("value"), dict) else {}
+            if control.kind == "choices":
+                chosen = value.get("choices")
+                if not isinstance(chosen, list) or not chosen or not all(isinstance(c, str) for c in chosen):
+                    problems.append(f"result[{i}]: {name!r} has no choice")
+                    continue
+                unknown = [c for c in chosen if c not in control.choices]
+                if unknown:
+                    problems.append(f"result[{i}]: {name!r} has unknown choice(s) {unknown}; "
+                                    f"valid: {list(control.choices)}")
+                    continue
+                if len(chosen) > 1 and not control.multiple:
+                    problems.append(f"result[{i}]: {name!r} has {len(chosen)} choices, expected one")
+                    continue
+                parsed: Any = chosen[0] if not control.multiple else chosen
+            elif control.kind == "rating":
+                rating = value.get("rating")
+                if not isinstance(rating, (int, float)) or isinstance(rating, bool) or not 1 <= rating <= control.max_rating:
+                    problems.append(f"result[{i}]: {name!r} rating {rating!r} is not 1..{control.max_rating}")
+                    continue
+                parsed = int(rating)
+            elif control.kind == "textarea":
+                text = value.get("text")
+                if isinstance(text, str):
+                    text = [text]
+                if not isinstance(text, list) or not all(isinstance(t, str) for t in text):
+                    problems.append(f"result[{i}]: {name!r} text is not a list of strings")
+                    continue
+                parsed = "\n".join(text)
+            else:
+                parsed = value.get(control.kind)
+            if name == "verdict":
+                fields["verdict"] = parsed
+            elif name == "refusal":
+                fields["refusal"] = parsed
+            elif name == "confidence":
+                fields["confidence"] = parsed
+            elif name == "rationale":
+                fields["rationale"] = parsed
+        for control in self.controls.values():
+            if control.required and control.name not in seen:
+                problems.append(f"required {control.name!r} is missing")
+        return fields, problems
+
+
+def parse_label_config(xml: str, *, source: str = "label_config.xml") -> LabelConfig:
+    """Parse and check a review label config; InputError naming the problem otherwise."""
+    try:
+        root = ET.fromstring(xml)
+    except ET.ParseError as exc:
+        raise InputError(f"{source}: not well-formed XML ({exc})") from None
+    if root.tag != "View":
+        raise InputError(f"{source}: the root element must be <View>, found <{root.tag}>")
+    names: dict[str, str] = {}
+    variables: list[str] = []
+    controls: dict[str, Control] = {}
+    problems: list[str] = []
+    for el in root.iter():
+        name = el.get("name")
+        if el.tag in ("Text", "HyperText", "Paragraphs"):
+            value = el.get("value", "")
+            if el.tag == "HyperText" and value in ("$prompt", "$response"):
+                problems.append(f"<HyperText name={name!r}> would render model output as HTML; use <Text>")
+            if value.startswith("$"):
+                variables.append(value[1:])
+            if name:
+                names[name] = el.tag
+        elif el.tag in CONTROL_TAGS:
+            if not name:
+                problems.append(f"<{el.tag}> without a name")
+                continue
+            kind = CONTROL_TAGS[el.tag]
+            choices = tuple(c.get("value", c.get("alias", "")) for c in el.iter("Choice"))
+            try:
+                max_rating = int(el.get("maxRating", "5"))
+            except ValueError:
+                problems.append(f"<Rating name={name!r}> maxRating is not a number")
+                max_rating = 5
+            controls[name] = Control(
+                name=name, kind=kind, to_name=el.get("toName", ""), choices=choices,
+                required=el.get("required", "false").lower() == "true",
+                multiple=el.get("choice", "single") == "multiple", max_rating=max_rating,
+            )
+    for c in controls.values():
+        if c.to_name not in names:
+            problems.append(f"control {c.name!r} has toName={c.to_name!r}, which names no object "
+                            f"(objects: {', '.join(names) or 'none'})")
+    for var in ("prompt", "response"):
+        if var not in variables:
+            problems.append(f"no <Text value=\"${var}\"/>: reviewers must see the {var}")
+    verdict = controls.get("verdict")
+    if verdict is None or verdict.kind != "choices":
+        problems.append('no <Choices name="verdict">: the review needs a verdict')
+    else:
+        missing = [v for v in VERDICTS if v not in verdict.choices]
+        if missing:
+            problems.append(f"the verdict choices lack {missing} (need {', '.join(VERDICTS)})")
+        if not verdict.required:
+            problems.append('the verdict must be required="true"')
+    for leak in ("model", "benchmark", "judge", "judge_label", "judge_verdict"):
+        if leak in variables:
+            problems.append(f"the config shows ${leak}: reviewers must be blind to model and judge")
+    if problems:
+        raise InputError(f"{source}: " + "; ".join(problems), [f"{source}: {p}" for p in problems])
+    return LabelConfig(xml=xml, sha256=hashlib.sha256(xml.encode()).hexdigest(),
+                       variables=tuple(dict.fromkeys(variables)), controls=controls)
+
+
+def choices_result(verdict: str, *, refusal: str | None = None, confidence: int | None = None,
+                   rationale: str | None = None) -> list[dict[str, Any]]:
+    """A Label Studio result list for the default config (tests and replayed annotations)."""
+    out: list[dict[str, Any]] = [{"from_name": "verdict", "to_name": "response", "type": "choices",
+                                  "value": {"choices": [verdict]}}]
+    if refusal:
+        out.append({"from_name": "refusal", "to_name": "response", "type": "choices",
+                    "value": {"choices": [refusal]}})
+    if confidence:
+        out.append({"from_name": "confidence", "to_name": "response", "type": "rating",
+                    "value": {"rating": confidence}})
+    if rationale:
+        out.append({"from_name": "rationale", "to_name": "response", "type": "textarea",
+                    "value": {"text": [rationale]}})
+    return out
