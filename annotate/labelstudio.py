@@ -240,19 +240,20 @@ class LabelStudioGateway:
                 for t in tasks]
 
     def server_time(self) -> str:
-        """The server's notion of now, for incremental pulls (ISO 8601)."""
-        import httpx
+        """A point in the server's time just before now, for incremental pulls.
+
+        Taken from the HTTP Date header (whole seconds) minus a 2 s margin: a change in the same
+        second as the pull is then seen again next time, which is harmless (pulling is
+        idempotent), rather than missed. Formatted as Label Studio's Datetime filter expects.
+        """
+        from datetime import datetime, timedelta, timezone
+        from email.utils import parsedate_to_datetime
 
         with self._call("reading the server time"):
             resp = self._http.get("/api/version")
         date = resp.headers.get("date")
-        if date:
-            from email.utils import parsedate_to_datetime
-
-            return parsedate_to_datetime(date).isoformat()
-        from datetime import datetime, timezone
-
-        return datetime.now(timezone.utc).isoformat()
+        now = parsedate_to_datetime(date) if date else datetime.now(timezone.utc)
+        return (now.astimezone(timezone.utc) - timedelta(seconds=2)).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
 
     # -- annotations (tests, demo replay, expert write-back) ---------------------------------
     def create_annotation(self, task_id: int, result: list[dict[str, Any]], *, completed_by: int,

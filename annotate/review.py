@@ -200,6 +200,25 @@ def route(ws: Any, store: Any, *, round_name: str, annotator_names: list[str], c
     if dry_run:
         return outcome
 
+    # Check the server (reachable, token accepted, config valid) before recording anything, so a
+    # failure leaves the store as it was.
+    gw = None if to_file else gateway(ws)
+    try:
+        if gw is not None:
+            gw.whoami()
+            gw.validate_config(config.xml)
+        return _record_and_send(ws, store, gw, outcome, existing=existing, population=population,
+                                selected=selected, strata=strata, wave=wave, up_to=up_to, round_name=round_name,
+                                judge=judge, seed=seed, clear_per_cell=clear_per_cell, annotators=annotators,
+                                config=config, to_file=to_file, progress=progress)
+    finally:
+        if gw is not None:
+            gw.close()
+
+
+def _record_and_send(ws: Any, store: Any, gw: Any, outcome: RouteOutcome, *, existing: Any, population: Any,
+                     selected: Any, strata: Any, wave: int, up_to: int, round_name: str, judge: str, seed: int,
+                     clear_per_cell: int, annotators: Any, config: Any, to_file: bool, progress: Any) -> RouteOutcome:
     round_id = existing["id"] if existing else None
     if len(population):
         selected = selected.assign(ext_id=[secrets.token_hex(8) for _ in range(len(selected))])
@@ -215,17 +234,10 @@ def route(ws: Any, store: Any, *, round_name: str, annotator_names: list[str], c
 
     items = store.round_items(round_id, with_text=True)
     round_row = store.get_round(round_name)
-    gw = None if to_file else gateway(ws)
-    try:
-        if gw is not None:
-            gw.validate_config(config.xml)
-        for ann in annotators.itertuples():
-            counts = _send_to_annotator(ws, store, gw, round_row, ann, items, seed=seed, to_file=to_file,
-                                        progress=progress, outcome=outcome)
-            outcome.per_annotator[ann.pseudonym] = counts
-    finally:
-        if gw is not None:
-            gw.close()
+    for ann in annotators.itertuples():
+        counts = _send_to_annotator(ws, store, gw, round_row, ann, items, seed=seed, to_file=to_file,
+                                    progress=progress, outcome=outcome)
+        outcome.per_annotator[ann.pseudonym] = counts
     return outcome
 
 

@@ -5,6 +5,7 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
+from tests.ls_fixture import ls_server  # noqa: F401  (fixture)
 from tests.pg_fixture import pg_server_url, pg_url  # noqa: F401  (fixtures)
 
 REPO = Path(__file__).resolve().parents[1]

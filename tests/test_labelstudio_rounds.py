@@ -1,0 +1,201 @@
+"""Routing and pulling against a real Label Studio server on loopback (tests/ls_fixture.py).
+
+Annotations are written as the annotators themselves would arrive: through the API with
+``completed_by`` = the annotator's Label Studio user. No mocked Label Studio: the only stand-in
+is a client-side timeout wrapped around a real import (a failure a real server cannot produce
+on demand).
+"""
+
+from __future__ import annotations
+
+import json
+
+import httpx
+import pytest
+
+from annotate.cli import cli
+from annotate.labelconfig import choices_result
+from annotate.labelstudio import ImportOutcomeUnknown, LabelStudioGateway
+from tests.helpers import generic_row, write_jsonl
+
+pytestmark = pytest.mark.labelstudio
+
+
+def run(runner, prefix, *args, ok=True):
+    result = runner.invoke(cli, [*prefix, *args])
+    if ok:
+        assert result.exit_code == 0, (result.output, result.stderr)
+    return result
+
+
+@pytest.fixture
+def ls_env(ls_server, monkeypatch):
+    monkeypatch.setenv("ANNOTATE_LS_URL", ls_server.url)
+    monkeypatch.setenv("ANNOTATE_LS_TOKEN", ls_server.token)
+    gw = LabelStudioGateway(ls_server.url, ls_server.token)
+    yield gw
+    gw.close()
+
+
+@pytest.fixture
+def sqlite_ws(tmp_path, runner):
+    ws = tmp_path / "ws"
+    assert runner.invoke(cli, ["init", str(ws)]).exit_code == 0
+    rows = []
+    for m in ("model-a", "model-b"):
+        for i in range(40):
+            label = "ambiguous" if i < 5 else ("harmful" if i < 15 else "safe")
+            rows.append(generic_row(i, model=m, benchmark="bench", judge_label=label, judge="j"))
+    assert runner.invoke(cli, ["-w", str(ws), "ingest", str(write_jsonl(tmp_path / "r.jsonl", rows))]).exit_code == 0
+    return ws, ["-w", str(ws)]
+
+
+def _emails(tmp_path):
+    tag = tmp_path.name[-8:].replace("_", "")
+    return [f"rev1-{tag}@example.org", f"rev2-{tag}@example.org"]
+
+
+def _store(ws):
+    from annotate.config import open_workspace
+    from annotate.store import open_store
+
+    return open_store(open_workspace(str(ws), None).db_url)
+
+
+def test_round_trip_on_a_real_server(ls_env, sqlite_ws, runner, tmp_path):
+    gw = ls_env
+    ws, prefix = sqlite_ws
+    for email in _emails(tmp_path):
+        added = run(runner, prefix, "annotators", "add", email)
+        assert "invite link" in added.output and "http" in added.output
+    out = json.loads(run(runner, prefix, "route", "--round", "r1", "--annotators", "A1,A2",
+                         "--clear-per-cell", "4", "--seed", "11", "--json").output)
+    assert out["selected"] == 2 * (5 + 4 + 4)
+    store = _store(ws)
+    projects = store.ls_projects()
+    annotators = store.annotators().set_index("pseudonym")
+    store.close()
+    pids = dict(zip(projects.pseudonym, projects.project_id.astype(int)))
+    for pid in pids.values():
+        assert gw.task_count(pid) == 26
+
+    # routing again imports nothing: no duplicate tasks
+    again = json.loads(run(runner, prefix, "route", "--round", "r1", "--annotators", "A1,A2",
+                           "--clear-per-cell", "4", "--seed", "11", "--json").output)
+    assert again["annotators"]["A1"] == {"tasks": 26, "imported": 0, "already": 26}
+    for pid in pids.values():
+        assert gw.task_count(pid) == 26
+
+    # blinding: the task as any member sees it through the API
+    a1_tasks = gw.export_tasks(pids["A1"])
+    for task in a1_tasks:
+        assert set(task["data"]) == {"prompt", "response", "ext_id"}
+        assert set(task["meta"]) == {"ext_id"}
+        assert task.get("predictions") in ([], None)
+        blob = json.dumps(task)
+        assert "model-a" not in blob and "model-b" not in blob and '"j"' not in blob
+    for title in projects.title:
+        assert "model" not in title and "bench" not in title
+
+    # annotators label in their own projects
+    uid1, uid2 = int(annotators.loc["A1", "ls_user_id"]), int(annotators.loc["A2", "ls_user_id"])
+    t1 = sorted(a1_tasks, key=lambda t: t["id"])
+    a1 = [gw.create_annotation(t1[0]["id"], choices_result("harmful", confidence=5), completed_by=uid1, lead_time=12.5),
+          gw.create_annotation(t1[1]["id"], choices_result("safe"), completed_by=uid1, lead_time=8.0),
+          gw.create_annotation(t1[2]["id"], [], completed_by=uid1, was_cancelled=True, lead_time=1.0),
+          gw.create_annotation(t1[3]["id"], [{"from_name": "verdict", "to_name": "response", "type": "choices",
+                                              "value": {"choices": ["nope"]}}], completed_by=uid1)]
+    t2 = sorted(gw.export_tasks(pids["A2"]), key=lambda t: t["id"])
+    gw.create_annotation(t2[0]["id"], choices_result("unsure", rationale="depends"), completed_by=uid2, lead_time=30.0)
+
+    first = json.loads(run(runner, prefix, "pull", "--round", "r1", "--json").output)["annotators"]
+    assert (first["A1"]["new"], first["A1"]["skips"], first["A1"]["quarantined"]) == (3, 1, 1)
+    assert first["A2"]["new"] == 1
+    second = json.loads(run(runner, prefix, "pull", "--round", "r1", "--json").output)["annotators"]
+    assert all(c["new"] == c["updated"] == c["deleted"] == c["quarantined"] == 0 for c in second.values())
+
+    # edit and delete in Label Studio, then pull (incremental, by updated_at)
+    gw.update_annotation(a1[0], choices_result("safe"))
+    gw.delete_annotation(a1[1])
+    third = json.loads(run(runner, prefix, "pull", "--round", "r1", "--json").output)["annotators"]
+    assert (third["A1"]["updated"], third["A1"]["deleted"]) == (1, 1)
+
+    store = _store(ws)
+    try:
+        ann = store.annotations(include_inactive=True).set_index("ls_annotation_id")
+        history = store.annotation_history()
+    finally:
+        store.close()
+    assert ann.loc[a1[0], "verdict"] == "safe" and not ann.loc[a1[0], "deleted"]
+    assert bool(ann.loc[a1[1], "deleted"])
+    assert bool(ann.loc[a1[2], "skipped"])
+    assert a1[3] not in ann.index  # quarantined, never counted
+    assert set(history.change) == {"updated", "deleted"}
+
+    status = json.loads(run(runner, prefix, "status", "--round", "r1", "--json").output)
+    a1_rows = [r for r in status["progress"] if r["annotator"] == "A1"]
+    assert sum(r["done"] for r in a1_rows) == 1 and sum(r["skipped"] for r in a1_rows) == 1
+    assert sum(r["tasks"] for r in a1_rows) == 26
+    assert len(status["quarantine"]) == 1
+
+
+def test_resumes_after_an_import_that_timed_out(ls_env, sqlite_ws, runner, tmp_path, monkeypatch):
+    gw = ls_env
+    ws, prefix = sqlite_ws
+    for email in _emails(tmp_path):
+        run(runner, prefix, "annotators", "add", email)
+    import annotate.review as review
+
+    monkeypatch.setattr(review, "IMPORT_BATCH", 10)
+    real_import = LabelStudioGateway.import_tasks
+    calls = {"n": 0}
+
+    def flaky_import(self, project_id, tasks):
+        ids = real_import(self, project_id, tasks)  # the server commits...
+        calls["n"] += 1
+        if calls["n"] == 2:
+            raise ImportOutcomeUnknown("simulated read timeout")  # ...but the client never hears
+        return ids
+
+    monkeypatch.setattr(LabelStudioGateway, "import_tasks", flaky_import)
+    failed = run(runner, prefix, "route", "--round", "r2", "--annotators", "A1,A2", "--clear-per-cell", "4",
+                 "--seed", "5", ok=False)
+    assert failed.exit_code == 1 and "Run the same `annotate route` again" in failed.stderr
+    monkeypatch.setattr(LabelStudioGateway, "import_tasks", real_import)
+    run(runner, prefix, "route", "--round", "r2", "--annotators", "A1,A2", "--clear-per-cell", "4", "--seed", "5")
+    store = _store(ws)
+    projects = store.ls_projects()
+    tasks = {p.pseudonym: store.ls_tasks(int(p.id)) for p in projects.itertuples()}
+    store.close()
+    for p in projects.itertuples():
+        ext_ids = gw.task_ids_by_ext_id(int(p.project_id))
+        assert gw.task_count(int(p.project_id)) == 26 == len(ext_ids)  # no duplicates
+        assert dict(zip(tasks[p.pseudonym].ext_id, tasks[p.pseudonym].task_id.astype(int))) == ext_ids
+
+
+def test_server_down_or_wrong_token_leaves_the_store_unchanged(ls_server, sqlite_ws, runner, tmp_path, monkeypatch):
+    ws, prefix = sqlite_ws
+    run(runner, prefix, "annotators", "add", _emails(tmp_path)[0], "--offline")
+    db = ws / ".annotate" / "annotate.db"
+    before = db.read_bytes()
+    monkeypatch.setenv("ANNOTATE_LS_URL", "http://127.0.0.1:9")  # nothing listens on the discard port
+    monkeypatch.setenv("ANNOTATE_LS_TOKEN", "0" * 40)
+    down = run(runner, prefix, "route", "--round", "r3", "--annotators", "A1", ok=False)
+    assert down.exit_code == 1 and down.stderr.startswith("Error: ") and len(down.stderr.strip().splitlines()) == 1
+    assert "cannot reach Label Studio" in down.stderr
+    monkeypatch.setenv("ANNOTATE_LS_URL", ls_server.url)
+    monkeypatch.setenv("ANNOTATE_LS_TOKEN", "f" * 40)
+    bad = run(runner, prefix, "route", "--round", "r3", "--annotators", "A1", ok=False)
+    assert bad.exit_code == 1 and "401" in bad.stderr and len(bad.stderr.strip().splitlines()) == 1
+    assert "f" * 40 not in bad.stderr and ls_server.token not in bad.stderr and "sessionid" not in bad.stderr
+    assert db.read_bytes() == before
+
+
+def test_server_rejects_a_broken_label_config(ls_env):
+    from annotate.errors import LabelStudioError
+
+    bad = ("<View><Text name='prompt' value='$prompt'/><Text name='response' value='$response'/>"
+           "<Choices name='verdict' toName='nowhere'><Choice value='harmful'/></Choices></View>")
+    with pytest.raises(LabelStudioError, match="400"):
+        ls_env.validate_config(bad)
+    ls_env.validate_config(open("annotate/data/label_config.xml").read())
