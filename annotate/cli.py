@@ -619,6 +619,141 @@ def status(ctx: click.Context, round_name: str | None, show_quarantine: bool, as
                          [[_int(q.ls_annotation_id), _int(q.task_id), q.ext_id, q.reason] for q in quarantine.itertuples()]))
 
 
+# -- agreement / adjudicate ---------------------------------------------------------------------
+def _ci(lo: Any, hi: Any) -> str:
+    return "" if _missing(lo) or _missing(hi) else f"[{lo:.3f}, {hi:.3f}]"
+
+
+def _num(x: Any, fmt: str = "{:.3f}") -> str:
+    return "-" if _missing(x) else fmt.format(x)
+
+
+@cli.command()
+@click.option("--round", "round_name", default=None, help="Round (default: the only one).")
+@click.option("--by", "by", type=click.Choice(["stratum", "benchmark", "model", "category"]), default="stratum",
+              show_default=True, help="Report per group of this kind (and pooled).")
+@click.option("--labels", "label_set", type=click.Choice(["binary", "3-way", "both"]), default="both",
+              show_default=True, help="binary: harmful/safe with unsure as missing; 3-way: harmful/safe/unsure.")
+@click.option("--boot", default=2000, show_default=True, help="Bootstrap replicates for the intervals.")
+@click.option("--seed", default=0, show_default=True, help="Bootstrap seed.")
+@click.option("--json", "as_json", is_flag=True, help="Print JSON (everything, both label sets).")
+@workspace_options
+def agreement(ctx: click.Context, round_name: str | None, by: str, label_set: str, boot: int, seed: int,
+              as_json: bool) -> None:
+    """How far the reviewers agree: alpha with its interval, AC1, kappa, per-annotator flags.
+
+    Per group and pooled (a mixture of strata: ambiguous items are hard by construction, so
+    read the per-stratum rows). The verdict applies Krippendorff's thresholds to the lower end
+    of alpha's 95 % interval: reliable >= .800, tentative >= .667, else unreliable.
+
+    \b
+    Example:
+      annotate agreement --round r1
+      annotate agreement --round r1 --by benchmark --json
+    """
+    from annotate.agreement_report import Thresholds, agreement_report
+    from annotate.render import table
+
+    ws, store = _open(ctx)
+    cfg = ws.settings.get("agreement", {})
+    th = Thresholds(reliable=float(cfg.get("reliable", 0.8)), tentative=float(cfg.get("tentative", 0.667)),
+                    kappa_consensus=float(cfg.get("kappa_consensus", 0.6)),
+                    alpha_gain=float(cfg.get("alpha_gain", 0.05)))
+    try:
+        report = agreement_report(store, round_name=round_name, by=by, n_boot=boot, seed=seed, thresholds=th)
+    finally:
+        store.close()
+    if as_json:
+        _echo_json(report)
+        return
+    groups = [g for g in report["groups"] if label_set == "both" or g["labels"] == label_set]
+    click.echo(f"Round {report['round']}: {report['n_labels']} labels by {', '.join(report['annotators'])}; "
+               f"{report['n_boot']} bootstrap replicates.")
+    rows = [[g["group"], g["labels"], g["n_units"], _num(g["alpha"]), _ci(*g["alpha_ci"]),
+             _num(g["q_below_0667"], "{:.2f}"), _num(g["ac1"]), _num(g["fleiss_kappa"]),
+             _num(g["percent_agreement"]), g["verdict"] + (" !" if g["prevalence_warning"] else "")]
+            for g in groups]
+    click.echo(table(["group", "labels", "units", "alpha", "95% CI", "P(a<.667)", "AC1", "Fleiss", "% agree",
+                      "verdict"], rows, align="llrrrrrrrl"))
+    warned = [g for g in groups if g["prevalence_warning"]]
+    if warned:
+        click.echo("! " + warned[0]["prevalence_warning"] + " Read AC1 beside alpha there (kappa paradox).")
+    undefined = [g for g in groups if g["alpha_undefined_reason"]]
+    for g in undefined[:5]:
+        click.echo(f"  {g['group']} ({g['labels']}): alpha undefined: {g['alpha_undefined_reason']}")
+    pooled = next((g for g in report["groups"] if g["pooled"] and g["labels"] == "binary"), None)
+    if pooled and pooled["annotators"]:
+        click.echo("")
+        click.echo("Per annotator (pooled, binary labels):")
+        arows = [[a["annotator"], a["n_rated"], _num(a["agreement_with_consensus"]), _num(a["kappa_with_consensus"]),
+                  _num(a["alpha_if_removed"]), _num(a["alpha_delta"], "{:+.3f}"), _num(a["ds_sensitivity_harmful"]),
+                  _num(a["ds_specificity_harmful"]), _num(a["gold_accuracy"]) if a["gold_n"] else "-",
+                  "; ".join(a["flags"]) or "ok"] for a in pooled["annotators"]]
+        click.echo(table(["annotator", "rated", "agree w/ others", "kappa w/ others", "alpha w/o", "delta",
+                          "DS sens.", "DS spec.", "gold acc.", "flags"], arows, align="lrrrrrrrrl"))
+
+
+@cli.command()
+@click.option("--round", "round_name", required=True, help="The review round to settle.")
+@click.option("--policy", type=click.Choice(["escalate", "harmful", "safe", "unresolved"]), default="escalate",
+              show_default=True, help="What escalated items without an expert decision become.")
+@click.option("--expert", default=None, help="Expert pseudonym or e-mail: escalations and checks go to their project.")
+@click.option("--to-file", is_flag=True, help="Write the expert's tasks to tasks/<round>/<expert>-adjudication.json.")
+@click.option("--json", "as_json", is_flag=True, help="Print JSON.")
+@workspace_options
+def adjudicate(ctx: click.Context, round_name: str, policy: str, expert: str | None, to_file: bool,
+               as_json: bool) -> None:
+    """One final label per reviewed response, by a recorded procedure.
+
+    Majority vote is the label of record; ties are never broken by data order. Ties, majority
+    'unsure', doubtful Dawid-Skene posteriors (and, if configured, harmful votes on
+    high-severity items) are escalated to the expert, who sees each reviewer's verdict and
+    rationale under pseudonyms. A seeded 5 % of majority-resolved items go to the expert as a
+    check. Every decision is recorded with its votes, adjudicator and reason; re-running after
+    new labels adds records and overwrites nothing.
+
+    \b
+    Example:
+      annotate annotators add lead@example.org --expert
+      annotate adjudicate --round r1 --expert E1
+      annotate pull --round r1 && annotate adjudicate --round r1 --expert E1
+    """
+    from annotate.expert import adjudicate as do_adjudicate
+
+    ws, store = _open(ctx)
+    try:
+        out = do_adjudicate(ws, store, round_name=round_name, policy=policy, expert=expert, to_file=to_file)
+    finally:
+        store.close()
+    if as_json:
+        _echo_json({**vars(out), "files": [str(f) for f in out.files]})
+        return
+    total = sum(out.counts.values())
+    click.echo(f"Round {out.round}: {total} reviewed responses; {out.new_records} new decision record(s).")
+    for status_name in ("resolved", "escalated", "unresolved"):
+        if out.counts.get(status_name):
+            click.echo(f"  {status_name:10s} {out.counts[status_name]}")
+    click.echo("  by method: " + ", ".join(f"{k} {v}" for k, v in sorted(out.methods.items())))
+    if out.escalation_reasons:
+        click.echo("  escalated because: " + ", ".join(f"{k} ({v})" for k, v in out.escalation_reasons.items()))
+    if out.awaiting_review:
+        click.echo(f"  {out.awaiting_review} routed response(s) have no label yet (awaiting review).")
+    if out.expert:
+        click.echo(f"  sent to {out.expert}: {out.sent_to_expert} new task(s)"
+                   + (f" -> {', '.join(str(f) for f in out.files)}" if out.files else ""))
+    c = out.check
+    if c.get("n_checked"):
+        click.echo(f"  majority check: the expert agreed with the majority on {c['agreement']:.0%} of "
+                   f"{c['n_checked']} checked item(s) (kappa {_num(c['kappa'])}).")
+    elif c.get("n_drawn"):
+        click.echo(f"  majority check: {c['n_drawn']} item(s) drawn; no expert labels on them yet.")
+    if out.unresolved:
+        click.echo(f"  not resolved ({len(out.unresolved)}): " + ", ".join(u["ext_id"] for u in out.unresolved[:10])
+                   + (" ..." if len(out.unresolved) > 10 else ""))
+    if out.counts.get("escalated") and not out.expert:
+        click.echo("  Escalated items wait for an expert: pass --expert, or choose --policy.")
+
+
 def _missing(x: Any) -> bool:
     return x is None or x != x  # None or NaN
 

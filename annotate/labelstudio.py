@@ -34,8 +34,12 @@ class LabelStudioGateway:
         import httpx
 
         self.url = url.rstrip("/")
+        # No keep-alive: Label Studio runs Django's development server, and a request sent on a
+        # pooled connection was seen to hang until the client timeout (both ends idle). A fresh
+        # loopback connection per request costs well under a millisecond.
         self._http = httpx.Client(base_url=self.url, timeout=timeout,
-                                  headers={"Authorization": f"Token {token}"})
+                                  headers={"Authorization": f"Token {token}"},
+                                  limits=httpx.Limits(max_keepalive_connections=0))
         self._sdk: Any = None
         self._token = token
 

@@ -271,3 +271,39 @@ class Quarantine(SQLModel, table=True):
     payload: str = Field(sa_column=Column(Text, nullable=False))
     fingerprint: str  # sha1 of the payload: pulling twice quarantines once
     pulled_at: datetime
+
+
+# -- schema version 3: adjudication -------------------------------------------------------------
+
+
+class FinalLabel(SQLModel, table=True):
+    """A decision on one reviewed response. Append-only: the latest row per item is in force."""
+
+    __tablename__ = "final_label"
+
+    id: Optional[int] = Field(default=None, primary_key=True)
+    round_id: int = Field(foreign_key="review_round.id", index=True)
+    round_item_id: int = Field(foreign_key="round_item.id", index=True)
+    status: str  # resolved / escalated / unresolved
+    label: Optional[str] = None  # harmful / safe when resolved
+    method: str  # majority / expert / policy:<label> / pending
+    adjudicator: str  # "majority vote", an expert pseudonym, "policy"
+    reason: str = Field(sa_column=Column(Text, nullable=False))
+    votes: str = Field(sa_column=Column(Text, nullable=False))  # JSON {pseudonym: verdict}
+    policy: str
+    decided_at: datetime
+
+
+class Escalation(SQLModel, table=True):
+    """An item sent to the expert: escalated by a rule, or drawn for the majority check."""
+
+    __tablename__ = "escalation"
+    __table_args__ = (UniqueConstraint("round_id", "round_item_id", "expert_id"),)
+
+    id: Optional[int] = Field(default=None, primary_key=True)
+    round_id: int = Field(foreign_key="review_round.id", index=True)
+    round_item_id: int = Field(foreign_key="round_item.id")
+    expert_id: int = Field(foreign_key="annotator.id")
+    kind: str  # escalated / check
+    reason: str = Field(sa_column=Column(Text, nullable=False))
+    created_at: datetime

@@ -28,7 +28,7 @@ from sqlmodel import Session, SQLModel, create_engine
 from annotate import models
 from annotate.errors import StoreError
 
-SCHEMA_VERSION = 2
+SCHEMA_VERSION = 3
 
 
 def utcnow() -> datetime:
@@ -55,10 +55,15 @@ def _v2(conn: Connection) -> None:
     SQLModel.metadata.create_all(conn, tables=tables)
 
 
+def _v3(conn: Connection) -> None:
+    SQLModel.metadata.create_all(conn, tables=[models.FinalLabel.__table__, models.Escalation.__table__])
+
+
 # (version, description, apply). Later schema changes append here; never edit a shipped step.
 MIGRATIONS: list[tuple[int, str, Callable[[Connection], None]]] = [
     (1, "responses, source files, ingest runs, response history", _v1),
     (2, "annotators, review rounds, design, Label Studio tasks, annotations, quarantine", _v2),
+    (3, "final labels (append-only) and escalations to the expert", _v3),
 ]
 assert MIGRATIONS[-1][0] == SCHEMA_VERSION
 
@@ -617,6 +622,35 @@ class ReviewStore:
         t = models.AnnotationHistory.__table__
         with self.engine.connect() as conn:
             return _frame(conn, select(t).order_by(t.c.id))
+
+    # adjudication -------------------------------------------------------------------------------
+    def final_labels(self, round_id: int, *, history: bool = False) -> "Any":
+        """Decisions of a round; by default only the latest per item (the one in force)."""
+        t = models.FinalLabel.__table__
+        with self.engine.connect() as conn:
+            df = _frame(conn, select(t).where(t.c.round_id == round_id).order_by(t.c.id))
+        if history or df.empty:
+            return df
+        return df.drop_duplicates("round_item_id", keep="last").reset_index(drop=True)
+
+    def add_final_labels(self, rows: list[dict[str, Any]]) -> None:
+        if rows:
+            now = utcnow()
+            with self.engine.begin() as conn:
+                conn.execute(models.FinalLabel.__table__.insert(), [{**r, "decided_at": now} for r in rows])
+
+    def escalations(self, round_id: int) -> "Any":
+        t, a = models.Escalation.__table__, models.Annotator.__table__
+        stmt = (select(t, a.c.pseudonym.label("expert")).join(a, a.c.id == t.c.expert_id)
+                .where(t.c.round_id == round_id).order_by(t.c.id))
+        with self.engine.connect() as conn:
+            return _frame(conn, stmt)
+
+    def add_escalations(self, rows: list[dict[str, Any]]) -> None:
+        if rows:
+            now = utcnow()
+            with self.engine.begin() as conn:
+                conn.execute(models.Escalation.__table__.insert(), [{**r, "created_at": now} for r in rows])
 
     def quarantined(self, round_id: int | None = None) -> "Any":
         q, p = models.Quarantine.__table__, models.LsProject.__table__
