@@ -485,8 +485,9 @@ def pull(ws: Any, store: Any, *, round_name: str | None, from_files: list[Path],
                 continue  # file-mode project: nothing on the server
             pid = int(project["project_id"])
             now = gw.server_time()
-            if project["last_pulled_at"]:
-                changed = gw.changed_task_ids(pid, project["last_pulled_at"])
+            since = project["last_pulled_at"]
+            if isinstance(since, str) and since:  # None / NaN: never pulled
+                changed = gw.changed_task_ids(pid, since)
                 exported = gw.export_tasks(pid, changed) if changed else []
             else:
                 exported = gw.export_tasks(pid)

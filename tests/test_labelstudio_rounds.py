@@ -199,3 +199,50 @@ def test_server_rejects_a_broken_label_config(ls_env):
     with pytest.raises(LabelStudioError, match="400"):
         ls_env.validate_config(bad)
     ls_env.validate_config(open("annotate/data/label_config.xml").read())
+
+
+def test_adjudication_with_an_expert_on_a_real_server(ls_env, sqlite_ws, runner, tmp_path):
+    gw = ls_env
+    ws, prefix = sqlite_ws
+    tag = tmp_path.name[-8:].replace("_", "")
+    for k in (1, 2):
+        run(runner, prefix, "annotators", "add", f"adj{k}-{tag}@example.org")
+    run(runner, prefix, "annotators", "add", f"lead-{tag}@example.org", "--expert")
+    run(runner, prefix, "route", "--round", "adj", "--annotators", "A1,A2", "--clear-per-cell", "2", "--seed", "3")
+    store = _store(ws)
+    projects = store.ls_projects().set_index("pseudonym")
+    users = store.annotators().set_index("pseudonym")
+    store.close()
+    by_ext = {}
+    for who in ("A1", "A2"):
+        for task in gw.export_tasks(int(projects.loc[who, "project_id"])):
+            by_ext.setdefault(task["data"]["ext_id"], {})[who] = task["id"]
+    ext_ids = sorted(by_ext)
+    disagree = set(ext_ids[:3])
+    for e in ext_ids:
+        gw.create_annotation(by_ext[e]["A1"], choices_result("harmful", rationale="gives steps"),
+                             completed_by=int(users.loc["A1", "ls_user_id"]), lead_time=9.0)
+        gw.create_annotation(by_ext[e]["A2"], choices_result("safe" if e in disagree else "harmful"),
+                             completed_by=int(users.loc["A2", "ls_user_id"]), lead_time=7.0)
+    run(runner, prefix, "pull", "--round", "adj")
+    first = json.loads(run(runner, prefix, "adjudicate", "--round", "adj", "--expert", "E1", "--json").output)
+    assert first["counts"]["escalated"] == 3 and first["sent_to_expert"] >= 3
+
+    store = _store(ws)
+    expert_project = int(store.ls_projects().set_index("pseudonym").loc["E1", "project_id"])
+    store.close()
+    expert_tasks = gw.export_tasks(expert_project)
+    assert {t["data"]["ext_id"] for t in expert_tasks} >= disagree
+    for task in expert_tasks:
+        assert set(task["data"]) == {"prompt", "response", "ext_id", "prior_votes"}
+        assert "A1: harmful: gives steps" in task["data"]["prior_votes"]
+        assert "model-" not in json.dumps(task)
+        gw.create_annotation(task["id"], choices_result("safe"), completed_by=int(users.loc["E1", "ls_user_id"]))
+    run(runner, prefix, "pull", "--round", "adj")
+    final = json.loads(run(runner, prefix, "adjudicate", "--round", "adj", "--expert", "E1", "--json").output)
+    assert final["counts"] == {"resolved": len(ext_ids)}
+    assert final["methods"]["expert"] == 3
+    # the expert's labels are not reviewer labels: agreement uses A1 and A2 only
+    report = json.loads(run(runner, prefix, "agreement", "--round", "adj", "--json", "--boot", "100").output)
+    assert report["annotators"] == ["A1", "A2"]
+    assert all(a["annotator"] in ("A1", "A2") for g in report["groups"] for a in g["annotators"])
