@@ -220,10 +220,21 @@ def test_summary_shows_ambiguity_and_rank_flips(workspace, runner, tmp_path):
 
 
 def test_every_command_has_help_with_an_example(runner):
-    for name, command in cli.commands.items():
-        result = runner.invoke(cli, [name, "--help"])
-        assert result.exit_code == 0, name
-        assert "Example" in result.output, f"{name} --help has no example"
+    import click
+
+    def walk(group, path):
+        for name, command in group.commands.items():
+            yield [*path, name], command
+            if isinstance(command, click.Group):
+                yield from walk(command, [*path, name])
+
+    for path, _command in walk(cli, []):
+        result = runner.invoke(cli, [*path, "--help"])
+        assert result.exit_code == 0, path
+        assert "Example" in result.output, f"{' '.join(path)} --help has no example"
+    readme = (Path(__file__).resolve().parents[1] / "README.md").read_text()
+    for path, _command in walk(cli, []):
+        assert f"annotate {' '.join(path)}" in readme, f"`annotate {' '.join(path)}` is not in the README"
 
 
 def test_help_is_fast_and_imports_nothing_heavy():

@@ -99,3 +99,31 @@ def test_replace_keeps_history(db_url):
 def test_store_error_for_unreachable_database():
     with pytest.raises(StoreError):
         Store("postgresql+psycopg://nobody@127.0.0.1:1/none")
+
+
+def test_an_older_store_is_migrated_in_place(tmp_path):
+    """A version-1 database (as the first release wrote it) opens and migrates, data intact."""
+    from sqlmodel import SQLModel
+
+    from annotate import models, store as store_mod
+
+    url = f"sqlite:///{tmp_path / 'old.db'}"
+    engine = store_mod.make_engine(url)
+    with engine.begin() as conn:
+        SQLModel.metadata.create_all(conn, tables=[models.SchemaVersion.__table__])
+        store_mod._v1(conn)
+        conn.execute(models.SchemaVersion.__table__.insert(),
+                     {"version": 1, "description": "v1", "applied_at": utcnow()})
+        src = conn.execute(models.SourceFile.__table__.insert().returning(models.SourceFile.__table__.c.id),
+                           {"sha256": "e" * 64, "path": "x", "format": "generic", "size_bytes": 1,
+                            "first_ingested_at": utcnow()}).scalar_one()
+        conn.execute(models.Response.__table__.insert(), {**dict(zip(store_mod.RESPONSE_COLUMNS, _row(1, source_id=src))),
+                                                           "ingested_at": utcnow()})
+    engine.dispose()
+    store = open_store(url)
+    try:
+        assert store.schema_version() == SCHEMA_VERSION
+        assert store.count_responses() == 1
+        assert store.annotators().empty  # the tables of later versions exist
+    finally:
+        store.close()
