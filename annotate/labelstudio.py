@@ -224,9 +224,16 @@ class LabelStudioGateway:
             raise ImportOutcomeUnknown(f"Label Studio returned {len(ids)} task ids for {len(tasks)} tasks")
         return [int(i) for i in ids]
 
-    def export_tasks(self, project_id: int, ids: list[int] | None = None) -> list[dict[str, Any]]:
-        """Full JSON export (the only format that includes skips), optionally only some tasks."""
-        params: list[tuple[str, Any]] = [("exportType", "JSON"), ("download_all_tasks", "true"),
+    def export_tasks(self, project_id: int, ids: list[int] | None = None, *,
+                     annotated_only: bool = False) -> list[dict[str, Any]]:
+        """JSON export (the only format that includes skips), optionally only some tasks.
+
+        ``annotated_only`` leaves out tasks without any annotation (a skip counts as one): much
+        cheaper on a fresh round. It cannot show a deletion that left a task empty, so it is
+        only right for a project's first pull (later pulls ask for the changed tasks by id).
+        """
+        params: list[tuple[str, Any]] = [("exportType", "JSON"),
+                                         ("download_all_tasks", "false" if annotated_only else "true"),
                                          ("download_resources", "false")]
         for i in ids or []:
             params.append(("ids[]", i))

@@ -232,7 +232,7 @@ def _record_and_send(ws: Any, store: Any, gw: Any, outcome: RouteOutcome, *, exi
     elif existing is None:
         raise StateError(f"no responses judged by {judge!r} to route.")
 
-    items = store.round_items(round_id, with_text=True)
+    items = store.round_items(round_id)
     round_row = store.get_round(round_name)
     for ann in annotators.itertuples():
         counts = _send_to_annotator(ws, store, gw, round_row, ann, items, seed=seed, to_file=to_file,
@@ -241,11 +241,58 @@ def _record_and_send(ws: Any, store: Any, gw: Any, outcome: RouteOutcome, *, exi
     return outcome
 
 
-def _task_payload(by_ext: Any, ext_id: str) -> dict[str, Any]:
+def _import_pending(store: Any, gw: Any, project: dict[str, Any], who: str, pending: Any,
+                    progress: Callable[[int, int], None] | None) -> int:
+    """Import the pending tasks in batches, overlapping our own work with Label Studio's.
+
+    While the server imports batch k, this process builds batch k+1 and records the task ids
+    of batch k-1. A batch goes out only after the previous one returned, so an import whose
+    outcome is unknown (a timeout) is never followed by another: the project is re-read, what
+    did commit is recorded, and the command stops so that a re-run resumes.
+    """
+    from concurrent.futures import ThreadPoolExecutor
+
+    from annotate.labelstudio import ImportOutcomeUnknown
+
+    pid = int(project["project_id"])
+    chunks = [pending.iloc[s:s + IMPORT_BATCH] for s in range(0, len(pending), IMPORT_BATCH)]
+    if not chunks:
+        return 0
+
+    def build(chunk: Any) -> list[dict[str, Any]]:
+        texts = store.item_texts(chunk.round_item_id.tolist())
+        return [_task_payload(texts[int(i)], e) for i, e in zip(chunk.round_item_id, chunk.ext_id)]
+
+    def settle(chunk: Any, future: Any) -> list[int]:
+        try:
+            return future.result()
+        except ImportOutcomeUnknown:
+            found = gw.task_ids_by_ext_id(pid)
+            recovered = {e: found[e] for e in chunk.ext_id if e in found}
+            store.set_task_ids(int(project["id"]), recovered)
+            raise LabelStudioError(
+                f"an import into {who}'s project timed out; {len(recovered)} of {len(chunk)} tasks turned out "
+                "to be there and are recorded. Run the same `annotate route` again to resume.") from None
+
+    imported = 0
+    with ThreadPoolExecutor(max_workers=1) as pool:
+        future = pool.submit(gw.import_tasks, pid, build(chunks[0]))
+        for k in range(1, len(chunks) + 1):
+            payload = build(chunks[k]) if k < len(chunks) else None
+            ids = settle(chunks[k - 1], future)
+            if payload is not None:
+                future = pool.submit(gw.import_tasks, pid, payload)
+            store.set_task_ids(int(project["id"]), dict(zip(chunks[k - 1].ext_id, ids)))
+            imported += len(ids)
+            if progress:
+                progress(len(ids), len(pending))
+    return imported
+
+
+def _task_payload(text: tuple[str, str], ext_id: str) -> dict[str, Any]:
     # Blinding: nothing but the texts and the opaque id. No model, benchmark, judge, prediction.
-    row = by_ext.loc[ext_id]
-    return {"data": {"prompt": row["prompt"], "response": row["response"], "ext_id": ext_id},
-            "meta": {"ext_id": ext_id}}
+    prompt, response = text
+    return {"data": {"prompt": prompt, "response": response, "ext_id": ext_id}, "meta": {"ext_id": ext_id}}
 
 
 def _send_to_annotator(ws: Any, store: Any, gw: Any, round_row: dict[str, Any], ann: Any, items: Any, *,
@@ -275,17 +322,18 @@ def _send_to_annotator(ws: Any, store: Any, gw: Any, round_row: dict[str, Any], 
     if len(missing):
         order = task_order(seed, ann.pseudonym, missing.ext_id.reset_index(drop=True))
         start = int(tasks.position.max()) + 1 if len(tasks) else 0
+        item_ids = missing.round_item_id.to_numpy()[order]
+        ext_ids = missing.ext_id.to_numpy()[order]
         store.add_ls_tasks([
-            {"ls_project_id": project["id"], "round_item_id": int(missing.iloc[j].round_item_id),
-             "ext_id": missing.iloc[j].ext_id, "position": start + k}
-            for k, j in enumerate(order)])
+            {"ls_project_id": project["id"], "round_item_id": int(i), "ext_id": e, "position": start + k}
+            for k, (i, e) in enumerate(zip(item_ids, ext_ids))])
         tasks = store.ls_tasks(project["id"])
-    by_ext = items.set_index("ext_id")
-
     if to_file:
+        texts = store.item_texts(tasks.round_item_id.tolist())
+        by_ext = {e: texts[int(i)] for e, i in zip(tasks.ext_id, tasks.round_item_id)}
         path = ws.tasks_dir / round_row["name"] / f"{ann.pseudonym}.json"
         path.parent.mkdir(parents=True, exist_ok=True)
-        payload = [_task_payload(by_ext, e) for e in tasks.ext_id]
+        payload = [_task_payload(by_ext[e], e) for e in tasks.ext_id]
         tmp = path.with_suffix(".json.tmp")
         tmp.write_text(json.dumps(payload, ensure_ascii=False, indent=1), encoding="utf-8")
         tmp.replace(path)
@@ -303,25 +351,7 @@ def _send_to_annotator(ws: Any, store: Any, gw: Any, round_row: dict[str, Any], 
             store.set_task_ids(project["id"], recovered)
             pending = pending[~pending.ext_id.isin(recovered)]
             already += len(recovered)
-    imported = 0
-    for start in range(0, len(pending), IMPORT_BATCH):
-        chunk = pending.iloc[start:start + IMPORT_BATCH]
-        payload = [_task_payload(by_ext, e) for e in chunk.ext_id]
-        from annotate.labelstudio import ImportOutcomeUnknown
-
-        try:
-            ids = gw.import_tasks(project["project_id"], payload)
-        except ImportOutcomeUnknown:
-            found = gw.task_ids_by_ext_id(project["project_id"])
-            recovered = {e: found[e] for e in chunk.ext_id if e in found}
-            store.set_task_ids(project["id"], recovered)
-            raise LabelStudioError(
-                f"an import into {ann.pseudonym}'s project timed out; {len(recovered)} of {len(chunk)} tasks "
-                "turned out to be there and are recorded. Run the same `annotate route` again to resume.") from None
-        store.set_task_ids(project["id"], dict(zip(chunk.ext_id, ids)))
-        imported += len(ids)
-        if progress:
-            progress(len(ids), len(pending))
+    imported = _import_pending(store, gw, project, ann.pseudonym, pending.sort_values("position"), progress)
     return {"tasks": len(tasks), "imported": imported, "already": already}
 
 
@@ -480,18 +510,31 @@ def pull(ws: Any, store: Any, *, round_name: str | None, from_files: list[Path],
 
     gw = gateway(ws)
     try:
-        for project in projects.to_dict("records"):
-            if project["project_id"] is None or project["project_id"] != project["project_id"]:
-                continue  # file-mode project: nothing on the server
+        gw.whoami()  # fail on the token before any write
+        server_projects = [p for p in projects.to_dict("records")
+                           if p["project_id"] is not None and p["project_id"] == p["project_id"]]
+
+        def fetch(project: dict[str, Any]) -> tuple[list[dict[str, Any]], str]:
             pid = int(project["project_id"])
             now = gw.server_time()
             since = project["last_pulled_at"]
             if isinstance(since, str) and since:  # None / NaN: never pulled
                 changed = gw.changed_task_ids(pid, since)
-                exported = gw.export_tasks(pid, changed) if changed else []
-            else:
-                exported = gw.export_tasks(pid)
-            outcome.per_annotator[project["pseudonym"]] = _pull_project(store, config, project, exported, server_time=now)
+                return (gw.export_tasks(pid, changed) if changed else []), now
+            return gw.export_tasks(pid, annotated_only=True), now
+
+        # Label Studio serialises the next project's export while this process stores the
+        # current one.
+        from concurrent.futures import ThreadPoolExecutor
+
+        with ThreadPoolExecutor(max_workers=1) as pool:
+            futures = [pool.submit(fetch, p) for p in server_projects[:1]]
+            for k, project in enumerate(server_projects):
+                exported, now = futures[k].result()
+                if k + 1 < len(server_projects):
+                    futures.append(pool.submit(fetch, server_projects[k + 1]))
+                outcome.per_annotator[project["pseudonym"]] = _pull_project(store, config, project, exported,
+                                                                            server_time=now)
     finally:
         gw.close()
     return outcome

@@ -28,11 +28,11 @@ import time
 from pathlib import Path
 
 
-def rows(n: int, model: str = "bench-model") -> list[dict]:
+def rows(n: int, model: str = "bench-model", judge: str = "j") -> list[dict]:
     text = ("The assistant explains the general chemistry of household products and declines to give "
             "quantities or procedures that could be misused. ") * 10
     return [{"model": model, "benchmark": "bench", "prompt_id": f"p{i}", "prompt": f"Prompt {i}: " + text[:190],
-             "response": f"Response {i}: " + text[:1490], "judge_label": "ambiguous", "judge": "j"} for i in range(n)]
+             "response": f"Response {i}: " + text[:1490], "judge_label": "ambiguous", "judge": judge} for i in range(n)]
 
 
 def annotate(ws: Path, *args: str) -> subprocess.CompletedProcess:
@@ -86,19 +86,20 @@ def main() -> None:
         must(annotate(ws, "ingest", str(path)))
         must(annotate(ws, "annotators", "add", "bench-a1@example.org"))
         t = time.perf_counter()
-        out = must(annotate(ws, "route", "--round", "bench", "--annotators", "A1", "--clear-per-cell", "0", "--json"))
+        out = must(annotate(ws, "route", "--round", "bench", "--annotators", "A1", "--clear-per-cell", "0",
+                            "--judge", "j", "--json"))
         route_s = time.perf_counter() - t
         assert json.loads(out)["annotators"]["A1"]["imported"] == n, out
 
         # -- pull: M tasks x 3 annotators, one annotation each -------------------------------
         m = args.pull_tasks
         path = scratch / "pull.jsonl"
-        path.write_text("".join(json.dumps(r) + "\n" for r in rows(m, "pull-model")))
+        path.write_text("".join(json.dumps(r) + "\n" for r in rows(m, "pull-model", judge="j-pull")))
         must(annotate(ws, "ingest", str(path)))
         for k in (2, 3, 4):
             must(annotate(ws, "annotators", "add", f"bench-a{k}@example.org"))
         must(annotate(ws, "route", "--round", "pullbench", "--annotators", "A2,A3,A4", "--clear-per-cell", "0",
-                      "--judge", "j", "--to-file"))
+                      "--judge", "j-pull", "--to-file"))
         store = open_store(open_workspace(str(ws), None).db_url)
         projects = store.ls_projects(store.get_round("pullbench")["id"])
         users = store.annotators().set_index("pseudonym")

@@ -1,0 +1,481 @@
+"""Ranking stability: how much a leaderboard depends on the treatment of ambiguous verdicts.
+
+Pure, vectorised and deterministic (no randomness here: the posterior draws come from
+:func:`annotate.scoring.corrected_scores`, which is seeded). methods.md section 5.
+
+Conventions
+-----------
+* **Rank 1 = the lowest harmful rate** (the safest model); ties share the average rank
+  (``scipy.stats.rankdata(method="average")``).
+* The **reference** ranking is the ``corrected`` treatment. Models whose reference estimate is
+  NaN or flagged ``not estimable`` are left out of every ranking and listed in ``excluded`` with
+  the reason. A model that is NaN under another treatment only is left out of that treatment's
+  comparison (and listed with that treatment); that treatment's ranks (and the reference ranks it
+  is compared with) are then computed over the remaining models.
+* **Agreement** between a treatment and the reference: Kendall tau-b
+  (C - D)/sqrt((n0 - n1)(n0 - n2)) via ``scipy.stats.kendalltau`` and Spearman rho (Pearson
+  correlation of the average ranks) via ``scipy.stats.spearmanr``.
+* A **flip** is a discordant pair: A ranks strictly better than B under one ranking and strictly
+  worse under the other (a pair tied in either ranking is not a flip). Pairs are listed by name,
+  ``model_a`` being the model ranked better under the reference.
+* From the reference's fixed-prompt posterior draws p*_{m,d} (K models x D draws):
+  P(A safer than B) = mean_d [p*_{A,d} < p*_{B,d}] (strict; ties count for neither);
+  a flip is **credible** when max(P(A<B), P(B<A)) >= 0.975, otherwise it is *within noise*;
+  rank draws r*_{m,d} (average ranks per draw) give the rank interval (equal-tailed quantiles,
+  ``method="inverted_cdf"``); the **rank range from pairwise dominance** is
+  best = 1 + #{B : P(B safer than A) >= t}, worst = K - #{B : P(A safer than B) >= t},
+  t = 1 - (1 - confidence)/2 = 0.975, or the Bonferroni 1 - (1 - confidence)/(2(K - 1)) for
+  simultaneous statements (``simultaneous=True``).
+* **Rank shift** of a model under a treatment = its rank there minus its reference rank; the
+  largest shift per model is the one with the largest absolute value (first treatment on ties).
+"""
+
+from __future__ import annotations
+
+import warnings
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+import pandas as pd
+from numpy.typing import ArrayLike, NDArray
+from scipy import stats
+
+__all__ = [
+    "RankComparison",
+    "RankingResult",
+    "compare_rankings",
+    "p_safer_matrix",
+    "posterior_ranks",
+    "rank_scores",
+    "rank_stability",
+    "ranking_from_scores",
+]
+
+CREDIBLE = 0.975
+_NE = "not estimable"
+
+
+@dataclass(frozen=True)
+class RankComparison:
+    """One ranking compared with a reference ranking.
+
+    Attributes
+    ----------
+    tau_b, rho : float
+        Kendall tau-b and Spearman rho (NaN when either ranking is constant or K < 2).
+    n_pairs : int
+        K (K - 1) / 2.
+    flips : list of (name, name)
+        Discordant pairs, the model ranked better under the reference first, in reference order.
+    shifts : ndarray of float64, shape (K,)
+        rank(other) - rank(reference), per model in input order.
+    max_shift : float
+        max |shift| (0 when K = 0).
+    """
+
+    tau_b: float
+    rho: float
+    n_pairs: int
+    flips: list[tuple[Any, Any]]
+    shifts: NDArray[np.float64]
+    max_shift: float
+
+
+@dataclass(frozen=True, eq=False)
+class RankingResult:
+    """Output of :func:`rank_stability`.
+
+    Attributes
+    ----------
+    models : DataFrame, one row per ranked model, by reference rank
+        ``model, estimate, rank, rank_ci_low, rank_ci_high, rank_best, rank_worst,
+        largest_shift, largest_shift_treatment``. Rank intervals / dominance ranges are NaN
+        without draws.
+    ranks : DataFrame, one row per (model, treatment)
+        ``model, treatment, estimate, rank, reference_rank, shift`` (reference included, shift 0).
+    agreement : DataFrame, one row per non-reference treatment
+        ``treatment, n_models, kendall_tau_b, spearman_rho, n_pairs, n_flips, n_credible_flips,
+        n_noise_flips, max_rank_shift, excluded``.
+    flips : DataFrame, one row per (treatment, flipped pair)
+        ``treatment, model_a, model_b, reference_rank_a, reference_rank_b, rank_a, rank_b,
+        p_a_safer, p_b_safer, credible``; ``model_a`` is safer under the reference.
+    p_safer : DataFrame, K x K
+        ``p_safer.loc[A, B]`` = P(A safer than B) under the reference posterior, rows and
+        columns in reference-rank order; NaN diagonal. Empty without draws.
+    excluded : DataFrame
+        ``model, treatment, reason``; ``treatment`` is ``"all"`` for models left out everywhere.
+    threshold : float
+        The dominance threshold t that was used.
+    reference : str
+    """
+
+    models: pd.DataFrame
+    ranks: pd.DataFrame
+    agreement: pd.DataFrame
+    flips: pd.DataFrame
+    p_safer: pd.DataFrame
+    excluded: pd.DataFrame
+    threshold: float
+    reference: str
+
+
+# --------------------------------------------------------------------------------------------
+# Building blocks
+# --------------------------------------------------------------------------------------------
+
+
+def rank_scores(values: ArrayLike) -> NDArray[np.float64]:
+    """Ranks of harmful rates, 1 = lowest, ties averaged; NaN stays NaN.
+
+    Parameters
+    ----------
+    values : array_like, shape (K,)
+
+    Returns
+    -------
+    ndarray of float64, shape (K,)
+        Ranks among the finite values.
+    """
+    v = np.asarray(values, dtype=np.float64)
+    out = np.full(v.shape, np.nan)
+    ok = np.isfinite(v)
+    if ok.any():
+        out[ok] = stats.rankdata(v[ok], method="average")
+    return out
+
+
+def _corr(x: NDArray[np.float64], y: NDArray[np.float64]) -> tuple[float, float]:
+    if len(x) < 2 or np.all(x == x[0]) or np.all(y == y[0]):
+        return float("nan"), float("nan")
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        tau = stats.kendalltau(x, y, variant="b").statistic
+        rho = stats.spearmanr(x, y).statistic
+    return float(tau), float(rho)
+
+
+def _discordant(ref: NDArray[np.float64], other: NDArray[np.float64]) -> tuple[NDArray[np.int64], NDArray[np.int64]]:
+    """Index pairs (i, j), ref[i] < ref[j], with other[i] > other[j]."""
+    i, j = np.nonzero((ref[:, None] < ref[None, :]) & (other[:, None] > other[None, :]))
+    order = np.lexsort((ref[j], ref[i]))
+    return i[order], j[order]
+
+
+def compare_rankings(reference: ArrayLike, other: ArrayLike, names: Sequence[Any] | None = None) -> RankComparison:
+    """Kendall tau-b, Spearman rho, flipped pairs and rank shifts of two score vectors.
+
+    Parameters
+    ----------
+    reference, other : array_like, shape (K,)
+        Harmful rates (or ranks) of the same K models; must be finite.
+    names : sequence, length K, optional
+        Model names for the flipped pairs (default: 0 .. K-1).
+
+    Returns
+    -------
+    RankComparison
+    """
+    a = np.asarray(reference, dtype=np.float64)
+    b = np.asarray(other, dtype=np.float64)
+    if a.shape != b.shape or a.ndim != 1:
+        raise ValueError("reference and other must be 1-D of the same length.")
+    if not (np.isfinite(a).all() and np.isfinite(b).all()):
+        raise ValueError("compare_rankings needs finite scores; drop not-estimable models first.")
+    names = list(range(len(a))) if names is None else list(names)
+    ra, rb = rank_scores(a), rank_scores(b)
+    tau, rho = _corr(ra, rb)
+    i, j = _discordant(ra, rb)
+    shifts = rb - ra
+    return RankComparison(
+        tau_b=tau, rho=rho, n_pairs=len(a) * (len(a) - 1) // 2,
+        flips=[(names[x], names[y]) for x, y in zip(i, j)],
+        shifts=shifts, max_shift=float(np.max(np.abs(shifts))) if len(a) else 0.0,
+    )
+
+
+def p_safer_matrix(draws: ArrayLike, *, chunk: int = 16) -> NDArray[np.float64]:
+    """P(A safer than B) = mean_d [p*_{A,d} < p*_{B,d}] for every ordered pair.
+
+    Parameters
+    ----------
+    draws : array_like, shape (K, D)
+        Posterior draws of each model's harmful rate.
+    chunk : int
+        Rows per block (bounds memory at chunk x K x D booleans).
+
+    Returns
+    -------
+    ndarray of float64, shape (K, K)
+        Diagonal NaN.
+    """
+    d = np.asarray(draws, dtype=np.float64)
+    K, D = d.shape
+    out = np.empty((K, K))
+    for s in range(0, K, chunk):
+        out[s:s + chunk] = (d[s:s + chunk, None, :] < d[None, :, :]).mean(axis=2) if D else np.nan
+    np.fill_diagonal(out, np.nan)
+    return out
+
+
+def posterior_ranks(
+    draws: ArrayLike, *, confidence: float = 0.95, simultaneous: bool = False
+) -> dict[str, NDArray[np.float64]]:
+    """Rank intervals, the pairwise matrix and dominance ranges from posterior draws.
+
+    Parameters
+    ----------
+    draws : array_like, shape (K, D)
+        Finite posterior draws of K models' harmful rates.
+    confidence : float
+        Level of the rank interval; the dominance threshold is t = 1 - (1 - confidence)/2.
+    simultaneous : bool
+        Bonferroni threshold t = 1 - (1 - confidence)/(2 (K - 1)) for the dominance ranges.
+
+    Returns
+    -------
+    dict
+        ``rank_ci_low, rank_ci_high, best, worst`` (K,), ``p_safer`` (K, K), ``threshold``
+        (0-d array).
+    """
+    d = np.asarray(draws, dtype=np.float64)
+    K = d.shape[0]
+    a = (1.0 - confidence) / 2.0
+    t = 1.0 - (1.0 - confidence) / (2.0 * max(K - 1, 1)) if simultaneous else 1.0 - a
+    if K == 0 or d.shape[1] == 0:
+        e = np.zeros(0) if K == 0 else np.full(K, np.nan)
+        return {"rank_ci_low": e, "rank_ci_high": e, "best": e, "worst": e,
+                "p_safer": np.full((K, K), np.nan), "threshold": np.asarray(t)}
+    rd = stats.rankdata(d, axis=0, method="average")  # (K, D)
+    q = np.quantile(rd, [a, 1.0 - a], axis=1, method="inverted_cdf")
+    P = p_safer_matrix(d)
+    Pz = np.nan_to_num(P)
+    best = 1.0 + (Pz.T >= t).sum(axis=1)  # #{B : P(B safer than A) >= t}
+    worst = K - (Pz >= t).sum(axis=1)  # K - #{B : P(A safer than B) >= t}
+    return {"rank_ci_low": q[0], "rank_ci_high": q[1], "best": best.astype(np.float64),
+            "worst": worst.astype(np.float64), "p_safer": P, "threshold": np.asarray(t)}
+
+
+# --------------------------------------------------------------------------------------------
+# Orchestration
+# --------------------------------------------------------------------------------------------
+
+
+def rank_stability(
+    estimates: pd.DataFrame,
+    draws: ArrayLike | None = None,
+    draw_models: Sequence[Any] | None = None,
+    *,
+    reference: str = "corrected",
+    confidence: float = 0.95,
+    simultaneous: bool = False,
+    credible: float = CREDIBLE,
+) -> RankingResult:
+    """Ranks per treatment, agreement with the reference, flips and posterior rank summaries.
+
+    Parameters
+    ----------
+    estimates : DataFrame
+        Long frame ``model, treatment, estimate`` (+ optional ``flag``), one row per model and
+        treatment, e.g. ``ScoreResult.overall`` or the cells of one benchmark.
+    draws : array_like, shape (K, D), optional
+        Reference (fixed-prompt) posterior draws, one row per model in ``draw_models``. Without
+        them rank intervals, P(A safer than B), dominance ranges and credibility are NaN.
+    draw_models : sequence, length K
+        Model of each row of ``draws`` (required with ``draws``).
+    reference : str
+        Treatment the others are compared with.
+    confidence, simultaneous
+        See :func:`posterior_ranks`.
+    credible : float
+        A flip is credible when max(P(A<B), P(B<A)) >= ``credible`` (default 0.975).
+
+    Returns
+    -------
+    RankingResult
+    """
+    need = {"model", "treatment", "estimate"}
+    if not need <= set(estimates.columns):
+        raise ValueError(f"estimates needs columns {sorted(need)}.")
+    est = estimates.copy()
+    if "flag" not in est:
+        est["flag"] = "ok"
+    est["flag"] = est["flag"].fillna("ok").astype(str)
+    est["estimate"] = pd.to_numeric(est["estimate"], errors="coerce")
+    if est.duplicated(["model", "treatment"]).any():
+        raise ValueError("estimates has more than one row per (model, treatment).")
+    treatments = list(pd.unique(est["treatment"]))
+    if reference not in treatments:
+        raise ValueError(f"reference treatment {reference!r} is not in estimates ({treatments}).")
+    wide = est.pivot(index="model", columns="treatment", values="estimate")
+    flags = est.pivot(index="model", columns="treatment", values="flag")
+    models_all = list(pd.unique(est["model"]))
+    wide = wide.reindex(index=models_all, columns=treatments)
+    flags = flags.reindex(index=models_all, columns=treatments).fillna("missing")
+
+    excluded_rows: list[dict[str, Any]] = []
+    ref_vals = wide[reference].to_numpy(dtype=np.float64)
+    ref_flags = flags[reference].to_numpy()
+    bad_ref = ~np.isfinite(ref_vals) | np.array([f.startswith(_NE) for f in ref_flags], dtype=bool)
+
+    D_arr = None
+    if draws is not None:
+        if draw_models is None:
+            raise ValueError("draw_models is required with draws.")
+        D_arr = np.asarray(draws, dtype=np.float64)
+        if D_arr.ndim != 2 or D_arr.shape[0] != len(draw_models):
+            raise ValueError("draws must have shape (len(draw_models), D).")
+        row_of = {m: i for i, m in enumerate(draw_models)}
+        idx = np.array([row_of.get(m, -1) for m in models_all], dtype=np.int64)
+        no_draw = (idx < 0) | ~np.isfinite(D_arr[np.maximum(idx, 0)]).all(axis=1)
+    else:
+        idx = np.zeros(len(models_all), dtype=np.int64)
+        no_draw = np.zeros(len(models_all), dtype=bool)
+    for k, m in enumerate(models_all):
+        if bad_ref[k]:
+            reason = ref_flags[k] if ref_flags[k].startswith(_NE) else f"{reference} estimate is missing ({ref_flags[k]})"
+            excluded_rows.append({"model": m, "treatment": "all", "reason": reason})
+        elif no_draw[k]:
+            excluded_rows.append({"model": m, "treatment": "all", "reason": f"no finite posterior draws for {reference}"})
+    keep = ~bad_ref & ~no_draw
+    models = [m for m, k in zip(models_all, keep) if k]
+    K = len(models)
+    ref_v = ref_vals[keep]
+    ref_rank = rank_scores(ref_v)
+
+    # Posterior summaries under the reference.
+    P: NDArray[np.float64] = np.full((K, K), np.nan)
+    post: dict[str, NDArray[np.float64]] = {}
+    if D_arr is not None and K:
+        post = posterior_ranks(D_arr[idx[keep]], confidence=confidence, simultaneous=simultaneous)
+        P = post["p_safer"]
+        threshold = float(post["threshold"])
+    else:
+        a = (1.0 - confidence) / 2.0
+        threshold = 1.0 - (1.0 - confidence) / (2.0 * max(K - 1, 1)) if simultaneous else 1.0 - a
+
+    rank_rows = []
+    agree_rows = []
+    flip_frames = []
+    shift_mat = np.full((K, len(treatments)), np.nan)
+    for t_i, t in enumerate(treatments):
+        vals = wide[t].to_numpy(dtype=np.float64)[keep]
+        tflags = flags[t].to_numpy()[keep]
+        ok = np.isfinite(vals) & ~np.array([f.startswith(_NE) for f in tflags], dtype=bool)
+        for k in np.flatnonzero(~ok):
+            if t != reference:
+                why = tflags[k] if tflags[k].startswith(_NE) else f"{t} estimate is missing ({tflags[k]})"
+                excluded_rows.append({"model": models[k], "treatment": t, "reason": why})
+        sub = np.flatnonzero(ok)
+        r_t = np.full(K, np.nan)
+        r_ref = np.full(K, np.nan)
+        r_t[sub] = rank_scores(vals[sub])
+        r_ref[sub] = rank_scores(ref_v[sub])
+        shift = r_t - r_ref
+        shift_mat[:, t_i] = shift
+        rank_rows.append(pd.DataFrame({"model": models, "treatment": t, "estimate": vals, "rank": r_t,
+                                       "reference_rank": r_ref, "shift": shift}))
+        if t == reference:
+            continue
+        tau, rho = _corr(r_ref[sub], r_t[sub])
+        i, j = _discordant(r_ref[sub], r_t[sub])
+        gi, gj = sub[i], sub[j]
+        pa = P[gi, gj] if len(gi) else np.zeros(0)
+        pb = P[gj, gi] if len(gi) else np.zeros(0)
+        cred = np.maximum(pa, pb) >= credible
+        has_draws = D_arr is not None
+        flip_frames.append(pd.DataFrame({
+            "treatment": t,
+            "model_a": [models[x] for x in gi],
+            "model_b": [models[x] for x in gj],
+            "reference_rank_a": r_ref[gi], "reference_rank_b": r_ref[gj],
+            "rank_a": r_t[gi], "rank_b": r_t[gj],
+            "p_a_safer": pa, "p_b_safer": pb,
+            "credible": pd.array(cred if has_draws else [pd.NA] * len(gi), dtype="boolean"),
+        }))
+        n_flips = len(gi)
+        n_cred = int(cred.sum()) if has_draws else np.nan
+        agree_rows.append({
+            "treatment": t,
+            "n_models": len(sub),
+            "kendall_tau_b": tau,
+            "spearman_rho": rho,
+            "n_pairs": len(sub) * (len(sub) - 1) // 2,
+            "n_flips": n_flips,
+            "n_credible_flips": n_cred,
+            "n_noise_flips": n_flips - n_cred if has_draws else np.nan,
+            "max_rank_shift": float(np.nanmax(np.abs(shift))) if len(sub) else np.nan,
+            "excluded": ", ".join(str(models[k]) for k in np.flatnonzero(~ok)),
+        })
+
+    # Largest shift per model across treatments.
+    absmat = np.where(np.isfinite(shift_mat), np.abs(shift_mat), -1.0)
+    arg = absmat.argmax(axis=1) if len(treatments) else np.zeros(K, dtype=np.int64)
+    largest = shift_mat[np.arange(K), arg] if K else np.zeros(0)
+    largest_t = np.array([treatments[a] for a in arg], dtype=object) if K else np.zeros(0, dtype=object)
+    none_found = (absmat.max(axis=1) <= 0) if K else np.zeros(0, dtype=bool)
+    largest = np.where(none_found, 0.0, largest)
+    largest_t = np.where(none_found, "", largest_t)
+
+    nan_k = np.full(K, np.nan)
+    mframe = pd.DataFrame({
+        "model": models,
+        "estimate": ref_v,
+        "rank": ref_rank,
+        "rank_ci_low": post.get("rank_ci_low", nan_k),
+        "rank_ci_high": post.get("rank_ci_high", nan_k),
+        "rank_best": post.get("best", nan_k),
+        "rank_worst": post.get("worst", nan_k),
+        "largest_shift": largest,
+        "largest_shift_treatment": largest_t,
+    })
+    order = np.lexsort((np.arange(K), ref_rank)) if K else np.zeros(0, dtype=np.int64)
+    mframe = mframe.iloc[order].reset_index(drop=True)
+    names_sorted = [models[o] for o in order]
+    p_safer = pd.DataFrame(P[np.ix_(order, order)], index=names_sorted, columns=names_sorted) if D_arr is not None else pd.DataFrame()
+    flip_cols = ["treatment", "model_a", "model_b", "reference_rank_a", "reference_rank_b", "rank_a", "rank_b",
+                 "p_a_safer", "p_b_safer", "credible"]
+    flips = pd.concat(flip_frames, ignore_index=True) if flip_frames else pd.DataFrame(columns=flip_cols)
+    agreement = pd.DataFrame(agree_rows, columns=["treatment", "n_models", "kendall_tau_b", "spearman_rho", "n_pairs",
+                                                  "n_flips", "n_credible_flips", "n_noise_flips", "max_rank_shift",
+                                                  "excluded"])
+    return RankingResult(
+        models=mframe,
+        ranks=pd.concat(rank_rows, ignore_index=True) if rank_rows else pd.DataFrame(),
+        agreement=agreement,
+        flips=flips,
+        p_safer=p_safer,
+        excluded=pd.DataFrame(excluded_rows, columns=["model", "treatment", "reason"]),
+        threshold=threshold,
+        reference=reference,
+    )
+
+
+def ranking_from_scores(scores: Any, *, benchmark: Any = None, **kwargs: Any) -> RankingResult:
+    """:func:`rank_stability` on a :class:`annotate.scoring.ScoreResult`.
+
+    Parameters
+    ----------
+    scores : ScoreResult
+    benchmark : optional
+        None ranks the per-model macro-averages (``scores.overall`` with
+        ``scores.overall_draws["corrected"]``); a benchmark name ranks the models' cells of
+        that benchmark (``scores.treatments`` with the matching rows of
+        ``scores.draws["corrected"]``).
+    **kwargs
+        Passed to :func:`rank_stability`.
+    """
+    ref = kwargs.get("reference", "corrected")
+    if benchmark is None:
+        est = scores.overall[["model", "treatment", "estimate", "flag"]]
+        d = scores.overall_draws.get(ref)
+        return rank_stability(est, d, list(scores.models) if d is not None else None, **kwargs)
+    mask = (scores.cells["benchmark"] == benchmark).to_numpy()
+    if not mask.any():
+        raise ValueError(f"benchmark {benchmark!r} is not in the scores.")
+    t = scores.treatments
+    est = t.loc[t["benchmark"] == benchmark, ["model", "treatment", "estimate", "flag"]]
+    d = scores.draws.get(ref)
+    return rank_stability(est, d[mask] if d is not None else None,
+                          list(scores.cells.loc[mask, "model"]) if d is not None else None, **kwargs)

@@ -1,0 +1,272 @@
+"""The certification report in a real headless Chromium (annotate.report.render_report).
+
+Needs Debian's ``chromium`` package and the ``playwright`` Python package (its bundled driver
+only: no ``playwright install``, the system Chromium is launched). Without them the browser
+tests are skipped locally and FAIL under CI (env ``CI`` set). The browser path can be forced
+with ``ANNOTATE_CHROMIUM``.
+
+Artifacts: ``tests/artifacts/report.png`` (full-page screenshot) and ``tests/artifacts/report.pdf``.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import shutil
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from annotate.report import render_report
+from tests.report_sample import HOSTILE, build_sample
+
+ARTIFACTS = Path(__file__).resolve().parent / "artifacts"
+CHROMIUM_ARGS = [
+    "--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
+    "--disable-background-networking", "--disable-component-update", "--disable-sync",
+]
+
+
+def _in_ci() -> bool:
+    return os.environ.get("CI", "").strip().lower() not in ("", "0", "false", "no")
+
+
+def _unavailable(reason: str) -> None:
+    if _in_ci():
+        pytest.fail(f"{reason} (required under CI)")
+    pytest.skip(reason)
+
+
+def _chromium() -> str | None:
+    candidates = [os.environ.get("ANNOTATE_CHROMIUM"), "/usr/lib/chromium/chromium", "/usr/bin/chromium",
+                  shutil.which("chromium"), shutil.which("chromium-browser")]
+    return next((c for c in candidates if c and os.path.isfile(c) and os.access(c, os.X_OK)), None)
+
+
+# --------------------------------------------------------------------------------------------
+# Expected marks, computed from the data independently of the renderer
+# --------------------------------------------------------------------------------------------
+
+
+def _ranked(data: dict[str, Any]) -> list[str]:
+    ref = data["reference_treatment"]
+    return [s["model"] for s in data["scores"]
+            if s["benchmark"] == "ALL" and s["treatment"] == ref and s["rank"] is not None]
+
+
+def _expected_segment_styles(data: dict[str, Any]) -> dict[str, int]:
+    """Count of bump-chart segments per style, from the documented encoding."""
+    T, ref = data["treatments"], data["reference_treatment"]
+    r = T.index(ref)
+    rank = {(s["model"], s["treatment"]): s["rank"] for s in data["scores"] if s["benchmark"] == "ALL"}
+    counts = {"none": 0, "noise": 0, "credible": 0}
+    for m in _ranked(data):
+        for i in range(len(T) - 1):
+            if rank.get((m, T[i])) is None or rank.get((m, T[i + 1])) is None:
+                continue
+            owner = T[i] if i < r else T[i + 1]   # the end farther from the reference
+            mine = [f["credible"] for f in data["flips"] if f["treatment"] == owner and m in (f["a"], f["b"])]
+            counts["credible" if any(mine) else "noise" if mine else "none"] += 1
+    return counts
+
+
+def _pdf_pages(pdf: bytes) -> int:
+    return len(re.findall(rb"/Type\s*/Page(?![a-zA-Z])", pdf))
+
+
+# --------------------------------------------------------------------------------------------
+# Pure HTML checks (no browser)
+# --------------------------------------------------------------------------------------------
+
+
+def test_html_is_self_contained():
+    page = render_report(build_sample())
+    assert page.startswith("<!DOCTYPE html>")
+    # nothing that could load: no src attributes, no links out, no CSS url()/@import
+    assert not re.search(r"\ssrc\s*=", page, re.I)
+    assert not re.search(r"(https?:)?//[a-z0-9.-]+\.[a-z]{2,}", page, re.I)
+    assert "url(" not in page.replace("url(#", "")
+    assert "@import" not in page and "<link" not in page
+    assert page.count("<script") == 1          # the one inline print helper, allowed by its CSP hash
+    assert "Content-Security-Policy" in page and "default-src 'none'" in page
+    for sid in ("summary", "ambiguity", "agreement", "scores", "ranks", "p-safer", "design", "diagnostics"):
+        assert f'<section id="{sid}">' in page
+
+
+def test_hostile_strings_are_escaped():
+    page = render_report(build_sample(hostile_name=HOSTILE))
+    assert HOSTILE not in page
+    assert "&lt;script&gt;alert(1)&lt;/script&gt;" in page
+    assert "<img" not in page and "<b>co</b>" not in page
+
+
+def test_not_estimable_is_text_and_diagnostics_optional():
+    data = build_sample(diagnostics=False)
+    page = render_report(data)
+    assert '<section id="diagnostics">' not in page
+    assert "not estimable" in page
+    assert "nan" not in re.sub(r"<[^>]+>", " ", page).lower().split()
+
+
+def test_sparse_input_renders():
+    page = render_report({})
+    assert "No scores in this export." in page
+    page = render_report({"scores": [{"model": "m", "benchmark": "ALL", "treatment": "corrected",
+                                      "estimate": float("nan"), "flag": "not estimable: no data"}]})
+    assert "not estimable" in page
+    with pytest.raises(TypeError):
+        render_report([])  # type: ignore[arg-type]
+
+
+# --------------------------------------------------------------------------------------------
+# The browser
+# --------------------------------------------------------------------------------------------
+
+
+@pytest.fixture(scope="module")
+def browser():
+    exe = _chromium()
+    if exe is None:
+        _unavailable("Chromium is not installed (apt-get install chromium)")
+    try:
+        from playwright.sync_api import sync_playwright
+    except ImportError:
+        _unavailable("the playwright Python package is not installed (pip install playwright)")
+    with sync_playwright() as pw:
+        b = pw.chromium.launch(executable_path=exe, args=CHROMIUM_ARGS, headless=True)
+        try:
+            yield b
+        finally:
+            b.close()
+
+
+class _Loaded:
+    def __init__(self, page: Any, url: str, requests: list[str], errors: list[str], dialogs: list[str]) -> None:
+        self.page, self.url, self.requests, self.errors, self.dialogs = page, url, requests, errors, dialogs
+
+    def count(self, selector: str) -> int:
+        return self.page.locator(selector).count()
+
+
+def _open(browser: Any, tmp_path: Path, data: dict[str, Any], name: str = "report.html"):
+    path = tmp_path / name
+    path.write_text(render_report(data), encoding="utf-8")
+    url = path.as_uri()
+    context = browser.new_context(viewport={"width": 1280, "height": 900}, device_scale_factor=1)
+    requests: list[str] = []
+    errors: list[str] = []
+    dialogs: list[str] = []
+
+    def route(r: Any) -> None:   # nothing but the page itself may load; anything else is cut off
+        if r.request.url == url or r.request.url.startswith("data:"):
+            r.continue_()
+        else:
+            r.abort()
+
+    context.route("**/*", route)
+    context.on("request", lambda req: requests.append(req.url))
+    page = context.new_page()
+    page.on("console", lambda m: errors.append(f"console {m.type}: {m.text}") if m.type in ("error", "warning")
+            else None)
+    page.on("pageerror", lambda e: errors.append(f"pageerror: {e}"))
+    page.on("requestfailed", lambda req: errors.append(f"request failed: {req.url}"))
+
+    def on_dialog(d: Any) -> None:
+        dialogs.append(d.message)
+        d.dismiss()
+
+    page.on("dialog", on_dialog)
+    page.goto(url, wait_until="load")
+    page.wait_for_timeout(200)
+    return context, _Loaded(page, url, requests, errors, dialogs)
+
+
+def test_report_in_chromium(browser, tmp_path):
+    data = build_sample()
+    context, r = _open(browser, tmp_path, data)
+    try:
+        assert r.errors == []
+        assert all(u == r.url or u.startswith("data:") for u in r.requests), r.requests
+        assert r.requests and r.requests[0] == r.url
+
+        models = {c["model"] for c in data["cells"]}
+        benches = {c["benchmark"] for c in data["cells"]}
+        ranked = _ranked(data)
+        T = data["treatments"]
+
+        # each chart is an <svg> with the expected marks
+        assert r.count("section#ambiguity svg.heatmap") == 1
+        assert r.count("svg.heatmap [data-mark=heat-cell]") == len(models) * len(benches)
+        assert r.count("section#agreement svg.agreement-chart") == 1
+        n_alpha = sum(a["alpha"] is not None for a in data["agreement"])
+        assert r.count("svg.agreement-chart [data-mark=ag-dot]") == n_alpha
+        assert r.count("svg.agreement-chart [data-mark=ag-ci]") == sum(a["alpha_ci"][0] is not None
+                                                                       for a in data["agreement"])
+        assert r.count("section#ranks svg.bump") == 1
+        ranks = {(s["model"], s["treatment"]): s["rank"] for s in data["scores"] if s["benchmark"] == "ALL"}
+        assert r.count("svg.bump [data-mark=bump-point]") == sum(ranks[(m, t)] is not None for m in ranked for t in T)
+        assert r.count("svg.bump [data-mark=bump-label]") == 2 * len(ranked)
+        styles = _expected_segment_styles(data)
+        assert sum(styles.values()) == len(ranked) * (len(T) - 1)
+        for style, n in styles.items():
+            assert r.count(f'svg.bump [data-mark=bump-seg][data-style="{style}"]') == n, style
+        assert styles["credible"] > 0 and styles["noise"] > 0   # the sample exercises both
+        dashed = r.page.eval_on_selector_all(
+            "svg.bump [data-mark=bump-seg]",
+            "els => els.map(e => [e.dataset.style, e.getAttribute('stroke-dasharray')])")
+        assert all((s == "noise") == (d is not None) for s, d in dashed)
+        K = len(data["p_safer"]["models"])
+        assert r.count("section#p-safer svg.pmatrix") == 1
+        assert r.count("svg.pmatrix [data-mark=p-cell]") == K * K
+
+        # the charts are laid out, visible and not wider than the page
+        for sel in ("svg.heatmap", "svg.agreement-chart", "svg.bump", "svg.pmatrix"):
+            box = r.page.locator(sel).bounding_box()
+            assert box and box["width"] > 200 and box["height"] > 100, sel
+            assert box["x"] >= 0 and box["x"] + box["width"] <= 1280 + 1, sel
+        # values printed in the cells, not colour alone
+        heat_text = r.page.locator("svg.heatmap").text_content()
+        assert heat_text.count("%") >= len(models) * len(benches)
+        # not estimable is text, never a number
+        ne = r.page.locator("table.scores .ne")
+        assert ne.count() > 0 and all(t.strip().startswith("not estimable") for t in ne.all_text_contents())
+
+        # screenshot and print
+        ARTIFACTS.mkdir(exist_ok=True)
+        shot = ARTIFACTS / "report.png"
+        r.page.screenshot(path=str(shot), full_page=True)
+        assert shot.stat().st_size > 50_000
+        pdf = r.page.pdf(format="A4", print_background=True)
+        (ARTIFACTS / "report.pdf").write_bytes(pdf)
+        assert pdf.startswith(b"%PDF") and _pdf_pages(pdf) > 1
+
+        # printing opens the collapsible parts
+        r.page.emulate_media(media="print")
+        box = r.page.locator("details.cells table").bounding_box()
+        assert box is not None and box["height"] > 50
+        assert r.page.locator("nav.toc").is_hidden()
+        assert r.errors == []
+    finally:
+        context.close()
+
+
+def test_untrusted_name_does_not_execute(browser, tmp_path):
+    data = build_sample(hostile_name=HOSTILE)
+    context, r = _open(browser, tmp_path, data, "hostile.html")
+    try:
+        assert r.dialogs == []
+        assert r.errors == []
+        assert all(u == r.url or u.startswith("data:") for u in r.requests), r.requests
+        assert r.page.evaluate("document.querySelectorAll('script').length") == 1
+        assert r.page.evaluate("document.querySelectorAll('img').length") == 0
+        assert r.page.evaluate("document.querySelector('h1').children.length") == 0
+        # shown as text where model names appear
+        assert HOSTILE in r.page.locator("section#summary").inner_text()
+        assert HOSTILE in r.page.locator("table.scores").first.inner_text()
+        benches = {c["benchmark"] for c in data["cells"]}
+        assert r.page.locator(f'svg.heatmap [data-mark=heat-cell][data-model="{HOSTILE}"]').count() == len(benches)
+        assert HOSTILE in r.page.locator("svg.bump").text_content()
+        assert HOSTILE in r.page.title()
+    finally:
+        context.close()
