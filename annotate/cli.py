@@ -754,6 +754,284 @@ def adjudicate(ctx: click.Context, round_name: str, policy: str, expert: str | N
         click.echo("  Escalated items wait for an expert: pass --expert, or choose --policy.")
 
 
+# -- score / plan ------------------------------------------------------------------------------
+TREATMENT_SHORT = {
+    "ambiguous_as_safe": "amb=safe", "ambiguous_as_harmful": "amb=harm", "ambiguous_excluded": "amb excl",
+    "adjudicated_clear_trusted": "clear trusted", "corrected": "corrected",
+    "corrected_unresolved_safe": "unres=safe", "corrected_unresolved_harmful": "unres=harm",
+    "corrected_dawid_skene": "DS labels",
+}
+
+
+def _pct(x: Any) -> str:
+    return "n/e" if _missing(x) else f"{100 * x:.1f}%"
+
+
+@cli.command()
+@click.option("--round", "round_names", multiple=True, help="Round(s) to score (default: the only one).")
+@click.option("--treatments", default=None, help="Comma-separated treatments to show (default: all).")
+@click.option("--estimand", type=click.Choice(["fixed", "general"]), default="fixed", show_default=True,
+              help="fixed: these prompts (leaderboards); general: the prompt distribution.")
+@click.option("--by", "by", type=click.Choice(["model", "benchmark"]), default="model", show_default=True,
+              help="model: overall (macro-average over benchmarks); benchmark: one table per benchmark.")
+@click.option("--draws", default=4000, show_default=True, help="Posterior draws.")
+@click.option("--seed", default=0, show_default=True, help="Seed of the posterior draws.")
+@click.option("--min-reviewed", default=10, show_default=True,
+              help="Clear strata with fewer resolved reviewed items borrow the judge's pooled error rates (flagged).")
+@click.option("--json", "as_json", is_flag=True, help="Print JSON.")
+@workspace_options
+def score(ctx: click.Context, round_names: tuple[str, ...], treatments: str | None, estimand: str, by: str,
+          draws: int, seed: int, min_reviewed: int, as_json: bool) -> None:
+    """Corrected per-model harmful rates with intervals, and how rankings depend on treatment.
+
+    The corrected rate is the stratified estimator over the judge's labels with the design
+    weights recorded by `route`; its 95 % interval comes from the finite-population posterior
+    (never Wald). Below it, each treatment of ambiguous responses is compared with the corrected
+    ranking: Kendall's tau-b, Spearman's rho, flipped pairs, and which flips are credible
+    (P >= 0.975 under the corrected posterior) rather than noise. Deterministic for a --seed.
+
+    \b
+    Example:
+      annotate score --round r1
+      annotate score --round r1 --by benchmark --estimand general --json
+    """
+    from annotate.render import table
+    from annotate.scores_flow import score_from_store
+
+    ws, store = _open(ctx)
+    try:
+        out, labels, _doc = score_from_store(store, round_names, draws=draws, seed=seed, min_reviewed=min_reviewed,
+                                             estimand=estimand)
+    except ValueError as exc:
+        from annotate.errors import InputError
+
+        raise InputError(str(exc)) from None
+    finally:
+        store.close()
+    chosen = [t.strip() for t in treatments.split(",")] if treatments else list(TREATMENT_SHORT)
+    unknown = [t for t in chosen if t not in TREATMENT_SHORT]
+    if unknown:
+        from annotate.errors import InputError
+
+        raise InputError(f"unknown treatment(s) {unknown}; choose from {', '.join(TREATMENT_SHORT)}")
+    scores = out.scores[out.scores.treatment.isin(chosen)]
+    if as_json:
+        _echo_json({"settings": out.settings, "scores": scores.to_dict("records"),
+                    "ranking": out.ranking.to_dict("records"), "flips": out.flips.to_dict("records"),
+                    "models": out.models.to_dict("records"),
+                    "p_safer": {"models": list(out.p_safer.index), "matrix": out.p_safer.to_numpy().tolist()},
+                    "transport": out.transport.to_dict("records")})
+        return
+    benches = ["ALL"] if by == "model" else [b for b in scores.benchmark.unique() if b != "ALL"]
+    models = out.models.set_index("model") if len(out.models) else None
+    for bench in benches:
+        sub = scores[scores.benchmark == bench]
+        title = "Overall (macro-average over benchmarks)" if bench == "ALL" else f"Benchmark {bench}"
+        click.echo(f"{title}; estimand {estimand}; harmful rate, 95% interval for corrected:")
+        rows = []
+        for model, g in sub.groupby("model", sort=False):
+            g = g.set_index("treatment")
+            corr = g.loc["corrected"] if "corrected" in g.index else None
+            row = [model]
+            if corr is not None:
+                row += [_pct(corr.estimate), _ci_pct(corr.ci_low, corr.ci_high),
+                        "" if _missing(corr["rank"]) else f"{corr['rank']:g}",
+                        "" if _missing(corr.rank_low) else f"[{corr.rank_low:g}, {corr.rank_high:g}]"]
+            else:
+                row += ["", "", "", ""]
+            row += [_pct(g.loc[t].estimate) if t in g.index else "" for t in chosen if t != "corrected"]
+            shift = models.loc[model, "largest_shift"] if models is not None and bench == "ALL" and model in models.index else None
+            row.append("" if _missing(shift) else f"{shift:+g}")
+            flag = corr.flag if corr is not None else ""
+            row.append("" if flag in ("ok", None) or _missing(flag) else flag)
+            rows.append(row)
+        rows.sort(key=lambda r: (r[3] == "", float(r[3]) if r[3] else 0.0))
+        headers = ["model", "corrected", "95% CI", "rank", "rank CI"] + \
+            [TREATMENT_SHORT[t] for t in chosen if t != "corrected"] + ["max shift", "flag"]
+        click.echo(table(headers, rows, align="l" + "r" * (len(headers) - 2) + "l"))
+        agree = out.ranking[out.ranking.benchmark == bench]
+        agree = agree[agree.treatment.isin(chosen) & (agree.treatment != "corrected")]
+        if len(agree):
+            click.echo("Each treatment's ranking against the corrected one:")
+            click.echo(table(["treatment", "tau-b", "rho", "flips", "credible", "within noise", "max shift"],
+                             [[r.treatment, _num(r.tau_b), _num(r.rho), _int(r.flips), _int(r.credible_flips),
+                               _int(r.noise_flips), _int(r.max_rank_shift)] for r in agree.itertuples()],
+                             align="lrrrrrr"))
+        fl = out.flips[(out.flips.benchmark == bench) & out.flips.treatment.isin(chosen)]
+        credible = fl[fl.credible.astype(bool)]
+        if len(credible):
+            click.echo("Credible flips (the corrected posterior is decisive, P >= 0.975):")
+            for r in credible.itertuples():
+                click.echo(f"  {r.treatment}: {r.model_a} vs {r.model_b} (corrected: {r.model_a} safer, "
+                           f"P = {r.p_a_safer:.3f})")
+        elif len(fl):
+            click.echo(f"{len(fl)} flipped pair(s), all within noise under the corrected posterior.")
+        click.echo("")
+    flagged = scores[(scores.treatment == "corrected") & ~scores.flag.isin(["ok"])]
+    for r in flagged.itertuples():
+        click.echo(f"note: {r.model} x {r.benchmark}: {r.flag}" + (f" ({r.note})" if isinstance(r.note, str) and r.note else ""))
+
+
+def _ci_pct(lo: Any, hi: Any) -> str:
+    return "" if _missing(lo) or _missing(hi) else f"[{100 * lo:.1f}, {100 * hi:.1f}]"
+
+
+@cli.command("plan")
+@click.option("--target-se", type=float, required=True, help="Target standard error of each cell's corrected rate.")
+@click.option("--round", "round_names", multiple=True, help="Use this round's design and labels (guessed rates from data).")
+@click.option("--min-per-stratum", default=10, show_default=True, help="At least this many per non-empty clear stratum.")
+@click.option("--judge", default=None, help="Judge whose labels define the strata (before any round).")
+@click.option("--json", "as_json", is_flag=True, help="Print JSON.")
+@workspace_options
+def plan_cmd(ctx: click.Context, target_se: float, round_names: tuple[str, ...], min_per_stratum: int,
+             judge: str | None, as_json: bool) -> None:
+    """How many clear items per cell to review for a target standard error (Neyman allocation).
+
+    Ambiguous responses are reviewed in full; the clear strata (judge harmful, judge safe) get
+    n_h in proportion to W_h S_h, at least --min-per-stratum each. Feed the largest per-cell
+    figure to `route --clear-per-cell`.
+
+    \b
+    Example:
+      annotate plan --target-se 0.02
+    """
+    from annotate.render import table
+    from annotate.scores_flow import plan
+
+    if target_se <= 0:
+        from annotate.errors import InputError
+
+        raise InputError("--target-se must be positive, e.g. 0.02")
+    ws, store = _open(ctx)
+    try:
+        df = plan(store, round_names, target_se, min_per_stratum=min_per_stratum, judge=judge)
+    finally:
+        store.close()
+    if as_json:
+        _echo_json(df.to_dict("records"))
+        return
+    click.echo(table(["model", "benchmark", "stratum", "population", "guessed rate", "n", "expected SE"],
+                     [[r.model, r.benchmark, r.judge_label, int(r.population), _num(r.rate_guess, "{:.2f}"), int(r.n),
+                       _num(r.expected_se, "{:.4f}")] for r in df.itertuples()], align="lllrrrr"))
+    if len(df):
+        click.echo(f"Largest clear stratum sample: {int(df.n.max())}: "
+                   f"route --clear-per-cell {int(df.n.max())} meets the target in every cell.")
+
+
+# -- export / verify -----------------------------------------------------------------------------
+@cli.command("export")
+@click.argument("name")
+@click.option("--round", "round_names", multiple=True, help="Round(s) to export (default: the only one).")
+@click.option("--draws", default=4000, show_default=True, help="Posterior draws for the scores.")
+@click.option("--seed", default=0, show_default=True, help="Seed of the posterior draws and bootstrap.")
+@click.option("--min-reviewed", default=10, show_default=True, help="See `annotate score --help`.")
+@click.option("--estimand", type=click.Choice(["fixed", "general"]), default="fixed", show_default=True)
+@click.option("--json", "as_json", is_flag=True, help="Print JSON.")
+@workspace_options
+def export_cmd(ctx: click.Context, name: str, round_names: tuple[str, ...], draws: int, seed: int,
+               min_reviewed: int, estimand: str, as_json: bool) -> None:
+    """Write an immutable, verifiable audited score set to exports/NAME/.
+
+    scores.csv/.json, ranking.csv, flips.csv, p_safer.csv, labels.csv (one row per reviewed
+    response, annotators by pseudonym), agreement.json, design.json, report.html and
+    manifest.json with the sha256 of every file. An existing NAME is refused; an interrupted
+    export leaves nothing behind. No e-mails, tokens or response texts are written.
+
+    \b
+    Example:
+      annotate export audit-2026q4 --round r1
+      annotate verify exports/audit-2026q4
+    """
+    from annotate.export import export
+
+    ws, store = _open(ctx)
+    try:
+        out = export(ws, store, name, round_names=round_names, draws=draws, seed=seed, min_reviewed=min_reviewed,
+                     estimand=estimand)
+    finally:
+        store.close()
+    if as_json:
+        _echo_json({"path": str(out.path), "files": out.files, "labels": out.n_labels, "report": str(out.report)})
+        return
+    click.echo(f"Exported {out.n_labels} reviewed responses to {out.path}/")
+    for fname, sha in out.files.items():
+        click.echo(f"  {fname:16s} sha256 {sha[:16]}...")
+    click.echo(f"Report: {out.report}")
+    click.echo(f"Check it any time with: annotate verify {out.path}")
+
+
+@cli.command()
+@click.argument("path", type=click.Path(file_okay=False, path_type=Path))
+@click.option("--json", "as_json", is_flag=True, help="Print JSON.")
+def verify(path: Path, as_json: bool) -> None:
+    """Check an export: every hash, no missing or extra file, and the scores re-derived.
+
+    Recomputes scores.csv from labels.csv and design.json (with the settings in the
+    manifest), so a reviewer without the database can confirm the arithmetic. Exits 1 and
+    lists what differs when anything does.
+
+    \b
+    Example:
+      annotate verify exports/audit-2026q4
+    """
+    from annotate.export import verify as do_verify
+
+    out = do_verify(path)
+    if as_json:
+        _echo_json({"path": str(out.path), "ok": out.ok, "problems": out.problems, "checked_files": out.checked_files,
+                    "rederived_rows": out.rederived_rows})
+    elif out.ok:
+        click.echo(f"OK: {out.checked_files} files match the manifest; {out.rederived_rows} score rows re-derived "
+                   "from labels.csv and design.json match scores.csv.")
+    else:
+        for problem in out.problems:
+            click.echo(f"FAIL: {problem}", err=True)
+        click.echo(f"Error: {path} does not verify ({len(out.problems)} problem(s)).", err=True)
+    if not out.ok:
+        sys.exit(1)
+
+
+# -- demo --------------------------------------------------------------------------------------
+@cli.command()
+@click.option("--dir", "directory", type=click.Path(file_okay=False, path_type=Path), default=None,
+              help="Workspace folder for the demo (default: a new temporary folder).")
+@click.option("--offline", is_flag=True, help="No server: tasks and labels go through Label Studio files.")
+@click.option("--keep-server", is_flag=True, help="Leave Label Studio running to look at the projects.")
+@click.option("--port", type=int, default=None, help="Port for the demo's Label Studio (default: a free one).")
+def demo(directory: Path | None, offline: bool, keep_server: bool, port: int | None) -> None:
+    """The whole workflow on real data (XSTest v2: 5 models x 450 prompts) in one command.
+
+    Ingests GPT-4's judge labels, routes a round to two annotators, replays the two real
+    human annotations of every routed response as those annotators, pulls, checks agreement
+    against the value computed straight from the CSV, adjudicates with XSTest's final label as
+    the expert, scores under every treatment, exports with the report, and verifies it.
+
+    \b
+    Example:
+      annotate demo
+      annotate demo --offline --dir demo-ws
+      annotate demo --keep-server
+    """
+    from annotate.demo import run_demo
+
+    result = run_demo(directory, offline=offline, keep_server=keep_server, port=port, echo=click.echo)
+    click.echo("")
+    click.echo(f"Done in {result.seconds:.0f} s.")
+    click.echo(f"  workspace: {result.workspace}")
+    click.echo(f"  export:    {result.export}")
+    click.echo(f"  report:    {result.report}")
+    ok = (result.alpha_pipeline is not None and result.alpha_direct is not None
+          and abs(result.alpha_pipeline - result.alpha_direct) < 1e-9)
+    click.echo(f"  agreement check: {'equal' if ok else 'DIFFERENT'} "
+               f"({result.alpha_pipeline:.6f} pulled vs {result.alpha_direct:.6f} direct)")
+    click.echo(f"  final labels equal to XSTest's final label: {result.final_matches} of {result.final_total}")
+    if result.url:
+        click.echo(f"  Label Studio: {result.url} (log in as {result.admin_email}; password in {result.secrets_file}). "
+                   f"Stop it with: annotate -w {result.workspace} ls stop")
+    if not (ok and result.verified and result.final_matches == result.final_total):
+        sys.exit(1)
+
+
 def _missing(x: Any) -> bool:
     return x is None or x != x  # None or NaN
 
