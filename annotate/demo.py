@@ -76,7 +76,8 @@ def _free_port() -> int:
 
 
 def run_demo(directory: Path | None, *, offline: bool, keep_server: bool, echo: Callable[[str], None],
-             port: int | None = None) -> DemoResult:
+             port: int | None = None, seed_from: Path | None = None) -> DemoResult:
+    """Run the demo. ``seed_from`` (tests) starts Label Studio from a copy of a migrated data dir."""
     import pandas as pd
 
     from annotate import ls_server
@@ -104,7 +105,7 @@ def run_demo(directory: Path | None, *, offline: bool, keep_server: bool, echo: 
     try:
         if not offline:
             chosen = port or _free_port()
-            info = ls_server.start_server(ls_data_dir(ws), port=chosen, timeout=600)
+            info = ls_server.start_server(ls_data_dir(ws), port=chosen, timeout=600, seed_from=seed_from)
             server_started = True
             result.url, result.admin_email, result.secrets_file = info.url, info.admin_email, info.secrets_path
             echo(f"[2/10] Label Studio ready at {info.url} ({info.startup_seconds:.0f} s)")
