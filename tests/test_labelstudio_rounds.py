@@ -96,6 +96,10 @@ def test_round_trip_on_a_real_server(ls_env, sqlite_ws, runner, tmp_path):
         assert "model-a" not in blob and "model-b" not in blob and '"j"' not in blob
     for title in projects.title:
         assert "model" not in title and "bench" not in title
+    for pid in pids.values():
+        settings = gw._raw("GET", f"/api/projects/{pid}", "reading a project")
+        assert settings["show_collab_predictions"] is False and settings["maximum_annotations"] == 1
+        assert settings["show_skip_button"] is True
 
     # annotators label in their own projects
     uid1, uid2 = int(annotators.loc["A1", "ls_user_id"]), int(annotators.loc["A2", "ls_user_id"])
