@@ -475,10 +475,13 @@ def annotators_list(ctx: click.Context, as_json: bool, show_emails: bool) -> Non
 @click.option("--judge", default=None, help="Whose labels define the strata (needed when the store has several judges).")
 @click.option("--dry-run", is_flag=True, help="Show what would be sent, per cell and stratum; send nothing.")
 @click.option("--to-file", is_flag=True, help="Write tasks/<round>/<annotator>.json (Label Studio import format) instead.")
+@click.option("--prioritize", is_flag=True,
+              help="Order each annotator's tasks by predicted probability of ambiguity (see `annotate diagnose`); "
+                   "the selection is unchanged.")
 @click.option("--json", "as_json", is_flag=True, help="Print JSON.")
 @workspace_options
 def route(ctx: click.Context, round_name: str, annotators: str, clear_per_cell: int, seed: int, judge: str | None,
-          dry_run: bool, to_file: bool, as_json: bool) -> None:
+          dry_run: bool, to_file: bool, prioritize: bool, as_json: bool) -> None:
     """Send every ambiguous response and a seeded sample of clear ones to independent reviewers.
 
     Each annotator gets a Label Studio project of their own holding the same tasks, in their own
@@ -507,7 +510,8 @@ def route(ctx: click.Context, round_name: str, annotators: str, clear_per_cell: 
 
     try:
         out = do_route(ws, store, round_name=round_name, annotator_names=names, clear_per_cell=clear_per_cell,
-                       seed=seed, judge=judge, dry_run=dry_run, to_file=to_file, progress=progress)
+                       seed=seed, judge=judge, dry_run=dry_run, to_file=to_file, progress=progress,
+                       prioritize=prioritize)
     finally:
         if bar:
             bar[0].render_finish()
@@ -515,6 +519,7 @@ def route(ctx: click.Context, round_name: str, annotators: str, clear_per_cell: 
     strata = out.strata
     if as_json:
         _echo_json({"round": out.round, "judge": out.judge, "wave": out.new_wave, "dry_run": out.dry_run,
+                    "prioritized": out.prioritized,
                     "selected": out.selected, "strata": strata.to_dict("records"),
                     "annotators": out.per_annotator, "files": [str(f) for f in out.files]})
         return
@@ -1030,6 +1035,81 @@ def demo(directory: Path | None, offline: bool, keep_server: bool, port: int | N
                    f"Stop it with: annotate -w {result.workspace} ls stop")
     if not (ok and result.verified and result.final_matches == result.final_total):
         sys.exit(1)
+
+
+# -- diagnose ------------------------------------------------------------------------------------
+@cli.command()
+@click.option("--judge", default=None, help="Whose ambiguity to explain (needed when the store has several judges).")
+@click.option("--by", "by", type=click.Choice(["benchmark"]), default=None, help="Also fit per benchmark.")
+@click.option("--null-band", default="0.9,1.1", show_default=True,
+              help="Odds ratios per SD inside this band are negligible, whatever their p-value.")
+@click.option("--seed", default=0, show_default=True, help="Seed of the cross-validation folds.")
+@click.option("--json", "as_json", is_flag=True, help="Print JSON.")
+@workspace_options
+def diagnose(ctx: click.Context, judge: str | None, by: str | None, null_band: str, seed: int, as_json: bool) -> None:
+    """Does the judge's "ambiguous" track style rather than safety here? The study's six correlates.
+
+    Logistic regression of "judge said ambiguous" on standardised text features (length,
+    lexical density, sophistication, perplexity, self-coherence, reply-prompt similarity) with
+    model and benchmark fixed effects and prompt-clustered standard errors: odds ratio per SD
+    with 95 % interval, Holm-adjusted p, VIF, and cross-validated AUC of the features alone
+    against the fixed effects alone. Where human labels exist, the same features against
+    human-harmful among judge-ambiguous responses. Features are computed once and stored (needs
+    the `diagnostics` extra). Exports made afterwards carry a diagnostics section.
+
+    \b
+    Example:
+      annotate diagnose
+      annotate diagnose --by benchmark --json
+    """
+    from annotate.diagnostics_flow import diagnose as do_diagnose
+    from annotate.errors import InputError
+    from annotate.render import table
+
+    try:
+        lo, hi = (float(x) for x in null_band.split(","))
+    except ValueError:
+        raise InputError("--null-band must be two numbers, e.g. 0.9,1.1") from None
+    ws, store = _open(ctx)
+    try:
+        result = do_diagnose(store, judge=judge, by=by, null_band=(lo, hi), seed=seed)
+    except ImportError as exc:
+        raise InputError(f"{exc}. Install the diagnostics extra: pip install 'annotate[diagnostics]'") from None
+    finally:
+        store.close()
+    if as_json:
+        _echo_json(result)
+        return
+
+    def show(res: dict[str, Any], title: str) -> None:
+        click.echo(f"{title}: n = {res['n_responses']}, events = {res['n_events']}; "
+                   f"AUC features {_num(res['auc_features'])} vs fixed effects {_num(res['auc_fixed_effects'])}")
+        click.echo(table(["correlate", "feature", "OR/SD", "95% CI", "Holm p", "VIF", "reading"],
+                         [[r.get("correlate") or "", r["feature"], *(_estimable(r)), r["verdict"]]
+                          for r in res["table"]],
+                         align="llrrrrl"))
+
+    show(result, f"Judge {result['judge']}: said ambiguous")
+    click.echo("The study's correlates here:")
+    for r in result["study"]:
+        click.echo(f"  {r['correlate']:16s} ({r['feature']}) expected to {r['expected']}: {r['holds']}")
+    for b in result.get("by_benchmark", []):
+        if "error" in b:
+            click.echo(f"{b['benchmark']}: {b['error']}")
+        else:
+            show(b, f"Benchmark {b['benchmark']}")
+    human = result.get("human")
+    if human and "error" not in human:
+        show(human, "Human-adjudicated harmful among judge-ambiguous responses")
+    elif human:
+        click.echo(f"Human labels: {human['error']}")
+
+
+def _estimable(r: dict[str, Any]) -> list[str]:
+    """OR, CI, Holm p and VIF, or dashes when the fit could not estimate them."""
+    if str(r.get("verdict", "")).endswith("not estimable"):
+        return ["-", "", "-", "-"]
+    return [_num(r["odds_ratio"]), _ci(r["ci_low"], r["ci_high"]), _num(r["p_holm"], "{:.3g}"), _num(r["vif"], "{:.1f}")]
 
 
 def _missing(x: Any) -> bool:

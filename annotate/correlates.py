@@ -37,11 +37,15 @@ Pure functions on DataFrames (no database). ``methods.md`` section 6 is the spec
   user-given local directory (``local_files_only=True``, hub offline). ``transformers`` and
   ``torch`` are not dependencies; they are imported only then.
 
-The TF-IDF formulas are implemented on integer token ids with scipy.sparse (one global
-vocabulary and global document frequencies, so the values do not depend on the chunking); the
-tests check them against ``TfidfVectorizer`` itself. Texts are tokenised in chunks of
-``chunk_size`` responses into compact integer arrays, so peak memory stays far below keeping
-every token as a Python string.
+Implementation: texts are tokenised in chunks of ``chunk_size`` responses into one int32 array
+of token ids (one global vocabulary) plus sentence lengths, so no per-token Python object
+outlives its chunk; every feature is then computed with numpy/scipy.sparse, again chunk by chunk
+where temporaries scale with the tokens. The TF-IDF formulas run on the token ids with global
+document frequencies, so no value depends on the chunking; the tests check them against
+``TfidfVectorizer`` itself. The bigram model finds the distinct bigrams once (hash
+factorisation) with their count per fold and evaluates both fold models on that table. Measured
+on the 2-core machine: about 1 min and 2.3 GiB peak for 130,000 responses of 250 words
+(``bench/correlates.py``).
 
 **Association** (:func:`fit_ambiguity_model`): logistic regression of a 0/1 outcome (the judge
 said "ambiguous") on the z-scored features, with model and benchmark fixed effects (dummies),
@@ -63,8 +67,15 @@ Conventions worth knowing:
 * A fixed-effect level whose responses all have the same outcome is perfectly separated by its
   dummy: its maximum-likelihood effect is infinite and its rows carry no information about the
   features. Such rows are dropped before fitting (as fixest does), repeatedly until no level is
-  constant, and counted; ``predict_proba`` gives those levels probability 0 or 1.
-* The sklearn AUC models use the library's default L2 penalty (C = 1), negligible at these n.
+  constant, and counted; ``predict_proba`` gives those levels probability 0 or 1. The same holds
+  for the coherence-missing indicator when every one-sentence reply has the same outcome.
+* Separation that remains (a feature or combination predicting the outcome perfectly) is
+  detected (non-convergence, fitted probabilities within 1.5e-8 of 0 or 1, a coefficient above
+  10 in absolute value) and reported in ``separation`` / ``notes``; the verdicts then say
+  "separation: not estimable".
+* The AUCs use scikit-learn's default L2 penalty (C = 1), negligible at these n; the fixed-effects
+  model is fitted on one weighted row per (model x benchmark cell, outcome), which gives the
+  same fit in milliseconds.
 """
 
 from __future__ import annotations
@@ -85,20 +96,20 @@ import numpy as np
 import pandas as pd
 
 __all__ = [
-    "TOKEN_RE",
-    "SENTENCE_RE",
-    "FEATURE_COLUMNS",
     "CORRELATES",
-    "Correlate",
-    "study_direction",
-    "closed_class_words",
-    "tokenize",
-    "split_sentences",
-    "compute_features",
+    "FEATURE_COLUMNS",
+    "SENTENCE_RE",
+    "TOKEN_RE",
     "AmbiguityModel",
+    "Correlate",
+    "closed_class_words",
+    "compare_with_study",
+    "compute_features",
     "fit_ambiguity_model",
     "fit_human_harmful_model",
-    "compare_with_study",
+    "split_sentences",
+    "study_direction",
+    "tokenize",
 ]
 
 TOKEN_RE = re.compile(r"[a-z]+(?:'[a-z]+)?")
@@ -153,6 +164,18 @@ CORRELATES: tuple[Correlate, ...] = (
 #: feature column -> expected sign of its odds ratio (>1: +1, <1: -1), per the study.
 study_direction: Mapping[str, int] = {c.column: c.expected_sign for c in CORRELATES}
 
+# Other columns that measure the same correlate (``columns=`` of the fit may use them instead),
+# with the study's sign for that column. rare_share is direct sophistication, hence -1.
+_ALTERNATIVES: Mapping[str, tuple[tuple[str, int], ...]] = {
+    "length": (("n_tokens", +1),),
+    "sophistication": (("rare_share", -1),),
+    "perplexity": (("lm_log_ppl", +1), ("unigram_log_ppl", +1)),
+}
+_CORRELATE_OF: dict[str, tuple[str, int]] = {c.column: (c.name, c.expected_sign) for c in CORRELATES}
+for _name, _alts in _ALTERNATIVES.items():
+    for _col, _sign in _alts:
+        _CORRELATE_OF[_col] = (_name, _sign)
+
 
 # --------------------------------------------------------------------------------------------
 # Tokenisation
@@ -173,7 +196,7 @@ def closed_class_words() -> frozenset[str]:
 
 def tokenize(text: str) -> list[str]:
     """Lower-case word tokens of ``text`` (methods.md section 6)."""
-    return TOKEN_RE.findall(text.lower().translate(_APOSTROPHES))
+    return TOKEN_RE.findall(_normalise(text))
 
 
 def split_sentences(text: str) -> list[str]:
@@ -198,16 +221,14 @@ class _Vocabulary:
     def __init__(self) -> None:
         self.ids: dict[str, int] = {}
 
-    def lookup(self, words: Iterable[str], special: Mapping[str, int] | None = None) -> np.ndarray:
-        """Ids of ``words`` (new words are added); ``special`` words map to their given codes.
-
-        Plain Python comparisons on purpose: numpy string arrays would drop the NUL markers.
-        """
+    def lookup(self, words: Iterable[str], end_mark: str | None = None) -> np.ndarray:
+        """Ids of ``words`` (new words are added). With ``end_mark``, scanner items are mapped:
+        the end mark to -2, a sentence break (anything not starting with a-z) to -1."""
         ids = self.ids
-        if special:
-            return np.fromiter((special[w] if w in special else ids.setdefault(w, len(ids)) for w in words),
-                               dtype=np.int64)
-        return np.fromiter((ids.setdefault(w, len(ids)) for w in words), dtype=np.int64)
+        if end_mark is None:
+            return np.fromiter((ids.setdefault(w, len(ids)) for w in words), dtype=np.int64)
+        return np.fromiter((ids.setdefault(w, len(ids)) if "a" <= w[0] <= "z" else (-2 if w == end_mark else -1)
+                            for w in words), dtype=np.int64)
 
     def words(self) -> list[str]:
         out = [""] * len(self.ids)
@@ -254,24 +275,31 @@ class _Corpus:
         return np.repeat(np.arange(s1 - s0, dtype=np.int32), self.sent_len[s0:s1])
 
 
-_CLEAN = str.maketrans({"\u2019": "'", "\u02bc": "'", "\x00": "\x02", "\x01": "\x02"})
-_SENT_MARK, _END_MARK = "\x00", "\x01"
-_SCAN_RE = re.compile(r"[a-z]+(?:'[a-z]+)?|\x00")  # TOKEN_RE, or a sentence-break marker
+_END_MARK = "\x01"  # closes each text; never a token nor whitespace, so never a findall item
+# TOKEN_RE, or a sentence break (SENTENCE_RE: a whitespace run after . ! or ?). Tokens contain no
+# whitespace, so scanning for either is the same as splitting into sentences, then tokenising.
+_SCAN_RE = re.compile(r"[a-z]+(?:'[a-z]+)?|(?<=[.!?])\s+")
+
+
+def _normalise(text: str) -> str:
+    low = text.lower()
+    if "\u2019" in low or "\u02bc" in low:  # cheap test first: translate is slow
+        low = low.translate(_APOSTROPHES)
+    return low
 
 
 def _tokenize_corpus(texts: Sequence[Any], vocab: _Vocabulary, chunk_size: int) -> tuple[_Corpus, np.ndarray]:
     """Tokenise texts chunk by chunk into a :class:`_Corpus`; also returns ``n_chars``.
 
-    Per text, one regex substitution marks the sentence breaks (``SENTENCE_RE`` -> NUL; any NUL
-    or SOH already in the text became STX, which neither regex matches) and one ``findall``
-    returns tokens and markers; an end marker closes each text. Everything after that is
-    vectorised over the chunk. Equivalent to ``[tokenize(s) for s in split_sentences(text)]``.
+    Per text, one ``findall`` returns its tokens and its sentence breaks (whitespace runs), and an
+    end marker closes the text; all the rest is vectorised over the chunk. Equivalent to
+    ``[tokenize(s) for s in split_sentences(text)]`` (the tests check it on awkward texts).
     """
     tok_parts, sent_len_parts = [], []
     n_tokens = np.zeros(len(texts), dtype=np.int64)
     n_sent = np.zeros(len(texts), dtype=np.int64)
     n_chars = np.zeros(len(texts), dtype=np.int64)
-    scan, mark = _SCAN_RE.findall, SENTENCE_RE.sub
+    scan = _SCAN_RE.findall
     for lo in range(0, len(texts), chunk_size):
         chunk = texts[lo:lo + chunk_size]
         hi = lo + len(chunk)
@@ -279,11 +307,11 @@ def _tokenize_corpus(texts: Sequence[Any], vocab: _Vocabulary, chunk_size: int) 
         for j, text in enumerate(chunk):
             if isinstance(text, str):
                 n_chars[lo + j] = len(text)
-                items += scan(mark(_SENT_MARK, text.lower().translate(_CLEAN)))
+                items += scan(_normalise(text))
             items.append(_END_MARK)
         codes, uniques = pd.factorize(np.asarray(items, dtype=object))
         del items
-        uniq_ids = vocab.lookup(uniques, special={_SENT_MARK: -1, _END_MARK: -2})
+        uniq_ids = vocab.lookup(uniques, end_mark=_END_MARK)
         g = uniq_ids[codes]
         del codes
         boundary = np.flatnonzero(g < 0)  # every segment (sentence candidate) ends at one
@@ -378,7 +406,7 @@ class _KneserNeyBigram:
         self.base = n_ids + 1
         self.discount = discount
 
-    def fit_counts(self, prev: np.ndarray, cur: np.ndarray, count: np.ndarray) -> "_KneserNeyBigram":
+    def fit_counts(self, prev: np.ndarray, cur: np.ndarray, count: np.ndarray) -> _KneserNeyBigram:
         """Fit from distinct bigrams ``(prev, cur)`` and their training counts (zeros ignored)."""
         d = self.discount
         present = (count > 0).astype(np.float64)
@@ -404,7 +432,7 @@ class _KneserNeyBigram:
         return np.log(p)
 
     # convenience on raw keys ``prev * base + cur`` (tests, small data)
-    def fit(self, keys: np.ndarray) -> "_KneserNeyBigram":
+    def fit(self, keys: np.ndarray) -> _KneserNeyBigram:
         self.keys, self.counts = np.unique(keys, return_counts=True)
         return self.fit_counts(self.keys // self.base, self.keys % self.base, self.counts.astype(np.float64))
 
@@ -514,11 +542,11 @@ def _coherence(corpus: _Corpus, n_ids: int, chunk_size: int) -> np.ndarray:
         m = _count_matrix(corpus.token_sentence(lo, hi), corpus.tok[t0:t1], s1 - s0, n_ids)
         df += np.bincount(m.indices, minlength=n_ids)
         m.data = m.data.astype(np.float32)  # counts are small integers: exact in float32
-        chunks.append((lo, hi, s0, m))
+        chunks.append((lo, hi, m))
     keep = df >= 2  # min_df=2
     idf = np.log((1.0 + n_sent) / (1.0 + df)) + 1.0
     # pass 2: weights, L2 rows, dot products of adjacent sentences of the same text
-    for lo, hi, s0, m in chunks:
+    for lo, hi, m in chunks:
         tf = m.data.astype(np.float64)
         m.data = np.where(keep[m.indices], (1.0 + np.log(tf)) * idf[m.indices], 0.0)
         _l2_normalise_rows(m)
@@ -574,9 +602,8 @@ def _prompt_similarity(corpus: _Corpus, prompt_corpus: _Corpus, prompt_index: np
 # --------------------------------------------------------------------------------------------
 
 
-def _local_lm_log_ppl(texts: Sequence[Any], lm_dir: str | os.PathLike[str], *, batch_size: int = 8,
-                      max_length: int = 1024) -> np.ndarray:
-    """Mean token surprisal (nats) of each text under a causal LM read from ``lm_dir`` only."""
+def _load_local_lm(lm_dir: str | os.PathLike[str]) -> tuple[Any, Any, Any]:
+    """(torch, tokenizer, model) of a causal LM saved in ``lm_dir``; never downloads."""
     path = Path(lm_dir).expanduser()
     if not path.is_dir():
         raise FileNotFoundError(f"local_lm_dir {str(path)!r} is not a directory; give the folder that holds "
@@ -597,6 +624,14 @@ def _local_lm_log_ppl(texts: Sequence[Any], lm_dir: str | os.PathLike[str], *, b
     tokenizer = transformers.AutoTokenizer.from_pretrained(str(path), local_files_only=True)
     model = transformers.AutoModelForCausalLM.from_pretrained(str(path), local_files_only=True)
     model.eval()
+    return torch, tokenizer, model
+
+
+def _local_lm_log_ppl(texts: Sequence[Any], loaded: tuple[Any, Any, Any], *, batch_size: int = 8,
+                      max_length: int = 1024) -> np.ndarray:
+    """Mean surprisal (nats) of each text's LM tokens after the first (NaN below 2 tokens);
+    texts longer than ``max_length`` LM tokens are truncated."""
+    torch, tokenizer, model = loaded
     if tokenizer.pad_token is None:
         tokenizer.pad_token = tokenizer.eos_token if tokenizer.eos_token is not None else tokenizer.unk_token
     tokenizer.padding_side = "right"
@@ -624,35 +659,53 @@ def _local_lm_log_ppl(texts: Sequence[Any], lm_dir: str | os.PathLike[str], *, b
 # --------------------------------------------------------------------------------------------
 
 
-def compute_features(frame: pd.DataFrame, *, local_lm_dir: str | os.PathLike[str] | None = None,
-                     chunk_size: int = 10_000) -> pd.DataFrame:
+def compute_features(frame: pd.DataFrame, *, context: pd.DataFrame | None = None,
+                     local_lm_dir: str | os.PathLike[str] | None = None, chunk_size: int = 10_000) -> pd.DataFrame:
     """Offline text features per response.
 
     Args:
         frame: columns ``response_id, model, prompt, response``; one row per response
             (``response_id`` unique). ``model`` defines the cross-fitting folds of the bigram
             model. A missing response counts as empty; a missing prompt gives NaN similarity.
+        context: optional responses already featurised and stored (same columns). Three
+            features depend on the corpus, not only on the text: the bigram model, and the idf
+            (and min_df) of coherence and prompt similarity. When only new responses are
+            computed, pass the stored ones here so that the corpus is the whole collection:
+            they are tokenised and used for those estimates but get no output row (rows whose
+            ``response_id`` is also in ``frame`` are ignored). Stored rows are left as they were.
         local_lm_dir: optional folder of a saved causal LM (transformers format); adds
-            ``lm_log_ppl``. Read with ``local_files_only=True``; nothing is downloaded.
+            ``lm_log_ppl`` (for ``frame`` only). Read with ``local_files_only=True``.
         chunk_size: responses tokenised (and TF-IDF rows built) per chunk; bounds peak memory.
 
     Returns:
-        DataFrame, one row per response in input order: ``response_id`` and
+        DataFrame, one row per response of ``frame`` in input order: ``response_id`` and
         :data:`FEATURE_COLUMNS` (plus ``lm_log_ppl`` with ``local_lm_dir``). Per-token features
-        are NaN for a response without tokens.
+        are NaN for a response without tokens. ``attrs["timings"]``: seconds per step.
     """
     required = ["response_id", "model", "prompt", "response"]
-    missing = [c for c in required if c not in frame.columns]
-    if missing:
-        raise ValueError(f"compute_features needs the columns {required}; missing: {missing}.")
+    for name, df in (("frame", frame), ("context", context)):
+        if df is None:
+            continue
+        missing = [c for c in required if c not in df.columns]
+        if missing:
+            raise ValueError(f"compute_features needs the columns {required} in {name}; missing: {missing}.")
     if chunk_size < 1:
         raise ValueError("chunk_size must be at least 1.")
     if frame["response_id"].duplicated().any():
         dup = frame.loc[frame["response_id"].duplicated(), "response_id"].iloc[0]
         raise ValueError(f"response_id must be unique; {dup!r} appears more than once.")
+    n_out = len(frame)
+    if context is not None and len(context):
+        extra = context.loc[~context["response_id"].isin(frame["response_id"]), required]
+        extra = extra.drop_duplicates("response_id")
+        out_frame = frame
+        frame = pd.concat([frame[required], extra], ignore_index=True)
+    else:
+        out_frame = frame
     n = len(frame)
     responses = frame["response"].tolist()
     clock = _Clock()
+    lm = _load_local_lm(local_lm_dir) if local_lm_dir is not None else None  # fail before the long part
 
     vocab = _Vocabulary()
     corpus, n_chars = _tokenize_corpus(responses, vocab, chunk_size)
@@ -702,8 +755,10 @@ def compute_features(frame: pd.DataFrame, *, local_lm_dir: str | os.PathLike[str
         "coherence_missing": coherence_missing,
         "prompt_similarity": similarity,
     })
-    if local_lm_dir is not None:
-        out["lm_log_ppl"] = _local_lm_log_ppl(responses, local_lm_dir)
+    if n > n_out:
+        out = out.iloc[:n_out].reset_index(drop=True)
+    if lm is not None:
+        out["lm_log_ppl"] = _local_lm_log_ppl(out_frame["response"].tolist(), lm)
         clock.lap("local LM")
     out.attrs["timings"] = clock.laps  # seconds per step, for benchmarks
     return out
@@ -791,13 +846,18 @@ class AmbiguityModel:
         return p
 
 
-def _as_array(values: Any, n: int, name: str) -> np.ndarray | None:
+def _as_array(values: Any, n: int, name: str) -> np.ndarray:
+    """Positional (N,) array of ``values``; raises when the length is not ``n``."""
     if values is None:
-        return None
+        raise ValueError(f"{name} is required.")
     arr = values.to_numpy() if isinstance(values, (pd.Series, pd.Index)) else np.asarray(values, dtype=object)
-    if len(arr) != n:
+    if arr.ndim != 1 or len(arr) != n:
         raise ValueError(f"{name} has {len(arr)} values but features has {n} rows.")
     return arr
+
+
+def _optional_array(values: Any, n: int, name: str) -> np.ndarray | None:
+    return None if values is None else _as_array(values, n, name)
 
 
 def _holm(p: np.ndarray) -> np.ndarray:
@@ -910,6 +970,21 @@ def fit_ambiguity_model(features: pd.DataFrame, outcome: Any, model: Any, benchm
             (after dropping constant fixed-effect levels), fewer than 2 prompt clusters, or no
             usable row.
     """
+    from threadpoolctl import threadpool_limits
+
+    # The matrices are small (n x ~40); one BLAS thread is as fast on an idle 2-core machine and
+    # several times faster when another job holds a core (threads then wait on each other).
+    with threadpool_limits(limits=1, user_api="blas"):
+        return _fit_ambiguity_model(features, outcome, model, benchmark, prompt_cluster, null_band=null_band,
+                                    cv_folds=cv_folds, seed=seed, columns=columns, outcome_name=outcome_name,
+                                    alpha=alpha, combined_auc=combined_auc)
+
+
+def _fit_ambiguity_model(features: pd.DataFrame, outcome: Any, model: Any, benchmark: Any, prompt_cluster: Any, *,
+                         null_band: tuple[float, float] = (0.9, 1.1), cv_folds: int = 5, seed: int = 0,
+                         columns: Sequence[str] | None = None, outcome_name: str = "ambiguity",
+                         alpha: float = 0.05, combined_auc: bool = False) -> AmbiguityModel:
+    clock = _Clock()
     from scipy.stats import norm
     from statsmodels.discrete.discrete_model import Logit
     from statsmodels.tools.sm_exceptions import (
@@ -918,7 +993,7 @@ def fit_ambiguity_model(features: pd.DataFrame, outcome: Any, model: Any, benchm
         PerfectSeparationWarning,
     )
 
-    clock = _Clock()
+    clock.lap("imports")
     lo_band, hi_band = null_band
     if not (0 < lo_band <= 1 <= hi_band):
         raise ValueError(f"null_band must satisfy 0 < lo <= 1 <= hi; got {null_band}.")
@@ -931,13 +1006,19 @@ def fit_ambiguity_model(features: pd.DataFrame, outcome: Any, model: Any, benchm
     n_all = len(features)
     y_raw = _as_array(outcome, n_all, "outcome")
     groups_raw = _as_array(prompt_cluster, n_all, "prompt_cluster")
-    fe_raw = {"model": _as_array(model, n_all, "model"), "benchmark": _as_array(benchmark, n_all, "benchmark")}
+    fe_raw = {"model": _optional_array(model, n_all, "model"),
+              "benchmark": _optional_array(benchmark, n_all, "benchmark")}
 
-    y_num = pd.to_numeric(pd.Series(y_raw, dtype=object).map(lambda v: float(v) if isinstance(v, (bool, np.bool_)) else v),
-                          errors="coerce").to_numpy(dtype=np.float64)
-    bad = ~np.isnan(y_num) & ~np.isin(y_num, (0.0, 1.0))
+    y_num = np.full(n_all, np.nan)
+    observed = ~pd.isna(pd.Series(y_raw, dtype=object)).to_numpy()
+    try:
+        y_num[observed] = [float(v) for v in y_raw[observed]]
+    except (TypeError, ValueError):
+        y_num[:] = -1.0  # reported below
+    bad = observed & ~np.isin(y_num, (0.0, 1.0))
     if bad.any():
-        raise ValueError(f"outcome must be 0/1 (or True/False); found {y_raw[np.flatnonzero(bad)[0]]!r}.")
+        raise ValueError(f"outcome must be 0/1 (or True/False, NaN for unknown); found "
+                         f"{y_raw[np.flatnonzero(bad)[0]]!r}.")
 
     X_raw = features[columns].apply(pd.to_numeric, errors="coerce").to_numpy(dtype=np.float64)
     dropped: dict[str, int] = {}
@@ -950,7 +1031,7 @@ def fit_ambiguity_model(features: pd.DataFrame, outcome: Any, model: Any, benchm
     dropped["missing feature"] = int((keep & bad_x).sum())
     keep &= ~bad_x
     bad_g = pd.isna(pd.Series(groups_raw, dtype=object)).to_numpy().copy()
-    for fe, vals in fe_raw.items():
+    for vals in fe_raw.values():
         if vals is not None:
             bad_g = bad_g | pd.isna(pd.Series(vals, dtype=object)).to_numpy()
     dropped["missing model, benchmark or prompt"] = int((keep & bad_g).sum())
@@ -1061,7 +1142,7 @@ def fit_ambiguity_model(features: pd.DataFrame, outcome: Any, model: Any, benchm
     for fe in fe_final:
         vals = pd.Series(fe_str[fe][keep])
         counts = vals.value_counts()
-        ref = sorted(counts[counts == counts.max()].index)[0]  # most frequent level is the reference
+        ref = min(counts[counts == counts.max()].index)  # most frequent level is the reference
         level_effects[fe][ref] = 0.0
         levels = sorted(set(counts.index) - {ref})
         codes = vals.map({lvl: i for i, lvl in enumerate(levels)}).fillna(-1).to_numpy(dtype=np.int64)
@@ -1114,8 +1195,8 @@ def fit_ambiguity_model(features: pd.DataFrame, outcome: Any, model: Any, benchm
 
     rows = []
     p_est = np.array([pvals[names.index(c)] for c in estimable])
-    p_holm = dict(zip(estimable, _holm(p_est)))
-    corr_name = {c.column: c.name for c in CORRELATES}
+    p_holm = dict(zip(estimable, _holm(p_est), strict=True))
+    corr_name = {col: name for col, (name, _) in _CORRELATE_OF.items()}
     for col in columns:
         if col not in estimable:
             rows.append({"correlate": corr_name.get(col, col), "feature": col, "odds_ratio": np.nan,
@@ -1205,8 +1286,9 @@ def fit_human_harmful_model(features: pd.DataFrame, human_harmful: Any, judge_am
     if len(rows) == 0:
         raise ValueError("No judge-ambiguous response: there is nothing to relate human labels to.")
 
-    def take(v):
-        return None if v is None else _as_array(v, n, "grouping")[rows]
+    def take(v: Any) -> np.ndarray | None:
+        arr = _optional_array(v, n, "grouping")
+        return None if arr is None else arr[rows]
 
     kwargs.setdefault("outcome_name", "human-harmful")
     return fit_ambiguity_model(features.iloc[rows].reset_index(drop=True), harm[rows], take(model), take(benchmark),
@@ -1216,28 +1298,34 @@ def fit_human_harmful_model(features: pd.DataFrame, human_harmful: Any, judge_am
 def compare_with_study(result: AmbiguityModel) -> pd.DataFrame:
     """Which of the study's six correlates hold here.
 
-    Returns one row per correlate in :data:`CORRELATES` with the expected direction, the
+    Returns one row per correlate in :data:`CORRELATES` with the column that measured it (the
+    default column, or an alternative such as ``lm_log_ppl`` for perplexity or ``rare_share``
+    for sophistication when the fit used that one), the expected direction for that column, the
     observed odds ratio and verdict, and ``holds``: "holds" (significant after Holm, outside the
     null band, expected side), "reversed" (same, other side), "no effect" (negligible or not
-    significant), "not estimable", or "not in model" (its column was not fitted).
+    significant), "not estimable", or "not in model".
     """
     rows = []
     by_feature = result.table.set_index("feature")
     for c in CORRELATES:
-        expected = "raises" if c.expected_sign > 0 else "lowers"
-        if c.column not in by_feature.index:
-            rows.append({"correlate": c.name, "feature": c.column, "expected": f"{expected} {result.outcome_name}",
+        candidates = [(c.column, c.expected_sign), *_ALTERNATIVES.get(c.name, ())]
+        found = [(col, sign) for col, sign in candidates if col in by_feature.index]
+        if not found:
+            rows.append({"correlate": c.name, "feature": c.column,
+                         "expected": f"{'raises' if c.expected_sign > 0 else 'lowers'} {result.outcome_name}",
                          "odds_ratio": np.nan, "verdict": "", "holds": "not in model"})
             continue
-        r = by_feature.loc[c.column]
+        col, sign = found[0]
+        r = by_feature.loc[col]
         verdict = r["verdict"]
-        if verdict.startswith("raises") or verdict.startswith("lowers"):
+        if verdict.startswith(("raises", "lowers")):
             observed = +1 if r["odds_ratio"] > 1 else -1
-            holds = "holds" if observed == c.expected_sign else "reversed"
+            holds = "holds" if observed == sign else "reversed"
         elif verdict in ("negligible", "not significant"):
             holds = "no effect"
         else:
             holds = "not estimable"
-        rows.append({"correlate": c.name, "feature": c.column, "expected": f"{expected} {result.outcome_name}",
+        rows.append({"correlate": c.name, "feature": col,
+                     "expected": f"{'raises' if sign > 0 else 'lowers'} {result.outcome_name}",
                      "odds_ratio": r["odds_ratio"], "verdict": verdict, "holds": holds})
     return pd.DataFrame(rows)

@@ -121,8 +121,14 @@ def export(ws: Any, store: Any, name: str, *, round_names: tuple[str, ...], draw
         labels.to_csv(tmp / "labels.csv", index=False)
         _dump_json(tmp / "agreement.json", groups)
         _dump_json(tmp / "design.json", doc)
+        judges = sorted({r["judge"] for r in doc["rounds"]})
+        diagnosis = store.latest_diagnosis(judges[0]) if len(judges) == 1 else None
+        if diagnosis is not None:
+            _dump_json(tmp / "diagnostics.json", diagnosis)
         created = datetime.now(timezone.utc).isoformat(timespec="seconds")
         report_data = _report_data(store, rounds, name, created, scored, groups, doc, source_list, labels)
+        if diagnosis is not None:
+            report_data["diagnostics"] = diagnosis
         (tmp / "report.html").write_text(render_report(_clean(report_data)), encoding="utf-8")
         files = {p.name: sha256_file(p) for p in sorted(tmp.iterdir()) if p.is_file()}
         from annotate.store import SCHEMA_VERSION

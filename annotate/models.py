@@ -307,3 +307,28 @@ class Escalation(SQLModel, table=True):
     kind: str  # escalated / check
     reason: str = Field(sa_column=Column(Text, nullable=False))
     created_at: datetime
+
+
+# -- schema version 4: ambiguity diagnostics ----------------------------------------------------
+
+
+class ResponseFeature(SQLModel, table=True):
+    """Text features of a response (annotate.correlates), computed once."""
+
+    __tablename__ = "response_feature"
+
+    response_id: int = Field(primary_key=True, foreign_key="response.id")
+    features: str = Field(sa_column=Column(Text, nullable=False))  # JSON {feature: value}
+    version: str
+    computed_at: datetime
+
+
+class Diagnosis(SQLModel, table=True):
+    """The result of one `annotate diagnose` run (JSON), for exports and route --prioritize."""
+
+    __tablename__ = "diagnosis"
+
+    id: Optional[int] = Field(default=None, primary_key=True)
+    judge: str
+    result: str = Field(sa_column=Column(Text, nullable=False))
+    created_at: datetime

@@ -13,6 +13,8 @@ import hashlib
 import json
 import os
 import secrets
+
+import numpy as np
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -152,11 +154,12 @@ class RouteOutcome:
     per_annotator: dict[str, dict[str, int]] = field(default_factory=dict)  # pseudonym -> counts
     files: list[Path] = field(default_factory=list)
     dry_run: bool = False
+    prioritized: bool = False
 
 
 def route(ws: Any, store: Any, *, round_name: str, annotator_names: list[str], clear_per_cell: int,
           seed: int, judge: str | None, dry_run: bool, to_file: bool,
-          progress: Callable[[int, int], None] | None = None) -> RouteOutcome:
+          progress: Callable[[int, int], None] | None = None, prioritize: bool = False) -> RouteOutcome:
     """Select (or extend) a round's sample and send every item to every annotator's project."""
     from annotate.routing import select_for_review
 
@@ -210,7 +213,7 @@ def route(ws: Any, store: Any, *, round_name: str, annotator_names: list[str], c
         return _record_and_send(ws, store, gw, outcome, existing=existing, population=population,
                                 selected=selected, strata=strata, wave=wave, up_to=up_to, round_name=round_name,
                                 judge=judge, seed=seed, clear_per_cell=clear_per_cell, annotators=annotators,
-                                config=config, to_file=to_file, progress=progress)
+                                config=config, to_file=to_file, progress=progress, prioritize=prioritize)
     finally:
         if gw is not None:
             gw.close()
@@ -218,7 +221,8 @@ def route(ws: Any, store: Any, *, round_name: str, annotator_names: list[str], c
 
 def _record_and_send(ws: Any, store: Any, gw: Any, outcome: RouteOutcome, *, existing: Any, population: Any,
                      selected: Any, strata: Any, wave: int, up_to: int, round_name: str, judge: str, seed: int,
-                     clear_per_cell: int, annotators: Any, config: Any, to_file: bool, progress: Any) -> RouteOutcome:
+                     clear_per_cell: int, annotators: Any, config: Any, to_file: bool, progress: Any,
+                     prioritize: bool = False) -> RouteOutcome:
     round_id = existing["id"] if existing else None
     if len(population):
         selected = selected.assign(ext_id=[secrets.token_hex(8) for _ in range(len(selected))])
@@ -234,9 +238,17 @@ def _record_and_send(ws: Any, store: Any, gw: Any, outcome: RouteOutcome, *, exi
 
     items = store.round_items(round_id)
     round_row = store.get_round(round_name)
+    priority = None
+    if prioritize:
+        # Review order only: which items were selected, and their inclusion probabilities, are
+        # already fixed above.
+        from annotate.diagnostics_flow import ambiguity_priority
+
+        priority = ambiguity_priority(store, judge, items.response_id.astype(int).tolist(), seed=seed)
+        outcome.prioritized = True
     for ann in annotators.itertuples():
         counts = _send_to_annotator(ws, store, gw, round_row, ann, items, seed=seed, to_file=to_file,
-                                    progress=progress, outcome=outcome)
+                                    progress=progress, outcome=outcome, priority=priority)
         outcome.per_annotator[ann.pseudonym] = counts
     return outcome
 
@@ -296,7 +308,8 @@ def _task_payload(text: tuple[str, str], ext_id: str) -> dict[str, Any]:
 
 
 def _send_to_annotator(ws: Any, store: Any, gw: Any, round_row: dict[str, Any], ann: Any, items: Any, *,
-                       seed: int, to_file: bool, progress: Any, outcome: RouteOutcome) -> dict[str, int]:
+                       seed: int, to_file: bool, progress: Any, outcome: RouteOutcome,
+                       priority: dict[int, float] | None = None) -> dict[str, int]:
     from annotate.routing import task_order
 
     title = f"{round_row['name']} - {ann.pseudonym}"
@@ -321,6 +334,10 @@ def _send_to_annotator(ws: Any, store: Any, gw: Any, round_row: dict[str, Any], 
     missing = items[~items.ext_id.isin(known)]
     if len(missing):
         order = task_order(seed, ann.pseudonym, missing.ext_id.reset_index(drop=True))
+        if priority is not None:
+            # Most likely ambiguous first; the seeded shuffle breaks ties (stable sort).
+            p = missing.response_id.map(lambda r: priority.get(int(r), -1.0)).fillna(-1.0).to_numpy()
+            order = order[np.argsort(-p[order], kind="mergesort")]
         start = int(tasks.position.max()) + 1 if len(tasks) else 0
         item_ids = missing.round_item_id.to_numpy()[order]
         ext_ids = missing.ext_id.to_numpy()[order]

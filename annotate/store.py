@@ -28,7 +28,7 @@ from sqlmodel import Session, SQLModel, create_engine
 from annotate import models
 from annotate.errors import StoreError
 
-SCHEMA_VERSION = 3
+SCHEMA_VERSION = 4
 
 
 def utcnow() -> datetime:
@@ -59,11 +59,16 @@ def _v3(conn: Connection) -> None:
     SQLModel.metadata.create_all(conn, tables=[models.FinalLabel.__table__, models.Escalation.__table__])
 
 
+def _v4(conn: Connection) -> None:
+    SQLModel.metadata.create_all(conn, tables=[models.ResponseFeature.__table__, models.Diagnosis.__table__])
+
+
 # (version, description, apply). Later schema changes append here; never edit a shipped step.
 MIGRATIONS: list[tuple[int, str, Callable[[Connection], None]]] = [
     (1, "responses, source files, ingest runs, response history", _v1),
     (2, "annotators, review rounds, design, Label Studio tasks, annotations, quarantine", _v2),
     (3, "final labels (append-only) and escalations to the expert", _v3),
+    (4, "response text features and diagnoses", _v4),
 ]
 assert MIGRATIONS[-1][0] == SCHEMA_VERSION
 
@@ -680,6 +685,60 @@ class ReviewStore:
             now = utcnow()
             with self.engine.begin() as conn:
                 conn.execute(models.Escalation.__table__.insert(), [{**r, "created_at": now} for r in rows])
+
+    # diagnostics --------------------------------------------------------------------------------
+    def stored_features(self, version: str) -> "Any":
+        """response_id plus one column per feature, for the features of this version."""
+        import json as _json
+
+        import pandas as pd
+
+        t = models.ResponseFeature.__table__
+        with self.engine.connect() as conn:
+            rows = conn.execute(select(t.c.response_id, t.c.features).where(t.c.version == version)).all()
+        if not rows:
+            return pd.DataFrame(columns=["response_id"])
+        return pd.DataFrame([{"response_id": r[0], **_json.loads(r[1])} for r in rows])
+
+    def save_features(self, frame: "Any", version: str) -> None:
+        import json as _json
+
+        if frame is None or len(frame) == 0:
+            return
+        t = models.ResponseFeature.__table__
+        now = utcnow()
+        cols = [c for c in frame.columns if c != "response_id"]
+        rows = [{"response_id": int(r["response_id"]), "version": version, "computed_at": now,
+                 "features": _json.dumps({c: (None if r[c] != r[c] else float(r[c])) for c in cols})}
+                for r in frame.to_dict("records")]
+        with self.engine.begin() as conn:
+            conn.execute(t.delete().where(t.c.response_id.in_([r["response_id"] for r in rows])))
+            conn.execute(t.insert(), rows)
+
+    def responses_for_diagnosis(self, judge: str) -> "Any":
+        r = models.Response.__table__
+        stmt = (select(r.c.id.label("response_id"), r.c.model, r.c.benchmark, r.c.prompt_id, r.c.prompt,
+                       r.c.response, r.c.judge_label).where(r.c.judge == judge).order_by(r.c.id))
+        with self.engine.connect() as conn:
+            return _frame(conn, stmt)
+
+    def save_diagnosis(self, judge: str, result: dict[str, Any]) -> None:
+        import json as _json
+
+        with self.engine.begin() as conn:
+            conn.execute(models.Diagnosis.__table__.insert(),
+                         {"judge": judge, "result": _json.dumps(result), "created_at": utcnow()})
+
+    def latest_diagnosis(self, judge: str | None = None) -> dict[str, Any] | None:
+        import json as _json
+
+        t = models.Diagnosis.__table__
+        stmt = select(t.c.result).order_by(t.c.id.desc()).limit(1)
+        if judge:
+            stmt = stmt.where(t.c.judge == judge)
+        with self.engine.connect() as conn:
+            row = conn.execute(stmt).first()
+        return _json.loads(row[0]) if row else None
 
     def quarantined(self, round_id: int | None = None) -> "Any":
         q, p = models.Quarantine.__table__, models.LsProject.__table__

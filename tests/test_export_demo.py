@@ -189,3 +189,51 @@ def test_plan_gives_neyman_sizes(demo_ws, runner):
     assert out and all(r["n"] >= min(10, r["population"]) for r in out)
     bad = runner.invoke(cli, ["-w", str(root), "plan", "--target-se", "0"])
     assert bad.exit_code == 2
+
+
+def test_diagnose_on_xstest_and_its_export_section(demo_ws, runner):
+    root, _, _ = demo_ws
+    out = runner.invoke(cli, ["-w", str(root), "diagnose", "--json"])
+    assert out.exit_code == 0, out.output
+    res = json.loads(out.output)
+    assert res["judge"] == "gpt4" and res["n_events"] == 40
+    assert {r["correlate"] for r in res["study"]} == {"length", "density", "sophistication", "perplexity",
+                                                       "coherence", "similarity"}
+    assert all(r["holds"] in ("holds", "reversed", "no effect", "not estimable", "not in model") for r in res["study"])
+    assert 0.5 < res["auc_features"] <= 1
+    text = runner.invoke(cli, ["-w", str(root), "diagnose"]).output
+    assert "The study's correlates here" in text
+    exported = runner.invoke(cli, ["-w", str(root), "export", "with-diagnostics", "--draws", "500"])
+    assert exported.exit_code == 0, exported.output
+    path = root / "exports" / "with-diagnostics"
+    assert json.loads((path / "diagnostics.json").read_text())["judge"] == "gpt4"
+    assert "Ambiguity diagnostics" in (path / "report.html").read_text()
+    assert runner.invoke(cli, ["verify", str(path)]).exit_code == 0
+
+
+def test_prioritize_changes_the_order_not_the_selection(demo_ws, runner):
+    root, _, _ = demo_ws
+    base = ["-w", str(root), "route", "--annotators", "A1,A2", "--clear-per-cell", "10", "--seed", "9", "--to-file",
+            "--json"]
+    plain = json.loads(runner.invoke(cli, [*base, "--round", "plain"]).output)
+    prio = json.loads(runner.invoke(cli, [*base, "--round", "prio", "--prioritize"]).output)
+    assert prio["prioritized"] and plain["strata"] == prio["strata"] and plain["selected"] == prio["selected"]
+    from annotate.config import open_workspace
+    from annotate.diagnostics_flow import ambiguity_priority
+    from annotate.store import open_store
+
+    store = open_store(open_workspace(str(root), None).db_url)
+    try:
+        items = {n: store.round_items(int(store.get_round(n)["id"])) for n in ("plain", "prio")}
+        assert sorted(items["plain"].response_id) == sorted(items["prio"].response_id)
+        assert (items["plain"].set_index("response_id").inclusion_prob.sort_index()
+                == items["prio"].set_index("response_id").inclusion_prob.sort_index()).all()
+        p = ambiguity_priority(store, "gpt4", items["prio"].response_id.tolist(), seed=9)
+        project = store.ls_projects(int(store.get_round("prio")["id"])).set_index("pseudonym").loc["A1"]
+        tasks = store.ls_tasks(int(project["id"])).merge(items["prio"][["round_item_id", "response_id"]],
+                                                         on="round_item_id").sort_values("position")
+    finally:
+        store.close()
+    probs = [p[int(r)] for r in tasks.response_id]
+    assert probs == sorted(probs, reverse=True)
+    assert probs[0] > probs[-1]
