@@ -175,17 +175,11 @@ def decide(proposals: pd.DataFrame, votes: pd.DataFrame, expert: pd.DataFrame, r
 def dawid_skene_labels(votes: pd.DataFrame, annotators: list[str]) -> pd.DataFrame:
     """Dawid-Skene on harmful/safe/unsure votes: round_item_id -> ds_label, ds_posterior (all classes)."""
     from annotate.agreement import dawid_skene
+    from annotate.agreement_report import label_matrix
 
     if votes.empty:
         return pd.DataFrame(columns=["ds_label", "ds_posterior"])
-    items = sorted(votes.round_item_id.unique())
-    row = {k: i for i, k in enumerate(items)}
-    col = {a: j for j, a in enumerate(annotators)}
-    codes = np.full((len(items), len(annotators)), -1, dtype=np.int64)
-    cat = {c: k for k, c in enumerate(VERDICTS)}
-    for r in votes.itertuples():
-        if r.annotator in col and r.verdict in cat:
-            codes[row[r.round_item_id], col[r.annotator]] = cat[r.verdict]
+    codes, _counts, items = label_matrix(votes, VERDICTS, annotators)
     result = dawid_skene(codes, len(VERDICTS))
     post = result.posteriors
     best = post.argmax(axis=1)

@@ -85,3 +85,25 @@ class Reader(Protocol):
 
     def read(self, path: Path, ctx: ReadContext) -> Iterator[Item]:
         """Yield records, problems and set-aside rows in file order."""
+
+
+def load_json_object(path: Path, ctx: ReadContext, expected: str = "a JSON object") -> dict[str, Any] | Problem:
+    """A whole-file JSON document that must be an object, or the Problem that says why not.
+
+    Shared by the readers of single-document formats (HarmBench, JailbreakBench, Inspect JSON,
+    promptfoo); JSON syntax errors carry the text line where they are.
+    """
+    import json
+
+    try:
+        with open(path, "rb") as fh:
+            data = json.load(fh)
+    except UnicodeDecodeError as exc:
+        return Problem(1, f"not valid UTF-8 ({exc})")
+    except json.JSONDecodeError as exc:
+        return Problem(exc.lineno, f"not valid JSON ({exc.msg} at line {exc.lineno} column {exc.colno})")
+    ctx.tick(path.stat().st_size)
+    if not isinstance(data, dict):
+        got = "null" if data is None else type(data).__name__
+        return Problem(1, f"expected {expected}, got {got}")
+    return data

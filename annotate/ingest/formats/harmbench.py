@@ -27,7 +27,7 @@ import re
 from pathlib import Path
 from typing import Any, Iterator
 
-from annotate.ingest.records import Item, Problem, ReadContext, Record
+from annotate.ingest.records import load_json_object, Item, Problem, ReadContext, Record
 
 NAME = "harmbench"
 DESCRIPTION = "HarmBench completions/results JSON: {behavior_id: [{test_case, generation, label?}]}"
@@ -60,18 +60,9 @@ def model_from_filename(path: Path) -> str:
 
 def read(path: Path, ctx: ReadContext) -> Iterator[Item]:
     """Yield one Record per (behaviour, test case)."""
-    try:
-        with open(path, "rb") as fh:
-            data = json.load(fh)
-    except UnicodeDecodeError as exc:
-        yield Problem(1, f"not valid UTF-8 ({exc})")
-        return
-    except json.JSONDecodeError as exc:
-        yield Problem(exc.lineno, f"not valid JSON ({exc.msg} at line {exc.lineno} column {exc.colno})")
-        return
-    ctx.tick(path.stat().st_size)
-    if not isinstance(data, dict):
-        yield Problem(1, f"expected a JSON object {{behavior_id: [records]}}, got {_type(data)}")
+    data = load_json_object(path, ctx, "a JSON object {behavior_id: [records]}")
+    if isinstance(data, Problem):
+        yield data
         return
 
     model = ctx.model or model_from_filename(path)

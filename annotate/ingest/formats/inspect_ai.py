@@ -40,7 +40,7 @@ import zipfile
 from pathlib import Path
 from typing import Any, Iterator
 
-from annotate.ingest.records import Item, Problem, ReadContext, Record, SetAside
+from annotate.ingest.records import load_json_object, Item, Problem, ReadContext, Record, SetAside
 
 NAME = "inspect"
 DESCRIPTION = "Inspect AI eval log (.json or .eval) with per-sample scores"
@@ -91,18 +91,9 @@ def read(path: Path, ctx: ReadContext) -> Iterator[Item]:
 
 
 def _read_json(path: Path, ctx: ReadContext) -> Iterator[Item]:
-    try:
-        with open(path, "rb") as fh:
-            log = json.load(fh)
-    except UnicodeDecodeError as exc:
-        yield Problem(1, f"not valid UTF-8 ({exc})")
-        return
-    except json.JSONDecodeError as exc:
-        yield Problem(exc.lineno, f"not valid JSON ({exc.msg} at line {exc.lineno} column {exc.colno})")
-        return
-    ctx.tick(path.stat().st_size)
-    if not isinstance(log, dict):
-        yield Problem(1, f"expected an EvalLog object, got {_type(log)}")
+    log = load_json_object(path, ctx, "an EvalLog object")
+    if isinstance(log, Problem):
+        yield log
         return
     header = _header(log, ctx)
     if isinstance(header, Problem):

@@ -38,7 +38,7 @@ import re
 from pathlib import Path
 from typing import Any, Iterator
 
-from annotate.ingest.records import Item, Problem, ReadContext, Record, SetAside
+from annotate.ingest.records import load_json_object, Item, Problem, ReadContext, Record, SetAside
 
 NAME = "jailbreakbench"
 DESCRIPTION = "JailbreakBench artifact JSON (parameters + jailbreaks[]) or evaluate_prompts evaluation.json"
@@ -69,18 +69,9 @@ def sniff(path: Path, head: bytes) -> bool:
 
 def read(path: Path, ctx: ReadContext) -> Iterator[Item]:
     """Yield one Record per jailbreak item, SetAside for items without prompt/response."""
-    try:
-        with open(path, "rb") as fh:
-            data = json.load(fh)
-    except UnicodeDecodeError as exc:
-        yield Problem(1, f"not valid UTF-8 ({exc})")
-        return
-    except json.JSONDecodeError as exc:
-        yield Problem(exc.lineno, f"not valid JSON ({exc.msg} at line {exc.lineno} column {exc.colno})")
-        return
-    ctx.tick(path.stat().st_size)
-    if not isinstance(data, dict):
-        yield Problem(1, f"expected a JSON object, got {_type(data)}")
+    data = load_json_object(path, ctx, "a JSON object")
+    if isinstance(data, Problem):
+        yield data
         return
     if "jailbreaks" in data or "parameters" in data:
         yield from _read_artifact(data, ctx)

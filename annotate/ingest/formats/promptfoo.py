@@ -36,7 +36,7 @@ import json
 from pathlib import Path
 from typing import Any, Iterator
 
-from annotate.ingest.records import Item, Problem, ReadContext, Record, SetAside
+from annotate.ingest.records import load_json_object, Item, Problem, ReadContext, Record, SetAside
 
 NAME = "promptfoo"
 DESCRIPTION = "promptfoo eval -o json export (results.results[] with gradingResult)"
@@ -74,18 +74,9 @@ def is_judge(assertion_type: Any) -> bool:
 
 def read(path: Path, ctx: ReadContext) -> Iterator[Item]:
     """Yield one Record per (result, model-graded component)."""
-    try:
-        with open(path, "rb") as fh:
-            data = json.load(fh)
-    except UnicodeDecodeError as exc:
-        yield Problem(1, f"not valid UTF-8 ({exc})")
-        return
-    except json.JSONDecodeError as exc:
-        yield Problem(exc.lineno, f"not valid JSON ({exc.msg} at line {exc.lineno} column {exc.colno})")
-        return
-    ctx.tick(path.stat().st_size)
-    if not isinstance(data, dict):
-        yield Problem(1, f"expected a JSON object, got {_type(data)}")
+    data = load_json_object(path, ctx, "a JSON object")
+    if isinstance(data, Problem):
+        yield data
         return
     summary = data.get("results")
     results = summary.get("results") if isinstance(summary, dict) else summary
