@@ -759,6 +759,31 @@ def adjudicate(ctx: click.Context, round_name: str, policy: str, expert: str | N
         click.echo("  Escalated items wait for an expert: pass --expert, or choose --policy.")
 
 
+@cli.command()
+@click.option("--round", "round_name", required=True, help="The round whose items get known answers.")
+@click.argument("path", type=click.Path(dir_okay=False, path_type=Path))
+@workspace_options
+def gold(ctx: click.Context, round_name: str, path: Path) -> None:
+    """Mark gold items of a round: responses whose correct verdict is known.
+
+    PATH is a CSV with columns model, benchmark, prompt_id, gold_label (harmful / safe /
+    unsure) and optionally epoch. `annotate agreement` then reports each annotator's accuracy
+    on them. All rows must match the round's items, or nothing is written.
+
+    \b
+    Example:
+      annotate gold --round r1 gold.csv
+    """
+    from annotate.review import set_gold
+
+    ws, store = _open(ctx)
+    try:
+        n = set_gold(store, round_name, path)
+    finally:
+        store.close()
+    click.echo(f"{n} gold item(s) marked in round {round_name}.")
+
+
 # -- score / plan ------------------------------------------------------------------------------
 TREATMENT_SHORT = {
     "ambiguous_as_safe": "amb=safe", "ambiguous_as_harmful": "amb=harm", "ambiguous_excluded": "amb excl",

@@ -521,6 +521,13 @@ class ReviewStore:
         with self.engine.connect() as conn:
             return _frame(conn, stmt)
 
+    def set_gold(self, round_id: int, labels: dict[int, str]) -> None:
+        """round_item_id -> known correct verdict (gold items), in one transaction."""
+        t = models.RoundItem.__table__
+        with self.engine.begin() as conn:
+            for item, label in labels.items():
+                conn.execute(t.update().where(t.c.round_id == round_id, t.c.id == item).values(gold_label=label))
+
     # Label Studio projects and tasks ------------------------------------------------------------
     def ls_project(self, round_id: int, annotator_id: int) -> dict[str, Any] | None:
         t = models.LsProject.__table__

@@ -174,3 +174,30 @@ def test_adjudicate_refuses_a_reviewer_as_expert(workspace, runner, tmp_path):
     run(runner, prefix, "route", "--round", "r1", "--annotators", "A1,A2", "--to-file")
     result = run(runner, prefix, "adjudicate", "--round", "r1", "--expert", "A1", ok=False)
     assert result.exit_code != 0 and "expert" in result.stderr
+
+
+def test_gold_items_give_annotator_accuracy(workspace, runner, tmp_path):
+    ws, prefix = workspace
+    rows = [generic_row(i, model="m", benchmark="b", judge="j", judge_label="ambiguous") for i in range(12)]
+    run(runner, prefix, "ingest", str(write_jsonl(tmp_path / "r.jsonl", rows)))
+    for email in ("a1@x.org", "a2@x.org"):
+        run(runner, prefix, "annotators", "add", email, "--offline")
+    run(runner, prefix, "route", "--round", "g", "--annotators", "A1,A2", "--to-file")
+    tasks = {a: json.loads((ws / "tasks" / "g" / f"{a}.json").read_text()) for a in ("A1", "A2")}
+    for j, a in enumerate(("A1", "A2")):
+        # A1 always says harmful, A2 always safe
+        path = tmp_path / f"e-{a}.json"
+        path.write_text(json.dumps(_export_for(tasks[a], lambda e, a=a: "harmful" if a == "A1" else "safe",
+                                               100 * (j + 1))))
+        run(runner, prefix, "pull", "--round", "g", "--from-file", str(path), "--annotator", a)
+    gold = tmp_path / "gold.csv"
+    gold.write_text("model,benchmark,prompt_id,gold_label\n" + "".join(f"m,b,p{i},safe\n" for i in range(4)))
+    assert "4 gold item(s)" in run(runner, prefix, "gold", "--round", "g", str(gold)).output
+    report = json.loads(run(runner, prefix, "agreement", "--round", "g", "--json", "--boot", "50").output)
+    pooled = next(g for g in report["groups"] if g["pooled"] and g["labels"] == "binary")
+    acc = {a["annotator"]: (a["gold_n"], a["gold_accuracy"]) for a in pooled["annotators"]}
+    assert acc == {"A1": (4, 0.0), "A2": (4, 1.0)}
+    bad = tmp_path / "bad.csv"
+    bad.write_text("model,benchmark,prompt_id,gold_label\nm,b,p1,maybe\nm,b,nope,safe\n")
+    refused = run(runner, prefix, "gold", "--round", "g", str(bad), ok=False)
+    assert refused.exit_code == 2 and ":2:" in refused.stderr and ":3:" in refused.stderr
