@@ -149,9 +149,10 @@ class _Loaded:
         return self.page.locator(selector).count()
 
 
-def _open(browser: Any, tmp_path: Path, data: dict[str, Any], name: str = "report.html"):
+def _open(browser: Any, tmp_path: Path, data: dict[str, Any] | None, name: str = "report.html",
+          html: str | None = None):
     path = tmp_path / name
-    path.write_text(render_report(data), encoding="utf-8")
+    path.write_text(html if html is not None else render_report(data), encoding="utf-8")
     url = path.as_uri()
     context = browser.new_context(viewport={"width": 1280, "height": 900}, device_scale_factor=1)
     requests: list[str] = []
@@ -268,5 +269,24 @@ def test_untrusted_name_does_not_execute(browser, tmp_path):
         assert r.page.locator(f'svg.heatmap [data-mark=heat-cell][data-model="{HOSTILE}"]').count() == len(benches)
         assert HOSTILE in r.page.locator("svg.bump").text_content()
         assert HOSTILE in r.page.title()
+    finally:
+        context.close()
+
+
+def test_a_real_export_report_in_chromium(browser, tmp_path):
+    """The report of an actual export (the offline XSTest demo), not the sample: renders cleanly."""
+    from annotate.demo import run_demo
+
+    result = run_demo(tmp_path / "ws", offline=True, keep_server=False, echo=lambda line: None)
+    html = result.report.read_text(encoding="utf-8")
+    context, r = _open(browser, tmp_path, None, name="real.html", html=html)
+    try:
+        assert r.errors == [] and r.dialogs == []
+        assert all(u == r.url or u.startswith("data:") for u in r.requests), r.requests
+        assert r.count('[data-mark="heat-cell"]') == 5  # 5 models x 1 benchmark
+        assert r.count('[data-mark="p-cell"]') == 25
+        assert r.count('[data-mark="bump-point"]') == 5 * 8
+        ARTIFACTS.mkdir(exist_ok=True)
+        r.page.screenshot(path=str(ARTIFACTS / "report-xstest.png"), full_page=True)
     finally:
         context.close()
