@@ -31,7 +31,7 @@ import math
 from pathlib import Path
 from typing import Any, Iterator
 
-from annotate.ingest.records import Item, Problem, ReadContext, Record
+from annotate.ingest.records import Item, Problem, ReadContext, Record, json_lines
 
 NAME = "generic"
 DESCRIPTION = "generic schema (.jsonl, .csv, .parquet) with columns model, benchmark, prompt_id, prompt, response, judge_label"
@@ -85,25 +85,8 @@ def read(path: Path, ctx: ReadContext) -> Iterator[Item]:
 
 
 def _read_jsonl(path: Path, ctx: ReadContext) -> Iterator[Item]:
-    loads = json.loads
-    consumed = 0
-    with open(path, "rb") as fh:
-        for lineno, raw in enumerate(fh, start=1):
-            consumed += len(raw)
-            if lineno % 4096 == 0:
-                ctx.tick(consumed)
-            if not raw.strip():
-                continue
-            try:
-                obj = loads(raw)
-            except ValueError as exc:
-                yield Problem(lineno, f"not valid JSON ({exc})")
-                continue
-            if not isinstance(obj, dict):
-                yield Problem(lineno, f"expected a JSON object, got {type(obj).__name__}")
-                continue
-            yield _row_to_item(obj, lineno, ctx)
-    ctx.tick(consumed)
+    for entry in json_lines(path, ctx, tick_every=4096):
+        yield entry if isinstance(entry, Problem) else _row_to_item(entry[1], entry[0], ctx)
 
 
 def _read_csv(path: Path, ctx: ReadContext) -> Iterator[Item]:

@@ -107,3 +107,34 @@ def load_json_object(path: Path, ctx: ReadContext, expected: str = "a JSON objec
         got = "null" if data is None else type(data).__name__
         return Problem(1, f"expected {expected}, got {got}")
     return data
+
+
+def json_lines(path: Path, ctx: ReadContext, *, tick_every: int = 1024) -> Iterator[tuple[int, dict[str, Any]] | Problem]:
+    """(line number, object) for each JSON object line of a JSONL file, or a Problem for the line.
+
+    Blank lines are skipped; a line that is not JSON, or not a JSON object, is a Problem and
+    reading goes on. Progress is reported in bytes. Shared by the JSONL readers (generic,
+    garak, lm-eval).
+    """
+    import json
+
+    loads = json.loads
+    consumed = 0
+    with open(path, "rb") as fh:
+        for lineno, raw in enumerate(fh, start=1):
+            consumed += len(raw)
+            if lineno % tick_every == 0:
+                ctx.tick(consumed)
+            if not raw.strip():
+                continue
+            try:
+                obj = loads(raw)
+            except ValueError as exc:  # JSONDecodeError and UnicodeDecodeError
+                yield Problem(lineno, f"not valid JSON ({exc})")
+                continue
+            if not isinstance(obj, dict):
+                got = "null" if obj is None else type(obj).__name__
+                yield Problem(lineno, f"expected a JSON object, got {got}")
+                continue
+            yield lineno, obj
+    ctx.tick(consumed)

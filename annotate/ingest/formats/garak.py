@@ -32,11 +32,10 @@ Choices:
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 from typing import Any, Iterator
 
-from annotate.ingest.records import Item, Problem, ReadContext, Record, SetAside
+from annotate.ingest.records import Item, Problem, ReadContext, Record, SetAside, json_lines
 
 NAME = "garak"
 DESCRIPTION = "garak report JSONL (entry_type lines; status-2 attempts with detector_results)"
@@ -71,60 +70,48 @@ def read(path: Path, ctx: ReadContext) -> Iterator[Item]:
     uuids: set[str] = set()
     prompt_keys: set[str] = set()
     unfinished: dict[str, tuple[int, Any, Any]] = {}  # status-1 uuid -> (line, probe, seq)
-    consumed = 0
-    with open(path, "rb") as fh:
-        for lineno, raw in enumerate(fh, start=1):
-            consumed += len(raw)
-            if lineno % _TICK_EVERY == 0:
-                ctx.tick(consumed)
-            if not raw.strip():
-                continue
-            try:
-                entry = json.loads(raw)
-            except ValueError as exc:  # JSONDecodeError and UnicodeDecodeError
-                yield Problem(lineno, f"not valid JSON ({exc})")
-                continue
-            if not isinstance(entry, dict):
-                yield Problem(lineno, f"expected a JSON object, got {_type(entry)}")
-                continue
-            kind = entry.get("entry_type")
-            if kind is None:
-                yield Problem(lineno, "missing field 'entry_type'")
-                continue
-            if kind == "start_run setup":
-                if ctx.model is None:
-                    model = _setup_model(entry) or model
-                found = entry.get("run.eval_threshold")
-                if isinstance(found, (int, float)) and not isinstance(found, bool):
-                    threshold = float(found)
-                continue
-            if kind != "attempt":
-                continue
-            status = entry.get("status")
-            if status is None:
-                yield Problem(lineno, "attempt: missing field 'status'")
-                continue
-            if status != ATTEMPT_COMPLETE:
-                # status 1 duplicates the completed attempt without scores; remember it in
-                # case the run stopped before completing it
-                if isinstance(entry.get("uuid"), str) and entry["uuid"] not in uuids:
-                    unfinished[entry["uuid"]] = (lineno, entry.get("probe_classname"), entry.get("seq"))
-                continue
-            if isinstance(entry.get("uuid"), str):
-                unfinished.pop(entry["uuid"], None)
-            if model is None:
-                yield Problem(
-                    lineno,
-                    "no model known for this attempt (no 'start_run setup' line "
-                    "with plugins.target_name before it); pass --model",
-                )
-                continue
-            yield from _attempt(entry, lineno, model, threshold, uuids, prompt_keys, ctx)
+    for parsed in json_lines(path, ctx, tick_every=_TICK_EVERY):
+        if isinstance(parsed, Problem):
+            yield parsed
+            continue
+        lineno, entry = parsed
+        kind = entry.get("entry_type")
+        if kind is None:
+            yield Problem(lineno, "missing field 'entry_type'")
+            continue
+        if kind == "start_run setup":
+            if ctx.model is None:
+                model = _setup_model(entry) or model
+            found = entry.get("run.eval_threshold")
+            if isinstance(found, (int, float)) and not isinstance(found, bool):
+                threshold = float(found)
+            continue
+        if kind != "attempt":
+            continue
+        status = entry.get("status")
+        if status is None:
+            yield Problem(lineno, "attempt: missing field 'status'")
+            continue
+        if status != ATTEMPT_COMPLETE:
+            # status 1 duplicates the completed attempt without scores; remember it in
+            # case the run stopped before completing it
+            if isinstance(entry.get("uuid"), str) and entry["uuid"] not in uuids:
+                unfinished[entry["uuid"]] = (lineno, entry.get("probe_classname"), entry.get("seq"))
+            continue
+        if isinstance(entry.get("uuid"), str):
+            unfinished.pop(entry["uuid"], None)
+        if model is None:
+            yield Problem(
+                lineno,
+                "no model known for this attempt (no 'start_run setup' line "
+                "with plugins.target_name before it); pass --model",
+            )
+            continue
+        yield from _attempt(entry, lineno, model, threshold, uuids, prompt_keys, ctx)
     for uuid, (lineno, probe, seq) in unfinished.items():
         yield SetAside(
             lineno, "attempt never completed (no status-2 line)", {"uuid": uuid, "probe": probe, "seq": seq}
         )
-    ctx.tick(consumed)
 
 
 def _setup_model(setup: dict[str, Any]) -> str | None:

@@ -39,7 +39,7 @@ import re
 from pathlib import Path
 from typing import Any, Iterator
 
-from annotate.ingest.records import Item, Problem, ReadContext, Record
+from annotate.ingest.records import json_lines, Item, Problem, ReadContext, Record
 
 NAME = "lm-eval"
 DESCRIPTION = "lm-evaluation-harness --log_samples output: samples_<task>_<datetime>.jsonl"
@@ -124,21 +124,8 @@ def read(path: Path, ctx: ReadContext) -> Iterator[Item]:
             1, "cannot tell the model: no results_*.json with a model_name beside this file; " "pass --model"
         )
         return
-    consumed = 0
-    with open(path, "rb") as fh:
-        for lineno, raw in enumerate(fh, start=1):
-            consumed += len(raw)
-            if lineno % _TICK_EVERY == 0:
-                ctx.tick(consumed)
-            if not raw.strip():
-                continue
-            try:
-                obj = json.loads(raw)
-            except ValueError as exc:  # JSONDecodeError and UnicodeDecodeError
-                yield Problem(lineno, f"not valid JSON ({exc})")
-                continue
-            yield _line(obj, lineno, model, benchmark, ctx)
-    ctx.tick(consumed)
+    for entry in json_lines(path, ctx, tick_every=_TICK_EVERY):
+        yield entry if isinstance(entry, Problem) else _line(entry[1], entry[0], model, benchmark, ctx)
 
 
 def _line(obj: Any, line: int, model: str, benchmark: str, ctx: ReadContext) -> Item:
