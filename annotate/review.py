@@ -254,7 +254,8 @@ def _record_and_send(ws: Any, store: Any, gw: Any, outcome: RouteOutcome, *, exi
 
 
 def _import_pending(store: Any, gw: Any, project: dict[str, Any], who: str, pending: Any,
-                    progress: Callable[[int, int], None] | None) -> int:
+                    progress: Callable[[int, int], None] | None,
+                    on_first_submit: Callable[[], None] | None = None) -> int:
     """Import the pending tasks in batches, overlapping our own work with Label Studio's.
 
     While the server imports batch k, this process builds batch k+1 and records the task ids
@@ -289,6 +290,8 @@ def _import_pending(store: Any, gw: Any, project: dict[str, Any], who: str, pend
     imported = 0
     with ThreadPoolExecutor(max_workers=1) as pool:
         future = pool.submit(gw.import_tasks, pid, build(chunks[0]))
+        if on_first_submit is not None:
+            on_first_submit()  # runs while the server imports the first batch
         for k in range(1, len(chunks) + 1):
             payload = build(chunks[k]) if k < len(chunks) else None
             ids = settle(chunks[k - 1], future)
@@ -341,9 +344,12 @@ def _send_to_annotator(ws: Any, store: Any, gw: Any, round_row: dict[str, Any], 
         start = int(tasks.position.max()) + 1 if len(tasks) else 0
         item_ids = missing.round_item_id.to_numpy()[order]
         ext_ids = missing.ext_id.to_numpy()[order]
-        store.add_ls_tasks([
-            {"ls_project_id": project["id"], "round_item_id": int(i), "ext_id": e, "position": start + k}
-            for k, (i, e) in enumerate(zip(item_ids, ext_ids))])
+        new_rows = [{"ls_project_id": project["id"], "round_item_id": int(i), "ext_id": e, "position": start + k}
+                    for k, (i, e) in enumerate(zip(item_ids, ext_ids))]
+    else:
+        new_rows = []
+    if to_file or gw is None:
+        store.add_ls_tasks(new_rows)
         tasks = store.ls_tasks(project["id"])
     if to_file:
         texts = store.item_texts(tasks.round_item_id.tolist())
@@ -357,19 +363,36 @@ def _send_to_annotator(ws: Any, store: Any, gw: Any, round_row: dict[str, Any], 
         outcome.files.append(path)
         return {"tasks": len(tasks), "imported": 0, "already": 0}
 
-    pending = tasks[tasks.task_id.isna()]
-    already = len(tasks) - len(pending)
+    import pandas as pd
+
+    # The new tasks' rows are written while Label Studio imports the first batch (their ext_ids
+    # are already in the store with the round's items, which is what a resumed run matches on).
+    registered = not new_rows
+
+    def register() -> None:
+        nonlocal registered
+        if not registered:
+            store.add_ls_tasks(new_rows)
+            registered = True
+
+    cols = ["ext_id", "round_item_id", "position"]
+    waiting = tasks.loc[tasks.task_id.isna(), cols] if len(tasks) else pd.DataFrame(columns=cols)
+    already = len(tasks) - len(waiting)
+    pending = pd.concat([waiting, pd.DataFrame(new_rows, columns=["ls_project_id", *cols])[cols]], ignore_index=True)
     if len(pending):
         # Never import blindly: reconcile with what the project holds first (an earlier run may
         # have been interrupted after Label Studio committed, and LS does not de-duplicate).
         if gw.task_count(project["project_id"]) > already:
+            register()
             found = gw.task_ids_by_ext_id(project["project_id"])
             recovered = {e: found[e] for e in pending.ext_id if e in found}
             store.set_task_ids(project["id"], recovered)
             pending = pending[~pending.ext_id.isin(recovered)]
             already += len(recovered)
-    imported = _import_pending(store, gw, project, ann.pseudonym, pending.sort_values("position"), progress)
-    return {"tasks": len(tasks), "imported": imported, "already": already}
+    imported = _import_pending(store, gw, project, ann.pseudonym, pending.sort_values("position"), progress,
+                               on_first_submit=register)
+    register()
+    return {"tasks": len(tasks) + len(new_rows), "imported": imported, "already": already}
 
 
 # -- pulling --------------------------------------------------------------------------------------

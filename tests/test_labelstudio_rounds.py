@@ -257,3 +257,34 @@ def test_adjudication_with_an_expert_on_a_real_server(ls_env, sqlite_ws, runner,
     report = json.loads(run(runner, prefix, "agreement", "--round", "adj", "--json", "--boot", "100").output)
     assert report["annotators"] == ["A1", "A2"]
     assert all(a["annotator"] in ("A1", "A2") for g in report["groups"] for a in g["annotators"])
+
+
+def test_resumes_after_dying_between_import_and_bookkeeping(ls_env, sqlite_ws, runner, tmp_path, monkeypatch):
+    """The process dies after Label Studio committed a batch but before its task rows were stored."""
+    gw = ls_env
+    ws, prefix = sqlite_ws
+    run(runner, prefix, "annotators", "add", _emails(tmp_path)[0])
+    import annotate.review as review
+    from annotate.store import Store
+
+    monkeypatch.setattr(review, "IMPORT_BATCH", 10)
+    real_add = Store.add_ls_tasks
+
+    def dies(self, rows):
+        raise RuntimeError("killed")
+
+    monkeypatch.setattr(Store, "add_ls_tasks", dies)
+    with pytest.raises(RuntimeError, match="killed"):
+        runner.invoke(cli, [*prefix, "route", "--round", "r4", "--annotators", "A1", "--clear-per-cell", "4",
+                            "--seed", "8"], catch_exceptions=False)
+    monkeypatch.setattr(Store, "add_ls_tasks", real_add)
+    out = json.loads(run(runner, prefix, "route", "--round", "r4", "--annotators", "A1", "--clear-per-cell", "4",
+                         "--seed", "8", "--json").output)
+    assert out["annotators"]["A1"]["already"] == 10  # the batch that did commit was found, not re-sent
+    store = _store(ws)
+    project = store.ls_projects().iloc[0]
+    mapping = store.ls_tasks(int(project.id))
+    store.close()
+    found = gw.task_ids_by_ext_id(int(project.project_id))
+    assert gw.task_count(int(project.project_id)) == 26 == len(found)
+    assert dict(zip(mapping.ext_id, mapping.task_id.astype(int))) == found
