@@ -28,9 +28,14 @@ class AnnotateGroup(click.Group):
         except AnnotateError as exc:
             problems = getattr(exc, "problems", None) or []
             for line in problems:
-                click.echo(f"Error: {line}", err=True)
-            click.echo(f"Error: {exc}", err=True)
+                click.echo(f"Error: {_one_line(line)}", err=True)
+            click.echo(f"Error: {_one_line(str(exc))}", err=True)
             ctx.exit(exc.exit_code)
+
+
+def _one_line(text: str) -> str:
+    """Control characters (which may come from the input file) escaped: one message, one line."""
+    return "".join(c if c.isprintable() or c == " " else repr(c)[1:-1] for c in text)
 
 
 def workspace_options(fn: Callable[..., Any]) -> Callable[..., Any]:

@@ -25,13 +25,12 @@ epoch           no        sample index for repeated sampling (integer, default 0
 
 from __future__ import annotations
 
-import csv
 import json
 import math
 from pathlib import Path
 from typing import Any, Iterator
 
-from annotate.ingest.records import Item, Problem, ReadContext, Record, json_lines
+from annotate.ingest.records import Item, Problem, ReadContext, Record, csv_records, json_lines
 
 NAME = "generic"
 DESCRIPTION = "generic schema (.jsonl, .csv, .parquet) with columns model, benchmark, prompt_id, prompt, response, judge_label"
@@ -91,64 +90,24 @@ def _read_jsonl(path: Path, ctx: ReadContext) -> Iterator[Item]:
 
 def _read_csv(path: Path, ctx: ReadContext) -> Iterator[Item]:
     delimiter = "\t" if path.name.lower().endswith(".tsv") else ","
-    bad_lines: list[int] = []
-    consumed = [0]
-
-    def decoded_lines(fh: Any) -> Iterator[str]:
-        # Decode line by line so that invalid UTF-8 is reported on its own line number
-        # instead of aborting the whole file.
-        for number, raw in enumerate(fh, start=1):
-            consumed[0] += len(raw)
-            try:
-                text = raw.decode("utf-8")
-            except UnicodeDecodeError:
-                bad_lines.append(number)
-                text = raw.decode("utf-8", errors="replace")
-            yield text.lstrip("\ufeff") if number == 1 else text
-
-    with open(path, "rb") as fh:
-        reader = csv.reader(decoded_lines(fh), delimiter=delimiter)
-        try:
-            header = next(reader)
-        except StopIteration:
-            yield Problem(1, "empty file: expected a header row")
-            return
-        except csv.Error as exc:
-            yield Problem(1, f"unreadable CSV header ({exc})")
-            return
-        if bad_lines:
-            yield Problem(1, "the header is not valid UTF-8 text")
-            return
-        missing = [c for c in REQUIRED if c not in header and not _supplied(c, ctx)]
-        if missing:
-            yield Problem(1, f"missing required column(s): {', '.join(missing)} (header: {', '.join(header)})")
-            return
-        start = reader.line_num + 1
-        while True:
-            try:
-                cells = next(reader)
-            except StopIteration:
-                break
-            except csv.Error as exc:
-                yield Problem(start, f"unreadable CSV record ({exc})")
-                start = reader.line_num + 1
-                continue
-            lineno, start = start, reader.line_num + 1
-            if bad_lines:
-                for n in bad_lines:
-                    yield Problem(n, "not valid UTF-8 text")
-                bad_lines.clear()
-                continue
-            if not cells:
-                continue
-            if len(cells) != len(header):
-                yield Problem(lineno, f"expected {len(header)} fields, found {len(cells)}")
-                continue
-            obj = {k: (None if v == "" and k not in ("prompt", "response") else v) for k, v in zip(header, cells)}
-            yield _row_to_item(obj, lineno, ctx)
-            if lineno % 4096 == 0:
-                ctx.tick(consumed[0])
-    ctx.tick(consumed[0])
+    records = csv_records(path, ctx, delimiter=delimiter, tick_every=4096)
+    first = next(records)
+    if isinstance(first, Problem):
+        yield first
+        return
+    header = first[1]
+    missing = [c for c in REQUIRED if c not in header and not _supplied(c, ctx)]
+    if missing:
+        records.close()
+        yield Problem(1, f"missing required column(s): {', '.join(missing)} (header: {', '.join(header)})")
+        return
+    for record in records:
+        if isinstance(record, Problem):
+            yield record
+            continue
+        line, cells = record
+        obj = {k: (None if v == "" and k not in ("prompt", "response") else v) for k, v in zip(header, cells)}
+        yield _row_to_item(obj, line, ctx)
 
 
 def _read_parquet(path: Path, ctx: ReadContext) -> Iterator[Item]:

@@ -22,7 +22,6 @@ Choices:
 
 from __future__ import annotations
 
-import json
 import re
 from pathlib import Path
 from typing import Any, Iterator

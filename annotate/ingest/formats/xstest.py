@@ -36,11 +36,10 @@ from __future__ import annotations
 
 import csv
 import re
-from dataclasses import dataclass, field
 from pathlib import Path
-from typing import IO, Any, Iterator
+from typing import Any, Iterator
 
-from annotate.ingest.records import Item, Problem, ReadContext, Record
+from annotate.ingest.records import Item, Problem, ReadContext, Record, csv_records
 
 NAME = "xstest"
 DESCRIPTION = (
@@ -82,96 +81,51 @@ def model_from_filename(path: Path) -> str | None:
     return match["model"] if match else None
 
 
-@dataclass
-class _LineState:
-    """What the line iterator has seen: bytes consumed and lines that were not UTF-8."""
-
-    consumed: int = 0
-    bad_lines: list[int] = field(default_factory=list)
-
-
-def _lines(fh: IO[bytes], state: _LineState) -> Iterator[str]:
-    """Decoded physical lines (split at LF only, endings kept), for csv.reader."""
-    for number, raw in enumerate(fh, start=1):
-        state.consumed += len(raw)
-        if number == 1:
-            raw = raw.removeprefix(b"\xef\xbb\xbf")
-        try:
-            yield raw.decode("utf-8")
-        except UnicodeDecodeError:
-            state.bad_lines.append(number)
-            yield raw.decode("utf-8", errors="replace")
-
-
 def read(path: Path, ctx: ReadContext) -> Iterator[Item]:
     """Yield one Record per (row, judge column)."""
-    state = _LineState()
-    with open(path, "rb") as fh:
-        reader = csv.reader(_lines(fh, state))
-        try:
-            header = next(reader)
-        except StopIteration:
-            yield Problem(1, "empty file: expected a header row")
-            return
-        except csv.Error as exc:
-            yield Problem(1, f"unreadable CSV header ({exc})")
-            return
-        problem = _check_header(header)
-        if problem is not None:
-            yield Problem(1, problem)
-            return
-        model = ctx.model or model_from_filename(path)
-        if model is None:
+    records = csv_records(path, ctx, tick_every=_TICK_EVERY)
+    first = next(records)
+    if isinstance(first, Problem):
+        yield first
+        return
+    header = first[1]
+    problem = _check_header(header)
+    if problem is not None:
+        records.close()
+        yield Problem(1, problem)
+        return
+    model = ctx.model or model_from_filename(path)
+    if model is None:
+        yield Problem(
+            1,
+            "cannot tell the model from the file name (expected "
+            "xstest_v2_completions_<model>[_gpteval|_streval].csv); pass --model",
+        )
+        records.close()
+        return
+    judges = [(col, judge) for col, judge in JUDGE_COLUMNS.items() if col in header]
+    if not judges:
+        judges = [("final_label", FINAL_LABEL_JUDGE)]
+    if ctx.judge is not None:
+        if len(judges) == 1:
+            judges = [(judges[0][0], ctx.judge)]
+        elif ctx.judge in {judge for _, judge in judges}:
+            judges = [(col, judge) for col, judge in judges if judge == ctx.judge]
+        else:
             yield Problem(
                 1,
-                "cannot tell the model from the file name (expected "
-                "xstest_v2_completions_<model>[_gpteval|_streval].csv); pass --model",
+                f"no judge named {ctx.judge!r} in this file "
+                f"(judges: {', '.join(j for _, j in judges)})",
             )
+            records.close()
             return
-        judges = [(col, judge) for col, judge in JUDGE_COLUMNS.items() if col in header]
-        if not judges:
-            judges = [("final_label", FINAL_LABEL_JUDGE)]
-        if ctx.judge is not None:
-            if len(judges) == 1:
-                judges = [(judges[0][0], ctx.judge)]
-            elif ctx.judge in {judge for _, judge in judges}:
-                judges = [(col, judge) for col, judge in judges if judge == ctx.judge]
-            else:
-                yield Problem(
-                    1,
-                    f"no judge named {ctx.judge!r} in this file "
-                    f"(judges: {', '.join(j for _, j in judges)})",
-                )
-                return
-
-        benchmark = ctx.benchmark or "xstest"
-        start = reader.line_num + 1
-        rows = 0
-        while True:
-            try:
-                cells = next(reader)
-            except StopIteration:
-                break
-            except csv.Error as exc:
-                yield Problem(start, f"unreadable CSV record ({exc})")
-                start = reader.line_num + 1
-                continue
-            line, start = start, reader.line_num + 1
-            if not cells:
-                continue
-            rows += 1
-            if rows % _TICK_EVERY == 0:
-                ctx.tick(state.consumed)
-            bad = [n for n in state.bad_lines if line <= n < start]
-            state.bad_lines = [n for n in state.bad_lines if n >= start]
-            if bad:
-                yield Problem(line, f"not valid UTF-8 (line {bad[0]})")
-                continue
-            if len(cells) != len(header):
-                yield Problem(line, f"expected {len(header)} fields, found {len(cells)}")
-                continue
-            yield from _row(dict(zip(header, cells)), line, model, benchmark, judges)
-    ctx.tick(state.consumed)
+    benchmark = ctx.benchmark or "xstest"
+    for record in records:
+        if isinstance(record, Problem):
+            yield record
+            continue
+        line, cells = record
+        yield from _row(dict(zip(header, cells)), line, model, benchmark, judges)
 
 
 def _check_header(header: list[str]) -> str | None:
