@@ -20,7 +20,6 @@ process; the majority stays the label of record for them and the agreement is re
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any
 
 import numpy as np
 import pandas as pd

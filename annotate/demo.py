@@ -78,7 +78,6 @@ def _free_port() -> int:
 def run_demo(directory: Path | None, *, offline: bool, keep_server: bool, echo: Callable[[str], None],
              port: int | None = None, seed_from: Path | None = None) -> DemoResult:
     """Run the demo. ``seed_from`` (tests) starts Label Studio from a copy of a migrated data dir."""
-    import pandas as pd
 
     from annotate import ls_server
     from annotate.config import open_workspace
