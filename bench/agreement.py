@@ -11,10 +11,7 @@ Targets (docs/performance.md): alpha with its 2,000-replicate bootstrap interval
 from __future__ import annotations
 
 import argparse
-import statistics
 import sys
-import time
-from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -28,6 +25,8 @@ from annotate import agreement as ag  # noqa: E402
 
 CATEGORIES = ("harmful", "safe", "unsure")
 
+
+from timing import median_time  # bench/timing.py (the script's folder is on sys.path)
 
 def simulate(
     n_units: int,
@@ -48,14 +47,6 @@ def simulate(
     return labels
 
 
-def median_time(fn: Callable[[], Any], repeats: int) -> tuple[float, Any]:
-    out = fn()  # warm-up (imports, allocator)
-    times = []
-    for _ in range(repeats):
-        t0 = time.perf_counter()
-        out = fn()
-        times.append(time.perf_counter() - t0)
-    return statistics.median(times), out
 
 
 def main() -> None:

@@ -22,7 +22,6 @@ import argparse
 import json
 import os
 import random
-import resource
 import shutil
 import subprocess
 import sys
@@ -78,18 +77,6 @@ for batch in reader:
 conn.commit()
 print(n)
 '''
-
-
-def timed(cmd: list[str], env: dict[str, str] | None = None) -> tuple[float, float, str]:
-    """(seconds, peak RSS in MiB of the child, stdout) for one subprocess."""
-    t0 = time.perf_counter()
-    proc = subprocess.run(cmd, capture_output=True, text=True, env=env)
-    elapsed = time.perf_counter() - t0
-    if proc.returncode != 0:
-        sys.exit(f"command failed ({proc.returncode}): {' '.join(cmd)}\n{proc.stderr[-2000:]}")
-    # ru_maxrss of RUSAGE_CHILDREN is the largest child so far: run each measurement in its own
-    # wrapper process so the figure belongs to this command alone.
-    return elapsed, 0.0, proc.stdout
 
 
 def measure(cmd: list[str]) -> tuple[float, float]:

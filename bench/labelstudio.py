@@ -19,7 +19,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
 import shutil
 import subprocess
 import sys
@@ -67,7 +66,6 @@ def main() -> None:
     info = ls_server.start_server(data_dir, port=args.port, timeout=600)
     print(f"Label Studio ready in {time.perf_counter() - t:.0f} s at {info.url}")
     gw = LabelStudioGateway(info.url, info.token())
-    env_ok = os.environ.copy()
     try:
         config = (ws / "label_config.xml").read_text()
         # -- raw import: Label Studio's own rate ------------------------------------------------

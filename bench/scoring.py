@@ -19,10 +19,8 @@ with the baseline of the same run, never with absolute numbers).
 from __future__ import annotations
 
 import argparse
-import statistics
 import sys
 import time
-from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -36,6 +34,8 @@ from annotate import ranking, scoring
 JUDGE = ("harmful", "safe", "ambiguous")
 HUMAN = ("harmful", "safe", "unresolved")
 
+
+from timing import median_time  # bench/timing.py (the script's folder is on sys.path)
 
 def simulate(n_models: int, n_bench: int, n_prompts: int, *, seed: int, clear_per_cell: int = 30,
              exact_srs: bool = True) -> pd.DataFrame:
@@ -91,14 +91,6 @@ def simulate(n_models: int, n_bench: int, n_prompts: int, *, seed: int, clear_pe
     })
 
 
-def median_time(fn: Callable[[], Any], repeats: int) -> tuple[float, Any]:
-    out = fn()  # warm-up
-    times = []
-    for _ in range(repeats):
-        t0 = time.perf_counter()
-        out = fn()
-        times.append(time.perf_counter() - t0)
-    return statistics.median(times), out
 
 
 def main() -> None:
