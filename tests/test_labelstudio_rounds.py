@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import json
 
-import httpx
 import pytest
 
 from annotate.cli import cli
