@@ -1,4 +1,4 @@
-"""Benchmark annotate.agreement against one krippendorff.alpha call, in the same run.
+"""Benchmark annotate.stats.agreement against one krippendorff.alpha call, in the same run.
 
 Run:  python bench/agreement.py [--units 100000] [--repeats 5]
 
@@ -21,7 +21,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # run from a check
 
 import krippendorff  # noqa: E402
 
-from annotate import agreement as ag  # noqa: E402
+from annotate.stats import agreement as ag  # noqa: E402
 
 CATEGORIES = ("harmful", "safe", "unsure")
 

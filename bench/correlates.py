@@ -1,4 +1,4 @@
-"""Benchmark annotate.correlates: features for 130,000 responses and the association model.
+"""Benchmark annotate.stats.correlates: features for 130,000 responses and the association model.
 
 Run:  python bench/correlates.py [--responses 130000] [--words 250] [--chunk-size 10000]
 
@@ -119,7 +119,7 @@ def simulate_outcome(features: pd.DataFrame, frame: pd.DataFrame, seed: int) -> 
 
 
 def child(path: str, chunk_size: int, seed: int) -> None:
-    from annotate import correlates as co
+    from annotate.stats import correlates as co
 
     with open(path, "rb") as fh:
         frame = pickle.load(fh)

@@ -52,11 +52,11 @@ def main() -> None:
     ap.add_argument("--port", type=int, default=8095)
     args = ap.parse_args()
 
-    from annotate import ls_server
+    from annotate.labelstudio import server as ls_server
     from annotate.config import open_workspace
-    from annotate.labelconfig import choices_result
-    from annotate.labelstudio import LabelStudioGateway
-    from annotate.store import open_store
+    from annotate.labelstudio.labelconfig import choices_result
+    from annotate.labelstudio.gateway import LabelStudioGateway
+    from annotate.db.store import open_store
 
     scratch = Path(tempfile.mkdtemp(prefix="annotate-lsbench-"))
     ws = scratch / "ws"

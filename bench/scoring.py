@@ -1,4 +1,4 @@
-"""Benchmark annotate.scoring and annotate.ranking, with a bare pandas groupby as baseline.
+"""Benchmark annotate.stats.scoring and annotate.stats.ranking, with a bare pandas groupby as baseline.
 
 Run:  python bench/scoring.py [--repeats 3] [--draws 4000] [--skip-large]
 
@@ -29,7 +29,7 @@ import pandas as pd
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # run from a checkout, uninstalled
 
-from annotate import ranking, scoring
+from annotate.stats import ranking, scoring
 
 JUDGE = ("harmful", "safe", "ambiguous")
 HUMAN = ("harmful", "safe", "unresolved")

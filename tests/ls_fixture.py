@@ -32,7 +32,7 @@ from pathlib import Path
 import pytest
 
 # Aliased: the fixture below is called ls_server and would shadow the module name.
-from annotate import ls_server as lss
+from annotate.labelstudio import server as lss
 from annotate.errors import LabelStudioError
 
 #: Bump when ``ls_server`` changes what a first start writes (org settings, admin, secrets

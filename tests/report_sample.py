@@ -7,10 +7,10 @@ Python (no numpy), so it is deterministic:
 * per cell the judge's shares harmful h, safe s, ambiguous u (n responses);
 * the reviewers find a share ``q`` of the ambiguous responses harmful, a share ``fp`` of the
   judge's harmful ones actually safe and ``fn`` of the judge's safe ones actually harmful;
-* treatment estimates follow ``annotate.scoring``'s definitions, intervals a normal
+* treatment estimates follow ``annotate.stats.scoring``'s definitions, intervals a normal
   approximation of the stratified variance; overall = macro-average over the benchmarks;
 * ranks, flips, Kendall tau-b / Spearman rho and P(A safer than B) are computed from those
-  estimates as ``annotate.ranking`` does (a flip is credible when the reference posterior orders
+  estimates as ``annotate.stats.ranking`` does (a flip is credible when the reference posterior orders
   the pair with probability >= 0.975).
 
 ``tinyllama-1.1b-chat`` has an ambiguous HarmBench stratum without any resolved review: that
@@ -199,7 +199,7 @@ def build_sample(*, hostile_name: str | None = None, diagnostics: bool = True) -
     order = sorted(ranked, key=lambda m: ref_est[m])
     matrix = [[None if a == b else round(p_safer(a, b), 4) for b in order] for a in order]
     K = len(order)
-    # the rank range from pairwise dominance (annotate.ranking)
+    # the rank range from pairwise dominance (annotate.stats.ranking)
     best = {a: 1 + sum(1 for b in order if b != a and p_safer(b, a) >= 0.975) for a in order}
     worst = {a: K - sum(1 for b in order if b != a and p_safer(a, b) >= 0.975) for a in order}
 

@@ -8,9 +8,9 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from annotate.adjudication import Rules, decide, majority, propose
+from annotate.stats.adjudication import Rules, decide, majority, propose
 from annotate.cli import cli
-from annotate.labelconfig import choices_result
+from annotate.labelstudio.labelconfig import choices_result
 from tests.helpers import generic_row, write_jsonl
 
 
@@ -147,7 +147,7 @@ def test_agreement_and_adjudication_end_to_end(workspace, runner, tmp_path):
     assert final["check"]["n_checked"] >= 1 and final["check"]["agreement"] == 1.0
 
     from annotate.config import open_workspace
-    from annotate.store import open_store
+    from annotate.db.store import open_store
 
     store = open_store(open_workspace(prefix[1], prefix[3]).db_url)
     try:

@@ -1,4 +1,4 @@
-"""Tests for annotate.agreement.
+"""Tests for annotate.stats.agreement.
 
 Reference values come from three independent places:
 
@@ -30,7 +30,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from annotate import agreement as ag
+from annotate.stats import agreement as ag
 
 # --------------------------------------------------------------------------------------------
 # Published vectors

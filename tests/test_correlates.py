@@ -1,4 +1,4 @@
-"""Tests for annotate.correlates (methods.md section 6).
+"""Tests for annotate.stats.correlates (methods.md section 6).
 
 Reference values come from hand counts on small texts, from wordfreq and scikit-learn's
 ``TfidfVectorizer`` themselves (the module reimplements their formulas on integer ids), from
@@ -25,7 +25,7 @@ from sklearn.feature_extraction.text import TfidfVectorizer
 from statsmodels.stats.multitest import multipletests
 from statsmodels.stats.outliers_influence import variance_inflation_factor
 
-from annotate import correlates as co
+from annotate.stats import correlates as co
 
 SHARED = Path(__file__).resolve().parents[2] / "shared" / "data"
 SIX = ["log_len", "lexical_density", "zipf_mean", "bigram_log_ppl", "coherence", "prompt_similarity"]
@@ -94,7 +94,7 @@ def test_closed_class_list_is_curated():
     # sklearn's ENGLISH_STOP_WORDS has these content words; the shipped list must not
     for w in ["system", "fire", "bill", "interest", "find", "describe", "detail", "however", "very", "like"]:
         assert w not in words, w
-    text = (Path(co.__file__).parent / "data" / "closed_class_words.txt").read_text(encoding="utf-8")
+    text = (Path(co.__file__).parents[2] / "data" / "closed_class_words.txt").read_text(encoding="utf-8")
     entries = [ln.split("#", 1)[0].strip() for ln in text.splitlines()]
     entries = [e for e in entries if e]
     assert len(entries) == len(set(entries)), "duplicate entries"

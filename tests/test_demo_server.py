@@ -6,7 +6,7 @@ import json
 
 import pytest
 
-from annotate.demo import run_demo
+from annotate.pipeline.demo import run_demo
 from tests.ls_fixture import golden_data_dir, label_studio_or_skip
 
 pytestmark = pytest.mark.labelstudio

@@ -12,8 +12,8 @@ from pathlib import Path
 import pytest
 
 from annotate.cli import cli
-from annotate.demo import ANNOTATORS, EXPERT, run_demo
-from annotate.scoring import TREATMENTS
+from annotate.pipeline.demo import ANNOTATORS, EXPERT, run_demo
+from annotate.stats.scoring import TREATMENTS
 
 
 @pytest.fixture(scope="module")
@@ -219,8 +219,8 @@ def test_prioritize_changes_the_order_not_the_selection(demo_ws, runner):
     prio = json.loads(runner.invoke(cli, [*base, "--round", "prio", "--prioritize"]).output)
     assert prio["prioritized"] and plain["strata"] == prio["strata"] and plain["selected"] == prio["selected"]
     from annotate.config import open_workspace
-    from annotate.diagnostics_flow import ambiguity_priority
-    from annotate.store import open_store
+    from annotate.pipeline.diagnose import ambiguity_priority
+    from annotate.db.store import open_store
 
     store = open_store(open_workspace(str(root), None).db_url)
     try:

@@ -11,7 +11,7 @@ import pytest
 
 from annotate.cli import cli
 from annotate.config import open_workspace
-from annotate.store import open_store
+from annotate.db.store import open_store
 from tests.helpers import generic_row, write_csv, write_jsonl
 
 

@@ -13,8 +13,8 @@ import json
 import pytest
 
 from annotate.cli import cli
-from annotate.labelconfig import choices_result
-from annotate.labelstudio import ImportOutcomeUnknown, LabelStudioGateway
+from annotate.labelstudio.labelconfig import choices_result
+from annotate.labelstudio.gateway import ImportOutcomeUnknown, LabelStudioGateway
 from tests.helpers import generic_row, write_jsonl
 
 pytestmark = pytest.mark.labelstudio
@@ -56,7 +56,7 @@ def _emails(tmp_path):
 
 def _store(ws):
     from annotate.config import open_workspace
-    from annotate.store import open_store
+    from annotate.db.store import open_store
 
     return open_store(open_workspace(str(ws), None).db_url)
 
@@ -147,7 +147,7 @@ def test_resumes_after_an_import_that_timed_out(ls_env, sqlite_ws, runner, tmp_p
     ws, prefix = sqlite_ws
     for email in _emails(tmp_path):
         run(runner, prefix, "annotators", "add", email)
-    import annotate.review as review
+    import annotate.pipeline.rounds as review
 
     monkeypatch.setattr(review, "IMPORT_BATCH", 10)
     real_import = LabelStudioGateway.import_tasks
@@ -263,8 +263,8 @@ def test_resumes_after_dying_between_import_and_bookkeeping(ls_env, sqlite_ws, r
     gw = ls_env
     ws, prefix = sqlite_ws
     run(runner, prefix, "annotators", "add", _emails(tmp_path)[0])
-    import annotate.review as review
-    from annotate.store import Store
+    import annotate.pipeline.rounds as review
+    from annotate.db.store import Store
 
     monkeypatch.setattr(review, "IMPORT_BATCH", 10)
     real_add = Store.add_ls_tasks

@@ -1,4 +1,4 @@
-"""Tests of annotate.ls_server: pure helpers, then a real Label Studio server (no mocks).
+"""Tests of annotate.labelstudio.server: pure helpers, then a real Label Studio server (no mocks).
 
 The real-server tests copy the golden data dir of ``tests/ls_fixture.py``; only the very first run
 on a machine pays for the migrations.
@@ -21,7 +21,7 @@ from pathlib import Path
 import httpx
 import pytest
 
-from annotate import ls_server as lss
+from annotate.labelstudio import server as lss
 from annotate.errors import LabelStudioError, WorkspaceError
 from tests.ls_fixture import (
     LSHandle,

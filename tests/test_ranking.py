@@ -1,4 +1,4 @@
-"""Tests for annotate.ranking.
+"""Tests for annotate.stats.ranking.
 
 References: methods.md TC10 (tau-b, rho, flipped pairs, the ties case 5/sqrt(30)), pair
 counting and Pearson-on-ranks written out here, and posterior summaries recomputed from the
@@ -14,8 +14,8 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from annotate import ranking as rk
-from annotate import scoring as sc
+from annotate.stats import ranking as rk
+from annotate.stats import scoring as sc
 
 EXCLUDED = (0.10, 0.12, 0.15, 0.20, 0.30)
 CORRECTED = (0.14, 0.11, 0.22, 0.18, 0.25)

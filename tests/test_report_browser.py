@@ -275,7 +275,7 @@ def test_untrusted_name_does_not_execute(browser, tmp_path):
 
 def test_a_real_export_report_in_chromium(browser, tmp_path):
     """The report of an actual export (the offline XSTest demo), not the sample: renders cleanly."""
-    from annotate.demo import run_demo
+    from annotate.pipeline.demo import run_demo
 
     result = run_demo(tmp_path / "ws", offline=True, keep_server=False, echo=lambda line: None)
     html = result.report.read_text(encoding="utf-8")

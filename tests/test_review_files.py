@@ -7,8 +7,8 @@ import json
 import pytest
 
 from annotate.cli import cli
-from annotate.labelconfig import choices_result, parse_label_config
-from annotate.routing import select_for_review
+from annotate.labelstudio.labelconfig import choices_result, parse_label_config
+from annotate.stats.sampling import select_for_review
 from tests.helpers import generic_row, write_jsonl
 
 
@@ -126,7 +126,7 @@ def test_pull_from_file_validates_quarantines_and_tracks_changes(routed, runner,
     assert (third["updated"], third["deleted"]) == (1, 1)
 
     from annotate.config import open_workspace
-    from annotate.store import open_store
+    from annotate.db.store import open_store
 
     store = open_store(open_workspace(prefix[1], prefix[3]).db_url)
     try:

@@ -1,4 +1,4 @@
-"""Tests for annotate.scoring.
+"""Tests for annotate.stats.scoring.
 
 Reference values come from places independent of the implementation:
 
@@ -22,7 +22,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from scipy import stats
 
-from annotate import scoring as sc
+from annotate.stats import scoring as sc
 
 TOL = 1e-9
 

@@ -8,7 +8,7 @@ import pytest
 from sqlalchemy import text
 
 from annotate.errors import StoreError
-from annotate.store import SCHEMA_VERSION, Store, open_store, utcnow
+from annotate.db.store import SCHEMA_VERSION, Store, open_store, utcnow
 
 
 def _row(i: int, response: str = "r", source_id: int = 1, label: str = "safe"):
@@ -105,7 +105,8 @@ def test_an_older_store_is_migrated_in_place(tmp_path):
     """A version-1 database (as the first release wrote it) opens and migrates, data intact."""
     from sqlmodel import SQLModel
 
-    from annotate import models, store as store_mod
+    from annotate.db import models
+    from annotate.db import store as store_mod
 
     url = f"sqlite:///{tmp_path / 'old.db'}"
     engine = store_mod.make_engine(url)

@@ -29,7 +29,7 @@ FORMATS: dict[str, str] = {
     "promptfoo": "annotate.ingest.formats.promptfoo",
     "garak": "annotate.ingest.formats.garak",
     "xstest": "annotate.ingest.formats.xstest",
-    "generic": "annotate.ingest.generic",
+    "generic": "annotate.ingest.formats.generic",
 }
 
 MAX_PROBLEMS_SHOWN = 20
@@ -125,7 +125,7 @@ def ingest_file(
     to a rejects file) or ``replace`` (conflicting rows overwrite, old values kept in
     response_history).
     """
-    from annotate.store import utcnow
+    from annotate.db.store import utcnow
 
     path = Path(path)
     if path.is_dir():

@@ -81,10 +81,10 @@ class ExportOutcome:
 def export(ws: Any, store: Any, name: str, *, round_names: tuple[str, ...], draws: int = 4000, seed: int = 0,
            min_reviewed: int = 10, estimand: str = "fixed", n_boot: int = 2000,
            argv: list[str] | None = None) -> ExportOutcome:
-    from annotate.agreement_report import agreement_report
+    from annotate.pipeline.agreement import agreement_report
     from annotate.report import render_report
-    from annotate.scores_flow import rounds_to_score, score_tables
-    from annotate.audit import design, labels_frame
+    from annotate.pipeline.score import rounds_to_score, score_tables
+    from annotate.pipeline.audit import design, labels_frame
 
     if not NAME_RE.match(name):
         raise InputError(f"export name {name!r}: use letters, digits, '.', '_' or '-' (no slashes), "
@@ -131,7 +131,7 @@ def export(ws: Any, store: Any, name: str, *, round_names: tuple[str, ...], draw
             report_data["diagnostics"] = diagnosis
         (tmp / "report.html").write_text(render_report(_clean(report_data)), encoding="utf-8")
         files = {p.name: sha256_file(p) for p in sorted(tmp.iterdir()) if p.is_file()}
-        from annotate.store import SCHEMA_VERSION
+        from annotate.db.store import SCHEMA_VERSION
 
         manifest = {
             "schema": EXPORT_SCHEMA, "name": name, "tool": "annotate", "tool_version": __version__,
@@ -161,8 +161,8 @@ def _label_config_sha(ws: Any) -> str | None:
 
 def _report_data(store: Any, rounds: list[str], name: str, created: str, scored: Any, groups: list[dict[str, Any]],
                  doc: dict[str, Any], sources: list[dict[str, Any]], labels: Any) -> dict[str, Any]:
-    from annotate.scoring import TREATMENTS
-    from annotate.summary import cell_shares
+    from annotate.stats.scoring import TREATMENTS
+    from annotate.stats.shares import cell_shares
 
     judges = {r["judge"] for r in doc["rounds"]}
     counts = store.label_counts()
@@ -239,7 +239,7 @@ def verify(path: Path, *, tolerance: float = 1e-9) -> VerifyOutcome:
             out.problems.append(f"changed: {name} (sha256 {got[:16]}..., manifest says {files[name][:16]}...)")
     # Re-derive the scores from the export's own tables.
     try:
-        from annotate.scores_flow import score_tables
+        from annotate.pipeline.score import score_tables
 
         labels = pd.read_csv(path / "labels.csv", dtype={"prompt_id": str, "model": str, "benchmark": str,
                                                           "stratum": str, "round": str}, keep_default_na=False,

@@ -2,7 +2,7 @@
 
 Builds, for each group (stratum, benchmark, model or category; plus the pooled mixture), the
 unit x category count matrix of the reviewers' current labels and runs the pure statistics of
-``annotate.agreement``. Two label sets: ``3-way`` (harmful / safe / unsure) and ``binary``
+``annotate.stats.agreement``. Two label sets: ``3-way`` (harmful / safe / unsure) and ``binary``
 (harmful / safe, unsure treated as missing). Thresholds (Krippendorff 2004) are applied to the
 lower end of alpha's 95 % interval, not to the point estimate.
 
@@ -78,8 +78,8 @@ def agreement_report(store: Any, *, round_name: str | None, by: str, n_boot: int
     """Everything `annotate agreement` prints, as plain data (also exported as agreement.json)."""
     import json
 
-    from annotate import agreement as ag
-    from annotate.review import _round_or_fail
+    from annotate.stats import agreement as ag
+    from annotate.pipeline.rounds import _round_or_fail
 
     if by not in GROUPINGS:
         raise ValueError(f"--by must be one of {', '.join(GROUPINGS)}")

@@ -112,7 +112,7 @@ def propose(votes: pd.DataFrame, rules: Rules, *, ds: pd.DataFrame | None = None
 
 def check_sample(resolved_ids: pd.Series, keys: pd.Series, share: float, seed: int) -> set[int]:
     """A seeded share (rounded up) of majority-resolved items for the expert's check."""
-    from annotate.routing import stable_uniform
+    from annotate.stats.sampling import stable_uniform
 
     if share <= 0 or len(resolved_ids) == 0:
         return set()
@@ -173,8 +173,8 @@ def decide(proposals: pd.DataFrame, votes: pd.DataFrame, expert: pd.DataFrame, r
 
 def dawid_skene_labels(votes: pd.DataFrame, annotators: list[str]) -> pd.DataFrame:
     """Dawid-Skene on harmful/safe/unsure votes: round_item_id -> ds_label, ds_posterior (all classes)."""
-    from annotate.agreement import dawid_skene
-    from annotate.agreement_report import label_matrix
+    from annotate.stats.agreement import dawid_skene
+    from annotate.pipeline.agreement import label_matrix
 
     if votes.empty:
         return pd.DataFrame(columns=["ds_label", "ds_posterior"])

@@ -57,7 +57,7 @@ def ls_connection(ws: Any) -> Connection:
             raise WorkspaceError(f"Label Studio is set to {url} but ANNOTATE_LS_TOKEN is not set. "
                                  "Export the server's API token as ANNOTATE_LS_TOKEN.")
         return Connection(url=url.rstrip("/"), token=token, source="env" if os.environ.get("ANNOTATE_LS_URL") else "config")
-    from annotate import ls_server
+    from annotate.labelstudio import server as ls_server
 
     status = ls_server.server_status(ls_data_dir(ws))
     if not status.running or not status.url:
@@ -70,14 +70,14 @@ def ls_connection(ws: Any) -> Connection:
 
 
 def gateway(ws: Any) -> Any:
-    from annotate.labelstudio import LabelStudioGateway
+    from annotate.labelstudio.gateway import LabelStudioGateway
 
     conn = ls_connection(ws)
     return LabelStudioGateway(conn.url, conn.token)
 
 
 def load_label_config(ws: Any) -> Any:
-    from annotate.labelconfig import parse_label_config
+    from annotate.labelstudio.labelconfig import parse_label_config
 
     path = ws.label_config_path
     try:
@@ -161,7 +161,7 @@ def route(ws: Any, store: Any, *, round_name: str, annotator_names: list[str], c
           seed: int, judge: str | None, dry_run: bool, to_file: bool,
           progress: Callable[[int, int], None] | None = None, prioritize: bool = False) -> RouteOutcome:
     """Select (or extend) a round's sample and send every item to every annotator's project."""
-    from annotate.routing import select_for_review
+    from annotate.stats.sampling import select_for_review
 
     if clear_per_cell < 0:
         raise InputError("--clear-per-cell must be 0 or more")
@@ -242,7 +242,7 @@ def _record_and_send(ws: Any, store: Any, gw: Any, outcome: RouteOutcome, *, exi
     if prioritize:
         # Review order only: which items were selected, and their inclusion probabilities, are
         # already fixed above.
-        from annotate.diagnostics_flow import ambiguity_priority
+        from annotate.pipeline.diagnose import ambiguity_priority
 
         priority = ambiguity_priority(store, judge, items.response_id.astype(int).tolist(), seed=seed)
         outcome.prioritized = True
@@ -265,7 +265,7 @@ def _import_pending(store: Any, gw: Any, project: dict[str, Any], who: str, pend
     """
     from concurrent.futures import ThreadPoolExecutor
 
-    from annotate.labelstudio import ImportOutcomeUnknown
+    from annotate.labelstudio.gateway import ImportOutcomeUnknown
 
     pid = int(project["project_id"])
     chunks = [pending.iloc[s:s + IMPORT_BATCH] for s in range(0, len(pending), IMPORT_BATCH)]
@@ -313,7 +313,7 @@ def _task_payload(text: tuple[str, str], ext_id: str) -> dict[str, Any]:
 def _send_to_annotator(ws: Any, store: Any, gw: Any, round_row: dict[str, Any], ann: Any, items: Any, *,
                        seed: int, to_file: bool, progress: Any, outcome: RouteOutcome,
                        priority: dict[int, float] | None = None) -> dict[str, int]:
-    from annotate.routing import task_order
+    from annotate.stats.sampling import task_order
 
     title = f"{round_row['name']} - {ann.pseudonym}"
     project = store.ls_project(round_row["id"], int(ann.id))
@@ -528,7 +528,7 @@ def _round_or_fail(store: Any, name: str | None) -> dict[str, Any]:
 
 def pull(ws: Any, store: Any, *, round_name: str | None, from_files: list[Path], annotator: str | None) -> PullOutcome:
     """Read annotations back (server export, or Label Studio JSON export files) into the store."""
-    from annotate.labelconfig import parse_label_config
+    from annotate.labelstudio.labelconfig import parse_label_config
 
     round_row = _round_or_fail(store, round_name)
     config = parse_label_config(round_row["label_config"], source=f"round {round_row['name']} label config")

@@ -25,7 +25,7 @@ from sqlalchemy.engine import Connection, Engine
 from sqlalchemy.exc import OperationalError, ProgrammingError
 from sqlmodel import SQLModel, create_engine
 
-from annotate import models
+from annotate.db import models
 from annotate.errors import StoreError
 
 SCHEMA_VERSION = 4

@@ -61,7 +61,7 @@ def workspace_options(fn: Callable[..., Any]) -> Callable[..., Any]:
 def _open(ctx: click.Context) -> tuple[Any, Any]:
     """(Workspace, Store) for the command's --workspace / --db."""
     from annotate.config import open_workspace
-    from annotate.store import open_store
+    from annotate.db.store import open_store
 
     ws = open_workspace(ctx.obj.get("workspace"), ctx.obj.get("db"))
     return ws, open_store(ws.db_url)
@@ -103,7 +103,7 @@ def init(ctx: click.Context, directory: Path | None, db: str | None) -> None:
       annotate init audit-2026q4
     """
     from annotate.config import resolve_db_url, resolve_root
-    from annotate.workspace import init_workspace
+    from annotate.pipeline.init import init_workspace
 
     root = resolve_root(directory or ctx.find_root().params.get("workspace"))
     url = resolve_db_url(root, db or ctx.find_root().params.get("db"))
@@ -243,8 +243,8 @@ def summary(ctx: click.Context, judge: str | None, as_json: bool) -> None:
       annotate summary
       annotate summary --judge gpt4 --json
     """
-    from annotate.render import pct, table
-    from annotate.summary import cell_shares, ranking_sensitivity
+    from annotate.cli._format import pct, table
+    from annotate.stats.shares import cell_shares, ranking_sensitivity
 
     ws, store = _open(ctx)
     try:
@@ -328,9 +328,9 @@ def ls_start(ctx: click.Context, port: int, host: str, timeout: float) -> None:
     Example:
       annotate ls start --port 8080
     """
-    from annotate import ls_server
+    from annotate.labelstudio import server as ls_server
     from annotate.config import open_workspace
-    from annotate.review import ls_data_dir
+    from annotate.pipeline.rounds import ls_data_dir
 
     ws = open_workspace(ctx.obj.get("workspace"), ctx.obj.get("db"))
     if host not in ("127.0.0.1", "localhost", "::1"):
@@ -353,9 +353,9 @@ def ls_stop(ctx: click.Context) -> None:
     Example:
       annotate ls stop
     """
-    from annotate import ls_server
+    from annotate.labelstudio import server as ls_server
     from annotate.config import open_workspace
-    from annotate.review import ls_data_dir
+    from annotate.pipeline.rounds import ls_data_dir
 
     ws = open_workspace(ctx.obj.get("workspace"), ctx.obj.get("db"))
     stopped = ls_server.stop_server(ls_data_dir(ws))
@@ -374,9 +374,9 @@ def ls_status(ctx: click.Context, as_json: bool) -> None:
     """
     import os
 
-    from annotate import ls_server
+    from annotate.labelstudio import server as ls_server
     from annotate.config import open_workspace
-    from annotate.review import ls_data_dir
+    from annotate.pipeline.rounds import ls_data_dir
 
     ws = open_workspace(ctx.obj.get("workspace"), ctx.obj.get("db"))
     external = os.environ.get("ANNOTATE_LS_URL") or ws.setting("labelstudio", "url")
@@ -427,7 +427,7 @@ def annotators_add(ctx: click.Context, email: str, name: str | None, expert: boo
     Example:
       annotate annotators add ana@example.org --name "Ana"
     """
-    from annotate.review import add_annotator
+    from annotate.pipeline.rounds import add_annotator
 
     ws, store = _open(ctx)
     try:
@@ -453,7 +453,7 @@ def annotators_list(ctx: click.Context, as_json: bool, show_emails: bool) -> Non
     Example:
       annotate annotators list
     """
-    from annotate.render import table
+    from annotate.cli._format import table
 
     ws, store = _open(ctx)
     try:
@@ -499,8 +499,8 @@ def route(ctx: click.Context, round_name: str, annotators: str, clear_per_cell: 
       annotate route --round r1 --annotators A1,A2,A3 --clear-per-cell 25 --seed 7 --dry-run
       annotate route --round r1 --annotators A1,A2,A3 --clear-per-cell 25 --seed 7
     """
-    from annotate.render import table
-    from annotate.review import route as do_route
+    from annotate.cli._format import table
+    from annotate.pipeline.rounds import route as do_route
 
     ws, store = _open(ctx)
     names = [a.strip() for a in annotators.split(",") if a.strip()]
@@ -570,8 +570,8 @@ def pull(ctx: click.Context, round_name: str | None, from_files: tuple[Path, ...
       annotate pull --round r1
       annotate pull --round r1 --from-file export-A1.json --annotator A1
     """
-    from annotate.render import table
-    from annotate.review import pull as do_pull
+    from annotate.cli._format import table
+    from annotate.pipeline.rounds import pull as do_pull
 
     ws, store = _open(ctx)
     try:
@@ -602,8 +602,8 @@ def status(ctx: click.Context, round_name: str | None, show_quarantine: bool, as
     Example:
       annotate status --round r1
     """
-    from annotate.render import table
-    from annotate.review import status_table
+    from annotate.cli._format import table
+    from annotate.pipeline.rounds import status_table
 
     ws, store = _open(ctx)
     try:
@@ -661,8 +661,8 @@ def agreement(ctx: click.Context, round_name: str | None, by: str, label_set: st
       annotate agreement --round r1
       annotate agreement --round r1 --by benchmark --json
     """
-    from annotate.agreement_report import Thresholds, agreement_report
-    from annotate.render import table
+    from annotate.pipeline.agreement import Thresholds, agreement_report
+    from annotate.cli._format import table
 
     ws, store = _open(ctx)
     cfg = ws.settings.get("agreement", {})
@@ -728,7 +728,7 @@ def adjudicate(ctx: click.Context, round_name: str, policy: str, expert: str | N
       annotate adjudicate --round r1 --expert E1
       annotate pull --round r1 && annotate adjudicate --round r1 --expert E1
     """
-    from annotate.expert import adjudicate as do_adjudicate
+    from annotate.pipeline.adjudicate import adjudicate as do_adjudicate
 
     ws, store = _open(ctx)
     try:
@@ -779,7 +779,7 @@ def gold(ctx: click.Context, round_name: str, path: Path) -> None:
     Example:
       annotate gold --round r1 gold.csv
     """
-    from annotate.review import set_gold
+    from annotate.pipeline.rounds import set_gold
 
     ws, store = _open(ctx)
     try:
@@ -830,8 +830,8 @@ def score(ctx: click.Context, round_names: tuple[str, ...], treatments: str | No
       annotate score --round r1
       annotate score --round r1 --by benchmark --estimand general --json
     """
-    from annotate.render import table
-    from annotate.scores_flow import score_from_store
+    from annotate.cli._format import table
+    from annotate.pipeline.score import score_from_store
 
     ws, store = _open(ctx)
     try:
@@ -930,8 +930,8 @@ def plan_cmd(ctx: click.Context, target_se: float, round_names: tuple[str, ...],
     Example:
       annotate plan --target-se 0.02
     """
-    from annotate.render import table
-    from annotate.scores_flow import plan
+    from annotate.cli._format import table
+    from annotate.pipeline.score import plan
 
     if target_se <= 0:
         from annotate.errors import InputError
@@ -977,7 +977,7 @@ def export_cmd(ctx: click.Context, name: str, round_names: tuple[str, ...], draw
       annotate export audit-2026q4 --round r1
       annotate verify exports/audit-2026q4
     """
-    from annotate.export import export
+    from annotate.pipeline.export import export
 
     ws, store = _open(ctx)
     try:
@@ -1009,7 +1009,7 @@ def verify(path: Path, as_json: bool) -> None:
     Example:
       annotate verify exports/audit-2026q4
     """
-    from annotate.export import verify as do_verify
+    from annotate.pipeline.export import verify as do_verify
 
     out = do_verify(path)
     if as_json:
@@ -1047,7 +1047,7 @@ def demo(directory: Path | None, offline: bool, keep_server: bool, port: int | N
       annotate demo --offline --dir demo-ws
       annotate demo --keep-server
     """
-    from annotate.demo import run_demo
+    from annotate.pipeline.demo import run_demo
 
     result = run_demo(directory, offline=offline, keep_server=keep_server, port=port, echo=click.echo)
     click.echo("")
@@ -1092,9 +1092,9 @@ def diagnose(ctx: click.Context, judge: str | None, by: str | None, null_band: s
       annotate diagnose
       annotate diagnose --by benchmark --json
     """
-    from annotate.diagnostics_flow import diagnose as do_diagnose
+    from annotate.pipeline.diagnose import diagnose as do_diagnose
     from annotate.errors import InputError
-    from annotate.render import table
+    from annotate.cli._format import table
 
     try:
         lo, hi = (float(x) for x in null_band.split(","))

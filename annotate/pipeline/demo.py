@@ -79,13 +79,13 @@ def run_demo(directory: Path | None, *, offline: bool, keep_server: bool, echo: 
              port: int | None = None, seed_from: Path | None = None) -> DemoResult:
     """Run the demo. ``seed_from`` (tests) starts Label Studio from a copy of a migrated data dir."""
 
-    from annotate import ls_server
+    from annotate.labelstudio import server as ls_server
     from annotate.config import open_workspace
     from annotate.ingest import ingest_paths
     from annotate.ingest.rubric import Rubric
-    from annotate.review import add_annotator, ls_data_dir, pull, route
-    from annotate.store import open_store
-    from annotate.workspace import init_workspace
+    from annotate.pipeline.rounds import add_annotator, ls_data_dir, pull, route
+    from annotate.db.store import open_store
+    from annotate.pipeline.init import init_workspace
     from annotate.config import default_db_url
 
     started = time.perf_counter()
@@ -136,7 +136,7 @@ def run_demo(directory: Path | None, *, offline: bool, keep_server: bool, echo: 
         echo(f"[5/10] replayed the two real XSTest annotations as A1 and A2 and pulled {n_labels} labels back"
              + ("" if pulled is None else " from Label Studio"))
 
-        from annotate.agreement_report import agreement_report
+        from annotate.pipeline.agreement import agreement_report
 
         report = agreement_report(store, round_name=ROUND, by="stratum", n_boot=1000, seed=SEED)
         pooled = next(g for g in report["groups"] if g["pooled"] and g["labels"] == "3-way")
@@ -146,7 +146,7 @@ def run_demo(directory: Path | None, *, offline: bool, keep_server: bool, echo: 
              f"[{pooled['alpha_ci'][0]:.3f}, {pooled['alpha_ci'][1]:.3f}] from the pulled labels; "
              f"{result.alpha_direct:.4f} computed directly from the CSV columns")
 
-        from annotate.expert import adjudicate
+        from annotate.pipeline.adjudicate import adjudicate
 
         first = adjudicate(ws, store, round_name=ROUND, policy="escalate", expert="E1", to_file=offline)
         _replay(ws, store, round_row, items, {"E1": "final_label"}, offline=offline, only_expert_tasks=True)
@@ -163,7 +163,7 @@ def run_demo(directory: Path | None, *, offline: bool, keep_server: bool, echo: 
         result.final_matches = int((ours == labels.final_label_xstest).sum())
         result.final_total = len(labels)
 
-        from annotate.scores_flow import score_from_store
+        from annotate.pipeline.score import score_from_store
 
         scored, _, _ = score_from_store(store, (ROUND,), seed=SEED)
         overall = scored.scores[scored.scores.benchmark == "ALL"]
@@ -174,7 +174,7 @@ def run_demo(directory: Path | None, *, offline: bool, keep_server: bool, echo: 
              f"{int(moved.max_rank_shift.max() or 0)} place(s) against the corrected one "
              f"({int(moved.flips.sum())} flipped pairs, {int(moved.credible_flips.sum())} credible)")
 
-        from annotate.export import export, verify
+        from annotate.pipeline.export import export, verify
 
         out = export(ws, store, EXPORT, round_names=(ROUND,), seed=SEED, argv=["annotate", "demo"])
         result.export, result.report = out.path, out.report
@@ -206,8 +206,8 @@ def direct_alpha(items: Any) -> float:
 def _replay(ws: Any, store: Any, round_row: dict[str, Any], items: Any, who: dict[str, str], *, offline: bool,
             only_expert_tasks: bool = False) -> None:
     """Submit each routed response's XSTest label as the given annotators' annotations."""
-    from annotate.labelconfig import choices_result
-    from annotate.review import gateway, pull
+    from annotate.labelstudio.labelconfig import choices_result
+    from annotate.pipeline.rounds import gateway, pull
 
     projects = store.ls_projects(int(round_row["id"])).set_index("pseudonym")
     team = store.annotators().set_index("pseudonym")

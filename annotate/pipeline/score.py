@@ -1,7 +1,7 @@
 """`annotate score` and `annotate plan`: corrected scores and rankings from a reviewed round.
 
 ``score_tables(labels, design)`` is the whole computation from the two audit tables (see
-``annotate.audit``): the export writes the same tables, so ``annotate verify`` re-derives an
+``annotate.pipeline.audit``): the export writes the same tables, so ``annotate verify`` re-derives an
 export's scores from its own files with this same function.
 """
 
@@ -33,9 +33,9 @@ class ScoreOutput:
 def score_tables(labels: pd.DataFrame, design_doc: dict[str, Any], *, draws: int = 4000, seed: int = 0,
                  min_reviewed: int = 10, estimand: str = "fixed", confidence: float = 0.95) -> ScoreOutput:
     """Corrected scores under every treatment and the ranking analysis (pure)."""
-    from annotate.audit import strata_table
-    from annotate.ranking import rank_stability
-    from annotate.scoring import corrected_scores
+    from annotate.pipeline.audit import strata_table
+    from annotate.stats.ranking import rank_stability
+    from annotate.stats.scoring import corrected_scores
 
     if estimand not in ("fixed", "general"):
         raise ValueError("estimand must be 'fixed' or 'general'")
@@ -98,7 +98,7 @@ def score_tables(labels: pd.DataFrame, design_doc: dict[str, Any], *, draws: int
 
 
 def _treatment_order(col: pd.Series) -> pd.Series:
-    from annotate.scoring import TREATMENTS
+    from annotate.stats.scoring import TREATMENTS
 
     if col.name == "treatment":
         order = {t: i for i, t in enumerate(TREATMENTS)}
@@ -126,7 +126,7 @@ def rounds_to_score(store: Any, names: tuple[str, ...]) -> list[str]:
 
 
 def score_from_store(store: Any, names: tuple[str, ...], **kwargs: Any) -> tuple[ScoreOutput, pd.DataFrame, dict[str, Any]]:
-    from annotate.audit import design, labels_frame
+    from annotate.pipeline.audit import design, labels_frame
 
     rounds = rounds_to_score(store, names)
     labels = labels_frame(store, rounds)
@@ -141,11 +141,11 @@ def plan(store: Any, names: tuple[str, ...], target_se: float, *, min_per_stratu
     Uses the judge-label populations of a round's design when a round exists, else the judge
     labels in the store (for planning the first round).
     """
-    from annotate.scoring import plan_allocation
+    from annotate.stats.scoring import plan_allocation
 
     rounds = store.rounds()
     if len(rounds):
-        from annotate.audit import design, labels_frame, strata_table
+        from annotate.pipeline.audit import design, labels_frame, strata_table
 
         chosen = rounds_to_score(store, names)
         strata = strata_table(labels_frame(store, chosen), design(store, chosen))

@@ -65,7 +65,7 @@ class AdjudicationOutcome:
 
 
 def rules_from_settings(ws: Any, policy: str) -> Any:
-    from annotate.adjudication import Rules
+    from annotate.stats.adjudication import Rules
 
     cfg = ws.settings.get("adjudication", {})
     ds = cfg.get("ds_min_posterior", 0.9)
@@ -79,10 +79,10 @@ def rules_from_settings(ws: Any, policy: str) -> Any:
 def adjudicate(ws: Any, store: Any, *, round_name: str, policy: str, expert: str | None, to_file: bool) -> AdjudicationOutcome:
     import pandas as pd
 
-    from annotate.adjudication import check_sample, dawid_skene_labels, decide, propose
-    from annotate.agreement import cohen_kappa
-    from annotate.agreement_report import current_labels
-    from annotate.review import _round_or_fail
+    from annotate.stats.adjudication import check_sample, dawid_skene_labels, decide, propose
+    from annotate.stats.agreement import cohen_kappa
+    from annotate.pipeline.agreement import current_labels
+    from annotate.pipeline.rounds import _round_or_fail
 
     rules = rules_from_settings(ws, policy)
     round_row = _round_or_fail(store, round_name)
@@ -178,7 +178,7 @@ def _check_agreement(proposals: Any, expert_labels: Any, check_ids: set[int], co
 
 def _send_to_expert(ws: Any, store: Any, round_row: dict[str, Any], expert: Any, items: Any, annotations: Any,
                     new: dict[int, tuple[str, str]], *, to_file: bool, outcome: AdjudicationOutcome) -> int:
-    from annotate.review import gateway
+    from annotate.pipeline.rounds import gateway
 
     round_id = int(round_row["id"])
     project = store.ls_project(round_id, int(expert.id))
@@ -205,7 +205,7 @@ def _send_to_expert(ws: Any, store: Any, round_row: dict[str, Any], expert: Any,
                                 "kind": new[i][0], "reason": new[i][1] or ""} for i in fresh])
         tasks = store.ls_tasks(int(project["id"]))
         reviewers = set(json.loads(round_row["annotators"]))
-        from annotate.agreement_report import current_labels
+        from annotate.pipeline.agreement import current_labels
 
         votes = current_labels(annotations, reviewers)
 

@@ -22,7 +22,7 @@ def packaged(name: str) -> str:
 
 def init_workspace(root: Path, db_url: str) -> tuple[list[Path], list[Path]]:
     """Create the workspace files that are missing; return (created, kept)."""
-    from annotate.store import open_store
+    from annotate.db.store import open_store
 
     created: list[Path] = []
     kept: list[Path] = []

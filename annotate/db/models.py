@@ -1,4 +1,4 @@
-"""Database tables (SQLModel). Definitions only: every query lives in ``annotate.store``.
+"""Database tables (SQLModel). Definitions only: every query lives in ``annotate.db.store``.
 
 Schema version 1 (the foundation): ingested responses, the source files they came from, the
 ingest runs, and the history of replaced responses.
@@ -313,7 +313,7 @@ class Escalation(SQLModel, table=True):
 
 
 class ResponseFeature(SQLModel, table=True):
-    """Text features of a response (annotate.correlates), computed once."""
+    """Text features of a response (annotate.stats.correlates), computed once."""
 
     __tablename__ = "response_feature"
 

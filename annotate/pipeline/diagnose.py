@@ -4,7 +4,7 @@ Text features are computed once per response and stored (``response_feature``); 
 compute only the responses ingested since, with the stored ones as context so the corpus-level
 parts (the cross-fitted bigram model, TF-IDF weights) match a full recomputation. The logistic
 regression of "the judge said ambiguous" on the standardised features, with model and benchmark
-fixed effects and prompt-clustered standard errors, is ``annotate.correlates``.
+fixed effects and prompt-clustered standard errors, is ``annotate.stats.correlates``.
 """
 
 from __future__ import annotations
@@ -14,7 +14,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-FEATURES_VERSION = "1"  # bump when annotate.correlates changes what a feature means
+FEATURES_VERSION = "1"  # bump when annotate.stats.correlates changes what a feature means
 MIN_HUMAN_ROWS = 30  # human-labelled judge-ambiguous responses needed before that regression is fitted
 
 
@@ -35,7 +35,7 @@ def _judge(store: Any, judge: str | None) -> str:
 
 def features_for(store: Any, judge: str) -> pd.DataFrame:
     """The judge's responses with their features; computes and stores what is missing."""
-    from annotate.correlates import compute_features
+    from annotate.stats.correlates import compute_features
 
     responses = store.responses_for_diagnosis(judge)
     stored = store.stored_features(FEATURES_VERSION)
@@ -51,7 +51,7 @@ def features_for(store: Any, judge: str) -> pd.DataFrame:
 
 
 def fit(frame: pd.DataFrame, *, null_band: tuple[float, float], seed: int = 0) -> Any:
-    from annotate.correlates import fit_ambiguity_model
+    from annotate.stats.correlates import fit_ambiguity_model
 
     return fit_ambiguity_model(frame, (frame.judge_label == "ambiguous").astype(int).to_numpy(),
                                frame.model.to_numpy(), frame.benchmark.to_numpy(),
@@ -60,7 +60,7 @@ def fit(frame: pd.DataFrame, *, null_band: tuple[float, float], seed: int = 0) -
 
 
 def _result_dict(res: Any, outcome: str) -> dict[str, Any]:
-    from annotate.correlates import compare_with_study
+    from annotate.stats.correlates import compare_with_study
 
     table = res.table.replace({np.nan: None}).to_dict("records")
     study = compare_with_study(res).replace({np.nan: None}).to_dict("records")
@@ -89,7 +89,7 @@ def human_labels(store: Any) -> pd.Series:
 
 def diagnose(store: Any, *, judge: str | None, by: str | None, null_band: tuple[float, float],
              seed: int = 0) -> dict[str, Any]:
-    from annotate.correlates import fit_human_harmful_model
+    from annotate.stats.correlates import fit_human_harmful_model
 
     judge = _judge(store, judge)
     frame = features_for(store, judge)

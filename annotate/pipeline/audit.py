@@ -27,8 +27,8 @@ def stratum_key(judge_label: str, wave: int) -> str:
 
 def labels_frame(store: Any, round_names: list[str]) -> pd.DataFrame:
     """One row per routed response of the rounds (labels.csv). Annotator columns by pseudonym."""
-    from annotate.adjudication import dawid_skene_labels
-    from annotate.agreement_report import current_labels
+    from annotate.stats.adjudication import dawid_skene_labels
+    from annotate.pipeline.agreement import current_labels
 
     frames = []
     pseudonyms: list[str] = []

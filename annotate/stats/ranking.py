@@ -1,7 +1,7 @@
 """Ranking stability: how much a leaderboard depends on the treatment of ambiguous verdicts.
 
 Pure, vectorised and deterministic (no randomness here: the posterior draws come from
-:func:`annotate.scoring.corrected_scores`, which is seeded). methods.md section 5.
+:func:`annotate.stats.scoring.corrected_scores`, which is seeded). methods.md section 5.
 
 Conventions
 -----------
@@ -453,7 +453,7 @@ def rank_stability(
 
 
 def ranking_from_scores(scores: Any, *, benchmark: Any = None, **kwargs: Any) -> RankingResult:
-    """:func:`rank_stability` on a :class:`annotate.scoring.ScoreResult`.
+    """:func:`rank_stability` on a :class:`annotate.stats.scoring.ScoreResult`.
 
     Parameters
     ----------
