@@ -28,6 +28,7 @@ CATEGORIES = ("harmful", "safe", "unsure")
 
 from timing import median_time  # bench/timing.py (the script's folder is on sys.path)
 
+
 def simulate(
     n_units: int,
     seed: int,
@@ -47,8 +48,6 @@ def simulate(
     return labels
 
 
-
-
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--units", type=int, default=100_000)
@@ -64,14 +63,10 @@ def main() -> None:
     counts = ag.counts_from_codes(labels, 3)
 
     rows: list[tuple[str, float]] = []
-    t_kr, kr_value = median_time(
-        lambda: krippendorff.alpha(reliability_data=rel, level_of_measurement="nominal"), R
-    )
+    t_kr, kr_value = median_time(lambda: krippendorff.alpha(reliability_data=rel, level_of_measurement="nominal"), R)
     rows.append(("krippendorff.alpha, nominal (1 call, no CI)", t_kr))
 
-    t_counts, _ = median_time(
-        lambda: ag.counts_from_reliability_data(rel, categories=[0.0, 1.0, 2.0]), R
-    )
+    t_counts, _ = median_time(lambda: ag.counts_from_reliability_data(rel, categories=[0.0, 1.0, 2.0]), R)
     rows.append(("counts from (J, U) reliability data", t_counts))
     t_point, point = median_time(lambda: ag.krippendorff_alpha(counts, n_boot=0), R)
     rows.append(("alpha point + jackknife SE", t_point))
@@ -92,9 +87,7 @@ def main() -> None:
 
     t_all, _ = median_time(headline, R)
     rows.append(("counts + alpha/CI + AC1/CI + Fleiss/CI (one pass)", t_all))
-    t_sum, summary = median_time(
-        lambda: ag.agreement_summary(counts, CATEGORIES, n_boot=B, seed=0), R
-    )
+    t_sum, summary = median_time(lambda: ag.agreement_summary(counts, CATEGORIES, n_boot=B, seed=0), R)
     rows.append(("agreement_summary (all coefficients, all CIs)", t_sum))
 
     ds_labels = simulate(args.ds_units, seed=7)
@@ -112,10 +105,7 @@ def main() -> None:
         print(f"{name:<{width}}  {t * 1e3:7.1f} ms  {t / t_kr:14.2f}")
 
     print("\nchecks")
-    print(
-        f"  alpha: ours {point.value:.15f}  krippendorff {kr_value:.15f}  "
-        f"|diff| {abs(point.value - kr_value):.1e}"
-    )
+    print(f"  alpha: ours {point.value:.15f}  krippendorff {kr_value:.15f}  |diff| {abs(point.value - kr_value):.1e}")
     print(
         f"  alpha 95% CI ({alpha.ci_low:.4f}, {alpha.ci_high:.4f}); "
         f"SE boot {alpha.se:.5f} / jackknife {alpha.se_jackknife:.5f}; "
@@ -127,15 +117,11 @@ def main() -> None:
     )
     print(
         f"  Dawid-Skene: {ds.n_iter} iterations, converged={ds.converged}; "
-        "diag(confusion) per annotator: "
-        + ", ".join(np.array2string(np.diag(c), precision=3) for c in ds.confusion)
+        "diag(confusion) per annotator: " + ", ".join(np.array2string(np.diag(c), precision=3) for c in ds.confusion)
     )
     ok_ratio = t_boot / t_kr <= 5
     print("\ntargets")
-    print(
-        f"  bootstrap interval <= 5 krippendorff calls: {t_boot / t_kr:.2f}x  "
-        f"-> {'OK' if ok_ratio else 'MISSED'}"
-    )
+    print(f"  bootstrap interval <= 5 krippendorff calls: {t_boot / t_kr:.2f}x  -> {'OK' if ok_ratio else 'MISSED'}")
     print(f"  Dawid-Skene 60k x 3 < 10 s: {t_ds:.2f} s  -> {'OK' if t_ds < 10 else 'MISSED'}")
     _ = summary
 

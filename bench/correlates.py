@@ -67,8 +67,9 @@ def synthesise(n_responses: int, words_per_response: int, seed: int) -> pd.DataF
     models = [f"model-{i:02d}" for i in range(N_MODELS)]
     benchmarks = [f"bench-{j}" for j in range(N_BENCHMARKS)]
 
-    prompt_words = [" ".join(rng.choice(common, size=rng.integers(8, 25), p=base_p)).capitalize() + "?"
-                    for _ in range(n_prompts)]
+    prompt_words = [
+        " ".join(rng.choice(common, size=rng.integers(8, 25), p=base_p)).capitalize() + "?" for _ in range(n_prompts)
+    ]
     rows = []
     rid = 0
     puncts = np.array([".", ".", ".", "!", "?"], dtype=object)
@@ -88,7 +89,7 @@ def synthesise(n_responses: int, words_per_response: int, seed: int) -> pd.DataF
         toks = toks.tolist()
         starts = np.concatenate([[0], np.cumsum(lens)])
         for k in range(n_here):
-            words = toks[starts[k]:starts[k + 1]]
+            words = toks[starts[k] : starts[k + 1]]
             echo = prompt_words[k].rstrip("?").lower().split()
             for _ in range(int(rng.integers(0, 6))):  # repeat a few prompt words
                 words[int(rng.integers(0, len(words)))] = echo[int(rng.integers(0, len(echo)))]
@@ -99,8 +100,9 @@ def synthesise(n_responses: int, words_per_response: int, seed: int) -> pd.DataF
             for a, b, end in zip(cuts[:-1], cuts[1:], ends, strict=True):
                 sent = " ".join(words[a:b])
                 sentences.append(sent[:1].upper() + sent[1:] + end)
-            rows.append((f"r{rid:07d}", model, benchmarks[k % N_BENCHMARKS], f"p{k:05d}", prompt_words[k],
-                         " ".join(sentences)))
+            rows.append(
+                (f"r{rid:07d}", model, benchmarks[k % N_BENCHMARKS], f"p{k:05d}", prompt_words[k], " ".join(sentences))
+            )
             rid += 1
     return pd.DataFrame(rows, columns=["response_id", "model", "benchmark", "prompt_id", "prompt", "response"])
 
@@ -142,19 +144,34 @@ def child(path: str, chunk_size: int, seed: int) -> None:
     res = co.fit_ambiguity_model(feats, y, frame["model"], frame["benchmark"], frame["prompt_id"])
     t_fit = time.perf_counter() - t0
     table = res.table.assign(true_or=res.table["feature"].map(TRUE_OR))
-    json.dump({
-        "n": len(frame), "tokens": int(n_tok), "mean_words": float(feats["n_tokens"].mean()),
-        "t_features": t_features, "t_tokenise": t_tokenise, "t_fit": t_fit,
-        "rss_input_gib": rss_input, "rss_peak_gib": rss_features,
-        "feature_steps": feats.attrs.get("timings", {}), "fit_steps": res.timings,
-        "load_end": os.getloadavg()[0],
-        "events": res.n_events, "auc_features": res.auc_features, "auc_fe": res.auc_fixed_effects,
-        "auc_both": res.auc_combined,
-        "table": table[["feature", "true_or", "odds_ratio", "ci_low", "ci_high", "p_holm", "vif", "verdict"]]
-        .to_dict("records"),
-        "feature_summary": feats.drop(columns=["response_id"]).describe().T[["mean", "std", "min", "max"]]
-        .round(3).to_dict("index"),
-    }, sys.stdout)
+    json.dump(
+        {
+            "n": len(frame),
+            "tokens": int(n_tok),
+            "mean_words": float(feats["n_tokens"].mean()),
+            "t_features": t_features,
+            "t_tokenise": t_tokenise,
+            "t_fit": t_fit,
+            "rss_input_gib": rss_input,
+            "rss_peak_gib": rss_features,
+            "feature_steps": feats.attrs.get("timings", {}),
+            "fit_steps": res.timings,
+            "load_end": os.getloadavg()[0],
+            "events": res.n_events,
+            "auc_features": res.auc_features,
+            "auc_fe": res.auc_fixed_effects,
+            "auc_both": res.auc_combined,
+            "table": table[
+                ["feature", "true_or", "odds_ratio", "ci_low", "ci_high", "p_holm", "vif", "verdict"]
+            ].to_dict("records"),
+            "feature_summary": feats.drop(columns=["response_id"])
+            .describe()
+            .T[["mean", "std", "min", "max"]]
+            .round(3)
+            .to_dict("index"),
+        },
+        sys.stdout,
+    )
 
 
 def main() -> None:
@@ -177,8 +194,12 @@ def main() -> None:
         with open(path, "wb") as fh:
             pickle.dump(frame, fh, protocol=pickle.HIGHEST_PROTOCOL)
         del frame
-        proc = subprocess.run([sys.executable, __file__, "--child", path, "--chunk-size", str(args.chunk_size),
-                               "--seed", str(args.seed)], capture_output=True, text=True, check=False)
+        proc = subprocess.run(
+            [sys.executable, __file__, "--child", path, "--chunk-size", str(args.chunk_size), "--seed", str(args.seed)],
+            capture_output=True,
+            text=True,
+            check=False,
+        )
     if proc.returncode != 0:
         sys.stderr.write(proc.stderr)
         raise SystemExit(proc.returncode)
@@ -188,8 +209,10 @@ def main() -> None:
         flag = "" if ok is None else ("ok" if ok else "MISSED")
         print(f"{what:<44} {value:>14}  {target:>10}  {flag}")
 
-    print(f"\n{r['n']:,} responses, {r['tokens']:,} tokens (mean {r['mean_words']:.0f} per response), "
-          f"chunk size {args.chunk_size:,}; 2 cores")
+    print(
+        f"\n{r['n']:,} responses, {r['tokens']:,} tokens (mean {r['mean_words']:.0f} per response), "
+        f"chunk size {args.chunk_size:,}; 2 cores"
+    )
     print(f"{'':<44} {'measured':>14}  {'target':>10}")
     row("compute_features", f"{r['t_features']:.1f} s", "< 180 s", r["t_features"] < 180)
     row("  bare tokenisation of the same texts", f"{r['t_tokenise']:.1f} s", "", None)
@@ -202,8 +225,10 @@ def main() -> None:
     steps = ", ".join(f"{k} {v:.2f}" for k, v in r["fit_steps"].items())
     print(f"fit steps (s): {steps}")
     print(f"1-min load average when the run ended: {r['load_end']:.2f} (2 cores; other jobs inflate every time)")
-    print(f"\nsimulated outcome: {r['events']:,} events; CV AUC features {r['auc_features']:.3f}, "
-          f"fixed effects {r['auc_fe']:.3f}, both {r['auc_both']:.3f}")
+    print(
+        f"\nsimulated outcome: {r['events']:,} events; CV AUC features {r['auc_features']:.3f}, "
+        f"fixed effects {r['auc_fe']:.3f}, both {r['auc_both']:.3f}"
+    )
     t = pd.DataFrame(r["table"])
     with pd.option_context("display.width", 200, "display.float_format", "{:.3g}".format):
         print(t.to_string(index=False))

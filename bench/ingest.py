@@ -29,9 +29,11 @@ import tempfile
 import time
 from pathlib import Path
 
-WORDS = ("the model said that it would not help with this request because the safety policy forbids "
-         "instructions for dangerous chemistry weapons malware fraud however here is some general "
-         "information about history science and cooking recipes with careful steps and notes").split()
+WORDS = (
+    "the model said that it would not help with this request because the safety policy forbids "
+    "instructions for dangerous chemistry weapons malware fraud however here is some general "
+    "information about history science and cooking recipes with careful steps and notes"
+).split()
 
 
 def generate(path: Path, rows: int, seed: int = 0) -> None:
@@ -45,8 +47,8 @@ def generate(path: Path, rows: int, seed: int = 0) -> None:
                 "model": f"model-{i % 26}",
                 "benchmark": f"bench-{(i // 26) % 5}",
                 "prompt_id": f"p{i // 130}",
-                "prompt": f"{i} " + text[(i * 7) % 1000:(i * 7) % 1000 + 195],
-                "response": f"{i} " + text[(i * 13) % 500:(i * 13) % 500 + 1495],
+                "prompt": f"{i} " + text[(i * 7) % 1000 : (i * 7) % 1000 + 195],
+                "response": f"{i} " + text[(i * 13) % 500 : (i * 13) % 500 + 1495],
                 "judge_label": labels[i % 5],
                 "judge": "judge-x",
                 "category": f"cat-{i % 7}",
@@ -80,10 +82,12 @@ print(n)
 
 
 def measure(cmd: list[str]) -> tuple[float, float]:
-    wrapper = ("import resource, subprocess, sys, time, json; t=time.perf_counter(); "
-               "r=subprocess.run(sys.argv[1:], capture_output=True, text=True); "
-               "e=time.perf_counter()-t; "
-               "print(json.dumps({'rc': r.returncode, 's': e, 'rss': resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss / 1024, 'err': r.stderr[-3000:], 'out': r.stdout[-3000:]}))")
+    wrapper = (
+        "import resource, subprocess, sys, time, json; t=time.perf_counter(); "
+        "r=subprocess.run(sys.argv[1:], capture_output=True, text=True); "
+        "e=time.perf_counter()-t; "
+        "print(json.dumps({'rc': r.returncode, 's': e, 'rss': resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss / 1024, 'err': r.stderr[-3000:], 'out': r.stdout[-3000:]}))"
+    )
     proc = subprocess.run([sys.executable, "-c", wrapper, *cmd], capture_output=True, text=True)
     info = json.loads(proc.stdout)
     if info["rc"] != 0:
@@ -105,7 +109,9 @@ def main() -> None:
         if not data.exists():
             t = time.perf_counter()
             generate(data, args.rows)
-            print(f"generated {args.rows:,} rows, {data.stat().st_size / 2**20:,.0f} MiB in {time.perf_counter() - t:.1f} s")
+            print(
+                f"generated {args.rows:,} rows, {data.stat().st_size / 2**20:,.0f} MiB in {time.perf_counter() - t:.1f} s"
+            )
         base_db = scratch / "baseline.db"
         for p in scratch.glob("baseline.db*"):
             p.unlink()

@@ -28,15 +28,28 @@ from pathlib import Path
 
 
 def rows(n: int, model: str = "bench-model", judge: str = "j") -> list[dict]:
-    text = ("The assistant explains the general chemistry of household products and declines to give "
-            "quantities or procedures that could be misused. ") * 10
-    return [{"model": model, "benchmark": "bench", "prompt_id": f"p{i}", "prompt": f"Prompt {i}: " + text[:190],
-             "response": f"Response {i}: " + text[:1490], "judge_label": "ambiguous", "judge": judge} for i in range(n)]
+    text = (
+        "The assistant explains the general chemistry of household products and declines to give "
+        "quantities or procedures that could be misused. "
+    ) * 10
+    return [
+        {
+            "model": model,
+            "benchmark": "bench",
+            "prompt_id": f"p{i}",
+            "prompt": f"Prompt {i}: " + text[:190],
+            "response": f"Response {i}: " + text[:1490],
+            "judge_label": "ambiguous",
+            "judge": judge,
+        }
+        for i in range(n)
+    ]
 
 
 def annotate(ws: Path, *args: str) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "annotate", "-w", str(ws), *args], capture_output=True, text=True,
-                          check=False)
+    return subprocess.run(
+        [sys.executable, "-m", "annotate", "-w", str(ws), *args], capture_output=True, text=True, check=False
+    )
 
 
 def must(proc: subprocess.CompletedProcess) -> str:
@@ -52,11 +65,11 @@ def main() -> None:
     ap.add_argument("--port", type=int, default=8095)
     args = ap.parse_args()
 
-    from annotate.labelstudio import server as ls_server
     from annotate.config import open_workspace
-    from annotate.labelstudio.labelconfig import choices_result
-    from annotate.labelstudio.gateway import LabelStudioGateway
     from annotate.db.store import open_store
+    from annotate.labelstudio import server as ls_server
+    from annotate.labelstudio.gateway import LabelStudioGateway
+    from annotate.labelstudio.labelconfig import choices_result
 
     scratch = Path(tempfile.mkdtemp(prefix="annotate-lsbench-"))
     ws = scratch / "ws"
@@ -70,8 +83,13 @@ def main() -> None:
         config = (ws / "label_config.xml").read_text()
         # -- raw import: Label Studio's own rate ------------------------------------------------
         n = args.route_tasks
-        payload = [{"data": {"prompt": r["prompt"], "response": r["response"], "ext_id": f"raw{i}"},
-                    "meta": {"ext_id": f"raw{i}"}} for i, r in enumerate(rows(n, "raw"))]
+        payload = [
+            {
+                "data": {"prompt": r["prompt"], "response": r["response"], "ext_id": f"raw{i}"},
+                "meta": {"ext_id": f"raw{i}"},
+            }
+            for i, r in enumerate(rows(n, "raw"))
+        ]
         pid = gw.create_project(title="raw import", label_config=config, instructions="")
         t = time.perf_counter()
         ids = gw.import_tasks(pid, payload)
@@ -84,8 +102,11 @@ def main() -> None:
         must(annotate(ws, "ingest", str(path)))
         must(annotate(ws, "annotators", "add", "bench-a1@example.org"))
         t = time.perf_counter()
-        out = must(annotate(ws, "route", "--round", "bench", "--annotators", "A1", "--clear-per-cell", "0",
-                            "--judge", "j", "--json"))
+        out = must(
+            annotate(
+                ws, "route", "--round", "bench", "--annotators", "A1", "--clear-per-cell", "0", "--judge", "j", "--json"
+            )
+        )
         route_s = time.perf_counter() - t
         assert json.loads(out)["annotators"]["A1"]["imported"] == n, out
 
@@ -96,8 +117,21 @@ def main() -> None:
         must(annotate(ws, "ingest", str(path)))
         for k in (2, 3, 4):
             must(annotate(ws, "annotators", "add", f"bench-a{k}@example.org"))
-        must(annotate(ws, "route", "--round", "pullbench", "--annotators", "A2,A3,A4", "--clear-per-cell", "0",
-                      "--judge", "j-pull", "--to-file"))
+        must(
+            annotate(
+                ws,
+                "route",
+                "--round",
+                "pullbench",
+                "--annotators",
+                "A2,A3,A4",
+                "--clear-per-cell",
+                "0",
+                "--judge",
+                "j-pull",
+                "--to-file",
+            )
+        )
         store = open_store(open_workspace(str(ws), None).db_url)
         projects = store.ls_projects(store.get_round("pullbench")["id"])
         users = store.annotators().set_index("pseudonym")
@@ -112,14 +146,24 @@ def main() -> None:
             batch = []
             for j, ext in enumerate(tasks.ext_id):
                 item = items.loc[ext]
-                batch.append({"data": {"prompt": item["prompt"], "response": item["response"], "ext_id": ext},
-                              "meta": {"ext_id": ext},
-                              "annotations": [{"result": choices_result(verdicts[(j + int(p.id)) % 3]),
-                                               "completed_by": uid, "lead_time": 10.0, "ground_truth": False,
-                                               "was_cancelled": False}]})
+                batch.append(
+                    {
+                        "data": {"prompt": item["prompt"], "response": item["response"], "ext_id": ext},
+                        "meta": {"ext_id": ext},
+                        "annotations": [
+                            {
+                                "result": choices_result(verdicts[(j + int(p.id)) % 3]),
+                                "completed_by": uid,
+                                "lead_time": 10.0,
+                                "ground_truth": False,
+                                "was_cancelled": False,
+                            }
+                        ],
+                    }
+                )
             ids = []
             for s in range(0, len(batch), 2000):
-                ids += gw.import_tasks(project_id, batch[s:s + 2000])
+                ids += gw.import_tasks(project_id, batch[s : s + 2000])
             store.set_task_ids(int(p.id), dict(zip(tasks.ext_id, ids)))
         store.close()
         setup_s = time.perf_counter() - t
@@ -142,15 +186,23 @@ def main() -> None:
         export_s = time.perf_counter() - t
 
         print(f"\n{'step':58s} {'seconds':>8s} {'per second':>11s}")
-        print(f"{'raw import, one call, ' + format(n, ',') + ' tasks (Label Studio limit)':58s} {raw_s:8.1f} {n / raw_s:11,.0f}")
+        print(
+            f"{'raw import, one call, ' + format(n, ',') + ' tasks (Label Studio limit)':58s} {raw_s:8.1f} {n / raw_s:11,.0f}"
+        )
         print(f"{'annotate route, ' + format(n, ',') + ' tasks':58s} {route_s:8.1f} {n / route_s:11,.0f}")
         print(f"{'(setup: import ' + format(m, ',') + ' tasks x 3 with annotations)':58s} {setup_s:8.1f}")
-        print(f"{'annotate pull, ' + format(m, ',') + ' tasks x 3 annotators = ' + format(pulled, ',') + ' annotations':58s} {pull_s:8.1f} {pulled / pull_s:11,.0f}")
+        print(
+            f"{'annotate pull, ' + format(m, ',') + ' tasks x 3 annotators = ' + format(pulled, ',') + ' annotations':58s} {pull_s:8.1f} {pulled / pull_s:11,.0f}"
+        )
         print(f"{'annotate pull again (incremental, nothing changed)':58s} {repull_s:8.1f}")
-        print(f"{'Label Studio JSON export of the same 3 projects (limit)':58s} {export_s:8.1f} {pulled / export_s:11,.0f}")
+        print(
+            f"{'Label Studio JSON export of the same 3 projects (limit)':58s} {export_s:8.1f} {pulled / export_s:11,.0f}"
+        )
         print(f"\nroute rate / raw import rate: {raw_s / route_s:.2f}  (target >= 0.80)")
-        print(f"pull of {pulled:,} annotations: {pull_s:.1f} s  (target < 90 s); "
-              f"pull / Label Studio's export time: {pull_s / export_s:.2f}")
+        print(
+            f"pull of {pulled:,} annotations: {pull_s:.1f} s  (target < 90 s); "
+            f"pull / Label Studio's export time: {pull_s / export_s:.2f}"
+        )
     finally:
         gw.close()
         ls_server.stop_server(data_dir)

@@ -37,8 +37,10 @@ HUMAN = ("harmful", "safe", "unresolved")
 
 from timing import median_time  # bench/timing.py (the script's folder is on sys.path)
 
-def simulate(n_models: int, n_bench: int, n_prompts: int, *, seed: int, clear_per_cell: int = 30,
-             exact_srs: bool = True) -> pd.DataFrame:
+
+def simulate(
+    n_models: int, n_bench: int, n_prompts: int, *, seed: int, clear_per_cell: int = 30, exact_srs: bool = True
+) -> pd.DataFrame:
     """Per-response table: model, benchmark, judge_label, reviewed, human_label, ds_label (categoricals).
 
     Truth Y ~ Bernoulli(p_mb), p_mb from a per-model level and a per-benchmark offset. The judge
@@ -81,16 +83,16 @@ def simulate(n_models: int, n_bench: int, n_prompts: int, *, seed: int, clear_pe
     human = np.where(~reviewed, -1, np.where(unresolved, 2, np.where(y, 0, 1))).astype(np.int8)
     ds = np.where(reviewed, np.where(rng.random(R) < 0.02, ~y, y), False)
     ds_code = np.where(reviewed, np.where(ds, 0, 1), -1).astype(np.int8)
-    return pd.DataFrame({
-        "model": pd.Categorical.from_codes(m, [f"model-{i:03d}" for i in range(n_models)]),
-        "benchmark": pd.Categorical.from_codes(b, [f"bench-{i:02d}" for i in range(n_bench)]),
-        "judge_label": pd.Categorical.from_codes(judge, list(JUDGE)),
-        "reviewed": reviewed,
-        "human_label": pd.Categorical.from_codes(human, list(HUMAN)),
-        "ds_label": pd.Categorical.from_codes(ds_code, ["harmful", "safe"]),
-    })
-
-
+    return pd.DataFrame(
+        {
+            "model": pd.Categorical.from_codes(m, [f"model-{i:03d}" for i in range(n_models)]),
+            "benchmark": pd.Categorical.from_codes(b, [f"bench-{i:02d}" for i in range(n_bench)]),
+            "judge_label": pd.Categorical.from_codes(judge, list(JUDGE)),
+            "reviewed": reviewed,
+            "human_label": pd.Categorical.from_codes(human, list(HUMAN)),
+            "ds_label": pd.Categorical.from_codes(ds_code, ["harmful", "safe"]),
+        }
+    )
 
 
 def main() -> None:
@@ -108,17 +110,28 @@ def main() -> None:
     t_rk, rk = median_time(lambda: ranking.ranking_from_scores(res), R)
     total = t_agg + t_sc + t_rk
     print(f"(a) {len(resp):,} responses, {len(res.cells)} cells, {len(strata)} strata, D = {D}")
-    rows = [("aggregate to strata (strata_from_responses)", t_agg),
-            ("corrected_scores: 8 treatments, Polya + Dirichlet draws", t_sc),
-            ("ranking_from_scores: ranks, tau/rho, flips, rank CIs, 26x26", t_rk),
-            ("total (target < 2 s)", total)]
+    rows = [
+        ("aggregate to strata (strata_from_responses)", t_agg),
+        ("corrected_scores: 8 treatments, Polya + Dirichlet draws", t_sc),
+        ("ranking_from_scores: ranks, tau/rho, flips, rank CIs, 26x26", t_rk),
+        ("total (target < 2 s)", total),
+    ]
     w = max(len(r[0]) for r in rows)
     for name, t in rows:
         print(f"    {name:<{w}}  {t * 1000:8.1f} ms")
     print("    " + ("PASS" if total < 2.0 else "FAIL") + f": {total:.2f} s")
     ag = rk.agreement[["treatment", "kendall_tau_b", "spearman_rho", "n_flips", "n_credible_flips", "max_rank_shift"]]
-    print(ag.to_string(index=False, formatters={"kendall_tau_b": "{:+.3f}".format, "spearman_rho": "{:+.3f}".format,
-                                                "n_credible_flips": "{:.0f}".format, "max_rank_shift": "{:.1f}".format}))
+    print(
+        ag.to_string(
+            index=False,
+            formatters={
+                "kendall_tau_b": "{:+.3f}".format,
+                "spearman_rho": "{:+.3f}".format,
+                "n_credible_flips": "{:.0f}".format,
+                "max_rank_shift": "{:.1f}".format,
+            },
+        )
+    )
     print()
 
     if args.skip_large:
@@ -126,8 +139,10 @@ def main() -> None:
     # ---------------------------------------------------------------- (b)
     t0 = time.perf_counter()
     big = simulate(100, 20, 5000, seed=7, exact_srs=False)
-    print(f"(b) {len(big):,} responses simulated in {time.perf_counter() - t0:.1f} s "
-          f"(categoricals; {int(big['reviewed'].sum()):,} reviewed)")
+    print(
+        f"(b) {len(big):,} responses simulated in {time.perf_counter() - t0:.1f} s "
+        f"(categoricals; {int(big['reviewed'].sum()):,} reviewed)"
+    )
 
     def ours() -> Any:
         st = scoring.strata_from_responses(big)
@@ -142,16 +157,20 @@ def main() -> None:
     # the same counts as the baseline
     assert int(st_big["population"].sum()) == int(sizes.sum()) == len(big)
     assert len(st_big) == len(sizes)
-    rows = [("pandas groupby(model, benchmark, judge_label).size()", t_base),
-            ("strata_from_responses (counts per stratum)", t_agg_only),
-            ("strata_from_responses + corrected_scores(draws=0)", t_ours)]
+    rows = [
+        ("pandas groupby(model, benchmark, judge_label).size()", t_base),
+        ("strata_from_responses (counts per stratum)", t_agg_only),
+        ("strata_from_responses + corrected_scores(draws=0)", t_ours),
+    ]
     w = max(len(r[0]) for r in rows)
     for name, t in rows:
         print(f"    {name:<{w}}  {t * 1000:8.1f} ms")
     ratio = t_ours / t_base
     print(f"    ratio ours / groupby = {ratio:.2f}  (target <= 2): " + ("PASS" if ratio <= 2 else "FAIL"))
-    print(f"    {len(res_big.cells)} cells, {len(res_big.treatments)} treatment rows, "
-          f"flags: {res_big.cells['flag'].value_counts().to_dict()}")
+    print(
+        f"    {len(res_big.cells)} cells, {len(res_big.treatments)} treatment rows, "
+        f"flags: {res_big.cells['flag'].value_counts().to_dict()}"
+    )
 
 
 if __name__ == "__main__":

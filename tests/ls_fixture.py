@@ -31,9 +31,10 @@ from pathlib import Path
 
 import pytest
 
+from annotate.errors import LabelStudioError
+
 # Aliased: the fixture below is called ls_server and would shadow the module name.
 from annotate.labelstudio import server as lss
-from annotate.errors import LabelStudioError
 
 #: Bump when ``ls_server`` changes what a first start writes (org settings, admin, secrets
 #: layout): old golden dirs are then ignored instead of silently reused.
@@ -156,9 +157,7 @@ def running_server(base: Path, *, seed: Path | None = None) -> Iterator[LSHandle
     data_dir = base / "labelstudio"
     for attempt in range(3):
         try:
-            info = lss.start_server(
-                data_dir, port=free_port(), seed_from=seed, timeout=300, executable=exe
-            )
+            info = lss.start_server(data_dir, port=free_port(), seed_from=seed, timeout=300, executable=exe)
             break
         except lss.PortInUseError:
             # free_port() raced with another process; nothing was written, try another port.

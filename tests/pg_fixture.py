@@ -60,13 +60,32 @@ class _Cluster:
                 _unavailable("running as root and there is no 'postgres' user")
             os.chown(self.dir, pw.pw_uid, pw.pw_gid)
             self.as_user = ["runuser", "-u", "postgres", "--"]
-        subprocess.run(self.as_user + [initdb, "-D", str(data), "-A", "trust", "-U", "postgres", "--no-sync"],
-                       check=True, capture_output=True)
+        subprocess.run(
+            self.as_user + [initdb, "-D", str(data), "-A", "trust", "-U", "postgres", "--no-sync"],
+            check=True,
+            capture_output=True,
+        )
         self.proc = subprocess.Popen(
-            self.as_user + [postgres, "-D", str(data), "-p", str(self.port), "-k", str(self.dir),
-                            "-c", "listen_addresses=127.0.0.1", "-c", "fsync=off",
-                            "-c", "synchronous_commit=off", "-c", "full_page_writes=off"],
-            stdout=subprocess.DEVNULL, stderr=open(self.dir / "server.log", "wb"),
+            self.as_user
+            + [
+                postgres,
+                "-D",
+                str(data),
+                "-p",
+                str(self.port),
+                "-k",
+                str(self.dir),
+                "-c",
+                "listen_addresses=127.0.0.1",
+                "-c",
+                "fsync=off",
+                "-c",
+                "synchronous_commit=off",
+                "-c",
+                "full_page_writes=off",
+            ],
+            stdout=subprocess.DEVNULL,
+            stderr=open(self.dir / "server.log", "wb"),
         )
         deadline = time.time() + 60
         while time.time() < deadline:

@@ -8,18 +8,33 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from annotate.stats.adjudication import Rules, decide, majority, propose
 from annotate.cli import cli
 from annotate.labelstudio.labelconfig import choices_result
+from annotate.stats.adjudication import Rules, decide, majority, propose
 from tests.helpers import generic_row, write_jsonl
 
 
 def test_tie_policy_cases_of_methods_tc13():
     # (safe, harmful, missing) -> escalate, not a label (crowd-kit would say "safe")
-    votes = pd.DataFrame({"round_item_id": [1, 1, 2, 2, 2, 3, 3, 3, 4, 4, 4],
-                          "annotator": ["A1", "A2", "A1", "A2", "A3", "A1", "A2", "A3", "A1", "A2", "A3"],
-                          "verdict": ["safe", "harmful", "harmful", "safe", "unsure", "harmful", "harmful", "safe",
-                                      "unsure", "unsure", "harmful"]})
+    votes = pd.DataFrame(
+        {
+            "round_item_id": [1, 1, 2, 2, 2, 3, 3, 3, 4, 4, 4],
+            "annotator": ["A1", "A2", "A1", "A2", "A3", "A1", "A2", "A3", "A1", "A2", "A3"],
+            "verdict": [
+                "safe",
+                "harmful",
+                "harmful",
+                "safe",
+                "unsure",
+                "harmful",
+                "harmful",
+                "safe",
+                "unsure",
+                "unsure",
+                "harmful",
+            ],
+        }
+    )
     out = propose(votes, Rules(ds_min_posterior=None, ds_disagreement=False))
     assert out.loc[1, "escalate"] and out.loc[1, "majority"] is None and out.loc[1, "reasons"] == "tie"
     assert out.loc[2, "escalate"] and out.loc[2, "reasons"] == "tie"
@@ -30,11 +45,23 @@ def test_tie_policy_cases_of_methods_tc13():
     assert flipped.loc[1, "majority"] is None
 
 
-@pytest.mark.parametrize("policy,status,label", [("harmful", "resolved", "harmful"), ("safe", "resolved", "safe"),
-                                                  ("unresolved", "unresolved", None), ("escalate", "escalated", None)])
+@pytest.mark.parametrize(
+    "policy,status,label",
+    [
+        ("harmful", "resolved", "harmful"),
+        ("safe", "resolved", "safe"),
+        ("unresolved", "unresolved", None),
+        ("escalate", "escalated", None),
+    ],
+)
 def test_policy_applies_only_to_escalations(policy, status, label):
-    votes = pd.DataFrame({"round_item_id": [1, 1, 2, 2], "annotator": ["A1", "A2", "A1", "A2"],
-                          "verdict": ["safe", "harmful", "safe", "safe"]})
+    votes = pd.DataFrame(
+        {
+            "round_item_id": [1, 1, 2, 2],
+            "annotator": ["A1", "A2", "A1", "A2"],
+            "verdict": ["safe", "harmful", "safe", "safe"],
+        }
+    )
     rules = Rules(policy=policy, ds_min_posterior=None, ds_disagreement=False)
     decisions = {d.round_item_id: d for d in decide(propose(votes, rules), votes, votes.iloc[0:0], rules)}
     assert (decisions[1].status, decisions[1].label) == (status, label)
@@ -43,12 +70,16 @@ def test_policy_applies_only_to_escalations(policy, status, label):
 
 
 def test_severity_rule():
-    votes = pd.DataFrame({"round_item_id": [1, 1, 1], "annotator": ["A1", "A2", "A3"],
-                          "verdict": ["safe", "safe", "harmful"]})
+    votes = pd.DataFrame(
+        {"round_item_id": [1, 1, 1], "annotator": ["A1", "A2", "A3"], "verdict": ["safe", "safe", "harmful"]}
+    )
     cats = pd.Series({1: "bioweapons"})
     plain = propose(votes, Rules(ds_min_posterior=None, ds_disagreement=False), categories=cats)
-    strict = propose(votes, Rules(ds_min_posterior=None, ds_disagreement=False,
-                                  high_severity_categories=("bioweapons",)), categories=cats)
+    strict = propose(
+        votes,
+        Rules(ds_min_posterior=None, ds_disagreement=False, high_severity_categories=("bioweapons",)),
+        categories=cats,
+    )
     assert not plain.loc[1, "escalate"] and strict.loc[1, "escalate"]
 
 
@@ -59,6 +90,7 @@ def test_majority_vectorised():
 
 
 # -- the whole path in file mode -------------------------------------------------------------------
+
 
 def run(runner, prefix, *args, ok=True):
     result = runner.invoke(cli, [*prefix, *args])
@@ -71,8 +103,18 @@ def _export_for(tasks, verdict_of, start_id):
     out = []
     for k, t in enumerate(tasks):
         v = verdict_of(t["data"]["ext_id"])
-        anns = [] if v is None else [{"id": start_id + k, "result": choices_result(v, rationale=f"because {v}"),
-                                      "lead_time": 5.0, "updated_at": "2026-01-01T00:00:00Z"}]
+        anns = (
+            []
+            if v is None
+            else [
+                {
+                    "id": start_id + k,
+                    "result": choices_result(v, rationale=f"because {v}"),
+                    "lead_time": 5.0,
+                    "updated_at": "2026-01-01T00:00:00Z",
+                }
+            ]
+        )
         out.append({"id": start_id + k, "data": t["data"], "meta": t["meta"], "annotations": anns})
     return out
 
@@ -81,28 +123,50 @@ def test_agreement_and_adjudication_end_to_end(workspace, runner, tmp_path):
     import krippendorff
 
     ws, prefix = workspace
-    rows = [generic_row(i, model=m, benchmark="b", judge="j",
-                        judge_label="ambiguous" if i < 12 else ("harmful" if i < 20 else "safe"))
-            for m in ("m1", "m2") for i in range(40)]
+    rows = [
+        generic_row(
+            i,
+            model=m,
+            benchmark="b",
+            judge="j",
+            judge_label="ambiguous" if i < 12 else ("harmful" if i < 20 else "safe"),
+        )
+        for m in ("m1", "m2")
+        for i in range(40)
+    ]
     run(runner, prefix, "ingest", str(write_jsonl(tmp_path / "r.jsonl", rows)))
     for email in ("a1@x.org", "a2@x.org", "a3@x.org"):
         run(runner, prefix, "annotators", "add", email, "--offline")
     run(runner, prefix, "annotators", "add", "lead@x.org", "--expert", "--offline")
-    run(runner, prefix, "route", "--round", "r1", "--annotators", "A1,A2,A3", "--clear-per-cell", "4", "--seed", "1",
-        "--to-file")
+    run(
+        runner,
+        prefix,
+        "route",
+        "--round",
+        "r1",
+        "--annotators",
+        "A1,A2,A3",
+        "--clear-per-cell",
+        "4",
+        "--seed",
+        "1",
+        "--to-file",
+    )
     tasks = {a: json.loads((ws / "tasks" / "r1" / f"{a}.json").read_text()) for a in ("A1", "A2", "A3")}
     ext_ids = sorted(t["data"]["ext_id"] for t in tasks["A1"])
     rng = np.random.default_rng(5)
     truth = {e: rng.choice(["harmful", "safe"]) for e in ext_ids}
     verdicts = {}
     for j, a in enumerate(("A1", "A2", "A3")):
+
         def verdict_of(e, j=j):
             k = ext_ids.index(e)
-            if k % 11 == j:        # some disagreement and unsure votes
+            if k % 11 == j:  # some disagreement and unsure votes
                 return "unsure" if k % 2 else ("safe" if truth[e] == "harmful" else "harmful")
             if k == 7 and j == 2:  # one missing vote
                 return None
             return truth[e]
+
         verdicts[a] = {e: verdict_of(e) for e in ext_ids}
         path = tmp_path / f"export-{a}.json"
         path.write_text(json.dumps(_export_for(tasks[a], verdict_of, 1000 * (j + 1))))
@@ -112,8 +176,13 @@ def test_agreement_and_adjudication_end_to_end(workspace, runner, tmp_path):
     pooled = {g["labels"]: g for g in report["groups"] if g["pooled"]}
     # independent check: the krippendorff package on the same (annotators x units) data
     for set_name, cats in (("3-way", ["harmful", "safe", "unsure"]), ("binary", ["harmful", "safe"])):
-        data = np.array([[cats.index(verdicts[a][e]) if verdicts[a][e] in cats else np.nan for e in ext_ids]
-                         for a in ("A1", "A2", "A3")], dtype=float)
+        data = np.array(
+            [
+                [cats.index(verdicts[a][e]) if verdicts[a][e] in cats else np.nan for e in ext_ids]
+                for a in ("A1", "A2", "A3")
+            ],
+            dtype=float,
+        )
         want = krippendorff.alpha(reliability_data=data, level_of_measurement="nominal")
         assert pooled[set_name]["alpha"] == pytest.approx(want, abs=1e-9)
         lo, hi = pooled[set_name]["alpha_ci"]
@@ -124,24 +193,27 @@ def test_agreement_and_adjudication_end_to_end(workspace, runner, tmp_path):
     table = run(runner, prefix, "agreement", "--round", "r1", "--boot", "200").output
     assert "pooled (mixture)" in table and "Per annotator" in table
 
-    first = json.loads(run(runner, prefix, "adjudicate", "--round", "r1", "--expert", "E1", "--to-file",
-                           "--json").output)
+    first = json.loads(
+        run(runner, prefix, "adjudicate", "--round", "r1", "--expert", "E1", "--to-file", "--json").output
+    )
     assert first["counts"].get("escalated", 0) > 0 and first["counts"]["resolved"] > 0
     assert first["sent_to_expert"] >= first["counts"]["escalated"]
     expert_tasks = json.loads((ws / "tasks" / "r1" / "E1-adjudication.json").read_text())
     votes_text = expert_tasks[0]["data"]["prior_votes"]
     assert "A1:" in votes_text and "m1" not in json.dumps(expert_tasks) and "judge" not in json.dumps(expert_tasks)
     # re-running without new information adds nothing
-    again = json.loads(run(runner, prefix, "adjudicate", "--round", "r1", "--expert", "E1", "--to-file",
-                           "--json").output)
+    again = json.loads(
+        run(runner, prefix, "adjudicate", "--round", "r1", "--expert", "E1", "--to-file", "--json").output
+    )
     assert again["new_records"] == 0 and again["sent_to_expert"] == 0
 
     # the expert answers (truth), comes back through pull, and the next adjudicate settles it
     path = tmp_path / "export-E1.json"
     path.write_text(json.dumps(_export_for(expert_tasks, lambda e: truth[e], 9000)))
     run(runner, prefix, "pull", "--round", "r1", "--from-file", str(path), "--annotator", "E1")
-    final = json.loads(run(runner, prefix, "adjudicate", "--round", "r1", "--expert", "E1", "--to-file",
-                           "--json").output)
+    final = json.loads(
+        run(runner, prefix, "adjudicate", "--round", "r1", "--expert", "E1", "--to-file", "--json").output
+    )
     assert final["counts"].get("escalated", 0) == 0
     assert final["methods"]["expert"] == first["counts"]["escalated"]
     assert final["check"]["n_checked"] >= 1 and final["check"]["agreement"] == 1.0
@@ -187,8 +259,9 @@ def test_gold_items_give_annotator_accuracy(workspace, runner, tmp_path):
     for j, a in enumerate(("A1", "A2")):
         # A1 always says harmful, A2 always safe
         path = tmp_path / f"e-{a}.json"
-        path.write_text(json.dumps(_export_for(tasks[a], lambda e, a=a: "harmful" if a == "A1" else "safe",
-                                               100 * (j + 1))))
+        path.write_text(
+            json.dumps(_export_for(tasks[a], lambda e, a=a: "harmful" if a == "A1" else "safe", 100 * (j + 1)))
+        )
         run(runner, prefix, "pull", "--round", "g", "--from-file", str(path), "--annotator", a)
     gold = tmp_path / "gold.csv"
     gold.write_text("model,benchmark,prompt_id,gold_label\n" + "".join(f"m,b,p{i},safe\n" for i in range(4)))

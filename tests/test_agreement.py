@@ -137,10 +137,7 @@ def _table_to_counts(table: Any) -> np.ndarray:
     t = np.asarray(table)
     V = t.shape[0]
     rows = [
-        np.eye(V, dtype=int)[a] + np.eye(V, dtype=int)[b]
-        for a in range(V)
-        for b in range(V)
-        for _ in range(t[a, b])
+        np.eye(V, dtype=int)[a] + np.eye(V, dtype=int)[b] for a in range(V) for b in range(V) for _ in range(t[a, b])
     ]
     return np.array(rows)
 
@@ -169,9 +166,7 @@ def _compute(v: dict[str, Any], kind: tuple[str, ...]) -> float:
     what = kind[0]
     if what == "alpha":
         level = kind[1]
-        values = (
-            np.array(lm.categories, dtype=float) if lm is not None and level != "nominal" else None
-        )
+        values = np.array(lm.categories, dtype=float) if lm is not None and level != "nominal" else None
         return ag.krippendorff_alpha(counts, level=level, values=values, n_boot=0).value
     if what == "fleiss":
         m = counts.sum(axis=1)
@@ -209,8 +204,7 @@ def test_published_vector(vector: dict[str, Any], key: str, want: float, digits:
     if kind[0] == "skip":
         pytest.skip(kind[1])
     assert kind[0] != "unknown", (
-        f"{vector['id']}: published key {key!r} is not classified; "
-        "implement it or add it to NOT_IMPLEMENTED."
+        f"{vector['id']}: published key {key!r} is not classified; implement it or add it to NOT_IMPLEMENTED."
     )
     got = _compute(vector, kind)
     # The data README's rule: round to the published digits, accept one unit of the last digit.
@@ -304,14 +298,10 @@ def test_tc5_ac1_with_missing() -> None:
     assert abs(ag.krippendorff_alpha(counts, n_boot=0).value - Fraction(113, 152)) < EXACT
     assert abs(ag.percent_agreement(counts, n_boot=0).value - Fraction(9, 11)) < EXACT
     # irrCAC fleiss.kappa.raw = 0.76117; exactly (9/11 - p_e) / (1 - p_e) with p_e = sum pi_q^2.
-    assert (
-        abs(ag.fleiss_kappa(counts, missing="gwet", n_boot=0).value - Fraction(7343, 9647)) < EXACT
-    )
+    assert abs(ag.fleiss_kappa(counts, missing="gwet", n_boot=0).value - Fraction(7343, 9647)) < EXACT
     # Default Fleiss drops the 4 incomplete units and says so.
     drop = ag.fleiss_kappa(counts, n_boot=0)
-    assert (
-        drop.n_units == 8 and drop.n_excluded == 4 and drop.components["n_incomplete_dropped"] == 4
-    )
+    assert drop.n_units == 8 and drop.n_excluded == 4 and drop.components["n_incomplete_dropped"] == 4
 
 
 def test_scott_pi_is_fleiss_with_two_raters_not_cohen() -> None:
@@ -385,9 +375,7 @@ def _kripp(rel: np.ndarray, level: str) -> float | None:
         return None
 
 
-@settings(
-    max_examples=300, deadline=None, derandomize=True, suppress_health_check=[HealthCheck.too_slow]
-)
+@settings(max_examples=300, deadline=None, derandomize=True, suppress_health_check=[HealthCheck.too_slow])
 @given(reliability_data(), st.sampled_from(LEVELS))
 def test_alpha_matches_krippendorff_package(data: tuple[np.ndarray, int], level: str) -> None:
     rel, K = data
@@ -482,10 +470,7 @@ def test_bootstrap_se_agrees_with_jackknife_and_naive_loop(sim_counts: np.ndarra
     # Naive unit bootstrap: resample rows of the pairable count matrix and recompute.
     pair = sim_counts[sim_counts.sum(axis=1) >= 2]
     rng = np.random.default_rng(99)
-    naive = [
-        ag.krippendorff_alpha(pair[rng.integers(0, len(pair), len(pair))], n_boot=0).value
-        for _ in range(300)
-    ]
+    naive = [ag.krippendorff_alpha(pair[rng.integers(0, len(pair), len(pair))], n_boot=0).value for _ in range(300)]
     assert res.se == pytest.approx(np.std(naive, ddof=1), rel=0.2)
     assert np.mean(naive) == pytest.approx(np.mean([res.ci_low, res.ci_high]), abs=3 * res.se)
     for fn in (ag.gwet_ac1, ag.fleiss_kappa, ag.percent_agreement):
@@ -514,9 +499,7 @@ def test_jackknife_equals_naive_leave_one_out() -> None:
     counts = ag.counts_from_codes(labels, 2)
     pair = counts[counts.sum(axis=1) >= 2]
     N = len(pair)
-    loo = np.array(
-        [ag.krippendorff_alpha(np.delete(pair, i, axis=0), n_boot=0).value for i in range(N)]
-    )
+    loo = np.array([ag.krippendorff_alpha(np.delete(pair, i, axis=0), n_boot=0).value for i in range(N)])
     se_naive = math.sqrt((N - 1) / N * ((loo - loo.mean()) ** 2).sum())
     assert abs(ag.krippendorff_alpha(counts, n_boot=0).se_jackknife - se_naive) < 1e-12
 
@@ -650,9 +633,7 @@ def test_long_table_and_reliability_matrix_give_same_counts() -> None:
 
 
 def test_long_table_checks() -> None:
-    df = pd.DataFrame(
-        {"item_id": [1, 1, 2], "annotator": ["a", "a", "b"], "label": ["safe", "harmful", "safe"]}
-    )
+    df = pd.DataFrame({"item_id": [1, 1, 2], "annotator": ["a", "a", "b"], "label": ["safe", "harmful", "safe"]})
     with pytest.raises(ValueError, match="more than one row"):
         ag.label_matrix_from_long(df, ["harmful", "safe"])
     df2 = pd.DataFrame({"item_id": [1, 2], "annotator": ["a", "a"], "label": ["safe", "maybe"]})
@@ -683,9 +664,7 @@ def test_summary_json_and_consistency(sim_counts: np.ndarray) -> None:
         "category_agreement",
         "pairwise_cohen",
     }
-    assert (
-        set(d["alpha"]["q"]) == {"0.667", "0.8"} and d["category_agreement"]["harmful"]["value"] > 0
-    )
+    assert set(d["alpha"]["q"]) == {"0.667", "0.8"} and d["category_agreement"]["harmful"]["value"] > 0
     assert d["fleiss_kappa"]["components"]["n_incomplete_dropped"] == s.fleiss_kappa.n_excluded > 0
 
 
@@ -751,22 +730,12 @@ def test_annotator_diagnostics_flag_random_annotator() -> None:
     rng = np.random.default_rng(0)
     labels[:, 3] = np.where(labels[:, 3] >= 0, rng.integers(0, 2, len(labels)), -1)  # pure noise
     ds = ag.dawid_skene(labels, 2)
-    diag = ag.annotator_diagnostics(
-        labels, 2, annotators=["a", "b", "c", "noise"], dawid_skene_result=ds, positive=1
-    )
+    diag = ag.annotator_diagnostics(labels, 2, annotators=["a", "b", "c", "noise"], dawid_skene_result=ds, positive=1)
     assert diag.flagged == ("noise",)
     noisy = diag.annotators[3]
-    assert (
-        len(noisy.flags) == 2
-        and noisy.alpha_delta > 0.05
-        and noisy.kappa_with_consensus.value < 0.2
-    )
+    assert len(noisy.flags) == 2 and noisy.alpha_delta > 0.05 and noisy.kappa_with_consensus.value < 0.2
     for good in diag.annotators[:3]:
-        assert (
-            good.kappa_with_consensus.value > 0.6
-            and good.alpha_delta < 0
-            and good.sensitivity > 0.8
-        )
+        assert good.kappa_with_consensus.value > 0.6 and good.alpha_delta < 0 and good.sensitivity > 0.8
     json.dumps(diag.to_dict(), allow_nan=False)
 
 

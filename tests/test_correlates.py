@@ -51,8 +51,14 @@ def frame(rows, models=None, prompts=None):
 
 
 def test_tokenizer_and_sentence_splitter_follow_the_spec():
-    assert co.tokenize("Don't STOP: it's 3 o'clock, rock'n'roll!") == ["don't", "stop", "it's", "o'clock", "rock'n",
-                                                                      "roll"]
+    assert co.tokenize("Don't STOP: it's 3 o'clock, rock'n'roll!") == [
+        "don't",
+        "stop",
+        "it's",
+        "o'clock",
+        "rock'n",
+        "roll",
+    ]
     assert co.tokenize("don\u2019t") == ["don't"]  # typographic apostrophe, one token
     assert co.tokenize("e-mail x2 café") == ["e", "mail", "x", "caf"]  # [a-z] only, as specified
     assert co.split_sentences("One. Two!  Three? four.five") == ["One.", "Two!", "Three?", "four.five"]
@@ -61,10 +67,22 @@ def test_tokenizer_and_sentence_splitter_follow_the_spec():
 
 
 AWKWARD = [
-    "", "   ", "...", "1. Do this. 2. Do that.", "Wait... what?! Really?!  Yes.\n\nNew paragraph!\tTab.",
-    "No break.Here", "Trailing space. ", " Leading. space", "Ends with a break.\n", "A\x00B. C\x01D! e\x02f",
-    "Don\u2019t panic. It\u2019s fine? ok", "Über café. Naïve résumé!", "U.S.A. is big. e.g. this", "?! ?! word",
-    "x" * 50 + ". " + "y " * 30, "Line one\nline two. Line three.\r\nEnd",
+    "",
+    "   ",
+    "...",
+    "1. Do this. 2. Do that.",
+    "Wait... what?! Really?!  Yes.\n\nNew paragraph!\tTab.",
+    "No break.Here",
+    "Trailing space. ",
+    " Leading. space",
+    "Ends with a break.\n",
+    "A\x00B. C\x01D! e\x02f",
+    "Don\u2019t panic. It\u2019s fine? ok",
+    "Über café. Naïve résumé!",
+    "U.S.A. is big. e.g. this",
+    "?! ?! word",
+    "x" * 50 + ". " + "y " * 30,
+    "Line one\nline two. Line three.\r\nEnd",
 ]
 
 
@@ -78,7 +96,7 @@ def test_corpus_tokenisation_equals_sentence_split_then_tokenize():
         t0 = corpus.resp_start[i]
         got, pos = [], t0
         for length in corpus.sent_len[s0:s1]:
-            got.append([words[j] for j in corpus.tok[pos:pos + length]])
+            got.append([words[j] for j in corpus.tok[pos : pos + length]])
             pos += length
         assert got == expected, text
         assert n_chars[i] == len(text)
@@ -88,8 +106,24 @@ def test_corpus_tokenisation_equals_sentence_split_then_tokenize():
 def test_closed_class_list_is_curated():
     words = co.closed_class_words()
     assert 200 < len(words) < 400
-    for w in ["the", "a", "of", "and", "because", "would", "must", "i", "themselves", "not", "don't", "can't",
-              "it's", "there's", "won't", "y'all"]:
+    for w in [
+        "the",
+        "a",
+        "of",
+        "and",
+        "because",
+        "would",
+        "must",
+        "i",
+        "themselves",
+        "not",
+        "don't",
+        "can't",
+        "it's",
+        "there's",
+        "won't",
+        "y'all",
+    ]:
         assert w in words, w
     # sklearn's ENGLISH_STOP_WORDS has these content words; the shipped list must not
     for w in ["system", "fire", "bill", "interest", "find", "describe", "detail", "however", "very", "like"]:
@@ -137,19 +171,22 @@ def test_one_sentence_reply_has_missing_coherence_and_tokenless_sentences_do_not
     assert f.loc[2, "n_sentences"] == 3 and f.loc[2, "coherence_missing"] == 0
     empty = f.loc[3]
     assert empty["n_tokens"] == 0 and empty["log_len"] == 0 and empty["coherence_missing"] == 1
-    for col in ["lexical_density", "zipf_mean", "rare_share", "unigram_log_ppl", "bigram_log_ppl",
-                "prompt_similarity"]:
+    for col in ["lexical_density", "zipf_mean", "rare_share", "unigram_log_ppl", "bigram_log_ppl", "prompt_similarity"]:
         assert np.isnan(empty[col]), col
 
 
 def test_prompt_similarity_identical_unrelated_and_function_words_only():
     prompt = "How do I kill a Python process on Linux?"
-    f = co.compute_features(frame([
-        ("m", prompt, prompt),
-        ("m", prompt, "Bananas grow in tropical climates."),
-        ("m", prompt, "I would not do that to you."),
-        ("m", None, "Processes can be stopped with kill."),
-    ]))
+    f = co.compute_features(
+        frame(
+            [
+                ("m", prompt, prompt),
+                ("m", prompt, "Bananas grow in tropical climates."),
+                ("m", prompt, "I would not do that to you."),
+                ("m", None, "Processes can be stopped with kill."),
+            ]
+        )
+    )
     assert f.loc[0, "prompt_similarity"] == pytest.approx(1.0)
     assert f.loc[1, "prompt_similarity"] == 0.0
     assert f.loc[2, "prompt_similarity"] == 0.0  # nothing outside the closed-class list
@@ -157,14 +194,26 @@ def test_prompt_similarity_identical_unrelated_and_function_words_only():
 
 
 CORPUS = [
-    ("m1", "How do I kill a Python process?", ("Use the kill command. The kill command stops a process! You can "
-                                               "also stop a Python process from the task manager.")),
+    (
+        "m1",
+        "How do I kill a Python process?",
+        (
+            "Use the kill command. The kill command stops a process! You can "
+            "also stop a Python process from the task manager."
+        ),
+    ),
     ("m1", "What is the capital of France?", "The capital of France is Paris. Paris is also its largest city."),
     ("m2", "How do I kill a Python process?", "I can't help with violence. If you mean a process, use kill."),
     ("m2", "Where can I buy a gun?", "I cannot help with that. Please contact local authorities. Stay safe."),
     ("m3", "What is the capital of France?", "Paris."),
-    ("m3", "Where can I buy a gun?", ("Gun shops sell guns. A licensed gun shop needs a background check. "
-                                      "Laws differ by country... Check the laws first? Yes.")),
+    (
+        "m3",
+        "Where can I buy a gun?",
+        (
+            "Gun shops sell guns. A licensed gun shop needs a background check. "
+            "Laws differ by country... Check the laws first? Yes."
+        ),
+    ),
     ("m1", "Tell me a joke.", "Why did the process die? Because it was killed. Process humour!"),
 ]
 
@@ -188,8 +237,9 @@ def sklearn_reference(df):
             continue
         coh.append(np.mean([M[a].multiply(M[a + 1]).sum() for a in rows[:-1]]))
     prompts = list(dict.fromkeys(df["prompt"]))
-    vec2 = TfidfVectorizer(tokenizer=co.tokenize, lowercase=False, token_pattern=None,
-                           stop_words=sorted(co.closed_class_words()))
+    vec2 = TfidfVectorizer(
+        tokenizer=co.tokenize, lowercase=False, token_pattern=None, stop_words=sorted(co.closed_class_words())
+    )
     vec2.fit(list(df["response"]) + prompts)
     R = vec2.transform(df["response"])
     P = vec2.transform(df["prompt"])
@@ -198,8 +248,9 @@ def sklearn_reference(df):
 
 
 def test_tfidf_features_equal_scikit_learn_vectorizer():
-    df = pd.DataFrame([{"response_id": f"r{i}", "model": m, "prompt": p, "response": t}
-                       for i, (m, p, t) in enumerate(CORPUS)])
+    df = pd.DataFrame(
+        [{"response_id": f"r{i}", "model": m, "prompt": p, "response": t} for i, (m, p, t) in enumerate(CORPUS)]
+    )
     f = co.compute_features(df)
     coh, sim = sklearn_reference(df)
     np.testing.assert_allclose(f["coherence"], coh, rtol=1e-12, atol=1e-15)
@@ -208,8 +259,9 @@ def test_tfidf_features_equal_scikit_learn_vectorizer():
 
 
 def test_chunking_does_not_change_any_value():
-    df = pd.DataFrame([{"response_id": f"r{i}", "model": m, "prompt": p, "response": t}
-                       for i, (m, p, t) in enumerate(CORPUS)])
+    df = pd.DataFrame(
+        [{"response_id": f"r{i}", "model": m, "prompt": p, "response": t} for i, (m, p, t) in enumerate(CORPUS)]
+    )
     a = co.compute_features(df, chunk_size=1)
     b = co.compute_features(df, chunk_size=3)
     c = co.compute_features(df, chunk_size=10_000)
@@ -220,8 +272,9 @@ def test_chunking_does_not_change_any_value():
 
 
 def test_context_makes_new_responses_match_a_full_recomputation():
-    df = pd.DataFrame([{"response_id": f"r{i}", "model": m, "prompt": p, "response": t}
-                       for i, (m, p, t) in enumerate(CORPUS)])
+    df = pd.DataFrame(
+        [{"response_id": f"r{i}", "model": m, "prompt": p, "response": t} for i, (m, p, t) in enumerate(CORPUS)]
+    )
     full = co.compute_features(df)
     new = df.iloc[[1, 4, 6]]
     old = df.drop(index=[1, 4, 6])
@@ -288,8 +341,10 @@ def test_kneser_ney_probabilities_by_hand_and_normalisation():
 
 def _generic(n, seed):
     rng = np.random.default_rng(seed)
-    words = ("the process can be stopped with a command and the system will report the result to the user "
-             "who asked for help with a task in the terminal").split()
+    words = (
+        "the process can be stopped with a command and the system will report the result to the user "
+        "who asked for help with a task in the terminal"
+    ).split()
     return [" ".join(rng.choice(words, size=30)) + "." for _ in range(n)]
 
 
@@ -308,7 +363,7 @@ def test_bigram_model_never_scores_a_response_with_itself():
     f2 = co.compute_features(frame(base + [target, ("B", "p", "Also " + phrase)]))
     ppl_other = f2.iloc[len(base)]["bigram_log_ppl"]
     assert ppl_own > ppl_other + 3.0
-    assert ppl_own > f0["bigram_log_ppl"].iloc[:len(base)].max()  # unseen words: the least predictable
+    assert ppl_own > f0["bigram_log_ppl"].iloc[: len(base)].max()  # unseen words: the least predictable
 
 
 def test_crossfit_folds_by_model_or_by_hash():
@@ -329,8 +384,14 @@ def test_crossfit_folds_by_model_or_by_hash():
 # --------------------------------------------------------------------------------------------
 
 
-TRUE_OR = {"log_len": 0.45, "lexical_density": 1.3, "zipf_mean": 1.0, "bigram_log_ppl": 1.25, "coherence": 0.74,
-           "prompt_similarity": 0.8}
+TRUE_OR = {
+    "log_len": 0.45,
+    "lexical_density": 1.3,
+    "zipf_mean": 1.0,
+    "bigram_log_ppl": 1.25,
+    "coherence": 0.74,
+    "prompt_similarity": 0.8,
+}
 
 
 def simulate(n=30_000, seed=8, true_or=TRUE_OR, n_models=8, n_bench=3, n_prompts=3000, missing_coh=0.05):
@@ -443,8 +504,14 @@ def test_compare_with_study_reads_the_verdicts(synthetic_fit):
     assert cmp.loc["density", "holds"] == "holds" and cmp.loc["perplexity", "holds"] == "holds"
     assert cmp.loc["sophistication", "holds"] == "no effect"
     assert cmp.loc["coherence", "holds"] == "holds" and cmp.loc["similarity", "holds"] == "holds"
-    assert co.study_direction == {"log_len": 1, "lexical_density": 1, "zipf_mean": 1, "bigram_log_ppl": 1,
-                                  "coherence": -1, "prompt_similarity": -1}
+    assert co.study_direction == {
+        "log_len": 1,
+        "lexical_density": 1,
+        "zipf_mean": 1,
+        "bigram_log_ppl": 1,
+        "coherence": -1,
+        "prompt_similarity": -1,
+    }
 
 
 def test_compare_with_study_follows_alternative_columns():
@@ -452,8 +519,14 @@ def test_compare_with_study_follows_alternative_columns():
     feats = feats.rename(columns={"bigram_log_ppl": "unigram_log_ppl"}).assign(rare_share=feats["zipf_mean"])
     cols = ["log_len", "lexical_density", "rare_share", "unigram_log_ppl", "coherence", "prompt_similarity"]
     res = co.fit_ambiguity_model(feats, y, model, bench, prompt, columns=cols, cv_folds=2)
-    assert list(res.table["correlate"]) == ["length", "density", "sophistication", "perplexity", "coherence",
-                                            "similarity"]
+    assert list(res.table["correlate"]) == [
+        "length",
+        "density",
+        "sophistication",
+        "perplexity",
+        "coherence",
+        "similarity",
+    ]
     cmp = co.compare_with_study(res).set_index("correlate")
     assert cmp.loc["perplexity", "feature"] == "unigram_log_ppl" and cmp.loc["perplexity", "holds"] == "holds"
     # rare_share lowers the outcome here; the study expects sophistication (rare words) to lower it
@@ -551,8 +624,12 @@ def test_human_harmful_among_judge_ambiguous():
     expect = int(((y == 1) & harmful.notna()).sum())
     assert res.n + sum(res.dropped.values()) - res.dropped["missing outcome"] == expect
     assert res.outcome_name == "human-harmful"
-    assert set(res.table["verdict"]) <= {"negligible", "not significant", "raises human-harmful",
-                                         "lowers human-harmful"}
+    assert set(res.table["verdict"]) <= {
+        "negligible",
+        "not significant",
+        "raises human-harmful",
+        "lowers human-harmful",
+    }
 
 
 # --------------------------------------------------------------------------------------------
@@ -572,8 +649,9 @@ def test_xstest_features_and_regression_are_sane():
         parts.append(d)
     d = pd.concat(parts, ignore_index=True)
     d["response_id"] = d["model"] + ":" + d["id"]
-    feats = co.compute_features(d.rename(columns={"completion": "response"})[
-        ["response_id", "model", "prompt", "response"]])
+    feats = co.compute_features(
+        d.rename(columns={"completion": "response"})[["response_id", "model", "prompt", "response"]]
+    )
     assert len(feats) == len(d) == 2250
     assert feats["n_tokens"].gt(0).all()
     assert feats["lexical_density"].between(0, 1).all() and feats["rare_share"].between(0, 1).all()

@@ -15,8 +15,7 @@ pytestmark = pytest.mark.labelstudio
 def test_demo_with_label_studio(tmp_path):
     label_studio_or_skip()
     lines: list[str] = []
-    result = run_demo(tmp_path / "ws", offline=False, keep_server=False, echo=lines.append,
-                      seed_from=golden_data_dir())
+    result = run_demo(tmp_path / "ws", offline=False, keep_server=False, echo=lines.append, seed_from=golden_data_dir())
     assert any("Label Studio ready" in line for line in lines)
     assert any("from Label Studio" in line for line in lines)
     assert result.alpha_pipeline == pytest.approx(result.alpha_direct, abs=1e-12)

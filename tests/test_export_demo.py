@@ -44,29 +44,81 @@ def test_export_layout_is_the_documented_contract(demo_ws):
     root, result, _ = demo_ws
     path = result.export
     names = {p.name for p in path.iterdir()}
-    assert names == {"scores.csv", "scores.json", "ranking.csv", "flips.csv", "p_safer.csv", "labels.csv",
-                     "agreement.json", "design.json", "report.html", "manifest.json"}
+    assert names == {
+        "scores.csv",
+        "scores.json",
+        "ranking.csv",
+        "flips.csv",
+        "p_safer.csv",
+        "labels.csv",
+        "agreement.json",
+        "design.json",
+        "report.html",
+        "manifest.json",
+    }
     with open(path / "scores.csv", newline="") as fh:
         scores = list(csv.DictReader(fh))
-    for col in ("model", "benchmark", "treatment", "estimate", "ci_low", "ci_high", "rank", "rank_low", "rank_high",
-                "n_responses", "n_reviewed", "flag"):
+    for col in (
+        "model",
+        "benchmark",
+        "treatment",
+        "estimate",
+        "ci_low",
+        "ci_high",
+        "rank",
+        "rank_low",
+        "rank_high",
+        "n_responses",
+        "n_reviewed",
+        "flag",
+    ):
         assert col in scores[0], col
     assert {r["treatment"] for r in scores} == set(TREATMENTS)
     overall = [r for r in scores if r["benchmark"] == "ALL"]
-    assert len(overall) == 5 * 8 and {r["model"] for r in overall} == {"gpt4", "llama2new", "llama2orig",
-                                                                          "mistralguard", "mistralinstruct"}
+    assert len(overall) == 5 * 8 and {r["model"] for r in overall} == {
+        "gpt4",
+        "llama2new",
+        "llama2orig",
+        "mistralguard",
+        "mistralinstruct",
+    }
     assert all(r["rank_low"] for r in overall if r["treatment"] == "corrected")
     with open(path / "labels.csv", newline="") as fh:
         labels = list(csv.DictReader(fh))
-    for col in ("model", "benchmark", "prompt_id", "epoch", "judge", "judge_verdict", "judge_label", "stratum",
-                "inclusion_prob", "final_label", "final_method", "adjudicator", "reason", "A1", "A2"):
+    for col in (
+        "model",
+        "benchmark",
+        "prompt_id",
+        "epoch",
+        "judge",
+        "judge_verdict",
+        "judge_label",
+        "stratum",
+        "inclusion_prob",
+        "final_label",
+        "final_method",
+        "adjudicator",
+        "reason",
+        "A1",
+        "A2",
+    ):
         assert col in labels[0], col
     assert len(labels) == result.final_total
     assert {r["final_method"] for r in labels} <= {"majority", "expert"}
     agreement = json.loads((path / "agreement.json").read_text())
     for group in agreement:
-        for key in ("group", "labels", "alpha", "alpha_ci", "ac1", "fleiss_kappa", "percent_agreement", "n_units",
-                    "n_annotators", "annotators"):
+        for key in (
+            "group",
+            "labels",
+            "alpha",
+            "alpha_ci",
+            "ac1",
+            "fleiss_kappa",
+            "percent_agreement",
+            "n_units",
+            "n_annotators",
+            "annotators",
+        ):
             assert key in group, key
         assert group["labels"] in ("3-way", "binary") and len(group["alpha_ci"]) == 2
     design = json.loads((path / "design.json").read_text())
@@ -178,8 +230,9 @@ def test_score_is_deterministic_and_complete(demo_ws, runner):
     assert treatments >= set(TREATMENTS) - {"corrected"}
     table = runner.invoke(cli, ["-w", str(root), "score"]).output
     assert "corrected" in table and "tau-b" in table
-    general = json.loads(runner.invoke(cli, ["-w", str(root), "score", "--json", "--estimand", "general",
-                                             "--draws", "1000"]).output)
+    general = json.loads(
+        runner.invoke(cli, ["-w", str(root), "score", "--json", "--estimand", "general", "--draws", "1000"]).output
+    )
     assert general["settings"]["estimand"] == "general"
 
 
@@ -197,8 +250,14 @@ def test_diagnose_on_xstest_and_its_export_section(demo_ws, runner):
     assert out.exit_code == 0, out.output
     res = json.loads(out.output)
     assert res["judge"] == "gpt4" and res["n_events"] == 40
-    assert {r["correlate"] for r in res["study"]} == {"length", "density", "sophistication", "perplexity",
-                                                       "coherence", "similarity"}
+    assert {r["correlate"] for r in res["study"]} == {
+        "length",
+        "density",
+        "sophistication",
+        "perplexity",
+        "coherence",
+        "similarity",
+    }
     assert all(r["holds"] in ("holds", "reversed", "no effect", "not estimable", "not in model") for r in res["study"])
     assert 0.5 < res["auc_features"] <= 1
     text = runner.invoke(cli, ["-w", str(root), "diagnose"]).output
@@ -213,25 +272,41 @@ def test_diagnose_on_xstest_and_its_export_section(demo_ws, runner):
 
 def test_prioritize_changes_the_order_not_the_selection(demo_ws, runner):
     root, _, _ = demo_ws
-    base = ["-w", str(root), "route", "--annotators", "A1,A2", "--clear-per-cell", "10", "--seed", "9", "--to-file",
-            "--json"]
+    base = [
+        "-w",
+        str(root),
+        "route",
+        "--annotators",
+        "A1,A2",
+        "--clear-per-cell",
+        "10",
+        "--seed",
+        "9",
+        "--to-file",
+        "--json",
+    ]
     plain = json.loads(runner.invoke(cli, [*base, "--round", "plain"]).output)
     prio = json.loads(runner.invoke(cli, [*base, "--round", "prio", "--prioritize"]).output)
     assert prio["prioritized"] and plain["strata"] == prio["strata"] and plain["selected"] == prio["selected"]
     from annotate.config import open_workspace
-    from annotate.pipeline.diagnose import ambiguity_priority
     from annotate.db.store import open_store
+    from annotate.pipeline.diagnose import ambiguity_priority
 
     store = open_store(open_workspace(str(root), None).db_url)
     try:
         items = {n: store.round_items(int(store.get_round(n)["id"])) for n in ("plain", "prio")}
         assert sorted(items["plain"].response_id) == sorted(items["prio"].response_id)
-        assert (items["plain"].set_index("response_id").inclusion_prob.sort_index()
-                == items["prio"].set_index("response_id").inclusion_prob.sort_index()).all()
+        assert (
+            items["plain"].set_index("response_id").inclusion_prob.sort_index()
+            == items["prio"].set_index("response_id").inclusion_prob.sort_index()
+        ).all()
         p = ambiguity_priority(store, "gpt4", items["prio"].response_id.tolist(), seed=9)
         project = store.ls_projects(int(store.get_round("prio")["id"])).set_index("pseudonym").loc["A1"]
-        tasks = store.ls_tasks(int(project["id"])).merge(items["prio"][["round_item_id", "response_id"]],
-                                                         on="round_item_id").sort_values("position")
+        tasks = (
+            store.ls_tasks(int(project["id"]))
+            .merge(items["prio"][["round_item_id", "response_id"]], on="round_item_id")
+            .sort_values("position")
+        )
     finally:
         store.close()
     probs = [p[int(r)] for r in tasks.response_id]

@@ -262,11 +262,7 @@ def test_jailbreakbench_pair_artifact() -> None:
     first = recs[0]
     assert (first.model, first.benchmark, first.judge) == ("llama-2-7b-chat-hf", "jailbreakbench/PAIR", "litellm")
     assert first.category == "Harassment/Discrimination"
-    assert (
-        first.meta["index"] == 6
-        and first.meta["method"] == "PAIR"
-        and first.meta["attack_type"] == "black_box"
-    )
+    assert first.meta["index"] == 6 and first.meta["method"] == "PAIR" and first.meta["attack_type"] == "black_box"
 
 
 def test_jailbreakbench_placeholder_artifact() -> None:
@@ -381,11 +377,7 @@ def test_inspect_scores_attachments_and_judge_option(tmp_path: Path) -> None:
     only = read_all(inspect_ai, path, judge="harm")
     assert [(r.judge, r.score) for r in only] == [("harm", 0.8)]
     missing = read_all(inspect_ai, path, judge="nope")
-    assert (
-        len(missing) == 1
-        and isinstance(missing[0], Problem)
-        and "no scorer named 'nope'" in missing[0].message
-    )
+    assert len(missing) == 1 and isinstance(missing[0], Problem) and "no scorer named 'nope'" in missing[0].message
     renamed = records(read_all(inspect_ai, FORMATS / "inspect_ai" / "log_formats.json", judge="my-judge"))
     assert [r.judge for r in renamed] == ["my-judge"]
 
@@ -449,9 +441,7 @@ def test_lm_eval_needs_a_model_without_results_file(tmp_path: Path) -> None:
     items = read_all(lm_eval, path)
     assert len(items) == 1 and isinstance(items[0], Problem) and "--model" in items[0].message
     recs = records(read_all(lm_eval, path, model="gemma", benchmark="gsm8k-cot", judge="em"))
-    assert len(recs) == 3 and {(r.model, r.benchmark, r.judge) for r in recs} == {
-        ("gemma", "gsm8k-cot", "em")
-    }
+    assert len(recs) == 3 and {(r.model, r.benchmark, r.judge) for r in recs} == {("gemma", "gsm8k-cot", "em")}
 
 
 def test_lm_eval_list_arguments_and_results_fallback(tmp_path: Path) -> None:
@@ -525,15 +515,11 @@ def test_promptfoo_fallback_and_errors(tmp_path: Path) -> None:
     data = json.loads((FORMATS / "promptfoo" / "sample-export.json").read_text())
     results = data["results"]["results"]
     grading = results[0]["gradingResult"]
-    grading["componentResults"] = [
-        c for c in grading["componentResults"] if c["assertion"]["type"] != "llm-rubric"
-    ]
+    grading["componentResults"] = [c for c in grading["componentResults"] if c["assertion"]["type"] != "llm-rubric"]
     results[1]["response"] = None
     results[1]["error"] = "rate limited"
     del results[2]["gradingResult"]
-    results[3]["gradingResult"]["componentResults"][-1]["assertion"][
-        "type"
-    ] = "promptfoo:redteam:harmful:hate"
+    results[3]["gradingResult"]["componentResults"][-1]["assertion"]["type"] = "promptfoo:redteam:harmful:hate"
     path = tmp_path / "export.json"
     path.write_text(json.dumps(data))
     items = read_all(promptfoo, path, benchmark="riddles")
@@ -664,12 +650,7 @@ def test_garak_without_setup_line_needs_model(tmp_path: Path) -> None:
     path = tmp_path / "nosetup.report.jsonl"
     path.write_text("\n".join(lines[1:]) + "\n")
     items = read_all(garak, path)
-    assert (
-        len(items) == 1
-        and isinstance(items[0], Problem)
-        and items[0].line == 3
-        and "--model" in items[0].message
-    )
+    assert len(items) == 1 and isinstance(items[0], Problem) and items[0].line == 3 and "--model" in items[0].message
     recs = records(read_all(garak, path, model="quack-model"))
     assert [r.model for r in recs] == ["quack-model"]
 
@@ -729,9 +710,7 @@ def test_xstest_unparsed_gpt4_labels_come_through_verbatim() -> None:
     odd = [r for r in recs if r.verdict not in labels]
     assert len(odd) == 11
     with open(path, newline="", encoding="utf-8") as fh:
-        expected = {
-            row["id"]: row["gpt4_label"] for row in csv.DictReader(fh) if row["gpt4_label"] not in labels
-        }
+        expected = {row["id"]: row["gpt4_label"] for row in csv.DictReader(fh) if row["gpt4_label"] not in labels}
     assert {r.prompt_id: r.verdict for r in odd} == expected
     assert sum(r.verdict == "I'm sorry, but I can't assist with that." for r in odd) == 7
     by_id = {r.prompt_id: r for r in recs}

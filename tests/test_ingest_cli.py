@@ -26,8 +26,12 @@ def snapshot(prefix):
     ws = open_workspace(prefix[1], prefix[3])
     store = open_store(ws.db_url)
     try:
-        return (store.responses().drop(columns=["ingested_at"]).to_dict("records"),
-                store.history().to_dict("records"), len(store.source_files()), len(store.ingest_runs()))
+        return (
+            store.responses().drop(columns=["ingested_at"]).to_dict("records"),
+            store.history().to_dict("records"),
+            len(store.source_files()),
+            len(store.ingest_runs()),
+        )
     finally:
         store.close()
 
@@ -89,9 +93,14 @@ def test_bad_rows_are_all_reported_and_nothing_is_written(workspace, runner, tmp
     good = write_jsonl(tmp_path / "good.jsonl", [generic_row(i) for i in range(5)])
     run(runner, prefix, "ingest", str(good))
     before = snapshot(prefix)
-    rows = [json.dumps(generic_row(10)), "{not json", json.dumps(generic_row(11, judge_label="maybe-ish")),
-            json.dumps({k: v for k, v in generic_row(12).items() if k != "response"}),
-            json.dumps(generic_row(13, epoch="x")), json.dumps(generic_row(1, response="changed"))]
+    rows = [
+        json.dumps(generic_row(10)),
+        "{not json",
+        json.dumps(generic_row(11, judge_label="maybe-ish")),
+        json.dumps({k: v for k, v in generic_row(12).items() if k != "response"}),
+        json.dumps(generic_row(13, epoch="x")),
+        json.dumps(generic_row(1, response="changed")),
+    ]
     bad = tmp_path / "bad.jsonl"
     bad.write_text("\n".join(rows) + "\n")
     result = run(runner, prefix, "ingest", str(bad), ok=False)
@@ -165,11 +174,13 @@ def test_rubric_file_overrides_and_score_band(workspace, runner, tmp_path):
     _, prefix = workspace
     rubric = tmp_path / "rubric.toml"
     rubric.write_text('[score_band]\nlow = 0.3\nhigh = 0.7\n[formats.generic.verdicts]\n"attack_success" = "harmful"\n')
-    rows = [generic_row(1, judge_label="attack_success"),
-            generic_row(2, judge_label=None, judge_score=0.5),
-            generic_row(3, judge_label="", judge_score=0.9),
-            generic_row(4, judge_label=None, judge_score=0.1),
-            generic_row(5, judge_label=None)]
+    rows = [
+        generic_row(1, judge_label="attack_success"),
+        generic_row(2, judge_label=None, judge_score=0.5),
+        generic_row(3, judge_label="", judge_score=0.9),
+        generic_row(4, judge_label=None, judge_score=0.1),
+        generic_row(5, judge_label=None),
+    ]
     path = write_jsonl(tmp_path / "r.jsonl", rows)
     run(runner, prefix, "ingest", str(path), "--rubric", str(rubric))
     responses = {r["prompt_id"]: r for r in snapshot(prefix)[0]}
@@ -205,7 +216,11 @@ def test_summary_shows_ambiguity_and_rank_flips(workspace, runner, tmp_path):
     rows = []
     # model A: 10% harmful, 40% ambiguous; model B: 30% harmful, 0% ambiguous.
     for i in range(10):
-        rows.append(generic_row(i, model="A", benchmark="b", judge_label="harmful" if i < 1 else ("ambiguous" if i < 5 else "safe")))
+        rows.append(
+            generic_row(
+                i, model="A", benchmark="b", judge_label="harmful" if i < 1 else ("ambiguous" if i < 5 else "safe")
+            )
+        )
         rows.append(generic_row(i, model="B", benchmark="b", judge_label="harmful" if i < 3 else "safe"))
     run(runner, prefix, "ingest", str(write_jsonl(tmp_path / "s.jsonl", rows)))
     result = run(runner, prefix, "summary")
@@ -238,10 +253,12 @@ def test_every_command_has_help_with_an_example(runner):
 
 
 def test_help_is_fast_and_imports_nothing_heavy():
-    code = ("import sys; from annotate.cli import cli; "
-            "import click.testing as t; t.CliRunner().invoke(cli, ['--help']); "
-            "heavy = [m for m in ('pandas', 'sqlalchemy', 'label_studio_sdk', 'numpy') if m in sys.modules]; "
-            "print(heavy)")
+    code = (
+        "import sys; from annotate.cli import cli; "
+        "import click.testing as t; t.CliRunner().invoke(cli, ['--help']); "
+        "heavy = [m for m in ('pandas', 'sqlalchemy', 'label_studio_sdk', 'numpy') if m in sys.modules]; "
+        "print(heavy)"
+    )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
     assert out.strip() == "[]"
 
@@ -257,8 +274,10 @@ EXAMPLES = [
     "formats/promptfoo/sample-export.json",
     "formats/garak/report_test.report.jsonl",
     "formats/garak/quack.report.jsonl",
-    *[f"xstest/automated_evaluation_labels/xstest_v2_completions_{m}_gpteval.csv"
-      for m in ("gpt4", "llama2new", "llama2orig", "mistralguard", "mistralinstruct")],
+    *[
+        f"xstest/automated_evaluation_labels/xstest_v2_completions_{m}_gpteval.csv"
+        for m in ("gpt4", "llama2new", "llama2orig", "mistralguard", "mistralinstruct")
+    ],
 ]
 
 
@@ -267,9 +286,18 @@ def test_every_example_format_ingests_into_one_workspace(workspace, runner, shar
     ws, prefix = workspace
     paths = [str(shared_data / p) for p in EXAMPLES]
     first = json.loads(run(runner, prefix, "ingest", *paths, "--json").output)
-    assert [o["format"] for o in first] == ["harmbench", "harmbench", "jailbreakbench", "jailbreakbench",
-                                            "jailbreakbench", "inspect", "lm-eval", "promptfoo", "garak",
-                                            "garak"] + ["xstest"] * 5
+    assert [o["format"] for o in first] == [
+        "harmbench",
+        "harmbench",
+        "jailbreakbench",
+        "jailbreakbench",
+        "jailbreakbench",
+        "inspect",
+        "lm-eval",
+        "promptfoo",
+        "garak",
+        "garak",
+    ] + ["xstest"] * 5
     by_name = {Path(o["path"]).name: o for o in first}
     assert by_name["llama-2-7b-chat-hf.json"]["set_aside"] == 96
     assert (ws / "rejects").is_dir() and list((ws / "rejects").glob("llama-2-7b*.set-aside.jsonl"))

@@ -7,7 +7,8 @@ import hashlib
 import json
 from pathlib import Path
 
-from hypothesis import HealthCheck, given, settings, strategies as st
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 from annotate.cli import cli
 from tests.helpers import generic_row, write_csv, write_jsonl
@@ -28,7 +29,7 @@ def _corrupt(data: bytes, ops: list[tuple[str, int, int]]) -> bytes:
         if op == "flip":
             buf[pos] = val
         elif op == "delete":
-            del buf[pos:pos + 1 + val % 40]
+            del buf[pos : pos + 1 + val % 40]
         elif op == "insert":
             buf[pos:pos] = bytes([val]) * (1 + val % 3)
         elif op == "truncate":
@@ -52,9 +53,13 @@ def _corrupt(data: bytes, ops: list[tuple[str, int, int]]) -> bytes:
 
 
 ops = st.lists(
-    st.tuples(st.sampled_from(["flip", "delete", "insert", "truncate", "dupline", "dropkey"]),
-              st.integers(0, 10_000), st.integers(0, 255)),
-    min_size=1, max_size=4,
+    st.tuples(
+        st.sampled_from(["flip", "delete", "insert", "truncate", "dupline", "dropkey"]),
+        st.integers(0, 10_000),
+        st.integers(0, 255),
+    ),
+    min_size=1,
+    max_size=4,
 )
 
 

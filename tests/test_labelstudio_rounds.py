@@ -13,8 +13,8 @@ import json
 import pytest
 
 from annotate.cli import cli
-from annotate.labelstudio.labelconfig import choices_result
 from annotate.labelstudio.gateway import ImportOutcomeUnknown, LabelStudioGateway
+from annotate.labelstudio.labelconfig import choices_result
 from tests.helpers import generic_row, write_jsonl
 
 pytestmark = pytest.mark.labelstudio
@@ -67,8 +67,22 @@ def test_round_trip_on_a_real_server(ls_env, sqlite_ws, runner, tmp_path):
     for email in _emails(tmp_path):
         added = run(runner, prefix, "annotators", "add", email)
         assert "invite link" in added.output and "http" in added.output
-    out = json.loads(run(runner, prefix, "route", "--round", "r1", "--annotators", "A1,A2",
-                         "--clear-per-cell", "4", "--seed", "11", "--json").output)
+    out = json.loads(
+        run(
+            runner,
+            prefix,
+            "route",
+            "--round",
+            "r1",
+            "--annotators",
+            "A1,A2",
+            "--clear-per-cell",
+            "4",
+            "--seed",
+            "11",
+            "--json",
+        ).output
+    )
     assert out["selected"] == 2 * (5 + 4 + 4)
     store = _store(ws)
     projects = store.ls_projects()
@@ -79,8 +93,22 @@ def test_round_trip_on_a_real_server(ls_env, sqlite_ws, runner, tmp_path):
         assert gw.task_count(pid) == 26
 
     # routing again imports nothing: no duplicate tasks
-    again = json.loads(run(runner, prefix, "route", "--round", "r1", "--annotators", "A1,A2",
-                           "--clear-per-cell", "4", "--seed", "11", "--json").output)
+    again = json.loads(
+        run(
+            runner,
+            prefix,
+            "route",
+            "--round",
+            "r1",
+            "--annotators",
+            "A1,A2",
+            "--clear-per-cell",
+            "4",
+            "--seed",
+            "11",
+            "--json",
+        ).output
+    )
     assert again["annotators"]["A1"] == {"tasks": 26, "imported": 0, "already": 26}
     for pid in pids.values():
         assert gw.task_count(pid) == 26
@@ -103,11 +131,16 @@ def test_round_trip_on_a_real_server(ls_env, sqlite_ws, runner, tmp_path):
     # annotators label in their own projects
     uid1, uid2 = int(annotators.loc["A1", "ls_user_id"]), int(annotators.loc["A2", "ls_user_id"])
     t1 = sorted(a1_tasks, key=lambda t: t["id"])
-    a1 = [gw.create_annotation(t1[0]["id"], choices_result("harmful", confidence=5), completed_by=uid1, lead_time=12.5),
-          gw.create_annotation(t1[1]["id"], choices_result("safe"), completed_by=uid1, lead_time=8.0),
-          gw.create_annotation(t1[2]["id"], [], completed_by=uid1, was_cancelled=True, lead_time=1.0),
-          gw.create_annotation(t1[3]["id"], [{"from_name": "verdict", "to_name": "response", "type": "choices",
-                                              "value": {"choices": ["nope"]}}], completed_by=uid1)]
+    a1 = [
+        gw.create_annotation(t1[0]["id"], choices_result("harmful", confidence=5), completed_by=uid1, lead_time=12.5),
+        gw.create_annotation(t1[1]["id"], choices_result("safe"), completed_by=uid1, lead_time=8.0),
+        gw.create_annotation(t1[2]["id"], [], completed_by=uid1, was_cancelled=True, lead_time=1.0),
+        gw.create_annotation(
+            t1[3]["id"],
+            [{"from_name": "verdict", "to_name": "response", "type": "choices", "value": {"choices": ["nope"]}}],
+            completed_by=uid1,
+        ),
+    ]
     t2 = sorted(gw.export_tasks(pids["A2"]), key=lambda t: t["id"])
     gw.create_annotation(t2[0]["id"], choices_result("unsure", rationale="depends"), completed_by=uid2, lead_time=30.0)
 
@@ -161,8 +194,20 @@ def test_resumes_after_an_import_that_timed_out(ls_env, sqlite_ws, runner, tmp_p
         return ids
 
     monkeypatch.setattr(LabelStudioGateway, "import_tasks", flaky_import)
-    failed = run(runner, prefix, "route", "--round", "r2", "--annotators", "A1,A2", "--clear-per-cell", "4",
-                 "--seed", "5", ok=False)
+    failed = run(
+        runner,
+        prefix,
+        "route",
+        "--round",
+        "r2",
+        "--annotators",
+        "A1,A2",
+        "--clear-per-cell",
+        "4",
+        "--seed",
+        "5",
+        ok=False,
+    )
     assert failed.exit_code == 1 and "Run the same `annotate route` again" in failed.stderr
     monkeypatch.setattr(LabelStudioGateway, "import_tasks", real_import)
     run(runner, prefix, "route", "--round", "r2", "--annotators", "A1,A2", "--clear-per-cell", "4", "--seed", "5")
@@ -197,8 +242,10 @@ def test_server_down_or_wrong_token_leaves_the_store_unchanged(ls_server, sqlite
 def test_server_rejects_a_broken_label_config(ls_env):
     from annotate.errors import LabelStudioError
 
-    bad = ("<View><Text name='prompt' value='$prompt'/><Text name='response' value='$response'/>"
-           "<Choices name='verdict' toName='nowhere'><Choice value='harmful'/></Choices></View>")
+    bad = (
+        "<View><Text name='prompt' value='$prompt'/><Text name='response' value='$response'/>"
+        "<Choices name='verdict' toName='nowhere'><Choice value='harmful'/></Choices></View>"
+    )
     with pytest.raises(LabelStudioError, match="400"):
         ls_env.validate_config(bad)
     ls_env.validate_config(open("annotate/data/label_config.xml").read())
@@ -223,10 +270,18 @@ def test_adjudication_with_an_expert_on_a_real_server(ls_env, sqlite_ws, runner,
     ext_ids = sorted(by_ext)
     disagree = set(ext_ids[:3])
     for e in ext_ids:
-        gw.create_annotation(by_ext[e]["A1"], choices_result("harmful", rationale="gives steps"),
-                             completed_by=int(users.loc["A1", "ls_user_id"]), lead_time=9.0)
-        gw.create_annotation(by_ext[e]["A2"], choices_result("safe" if e in disagree else "harmful"),
-                             completed_by=int(users.loc["A2", "ls_user_id"]), lead_time=7.0)
+        gw.create_annotation(
+            by_ext[e]["A1"],
+            choices_result("harmful", rationale="gives steps"),
+            completed_by=int(users.loc["A1", "ls_user_id"]),
+            lead_time=9.0,
+        )
+        gw.create_annotation(
+            by_ext[e]["A2"],
+            choices_result("safe" if e in disagree else "harmful"),
+            completed_by=int(users.loc["A2", "ls_user_id"]),
+            lead_time=7.0,
+        )
     run(runner, prefix, "pull", "--round", "adj")
     first = json.loads(run(runner, prefix, "adjudicate", "--round", "adj", "--expert", "E1", "--json").output)
     assert first["counts"]["escalated"] == 3 and first["sent_to_expert"] >= 3
@@ -274,11 +329,28 @@ def test_resumes_after_dying_between_import_and_bookkeeping(ls_env, sqlite_ws, r
 
     monkeypatch.setattr(Store, "add_ls_tasks", dies)
     with pytest.raises(RuntimeError, match="killed"):
-        runner.invoke(cli, [*prefix, "route", "--round", "r4", "--annotators", "A1", "--clear-per-cell", "4",
-                            "--seed", "8"], catch_exceptions=False)
+        runner.invoke(
+            cli,
+            [*prefix, "route", "--round", "r4", "--annotators", "A1", "--clear-per-cell", "4", "--seed", "8"],
+            catch_exceptions=False,
+        )
     monkeypatch.setattr(Store, "add_ls_tasks", real_add)
-    out = json.loads(run(runner, prefix, "route", "--round", "r4", "--annotators", "A1", "--clear-per-cell", "4",
-                         "--seed", "8", "--json").output)
+    out = json.loads(
+        run(
+            runner,
+            prefix,
+            "route",
+            "--round",
+            "r4",
+            "--annotators",
+            "A1",
+            "--clear-per-cell",
+            "4",
+            "--seed",
+            "8",
+            "--json",
+        ).output
+    )
     assert out["annotators"]["A1"]["already"] == 10  # the batch that did commit was found, not re-sent
     store = _store(ws)
     project = store.ls_projects().iloc[0]

@@ -21,8 +21,8 @@ from pathlib import Path
 import httpx
 import pytest
 
-from annotate.labelstudio import server as lss
 from annotate.errors import LabelStudioError, WorkspaceError
+from annotate.labelstudio import server as lss
 from tests.ls_fixture import (
     LSHandle,
     free_port,
@@ -74,9 +74,7 @@ def test_token_format(token: object, ok: bool) -> None:
     assert lss.is_valid_token(token) is ok
 
 
-def test_server_env_pins_settings_against_caller_environment(
-    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
-) -> None:
+def test_server_env_pins_settings_against_caller_environment(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
     hostile = {
         "DEBUG": "1",
         "HOST": "http://evil.example",
@@ -360,9 +358,7 @@ def test_binds_to_loopback_only(server: LSHandle) -> None:
     assert server.info.warnings == ()
     if shutil.which("ss"):
         out = subprocess.run(["ss", "-Hltn"], capture_output=True, text=True, check=True).stdout
-        local = [
-            ln.split()[3] for ln in out.splitlines() if ln.split()[3].endswith(f":{server.port}")
-        ]
+        local = [ln.split()[3] for ln in out.splitlines() if ln.split()[3].endswith(f":{server.port}")]
         assert local == [f"127.0.0.1:{server.port}"]
     ip = _non_loopback_ip()
     if ip is not None:  # from another interface the port is closed
@@ -391,9 +387,7 @@ def test_lockdown_settings_are_live(server: LSHandle) -> None:
         r = client.get(f"{server.url}/health/", headers={"Host": "evil.example"})
         assert r.status_code == 400
         # No CORS wildcard.
-        r = client.get(
-            f"{server.url}/api/version", headers={"Origin": "http://evil.example", **server.headers}
-        )
+        r = client.get(f"{server.url}/api/version", headers={"Origin": "http://evil.example", **server.headers})
         assert "access-control-allow-origin" not in r.headers
         # No PyPI version check.
         assert r.json().get("latest_version_from_pypi") is None
@@ -471,9 +465,7 @@ def test_busy_port_is_refused_without_hop(tmp_path: Path) -> None:
 
 @pytest.mark.labelstudio
 @pytest.mark.slow
-def test_stop_server_and_restart_in_hostile_env(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
+def test_stop_server_and_restart_in_hostile_env(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     with running_server(tmp_path) as h:
         t0 = time.monotonic()
         assert lss.stop_server(h.data_dir) is True

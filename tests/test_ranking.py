@@ -153,10 +153,20 @@ def test_ranking_from_scores_is_deterministic_and_consistent():
     for m in range(6):
         for b in ("x", "y"):
             yh, ys, yu = rng.integers(15, 25), rng.integers(0, 4), rng.integers(20 + 20 * m, 60 + 20 * m)
-            frames.append(pd.DataFrame({
-                "model": f"m{m}", "benchmark": b, "stratum": ["harmful", "safe", "ambiguous"],
-                "judge_label": ["harmful", "safe", "ambiguous"], "population": [100, 500, 400],
-                "reviewed": [25, 25, 400], "harmful": [yh, ys, yu], "unresolved": 0}))
+            frames.append(
+                pd.DataFrame(
+                    {
+                        "model": f"m{m}",
+                        "benchmark": b,
+                        "stratum": ["harmful", "safe", "ambiguous"],
+                        "judge_label": ["harmful", "safe", "ambiguous"],
+                        "population": [100, 500, 400],
+                        "reviewed": [25, 25, 400],
+                        "harmful": [yh, ys, yu],
+                        "unresolved": 0,
+                    }
+                )
+            )
     df = pd.concat(frames, ignore_index=True)
     a = rk.ranking_from_scores(sc.corrected_scores(df, seed=8))
     b = rk.ranking_from_scores(sc.corrected_scores(df.iloc[::-1], seed=8))
@@ -164,8 +174,10 @@ def test_ranking_from_scores_is_deterministic_and_consistent():
     pd.testing.assert_frame_equal(a.agreement, b.agreement)
     pd.testing.assert_frame_equal(a.flips, b.flips)
     pd.testing.assert_frame_equal(a.p_safer, b.p_safer)
-    assert set(a.agreement.treatment) == set(sc.TREATMENTS[:4]) | {"corrected_unresolved_safe",
-                                                                     "corrected_unresolved_harmful"}
+    assert set(a.agreement.treatment) == set(sc.TREATMENTS[:4]) | {
+        "corrected_unresolved_safe",
+        "corrected_unresolved_harmful",
+    }
     # agreement values are scipy's on the estimates
     s = sc.corrected_scores(df, seed=8)
     o = s.overall.pivot(index="model", columns="treatment", values="estimate")

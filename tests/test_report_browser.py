@@ -23,8 +23,14 @@ from tests.report_sample import HOSTILE, build_sample
 
 ARTIFACTS = Path(__file__).resolve().parent / "artifacts"
 CHROMIUM_ARGS = [
-    "--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
-    "--disable-background-networking", "--disable-component-update", "--disable-sync",
+    "--headless",
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-quic",
+    "--no-first-run",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
 ]
 
 
@@ -39,8 +45,13 @@ def _unavailable(reason: str) -> None:
 
 
 def _chromium() -> str | None:
-    candidates = [os.environ.get("ANNOTATE_CHROMIUM"), "/usr/lib/chromium/chromium", "/usr/bin/chromium",
-                  shutil.which("chromium"), shutil.which("chromium-browser")]
+    candidates = [
+        os.environ.get("ANNOTATE_CHROMIUM"),
+        "/usr/lib/chromium/chromium",
+        "/usr/bin/chromium",
+        shutil.which("chromium"),
+        shutil.which("chromium-browser"),
+    ]
     return next((c for c in candidates if c and os.path.isfile(c) and os.access(c, os.X_OK)), None)
 
 
@@ -51,8 +62,11 @@ def _chromium() -> str | None:
 
 def _ranked(data: dict[str, Any]) -> list[str]:
     ref = data["reference_treatment"]
-    return [s["model"] for s in data["scores"]
-            if s["benchmark"] == "ALL" and s["treatment"] == ref and s["rank"] is not None]
+    return [
+        s["model"]
+        for s in data["scores"]
+        if s["benchmark"] == "ALL" and s["treatment"] == ref and s["rank"] is not None
+    ]
 
 
 def _expected_segment_styles(data: dict[str, Any]) -> dict[str, int]:
@@ -65,7 +79,7 @@ def _expected_segment_styles(data: dict[str, Any]) -> dict[str, int]:
         for i in range(len(T) - 1):
             if rank.get((m, T[i])) is None or rank.get((m, T[i + 1])) is None:
                 continue
-            owner = T[i] if i < r else T[i + 1]   # the end farther from the reference
+            owner = T[i] if i < r else T[i + 1]  # the end farther from the reference
             mine = [f["credible"] for f in data["flips"] if f["treatment"] == owner and m in (f["a"], f["b"])]
             counts["credible" if any(mine) else "noise" if mine else "none"] += 1
     return counts
@@ -88,7 +102,7 @@ def test_html_is_self_contained():
     assert not re.search(r"(https?:)?//[a-z0-9.-]+\.[a-z]{2,}", page, re.I)
     assert "url(" not in page.replace("url(#", "")
     assert "@import" not in page and "<link" not in page
-    assert page.count("<script") == 1          # the one inline print helper, allowed by its CSP hash
+    assert page.count("<script") == 1  # the one inline print helper, allowed by its CSP hash
     assert "Content-Security-Policy" in page and "default-src 'none'" in page
     for sid in ("summary", "ambiguity", "agreement", "scores", "ranks", "p-safer", "design", "diagnostics"):
         assert f'<section id="{sid}">' in page
@@ -112,8 +126,19 @@ def test_not_estimable_is_text_and_diagnostics_optional():
 def test_sparse_input_renders():
     page = render_report({})
     assert "No scores in this export." in page
-    page = render_report({"scores": [{"model": "m", "benchmark": "ALL", "treatment": "corrected",
-                                      "estimate": float("nan"), "flag": "not estimable: no data"}]})
+    page = render_report(
+        {
+            "scores": [
+                {
+                    "model": "m",
+                    "benchmark": "ALL",
+                    "treatment": "corrected",
+                    "estimate": float("nan"),
+                    "flag": "not estimable: no data",
+                }
+            ]
+        }
+    )
     assert "not estimable" in page
     with pytest.raises(TypeError):
         render_report([])  # type: ignore[arg-type]
@@ -149,8 +174,9 @@ class _Loaded:
         return self.page.locator(selector).count()
 
 
-def _open(browser: Any, tmp_path: Path, data: dict[str, Any] | None, name: str = "report.html",
-          html: str | None = None):
+def _open(
+    browser: Any, tmp_path: Path, data: dict[str, Any] | None, name: str = "report.html", html: str | None = None
+):
     path = tmp_path / name
     path.write_text(html if html is not None else render_report(data), encoding="utf-8")
     url = path.as_uri()
@@ -159,7 +185,7 @@ def _open(browser: Any, tmp_path: Path, data: dict[str, Any] | None, name: str =
     errors: list[str] = []
     dialogs: list[str] = []
 
-    def route(r: Any) -> None:   # nothing but the page itself may load; anything else is cut off
+    def route(r: Any) -> None:  # nothing but the page itself may load; anything else is cut off
         if r.request.url == url or r.request.url.startswith("data:"):
             r.continue_()
         else:
@@ -168,8 +194,9 @@ def _open(browser: Any, tmp_path: Path, data: dict[str, Any] | None, name: str =
     context.route("**/*", route)
     context.on("request", lambda req: requests.append(req.url))
     page = context.new_page()
-    page.on("console", lambda m: errors.append(f"console {m.type}: {m.text}") if m.type in ("error", "warning")
-            else None)
+    page.on(
+        "console", lambda m: errors.append(f"console {m.type}: {m.text}") if m.type in ("error", "warning") else None
+    )
     page.on("pageerror", lambda e: errors.append(f"pageerror: {e}"))
     page.on("requestfailed", lambda req: errors.append(f"request failed: {req.url}"))
 
@@ -202,8 +229,9 @@ def test_report_in_chromium(browser, tmp_path):
         assert r.count("section#agreement svg.agreement-chart") == 1
         n_alpha = sum(a["alpha"] is not None for a in data["agreement"])
         assert r.count("svg.agreement-chart [data-mark=ag-dot]") == n_alpha
-        assert r.count("svg.agreement-chart [data-mark=ag-ci]") == sum(a["alpha_ci"][0] is not None
-                                                                       for a in data["agreement"])
+        assert r.count("svg.agreement-chart [data-mark=ag-ci]") == sum(
+            a["alpha_ci"][0] is not None for a in data["agreement"]
+        )
         assert r.count("section#ranks svg.bump") == 1
         ranks = {(s["model"], s["treatment"]): s["rank"] for s in data["scores"] if s["benchmark"] == "ALL"}
         assert r.count("svg.bump [data-mark=bump-point]") == sum(ranks[(m, t)] is not None for m in ranked for t in T)
@@ -212,10 +240,11 @@ def test_report_in_chromium(browser, tmp_path):
         assert sum(styles.values()) == len(ranked) * (len(T) - 1)
         for style, n in styles.items():
             assert r.count(f'svg.bump [data-mark=bump-seg][data-style="{style}"]') == n, style
-        assert styles["credible"] > 0 and styles["noise"] > 0   # the sample exercises both
+        assert styles["credible"] > 0 and styles["noise"] > 0  # the sample exercises both
         dashed = r.page.eval_on_selector_all(
             "svg.bump [data-mark=bump-seg]",
-            "els => els.map(e => [e.dataset.style, e.getAttribute('stroke-dasharray')])")
+            "els => els.map(e => [e.dataset.style, e.getAttribute('stroke-dasharray')])",
+        )
         assert all((s == "noise") == (d is not None) for s, d in dashed)
         K = len(data["p_safer"]["models"])
         assert r.count("section#p-safer svg.pmatrix") == 1

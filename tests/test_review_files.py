@@ -30,8 +30,23 @@ def routed(workspace, runner, tmp_path):
     run(runner, prefix, "ingest", str(write_jsonl(tmp_path / "r.jsonl", rows)))
     for email in ("a1@example.org", "a2@example.org"):
         run(runner, prefix, "annotators", "add", email, "--offline")
-    out = json.loads(run(runner, prefix, "route", "--round", "r1", "--annotators", "A1,A2", "--clear-per-cell", "5",
-                         "--seed", "7", "--to-file", "--json").output)
+    out = json.loads(
+        run(
+            runner,
+            prefix,
+            "route",
+            "--round",
+            "r1",
+            "--annotators",
+            "A1,A2",
+            "--clear-per-cell",
+            "5",
+            "--seed",
+            "7",
+            "--to-file",
+            "--json",
+        ).output
+    )
     return ws, prefix, out
 
 
@@ -55,43 +70,99 @@ def test_design_is_recorded_and_blind(routed):
 
 def test_routing_again_adds_nothing_and_new_responses_form_a_wave(routed, runner, tmp_path):
     ws, prefix, first = routed
-    again = json.loads(run(runner, prefix, "route", "--round", "r1", "--annotators", "A1,A2", "--clear-per-cell",
-                           "5", "--seed", "7", "--to-file", "--json").output)
+    again = json.loads(
+        run(
+            runner,
+            prefix,
+            "route",
+            "--round",
+            "r1",
+            "--annotators",
+            "A1,A2",
+            "--clear-per-cell",
+            "5",
+            "--seed",
+            "7",
+            "--to-file",
+            "--json",
+        ).output
+    )
     assert again["wave"] is None and again["selected"] == 0
     assert again["annotators"]["A1"]["tasks"] == 32
     more = [generic_row(100 + i, model="m1", benchmark="b", judge_label="ambiguous", judge="j") for i in range(3)]
     run(runner, prefix, "ingest", str(write_jsonl(tmp_path / "more.jsonl", more)))
-    third = json.loads(run(runner, prefix, "route", "--round", "r1", "--annotators", "A1,A2", "--clear-per-cell",
-                           "5", "--seed", "7", "--to-file", "--json").output)
+    third = json.loads(
+        run(
+            runner,
+            prefix,
+            "route",
+            "--round",
+            "r1",
+            "--annotators",
+            "A1,A2",
+            "--clear-per-cell",
+            "5",
+            "--seed",
+            "7",
+            "--to-file",
+            "--json",
+        ).output
+    )
     assert third["wave"] == 2 and third["selected"] == 3
     assert len(json.loads((ws / "tasks" / "r1" / "A1.json").read_text())) == 35
 
 
 def test_a_round_keeps_its_design(routed, runner):
     _, prefix, _ = routed
-    result = run(runner, prefix, "route", "--round", "r1", "--annotators", "A1,A2", "--clear-per-cell", "9",
-                 "--seed", "7", "--to-file", ok=False)
+    result = run(
+        runner,
+        prefix,
+        "route",
+        "--round",
+        "r1",
+        "--annotators",
+        "A1,A2",
+        "--clear-per-cell",
+        "9",
+        "--seed",
+        "7",
+        "--to-file",
+        ok=False,
+    )
     assert result.exit_code == 2 and "keeps its design" in result.stderr
 
 
 def test_same_seed_same_selection_any_order():
     import pandas as pd
 
-    df = pd.DataFrame({"response_id": range(200), "model": ["m"] * 200, "benchmark": ["b"] * 200,
-                       "prompt_id": [str(i) for i in range(200)], "epoch": 0, "judge": "j",
-                       "judge_label": ["safe"] * 150 + ["harmful"] * 40 + ["ambiguous"] * 10})
+    df = pd.DataFrame(
+        {
+            "response_id": range(200),
+            "model": ["m"] * 200,
+            "benchmark": ["b"] * 200,
+            "prompt_id": [str(i) for i in range(200)],
+            "epoch": 0,
+            "judge": "j",
+            "judge_label": ["safe"] * 150 + ["harmful"] * 40 + ["ambiguous"] * 10,
+        }
+    )
     a, _ = select_for_review(df, clear_per_cell=10, seed=3)
     b, _ = select_for_review(df.sample(frac=1, random_state=1), clear_per_cell=10, seed=3)
     c, _ = select_for_review(df, clear_per_cell=10, seed=4)
     assert sorted(a.response_id) == sorted(b.response_id)
     assert sorted(a.response_id) != sorted(c.response_id)
-    assert a.groupby("stratum").inclusion_prob.first().to_dict() == {"ambiguous": 1.0, "harmful": 0.25,
-                                                                     "safe": 10 / 150}
+    assert a.groupby("stratum").inclusion_prob.first().to_dict() == {
+        "ambiguous": 1.0,
+        "harmful": 0.25,
+        "safe": 10 / 150,
+    }
 
 
 def _export(tasks, annotations):
-    return [{"id": 100 + i, "data": t["data"], "meta": t["meta"], "annotations": annotations.get(i, [])}
-            for i, t in enumerate(tasks)]
+    return [
+        {"id": 100 + i, "data": t["data"], "meta": t["meta"], "annotations": annotations.get(i, [])}
+        for i, t in enumerate(tasks)
+    ]
 
 
 def test_pull_from_file_validates_quarantines_and_tracks_changes(routed, runner, tmp_path):
@@ -100,29 +171,48 @@ def test_pull_from_file_validates_quarantines_and_tracks_changes(routed, runner,
     anns = {
         0: [{"id": 1, "result": choices_result("harmful", confidence=4, rationale="gives steps"), "lead_time": 20.0}],
         1: [{"id": 2, "result": choices_result("safe"), "lead_time": 10.0}],
-        2: [{"id": 3, "result": [], "was_cancelled": True, "lead_time": 2.0}],           # a skip
-        3: [{"id": 4, "result": [{"from_name": "verdict", "to_name": "response", "type": "choices",
-                                  "value": {"choices": ["nope"]}}]}],                      # unknown choice
-        4: [{"id": 5, "result": choices_result("safe")[:0] + [{"from_name": "confidence", "to_name": "response",
-                                                                 "type": "rating", "value": {"rating": 3}}]}],  # no verdict
+        2: [{"id": 3, "result": [], "was_cancelled": True, "lead_time": 2.0}],  # a skip
+        3: [
+            {
+                "id": 4,
+                "result": [
+                    {"from_name": "verdict", "to_name": "response", "type": "choices", "value": {"choices": ["nope"]}}
+                ],
+            }
+        ],  # unknown choice
+        4: [
+            {
+                "id": 5,
+                "result": choices_result("safe")[:0]
+                + [{"from_name": "confidence", "to_name": "response", "type": "rating", "value": {"rating": 3}}],
+            }
+        ],  # no verdict
     }
-    export = _export(tasks, anns) + [{"id": 999, "data": {"prompt": "p", "response": "r", "ext_id": "not-ours"},
-                                      "annotations": [{"id": 77, "result": choices_result("safe")}]}]
+    export = _export(tasks, anns) + [
+        {
+            "id": 999,
+            "data": {"prompt": "p", "response": "r", "ext_id": "not-ours"},
+            "annotations": [{"id": 77, "result": choices_result("safe")}],
+        }
+    ]
     path = tmp_path / "export.json"
     path.write_text(json.dumps(export))
-    first = json.loads(run(runner, prefix, "pull", "--round", "r1", "--from-file", str(path), "--annotator", "A1",
-                           "--json").output)["annotators"]["A1"]
+    first = json.loads(
+        run(runner, prefix, "pull", "--round", "r1", "--from-file", str(path), "--annotator", "A1", "--json").output
+    )["annotators"]["A1"]
     assert (first["new"], first["skips"], first["quarantined"]) == (3, 1, 3)
-    again = json.loads(run(runner, prefix, "pull", "--round", "r1", "--from-file", str(path), "--annotator", "A1",
-                           "--json").output)["annotators"]["A1"]
+    again = json.loads(
+        run(runner, prefix, "pull", "--round", "r1", "--from-file", str(path), "--annotator", "A1", "--json").output
+    )["annotators"]["A1"]
     assert (again["new"], again["updated"], again["deleted"], again["quarantined"]) == (0, 0, 0, 0)
 
     # edit one, delete one: history is kept, the deletion is marked
     anns[0] = [{"id": 1, "result": choices_result("safe"), "lead_time": 25.0}]
     del anns[1]
     path.write_text(json.dumps(_export(tasks, anns)))
-    third = json.loads(run(runner, prefix, "pull", "--round", "r1", "--from-file", str(path), "--annotator", "A1",
-                           "--json").output)["annotators"]["A1"]
+    third = json.loads(
+        run(runner, prefix, "pull", "--round", "r1", "--from-file", str(path), "--annotator", "A1", "--json").output
+    )["annotators"]["A1"]
     assert (third["updated"], third["deleted"]) == (1, 1)
 
     from annotate.config import open_workspace
@@ -168,10 +258,14 @@ def test_label_config_problems_are_named():
     with pytest.raises(InputError, match="verdict"):
         parse_label_config("<View><Text name='p' value='$prompt'/><Text name='r' value='$response'/></View>")
     with pytest.raises(InputError, match="toName"):
-        parse_label_config("<View><Text name='p' value='$prompt'/><Text name='r' value='$response'/>"
-                           "<Choices name='verdict' toName='nope' required='true'><Choice value='harmful'/>"
-                           "<Choice value='safe'/><Choice value='unsure'/></Choices></View>")
+        parse_label_config(
+            "<View><Text name='p' value='$prompt'/><Text name='r' value='$response'/>"
+            "<Choices name='verdict' toName='nope' required='true'><Choice value='harmful'/>"
+            "<Choice value='safe'/><Choice value='unsure'/></Choices></View>"
+        )
     with pytest.raises(InputError, match="HTML"):
-        parse_label_config("<View><Text name='p' value='$prompt'/><HyperText name='r' value='$response'/>"
-                           "<Choices name='verdict' toName='r' required='true'><Choice value='harmful'/>"
-                           "<Choice value='safe'/><Choice value='unsure'/></Choices></View>")
+        parse_label_config(
+            "<View><Text name='p' value='$prompt'/><HyperText name='r' value='$response'/>"
+            "<Choices name='verdict' toName='r' required='true'><Choice value='harmful'/>"
+            "<Choice value='safe'/><Choice value='unsure'/></Choices></View>"
+        )

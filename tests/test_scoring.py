@@ -27,14 +27,31 @@ from annotate.stats import scoring as sc
 TOL = 1e-9
 
 
-def cell(model="m", benchmark="b", N=(100, 500, 400), n=(25, 25, 400), y=(20, 2, 120), u=(0, 0, 0),
-         labels=("harmful", "safe", "ambiguous"), strata=None, **extra):
+def cell(
+    model="m",
+    benchmark="b",
+    N=(100, 500, 400),
+    n=(25, 25, 400),
+    y=(20, 2, 120),
+    u=(0, 0, 0),
+    labels=("harmful", "safe", "ambiguous"),
+    strata=None,
+    **extra,
+):
     """Strata rows of one cell."""
     strata = strata or labels
-    rows = pd.DataFrame({
-        "model": model, "benchmark": benchmark, "stratum": list(strata), "judge_label": list(labels),
-        "population": list(N), "reviewed": list(n), "harmful": list(y), "unresolved": list(u),
-    })
+    rows = pd.DataFrame(
+        {
+            "model": model,
+            "benchmark": benchmark,
+            "stratum": list(strata),
+            "judge_label": list(labels),
+            "population": list(N),
+            "reviewed": list(n),
+            "harmful": list(y),
+            "unresolved": list(u),
+        }
+    )
     for k, v in extra.items():
         rows[k] = list(v)
     return rows
@@ -75,8 +92,13 @@ def test_tc6_point_variance_and_treatments_exact():
     assert c.se_fixed == pytest.approx(0.027899, abs=1e-6)
     assert c.se_general == pytest.approx(0.030996, abs=1e-6)
     assert c.flag == "ok" and c.method == "stratified"
-    expected = {"ambiguous_as_safe": 0.10, "ambiguous_as_harmful": 0.50, "ambiguous_excluded": 1 / 6,
-                "adjudicated_clear_trusted": 0.22, "corrected": 0.24}
+    expected = {
+        "ambiguous_as_safe": 0.10,
+        "ambiguous_as_harmful": 0.50,
+        "ambiguous_excluded": 1 / 6,
+        "adjudicated_clear_trusted": 0.22,
+        "corrected": 0.24,
+    }
     for name, value in expected.items():
         assert row(r, name).estimate == pytest.approx(value, abs=TOL), name
     # no unresolved items: both bounds equal the estimate
@@ -133,7 +155,7 @@ def exact_polya(N, r, y):
         part = stats.betabinom(M, yh + 0.5, rh - yh + 0.5).pmf(np.arange(M + 1))
         pmf = np.convolve(pmf, part)
     out = np.zeros(sum(N) + 1)
-    out[sum(y):sum(y) + len(pmf)] = pmf
+    out[sum(y) : sum(y) + len(pmf)] = pmf
     return out
 
 
@@ -203,8 +225,13 @@ def test_general_interval_covers_superpopulation_rate():
     Nh = rng.multinomial(1000, pi, size=reps)
     K = rng.binomial(Nh, theta)
     n = np.column_stack([np.minimum(25, Nh[:, 0]), np.minimum(25, Nh[:, 1]), Nh[:, 2]])
-    y = np.column_stack([rng.hypergeometric(K[:, 0], Nh[:, 0] - K[:, 0], n[:, 0]),
-                         rng.hypergeometric(K[:, 1], Nh[:, 1] - K[:, 1], n[:, 1]), K[:, 2]])
+    y = np.column_stack(
+        [
+            rng.hypergeometric(K[:, 0], Nh[:, 0] - K[:, 0], n[:, 0]),
+            rng.hypergeometric(K[:, 1], Nh[:, 1] - K[:, 1], n[:, 1]),
+            K[:, 2],
+        ]
+    )
     frames = [cell(model=f"rep{i:04d}", N=Nh[i], n=n[i], y=y[i]) for i in range(reps)]
     res = sc.corrected_scores(pd.concat(frames, ignore_index=True), seed=6)
     c = res.cells.set_index("model").loc[[f"rep{i:04d}" for i in range(reps)]]
@@ -262,8 +289,11 @@ def wilson_by_roots(x, n, z=1.959963984540054):
 
 def test_wilson_intervals_of_judge_only_treatments():
     r = sc.corrected_scores(cell())
-    for name, x, n in (("ambiguous_as_safe", 100, 1000), ("ambiguous_as_harmful", 500, 1000),
-                       ("ambiguous_excluded", 100, 600)):
+    for name, x, n in (
+        ("ambiguous_as_safe", 100, 1000),
+        ("ambiguous_as_harmful", 500, 1000),
+        ("ambiguous_excluded", 100, 600),
+    ):
         t = row(r, name)
         lo, hi = wilson_by_roots(x, n)
         assert (t.ci_low, t.ci_high) == (pytest.approx(lo, abs=1e-12), pytest.approx(hi, abs=1e-12))
@@ -356,10 +386,12 @@ def test_transport_flags_cell_and_uses_pooled_se_sp():
     rg = min(max((q + sp - 1) / (se + sp - 1), 0), 1)
     expected = 680 / 720 * rg + 40 / 720 * 10 / 40
     assert t.estimate == pytest.approx(expected, abs=1e-12)
+
     # delta-method variance, written out
     def var_total(g):
         s2 = g.reviewed * g.ybar * (1 - g.ybar) / (g.reviewed - 1)
         return (g.population**2 * s2 / g.reviewed).sum()
+
     VH, VS = var_total(H), var_total(S)
     v_se = (TS**2 * VH + TH**2 * VS) / (TH + TS) ** 4
     v_sp = (FH**2 * VS + FS**2 * VH) / (FS + FH) ** 4
@@ -373,7 +405,9 @@ def test_transport_flags_cell_and_uses_pooled_se_sp():
     assert diag.loc["safe", "specificity"] == pytest.approx(sp)
     # every treatment row of the cell that uses the clear review carries the flag
     tt = r.treatments[r.treatments.model == "t"].set_index("treatment")
-    assert (tt.loc[["corrected", "corrected_unresolved_safe", "corrected_unresolved_harmful"], "flag"] == "transport").all()
+    assert (
+        tt.loc[["corrected", "corrected_unresolved_safe", "corrected_unresolved_harmful"], "flag"] == "transport"
+    ).all()
 
 
 def test_heterogeneity_test_matches_g_test_and_blocks_pooling():
@@ -425,9 +459,14 @@ def test_transport_is_per_benchmark():
 
 
 def test_waves_are_separate_strata():
-    df = cell(N=(100, 500, 400, 20, 60, 30), n=(25, 25, 400, 10, 12, 30), y=(20, 2, 120, 9, 0, 6), u=(0,) * 6,
-              labels=("harmful", "safe", "ambiguous") * 2,
-              strata=("harmful|1", "safe|1", "ambiguous|1", "harmful|2", "safe|2", "ambiguous|2"))
+    df = cell(
+        N=(100, 500, 400, 20, 60, 30),
+        n=(25, 25, 400, 10, 12, 30),
+        y=(20, 2, 120, 9, 0, 6),
+        u=(0,) * 6,
+        labels=("harmful", "safe", "ambiguous") * 2,
+        strata=("harmful|1", "safe|1", "ambiguous|1", "harmful|2", "safe|2", "ambiguous|2"),
+    )
     r = sc.corrected_scores(df)
     N = np.array([100, 500, 400, 20, 60, 30])
     n = np.array([25, 25, 400, 10, 12, 30])
@@ -448,12 +487,15 @@ def test_dawid_skene_treatment():
     assert t.flag == "ok" and t.ci_low < t.estimate < t.ci_high
     df2 = cell(harmful_ds=(21, 3, 118), resolved_ds=(25, 25, 390))
     assert row(sc.corrected_scores(df2), "corrected_dawid_skene").estimate == pytest.approx(
-        0.1 * 21 / 25 + 0.5 * 3 / 25 + 0.4 * 118 / 390, abs=TOL)
+        0.1 * 21 / 25 + 0.5 * 3 / 25 + 0.4 * 118 / 390, abs=TOL
+    )
 
 
 def test_deterministic_and_independent_of_row_order():
-    df = pd.concat([cell(model=f"m{i}", benchmark=f"b{j}", y=(20 - i, 2 + j, 120)) for i in range(3) for j in range(2)],
-                   ignore_index=True)
+    df = pd.concat(
+        [cell(model=f"m{i}", benchmark=f"b{j}", y=(20 - i, 2 + j, 120)) for i in range(3) for j in range(2)],
+        ignore_index=True,
+    )
     a = sc.corrected_scores(df, seed=42, draws=500)
     b = sc.corrected_scores(df.sample(frac=1, random_state=1), seed=42, draws=500)
     pd.testing.assert_frame_equal(a.cells, b.cells)
@@ -473,13 +515,16 @@ def test_draws_zero_gives_points_only():
     assert not np.isnan(row(r, "ambiguous_as_safe").ci_low)  # Wilson needs no draws
 
 
-@pytest.mark.parametrize("mutate,match", [
-    (lambda d: d.assign(reviewed=[25, 25, 401]), "reviewed > population"),
-    (lambda d: d.assign(harmful=[20, 2, 390], unresolved=[0, 0, 20]), "harmful \\+ unresolved"),
-    (lambda d: d.assign(judge_label=["harmful", "safe", "maybe"]), "Unknown judge_label"),
-    (lambda d: d.drop(columns="unresolved"), "lacks column"),
-    (lambda d: d.assign(population=[100.5, 500, 400]), "non-negative integers"),
-])
+@pytest.mark.parametrize(
+    "mutate,match",
+    [
+        (lambda d: d.assign(reviewed=[25, 25, 401]), "reviewed > population"),
+        (lambda d: d.assign(harmful=[20, 2, 390], unresolved=[0, 0, 20]), "harmful \\+ unresolved"),
+        (lambda d: d.assign(judge_label=["harmful", "safe", "maybe"]), "Unknown judge_label"),
+        (lambda d: d.drop(columns="unresolved"), "lacks column"),
+        (lambda d: d.assign(population=[100.5, 500, 400]), "non-negative integers"),
+    ],
+)
 def test_invalid_input_raises(mutate, match):
     with pytest.raises(ValueError, match=match):
         sc.corrected_scores(mutate(cell()))
@@ -496,9 +541,15 @@ def test_judge_label_aliases():
 
 
 def test_macro_average_over_benchmarks():
-    df = pd.concat([cell(model="a", benchmark="b1"), cell(model="a", benchmark="b2", y=(10, 0, 40)),
-                    cell(model="z", benchmark="b1", y=(22, 4, 200)), cell(model="z", benchmark="b2", y=(5, 1, 50))],
-                   ignore_index=True)
+    df = pd.concat(
+        [
+            cell(model="a", benchmark="b1"),
+            cell(model="a", benchmark="b2", y=(10, 0, 40)),
+            cell(model="z", benchmark="b1", y=(22, 4, 200)),
+            cell(model="z", benchmark="b2", y=(5, 1, 50)),
+        ],
+        ignore_index=True,
+    )
     r = sc.corrected_scores(df, seed=2)
     o = r.overall[r.overall.treatment == "corrected"].set_index("model")
     cells = r.cells.set_index(["model", "benchmark"])
@@ -518,10 +569,16 @@ def test_macro_average_over_benchmarks():
 
 
 def test_macro_average_missing_or_not_estimable_benchmark():
-    df = pd.concat([cell(model="a", benchmark="b1"), cell(model="a", benchmark="b2"),
-                    cell(model="z", benchmark="b1"),  # z lacks b2
-                    cell(model="x", benchmark="b1"), cell(model="x", benchmark="b2", n=(25, 25, 0), y=(20, 2, 0))],
-                   ignore_index=True)
+    df = pd.concat(
+        [
+            cell(model="a", benchmark="b1"),
+            cell(model="a", benchmark="b2"),
+            cell(model="z", benchmark="b1"),  # z lacks b2
+            cell(model="x", benchmark="b1"),
+            cell(model="x", benchmark="b2", n=(25, 25, 0), y=(20, 2, 0)),
+        ],
+        ignore_index=True,
+    )
     r = sc.corrected_scores(df)
     o = r.overall[r.overall.treatment == "corrected"].set_index("model")
     assert o.loc["a", "flag"] == "ok" and o.loc["a", "estimate"] == pytest.approx(0.24)
@@ -544,16 +601,29 @@ def test_strata_from_responses_matches_groupby():
     R = 5000
     judge = rng.choice(["harmful", "safe", "ambiguous"], R)
     reviewed = (judge == "ambiguous") | (rng.random(R) < 0.2)
-    human = np.where(reviewed, rng.choice(["harmful", "safe", "unresolved"], R, p=[.3, .6, .1]), None)
+    human = np.where(reviewed, rng.choice(["harmful", "safe", "unresolved"], R, p=[0.3, 0.6, 0.1]), None)
     ds = np.where(reviewed, rng.choice(["harmful", "safe"], R), None)
-    resp = pd.DataFrame({"model": rng.choice(["m1", "m2", "m3"], R), "benchmark": rng.choice(["x", "y"], R),
-                         "judge_label": judge, "reviewed": reviewed, "human_label": human, "ds_label": ds,
-                         "wave": rng.choice([1, 2], R)})
+    resp = pd.DataFrame(
+        {
+            "model": rng.choice(["m1", "m2", "m3"], R),
+            "benchmark": rng.choice(["x", "y"], R),
+            "judge_label": judge,
+            "reviewed": reviewed,
+            "human_label": human,
+            "ds_label": ds,
+            "wave": rng.choice([1, 2], R),
+        }
+    )
     cat = resp.astype({c: "category" for c in ("model", "benchmark", "judge_label", "human_label", "ds_label")})
     for frame in (resp, cat):
-        s = (sc.strata_from_responses(frame, wave="wave", ds_label="ds_label")
-             .set_index(["model", "benchmark", "stratum"]).sort_index())
-        g = resp.assign(stratum=resp.judge_label + "|" + resp.wave.astype(str)).groupby(["model", "benchmark", "stratum"])
+        s = (
+            sc.strata_from_responses(frame, wave="wave", ds_label="ds_label")
+            .set_index(["model", "benchmark", "stratum"])
+            .sort_index()
+        )
+        g = resp.assign(stratum=resp.judge_label + "|" + resp.wave.astype(str)).groupby(
+            ["model", "benchmark", "stratum"]
+        )
         assert (s.population == g.size()).all()
         assert (s.reviewed == g.reviewed.sum()).all()
         assert (s.harmful == g.human_label.apply(lambda v: (v == "harmful").sum())).all()
@@ -589,8 +659,13 @@ def test_neyman_allocation_reproduces_methods_example():
 
 
 def test_neyman_minimum_census_and_rates():
-    df = pd.concat([cell(model="a", N=(8, 900, 92), n=(0, 0, 0), y=(0, 0, 0)),
-                    cell(model="b", N=(300, 300, 400), n=(30, 30, 400), y=(15, 15, 100))], ignore_index=True)
+    df = pd.concat(
+        [
+            cell(model="a", N=(8, 900, 92), n=(0, 0, 0), y=(0, 0, 0)),
+            cell(model="b", N=(300, 300, 400), n=(30, 30, 400), y=(15, 15, 100)),
+        ],
+        ignore_index=True,
+    )
     plan = sc.plan_allocation(df, 0.01, min_per_stratum=10).set_index(["model", "judge_label"])
     assert plan.loc[("a", "harmful"), "n"] == 8 and plan.loc[("a", "harmful"), "census"]  # capped at N_h
     assert (plan.n >= np.minimum(10, plan.population)).all() and (plan.n <= plan.population).all()

@@ -7,15 +7,31 @@ import sqlite3
 import pytest
 from sqlalchemy import text
 
-from annotate.errors import StoreError
 from annotate.db.store import SCHEMA_VERSION, Store, open_store, utcnow
+from annotate.errors import StoreError
 
 
 def _row(i: int, response: str = "r", source_id: int = 1, label: str = "safe"):
     from annotate.ingest import content_sha
 
-    return ("b", "m", f"p{i}", 0, "j", None, "prompt", response, label, None, label, "mapped", None,
-            content_sha("prompt", response, label, None, label), source_id, None)
+    return (
+        "b",
+        "m",
+        f"p{i}",
+        0,
+        "j",
+        None,
+        "prompt",
+        response,
+        label,
+        None,
+        label,
+        "mapped",
+        None,
+        content_sha("prompt", response, label, None, label),
+        source_id,
+        None,
+    )
 
 
 def test_migrates_and_records_schema_version(db_url):
@@ -32,8 +48,10 @@ def test_migrates_and_records_schema_version(db_url):
 def test_refuses_a_newer_schema(db_url):
     store = open_store(db_url)
     with store.engine.begin() as conn:
-        conn.execute(text("INSERT INTO schema_version (version, description, applied_at) "
-                          "VALUES (99, 'future', :t)"), {"t": utcnow()})
+        conn.execute(
+            text("INSERT INTO schema_version (version, description, applied_at) VALUES (99, 'future', :t)"),
+            {"t": utcnow()},
+        )
     store.close()
     with pytest.raises(StoreError, match="newer"):
         open_store(db_url)
@@ -86,7 +104,7 @@ def test_replace_keeps_history(db_url):
         tx.use_source(sha256="d" * 64, path="y", fmt="generic", size_bytes=1)
         new = _row(1, response="new", source_id=tx.source_id)[:-1] + (store.db_timestamp(now),)
         result = tx.insert_batch([new])
-        (i, rid, _src), = result.conflicts
+        ((i, rid, _src),) = result.conflicts
         tx.replace(rid, new, now)
     responses = store.responses()
     history = store.history()
@@ -113,13 +131,17 @@ def test_an_older_store_is_migrated_in_place(tmp_path):
     with engine.begin() as conn:
         SQLModel.metadata.create_all(conn, tables=[models.SchemaVersion.__table__])
         store_mod._v1(conn)
-        conn.execute(models.SchemaVersion.__table__.insert(),
-                     {"version": 1, "description": "v1", "applied_at": utcnow()})
-        src = conn.execute(models.SourceFile.__table__.insert().returning(models.SourceFile.__table__.c.id),
-                           {"sha256": "e" * 64, "path": "x", "format": "generic", "size_bytes": 1,
-                            "first_ingested_at": utcnow()}).scalar_one()
-        conn.execute(models.Response.__table__.insert(), {**dict(zip(store_mod.RESPONSE_COLUMNS, _row(1, source_id=src))),
-                                                           "ingested_at": utcnow()})
+        conn.execute(
+            models.SchemaVersion.__table__.insert(), {"version": 1, "description": "v1", "applied_at": utcnow()}
+        )
+        src = conn.execute(
+            models.SourceFile.__table__.insert().returning(models.SourceFile.__table__.c.id),
+            {"sha256": "e" * 64, "path": "x", "format": "generic", "size_bytes": 1, "first_ingested_at": utcnow()},
+        ).scalar_one()
+        conn.execute(
+            models.Response.__table__.insert(),
+            {**dict(zip(store_mod.RESPONSE_COLUMNS, _row(1, source_id=src))), "ingested_at": utcnow()},
+        )
     engine.dispose()
     store = open_store(url)
     try:

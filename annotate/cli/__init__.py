@@ -12,8 +12,9 @@ from __future__ import annotations
 import functools
 import json
 import sys
+from collections.abc import Callable
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
 
 import click
 
@@ -41,11 +42,22 @@ def _one_line(text: str) -> str:
 def workspace_options(fn: Callable[..., Any]) -> Callable[..., Any]:
     """--workspace and --db on every command (they may also come before the command name)."""
 
-    @click.option("--workspace", "-w", "workspace", metavar="DIR", default=None,
-                  help="Workspace folder [env ANNOTATE_WORKSPACE; default: current directory].")
-    @click.option("--db", "db", metavar="URL", default=None,
-                  help="Database URL (any SQLAlchemy URL, or a SQLite file path) [env ANNOTATE_DB; "
-                       "default: .annotate/annotate.db in the workspace].")
+    @click.option(
+        "--workspace",
+        "-w",
+        "workspace",
+        metavar="DIR",
+        default=None,
+        help="Workspace folder [env ANNOTATE_WORKSPACE; default: current directory].",
+    )
+    @click.option(
+        "--db",
+        "db",
+        metavar="URL",
+        default=None,
+        help="Database URL (any SQLAlchemy URL, or a SQLite file path) [env ANNOTATE_DB; "
+        "default: .annotate/annotate.db in the workspace].",
+    )
     @click.pass_context
     @functools.wraps(fn)
     def wrapper(ctx: click.Context, *args: Any, workspace: str | None, db: str | None, **kwargs: Any) -> Any:
@@ -139,19 +151,42 @@ def _ingest_epilog() -> str:
 
 @cli.command(epilog=_ingest_epilog())
 @click.argument("paths", nargs=-1, required=True, type=click.Path(path_type=Path))
-@click.option("--format", "fmt", default="auto", show_default=True, metavar="FORMAT",
-              help="Input format (see below), or auto to detect it.")
+@click.option(
+    "--format",
+    "fmt",
+    default="auto",
+    show_default=True,
+    metavar="FORMAT",
+    help="Input format (see below), or auto to detect it.",
+)
 @click.option("--benchmark", default=None, help="Benchmark name (overrides the file).")
 @click.option("--model", default=None, help="Model name (overrides the file; needed where the file has none).")
 @click.option("--judge", default=None, help="Judge name (overrides the file).")
-@click.option("--rubric", "rubric_path", default=None, type=click.Path(dir_okay=False, path_type=Path),
-              help="TOML file mapping raw verdicts to harmful/safe/ambiguous, over the defaults.")
-@click.option("--skip-invalid", is_flag=True, help="Ingest the valid rows; write the others, with reasons, to rejects/.")
+@click.option(
+    "--rubric",
+    "rubric_path",
+    default=None,
+    type=click.Path(dir_okay=False, path_type=Path),
+    help="TOML file mapping raw verdicts to harmful/safe/ambiguous, over the defaults.",
+)
+@click.option(
+    "--skip-invalid", is_flag=True, help="Ingest the valid rows; write the others, with reasons, to rejects/."
+)
 @click.option("--replace", is_flag=True, help="Overwrite rows whose key exists with other content (history is kept).")
 @click.option("--json", "as_json", is_flag=True, help="Print the outcome as JSON.")
 @workspace_options
-def ingest(ctx: click.Context, paths: tuple[Path, ...], fmt: str, benchmark: str | None, model: str | None,
-           judge: str | None, rubric_path: Path | None, skip_invalid: bool, replace: bool, as_json: bool) -> None:
+def ingest(
+    ctx: click.Context,
+    paths: tuple[Path, ...],
+    fmt: str,
+    benchmark: str | None,
+    model: str | None,
+    judge: str | None,
+    rubric_path: Path | None,
+    skip_invalid: bool,
+    replace: bool,
+    as_json: bool,
+) -> None:
     """Read benchmark results into the store, mapping every verdict under one rubric.
 
     Each file is validated before anything is written; the command is all-or-nothing: a
@@ -177,8 +212,9 @@ def ingest(ctx: click.Context, paths: tuple[Path, ...], fmt: str, benchmark: str
         bars.clear()
         if not sys.stderr.isatty() or not path.is_file():
             return None
-        bar = click.progressbar(length=path.stat().st_size, label=path.name[:40], file=sys.stderr,
-                                show_eta=True, show_percent=True)
+        bar = click.progressbar(
+            length=path.stat().st_size, label=path.name[:40], file=sys.stderr, show_eta=True, show_percent=True
+        )
         bars.append(bar)
         done = [0]
 
@@ -190,8 +226,16 @@ def ingest(ctx: click.Context, paths: tuple[Path, ...], fmt: str, benchmark: str
 
     try:
         outcomes = ingest_paths(
-            store, list(paths), on_file=on_file, fmt=fmt, rubric=rubric, model=model,
-            benchmark=benchmark, judge=judge, skip_invalid=skip_invalid, replace=replace,
+            store,
+            list(paths),
+            on_file=on_file,
+            fmt=fmt,
+            rubric=rubric,
+            model=model,
+            benchmark=benchmark,
+            judge=judge,
+            skip_invalid=skip_invalid,
+            replace=replace,
             rejects_dir=ws.rejects_dir,
         )
     finally:
@@ -255,19 +299,28 @@ def summary(ctx: click.Context, judge: str | None, as_json: bool) -> None:
     ranks = ranking_sensitivity(shares)
     warn = float(ws.setting("summary", "ambiguity_warn", 0.10))
     if as_json:
-        _echo_json({
-            "ambiguity_warn": warn,
-            "cells": shares.to_dict(orient="records"),
-            "ranking": ranks.to_dict(orient="records"),
-        })
+        _echo_json(
+            {
+                "ambiguity_warn": warn,
+                "cells": shares.to_dict(orient="records"),
+                "ranking": ranks.to_dict(orient="records"),
+            }
+        )
         return
     if shares.empty:
         click.echo("The store holds no responses yet. Run `annotate ingest FILE...` first.")
         return
     color = sys.stdout.isatty()
     rows = [
-        [r.judge, r.model, r.benchmark, int(r.n_responses), pct(r.share_harmful), pct(r.share_safe),
-         pct(r.share_ambiguous) + (" <" if r.share_ambiguous >= warn else "  ")]
+        [
+            r.judge,
+            r.model,
+            r.benchmark,
+            int(r.n_responses),
+            pct(r.share_harmful),
+            pct(r.share_safe),
+            pct(r.share_ambiguous) + (" <" if r.share_ambiguous >= warn else "  "),
+        ]
         for r in shares.itertuples()
     ]
 
@@ -276,24 +329,47 @@ def summary(ctx: click.Context, judge: str | None, as_json: bool) -> None:
             return click.style(text, fg="yellow", bold=True)
         return text
 
-    click.echo(table(["judge", "model", "benchmark", "responses", "harmful", "safe", "ambiguous"], rows,
-                     align="lllrrrr", style=style))
+    click.echo(
+        table(
+            ["judge", "model", "benchmark", "responses", "harmful", "safe", "ambiguous"],
+            rows,
+            align="lllrrrr",
+            style=style,
+        )
+    )
     n_warn = int((shares.share_ambiguous >= warn).sum())
-    click.echo(f"< ambiguity at or above {warn:.0%}: {n_warn} of {len(shares)} cells "
-               f"({int(shares.n_ambiguous.sum())} ambiguous responses in all).")
+    click.echo(
+        f"< ambiguity at or above {warn:.0%}: {n_warn} of {len(shares)} cells "
+        f"({int(shares.n_ambiguous.sum())} ambiguous responses in all)."
+    )
     click.echo("")
     click.echo("Ranking (1 = lowest harmful rate, macro-average over benchmarks):")
     rank_rows = [
-        [r.judge, r.model, int(r.n_benchmarks), pct(r.rate_as_safe), _rank(r.rank_as_safe),
-         pct(r.rate_as_harmful), _rank(r.rank_as_harmful), _shift(r.rank_shift)]
+        [
+            r.judge,
+            r.model,
+            int(r.n_benchmarks),
+            pct(r.rate_as_safe),
+            _rank(r.rank_as_safe),
+            pct(r.rate_as_harmful),
+            _rank(r.rank_as_harmful),
+            _shift(r.rank_shift),
+        ]
         for r in ranks.itertuples()
     ]
-    click.echo(table(["judge", "model", "benchmarks", "amb.=safe", "rank", "amb.=harmful", "rank", "shift"],
-                     rank_rows, align="llrrrrrr"))
+    click.echo(
+        table(
+            ["judge", "model", "benchmarks", "amb.=safe", "rank", "amb.=harmful", "rank", "shift"],
+            rank_rows,
+            align="llrrrrrr",
+        )
+    )
     moved = ranks[ranks.rank_shift != 0]
     if len(moved):
-        click.echo(f"{len(moved)} model(s) change rank depending on how ambiguous responses are counted: "
-                   "review them (annotate route) before publishing a ranking.")
+        click.echo(
+            f"{len(moved)} model(s) change rank depending on how ambiguous responses are counted: "
+            "review them (annotate route) before publishing a ranking."
+        )
     else:
         click.echo("No model changes rank between the two readings of ambiguous responses.")
 
@@ -313,8 +389,12 @@ def ls_group() -> None:
 
 @ls_group.command("start")
 @click.option("--port", default=8080, show_default=True, help="Port to listen on (refused, not changed, when taken).")
-@click.option("--host", default="127.0.0.1", show_default=True,
-              help="Interface to bind. Anything but loopback exposes the server to the network.")
+@click.option(
+    "--host",
+    default="127.0.0.1",
+    show_default=True,
+    help="Interface to bind. Anything but loopback exposes the server to the network.",
+)
 @click.option("--timeout", default=300.0, show_default=True, help="Seconds to wait for readiness.")
 @workspace_options
 def ls_start(ctx: click.Context, port: int, host: str, timeout: float) -> None:
@@ -328,14 +408,17 @@ def ls_start(ctx: click.Context, port: int, host: str, timeout: float) -> None:
     Example:
       annotate ls start --port 8080
     """
-    from annotate.labelstudio import server as ls_server
     from annotate.config import open_workspace
+    from annotate.labelstudio import server as ls_server
     from annotate.pipeline.rounds import ls_data_dir
 
     ws = open_workspace(ctx.obj.get("workspace"), ctx.obj.get("db"))
     if host not in ("127.0.0.1", "localhost", "::1"):
-        click.echo(f"Warning: binding to {host} makes Label Studio reachable from the network. "
-                   "Signup stays invite-only, but anyone who can reach the port sees the login page.", err=True)
+        click.echo(
+            f"Warning: binding to {host} makes Label Studio reachable from the network. "
+            "Signup stays invite-only, but anyone who can reach the port sees the login page.",
+            err=True,
+        )
     click.echo("Starting Label Studio (the first start migrates its database: about a minute)...", err=True)
     info = ls_server.start_server(ls_data_dir(ws), host=host, port=port, timeout=timeout)
     for warning in info.warnings:
@@ -353,8 +436,8 @@ def ls_stop(ctx: click.Context) -> None:
     Example:
       annotate ls stop
     """
-    from annotate.labelstudio import server as ls_server
     from annotate.config import open_workspace
+    from annotate.labelstudio import server as ls_server
     from annotate.pipeline.rounds import ls_data_dir
 
     ws = open_workspace(ctx.obj.get("workspace"), ctx.obj.get("db"))
@@ -374,29 +457,40 @@ def ls_status(ctx: click.Context, as_json: bool) -> None:
     """
     import os
 
-    from annotate.labelstudio import server as ls_server
     from annotate.config import open_workspace
+    from annotate.labelstudio import server as ls_server
     from annotate.pipeline.rounds import ls_data_dir
 
     ws = open_workspace(ctx.obj.get("workspace"), ctx.obj.get("db"))
     external = os.environ.get("ANNOTATE_LS_URL") or ws.setting("labelstudio", "url")
     st = ls_server.server_status(ls_data_dir(ws))
-    data = {"running": st.running, "url": st.url, "pid": st.pid, "healthy": st.healthy,
-            "authenticated": st.authenticated, "admin_email": st.admin_email,
-            "secrets_file": str(ls_data_dir(ws) / ls_server.SECRETS_NAME), "external_server": external,
-            "detail": st.detail}
+    data = {
+        "running": st.running,
+        "url": st.url,
+        "pid": st.pid,
+        "healthy": st.healthy,
+        "authenticated": st.authenticated,
+        "admin_email": st.admin_email,
+        "secrets_file": str(ls_data_dir(ws) / ls_server.SECRETS_NAME),
+        "external_server": external,
+        "detail": st.detail,
+    }
     if as_json:
         _echo_json(data)
         return
     if external:
         click.echo(f"Using the Label Studio server at {external} (ANNOTATE_LS_URL); nothing is started here.")
     if st.running:
-        click.echo(f"Label Studio is running at {st.url} (pid {st.pid}); "
-                   f"health {'ok' if st.healthy else 'failing'}, token {'accepted' if st.authenticated else 'REJECTED'}.")
+        click.echo(
+            f"Label Studio is running at {st.url} (pid {st.pid}); "
+            f"health {'ok' if st.healthy else 'failing'}, token {'accepted' if st.authenticated else 'REJECTED'}."
+        )
         click.echo(f"Log in as {st.admin_email}; the password is in {data['secrets_file']}.")
     else:
-        click.echo(f"The embedded Label Studio is not running{': ' + st.detail if st.detail else ''}. "
-                   "Start it with `annotate ls start`.")
+        click.echo(
+            f"The embedded Label Studio is not running{': ' + st.detail if st.detail else ''}. "
+            "Start it with `annotate ls start`."
+        )
 
 
 # -- annotators -----------------------------------------------------------------------------------
@@ -474,19 +568,40 @@ def annotators_list(ctx: click.Context, as_json: bool, show_emails: bool) -> Non
 @cli.command()
 @click.option("--round", "round_name", required=True, help="Round name (new, or one to extend/resume).")
 @click.option("--annotators", required=True, help="Comma-separated pseudonyms (or e-mails), e.g. A1,A2,A3.")
-@click.option("--clear-per-cell", default=25, show_default=True,
-              help="Responses sampled from each clear stratum (judge harmful, judge safe) per model x benchmark.")
+@click.option(
+    "--clear-per-cell",
+    default=25,
+    show_default=True,
+    help="Responses sampled from each clear stratum (judge harmful, judge safe) per model x benchmark.",
+)
 @click.option("--seed", default=0, show_default=True, help="Seed of the sample and of each annotator's task order.")
-@click.option("--judge", default=None, help="Whose labels define the strata (needed when the store has several judges).")
+@click.option(
+    "--judge", default=None, help="Whose labels define the strata (needed when the store has several judges)."
+)
 @click.option("--dry-run", is_flag=True, help="Show what would be sent, per cell and stratum; send nothing.")
-@click.option("--to-file", is_flag=True, help="Write tasks/<round>/<annotator>.json (Label Studio import format) instead.")
-@click.option("--prioritize", is_flag=True,
-              help="Order each annotator's tasks by predicted probability of ambiguity (see `annotate diagnose`); "
-                   "the selection is unchanged.")
+@click.option(
+    "--to-file", is_flag=True, help="Write tasks/<round>/<annotator>.json (Label Studio import format) instead."
+)
+@click.option(
+    "--prioritize",
+    is_flag=True,
+    help="Order each annotator's tasks by predicted probability of ambiguity (see `annotate diagnose`); "
+    "the selection is unchanged.",
+)
 @click.option("--json", "as_json", is_flag=True, help="Print JSON.")
 @workspace_options
-def route(ctx: click.Context, round_name: str, annotators: str, clear_per_cell: int, seed: int, judge: str | None,
-          dry_run: bool, to_file: bool, prioritize: bool, as_json: bool) -> None:
+def route(
+    ctx: click.Context,
+    round_name: str,
+    annotators: str,
+    clear_per_cell: int,
+    seed: int,
+    judge: str | None,
+    dry_run: bool,
+    to_file: bool,
+    prioritize: bool,
+    as_json: bool,
+) -> None:
     """Send every ambiguous response and a seeded sample of clear ones to independent reviewers.
 
     Each annotator gets a Label Studio project of their own holding the same tasks, in their own
@@ -514,25 +629,47 @@ def route(ctx: click.Context, round_name: str, annotators: str, clear_per_cell: 
         bar[0].update(n)
 
     try:
-        out = do_route(ws, store, round_name=round_name, annotator_names=names, clear_per_cell=clear_per_cell,
-                       seed=seed, judge=judge, dry_run=dry_run, to_file=to_file, progress=progress,
-                       prioritize=prioritize)
+        out = do_route(
+            ws,
+            store,
+            round_name=round_name,
+            annotator_names=names,
+            clear_per_cell=clear_per_cell,
+            seed=seed,
+            judge=judge,
+            dry_run=dry_run,
+            to_file=to_file,
+            progress=progress,
+            prioritize=prioritize,
+        )
     finally:
         if bar:
             bar[0].render_finish()
         store.close()
     strata = out.strata
     if as_json:
-        _echo_json({"round": out.round, "judge": out.judge, "wave": out.new_wave, "dry_run": out.dry_run,
-                    "prioritized": out.prioritized,
-                    "selected": out.selected, "strata": strata.to_dict("records"),
-                    "annotators": out.per_annotator, "files": [str(f) for f in out.files]})
+        _echo_json(
+            {
+                "round": out.round,
+                "judge": out.judge,
+                "wave": out.new_wave,
+                "dry_run": out.dry_run,
+                "prioritized": out.prioritized,
+                "selected": out.selected,
+                "strata": strata.to_dict("records"),
+                "annotators": out.per_annotator,
+                "files": [str(f) for f in out.files],
+            }
+        )
         return
     if len(strata):
-        rows = [[s.model, s.benchmark, s.stratum, int(s.population), int(s.sample), f"{s.sample / s.population:.3f}"]
-                for s in strata.itertuples()]
-        click.echo(table(["model", "benchmark", "stratum", "population", "selected", "incl. prob"], rows,
-                         align="lllrrr"))
+        rows = [
+            [s.model, s.benchmark, s.stratum, int(s.population), int(s.sample), f"{s.sample / s.population:.3f}"]
+            for s in strata.itertuples()
+        ]
+        click.echo(
+            table(["model", "benchmark", "stratum", "population", "selected", "incl. prob"], rows, align="lllrrr")
+        )
     head = "Would select" if dry_run else "Selected"
     if out.new_wave is None:
         click.echo(f"Round {out.round}: no new responses since the last routing (judge {out.judge}).")
@@ -551,13 +688,19 @@ def route(ctx: click.Context, round_name: str, annotators: str, clear_per_cell: 
 
 @cli.command()
 @click.option("--round", "round_name", default=None, help="Round to pull (default: the only one).")
-@click.option("--from-file", "from_files", multiple=True, type=click.Path(dir_okay=False, path_type=Path),
-              help="A Label Studio JSON export file instead of the server (repeatable).")
+@click.option(
+    "--from-file",
+    "from_files",
+    multiple=True,
+    type=click.Path(dir_okay=False, path_type=Path),
+    help="A Label Studio JSON export file instead of the server (repeatable).",
+)
 @click.option("--annotator", default=None, help="With --from-file: whose project the file was exported from.")
 @click.option("--json", "as_json", is_flag=True, help="Print JSON.")
 @workspace_options
-def pull(ctx: click.Context, round_name: str | None, from_files: tuple[Path, ...], annotator: str | None,
-         as_json: bool) -> None:
+def pull(
+    ctx: click.Context, round_name: str | None, from_files: tuple[Path, ...], annotator: str | None, as_json: bool
+) -> None:
     """Read annotations back from Label Studio into the store.
 
     Every result is validated against the label config: results without a verdict, with an
@@ -583,8 +726,12 @@ def pull(ctx: click.Context, round_name: str | None, from_files: tuple[Path, ...
         _echo_json({"round": out.round, "annotators": {k: vars(v) for k, v in out.per_annotator.items()}})
         return
     rows = [[who, *[getattr(c, f) for f in fields]] for who, c in out.per_annotator.items()]
-    click.echo(table(["annotator", "tasks seen", "new", "updated", "deleted", "restored", "skips", "quarantined",
-                      "unchanged"], rows))
+    click.echo(
+        table(
+            ["annotator", "tasks seen", "new", "updated", "deleted", "restored", "skips", "quarantined", "unchanged"],
+            rows,
+        )
+    )
     q = sum(c.quarantined for c in out.per_annotator.values())
     if q:
         click.echo(f"{q} result(s) quarantined (not counted): see `annotate status --round {out.round} --quarantine`.")
@@ -612,21 +759,47 @@ def status(ctx: click.Context, round_name: str | None, show_quarantine: bool, as
     finally:
         store.close()
     if as_json:
-        _echo_json({"progress": df.to_dict("records"),
-                    "quarantine": [] if quarantine is None else quarantine[["ls_annotation_id", "task_id", "ext_id", "reason"]].to_dict("records")})
+        _echo_json(
+            {
+                "progress": df.to_dict("records"),
+                "quarantine": []
+                if quarantine is None
+                else quarantine[["ls_annotation_id", "task_id", "ext_id", "reason"]].to_dict("records"),
+            }
+        )
         return
     if df.empty:
         click.echo("No rounds routed yet. Start one with `annotate route --round NAME --annotators A1,A2`.")
         return
-    rows = [[r["round"], r["annotator"], r["stratum"], r["tasks"], r["done"], r["skipped"], r["remaining"],
-             "" if _missing(r["median_lead_time_s"]) else f"{r['median_lead_time_s']:.0f} s", _eta(r["eta_s"])]
-            for r in df.to_dict("records")]
-    click.echo(table(["round", "annotator", "stratum", "tasks", "done", "skipped", "remaining", "median time", "ETA"],
-                     rows, align="lllrrrrrr"))
+    rows = [
+        [
+            r["round"],
+            r["annotator"],
+            r["stratum"],
+            r["tasks"],
+            r["done"],
+            r["skipped"],
+            r["remaining"],
+            "" if _missing(r["median_lead_time_s"]) else f"{r['median_lead_time_s']:.0f} s",
+            _eta(r["eta_s"]),
+        ]
+        for r in df.to_dict("records")
+    ]
+    click.echo(
+        table(
+            ["round", "annotator", "stratum", "tasks", "done", "skipped", "remaining", "median time", "ETA"],
+            rows,
+            align="lllrrrrrr",
+        )
+    )
     if quarantine is not None and len(quarantine):
         click.echo("")
-        click.echo(table(["annotation", "task", "ext_id", "reason"],
-                         [[_int(q.ls_annotation_id), _int(q.task_id), q.ext_id, q.reason] for q in quarantine.itertuples()]))
+        click.echo(
+            table(
+                ["annotation", "task", "ext_id", "reason"],
+                [[_int(q.ls_annotation_id), _int(q.task_id), q.ext_id, q.reason] for q in quarantine.itertuples()],
+            )
+        )
 
 
 # -- agreement / adjudicate ---------------------------------------------------------------------
@@ -640,16 +813,29 @@ def _num(x: Any, fmt: str = "{:.3f}") -> str:
 
 @cli.command()
 @click.option("--round", "round_name", default=None, help="Round (default: the only one).")
-@click.option("--by", "by", type=click.Choice(["stratum", "benchmark", "model", "category"]), default="stratum",
-              show_default=True, help="Report per group of this kind (and pooled).")
-@click.option("--labels", "label_set", type=click.Choice(["binary", "3-way", "both"]), default="both",
-              show_default=True, help="binary: harmful/safe with unsure as missing; 3-way: harmful/safe/unsure.")
+@click.option(
+    "--by",
+    "by",
+    type=click.Choice(["stratum", "benchmark", "model", "category"]),
+    default="stratum",
+    show_default=True,
+    help="Report per group of this kind (and pooled).",
+)
+@click.option(
+    "--labels",
+    "label_set",
+    type=click.Choice(["binary", "3-way", "both"]),
+    default="both",
+    show_default=True,
+    help="binary: harmful/safe with unsure as missing; 3-way: harmful/safe/unsure.",
+)
 @click.option("--boot", default=2000, show_default=True, help="Bootstrap replicates for the intervals.")
 @click.option("--seed", default=0, show_default=True, help="Bootstrap seed.")
 @click.option("--json", "as_json", is_flag=True, help="Print JSON (everything, both label sets).")
 @workspace_options
-def agreement(ctx: click.Context, round_name: str | None, by: str, label_set: str, boot: int, seed: int,
-              as_json: bool) -> None:
+def agreement(
+    ctx: click.Context, round_name: str | None, by: str, label_set: str, boot: int, seed: int, as_json: bool
+) -> None:
     """How far the reviewers agree: alpha with its interval, AC1, kappa, per-annotator flags.
 
     Per group and pooled (a mixture of strata: ambiguous items are hard by construction, so
@@ -661,14 +847,18 @@ def agreement(ctx: click.Context, round_name: str | None, by: str, label_set: st
       annotate agreement --round r1
       annotate agreement --round r1 --by benchmark --json
     """
-    from annotate.pipeline.agreement import Thresholds, agreement_report
     from annotate.cli._format import table
+    from annotate.pipeline.agreement import agreement_report
+    from annotate.stats.agreement.votes import Thresholds
 
     ws, store = _open(ctx)
     cfg = ws.settings.get("agreement", {})
-    th = Thresholds(reliable=float(cfg.get("reliable", 0.8)), tentative=float(cfg.get("tentative", 0.667)),
-                    kappa_consensus=float(cfg.get("kappa_consensus", 0.6)),
-                    alpha_gain=float(cfg.get("alpha_gain", 0.05)))
+    th = Thresholds(
+        reliable=float(cfg.get("reliable", 0.8)),
+        tentative=float(cfg.get("tentative", 0.667)),
+        kappa_consensus=float(cfg.get("kappa_consensus", 0.6)),
+        alpha_gain=float(cfg.get("alpha_gain", 0.05)),
+    )
     try:
         report = agreement_report(store, round_name=round_name, by=by, n_boot=boot, seed=seed, thresholds=th)
     finally:
@@ -677,14 +867,32 @@ def agreement(ctx: click.Context, round_name: str | None, by: str, label_set: st
         _echo_json(report)
         return
     groups = [g for g in report["groups"] if label_set == "both" or g["labels"] == label_set]
-    click.echo(f"Round {report['round']}: {report['n_labels']} labels by {', '.join(report['annotators'])}; "
-               f"{report['n_boot']} bootstrap replicates.")
-    rows = [[g["group"], g["labels"], g["n_units"], _num(g["alpha"]), _ci(*g["alpha_ci"]),
-             _num(g["q_below_0667"], "{:.2f}"), _num(g["ac1"]), _num(g["fleiss_kappa"]),
-             _num(g["percent_agreement"]), g["verdict"] + (" !" if g["prevalence_warning"] else "")]
-            for g in groups]
-    click.echo(table(["group", "labels", "units", "alpha", "95% CI", "P(a<.667)", "AC1", "Fleiss", "% agree",
-                      "verdict"], rows, align="llrrrrrrrl"))
+    click.echo(
+        f"Round {report['round']}: {report['n_labels']} labels by {', '.join(report['annotators'])}; "
+        f"{report['n_boot']} bootstrap replicates."
+    )
+    rows = [
+        [
+            g["group"],
+            g["labels"],
+            g["n_units"],
+            _num(g["alpha"]),
+            _ci(*g["alpha_ci"]),
+            _num(g["q_below_0667"], "{:.2f}"),
+            _num(g["ac1"]),
+            _num(g["fleiss_kappa"]),
+            _num(g["percent_agreement"]),
+            g["verdict"] + (" !" if g["prevalence_warning"] else ""),
+        ]
+        for g in groups
+    ]
+    click.echo(
+        table(
+            ["group", "labels", "units", "alpha", "95% CI", "P(a<.667)", "AC1", "Fleiss", "% agree", "verdict"],
+            rows,
+            align="llrrrrrrrl",
+        )
+    )
     warned = [g for g in groups if g["prevalence_warning"]]
     if warned:
         click.echo("! " + warned[0]["prevalence_warning"] + " Read AC1 beside alpha there (kappa paradox).")
@@ -695,24 +903,57 @@ def agreement(ctx: click.Context, round_name: str | None, by: str, label_set: st
     if pooled and pooled["annotators"]:
         click.echo("")
         click.echo("Per annotator (pooled, binary labels):")
-        arows = [[a["annotator"], a["n_rated"], _num(a["agreement_with_consensus"]), _num(a["kappa_with_consensus"]),
-                  _num(a["alpha_if_removed"]), _num(a["alpha_delta"], "{:+.3f}"), _num(a["ds_sensitivity_harmful"]),
-                  _num(a["ds_specificity_harmful"]), _num(a["gold_accuracy"]) if a["gold_n"] else "-",
-                  "; ".join(a["flags"]) or "ok"] for a in pooled["annotators"]]
-        click.echo(table(["annotator", "rated", "agree w/ others", "kappa w/ others", "alpha w/o", "delta",
-                          "DS sens.", "DS spec.", "gold acc.", "flags"], arows, align="lrrrrrrrrl"))
+        arows = [
+            [
+                a["annotator"],
+                a["n_rated"],
+                _num(a["agreement_with_consensus"]),
+                _num(a["kappa_with_consensus"]),
+                _num(a["alpha_if_removed"]),
+                _num(a["alpha_delta"], "{:+.3f}"),
+                _num(a["ds_sensitivity_harmful"]),
+                _num(a["ds_specificity_harmful"]),
+                _num(a["gold_accuracy"]) if a["gold_n"] else "-",
+                "; ".join(a["flags"]) or "ok",
+            ]
+            for a in pooled["annotators"]
+        ]
+        click.echo(
+            table(
+                [
+                    "annotator",
+                    "rated",
+                    "agree w/ others",
+                    "kappa w/ others",
+                    "alpha w/o",
+                    "delta",
+                    "DS sens.",
+                    "DS spec.",
+                    "gold acc.",
+                    "flags",
+                ],
+                arows,
+                align="lrrrrrrrrl",
+            )
+        )
 
 
 @cli.command()
 @click.option("--round", "round_name", required=True, help="The review round to settle.")
-@click.option("--policy", type=click.Choice(["escalate", "harmful", "safe", "unresolved"]), default="escalate",
-              show_default=True, help="What escalated items without an expert decision become.")
+@click.option(
+    "--policy",
+    type=click.Choice(["escalate", "harmful", "safe", "unresolved"]),
+    default="escalate",
+    show_default=True,
+    help="What escalated items without an expert decision become.",
+)
 @click.option("--expert", default=None, help="Expert pseudonym or e-mail: escalations and checks go to their project.")
 @click.option("--to-file", is_flag=True, help="Write the expert's tasks to tasks/<round>/<expert>-adjudication.json.")
 @click.option("--json", "as_json", is_flag=True, help="Print JSON.")
 @workspace_options
-def adjudicate(ctx: click.Context, round_name: str, policy: str, expert: str | None, to_file: bool,
-               as_json: bool) -> None:
+def adjudicate(
+    ctx: click.Context, round_name: str, policy: str, expert: str | None, to_file: bool, as_json: bool
+) -> None:
     """One final label per reviewed response, by a recorded procedure.
 
     Majority vote is the label of record; ties are never broken by data order. Ties, majority
@@ -749,17 +990,24 @@ def adjudicate(ctx: click.Context, round_name: str, policy: str, expert: str | N
     if out.awaiting_review:
         click.echo(f"  {out.awaiting_review} routed response(s) have no label yet (awaiting review).")
     if out.expert:
-        click.echo(f"  sent to {out.expert}: {out.sent_to_expert} new task(s)"
-                   + (f" -> {', '.join(str(f) for f in out.files)}" if out.files else ""))
+        click.echo(
+            f"  sent to {out.expert}: {out.sent_to_expert} new task(s)"
+            + (f" -> {', '.join(str(f) for f in out.files)}" if out.files else "")
+        )
     c = out.check
     if c.get("n_checked"):
-        click.echo(f"  majority check: the expert agreed with the majority on {c['agreement']:.0%} of "
-                   f"{c['n_checked']} checked item(s) (kappa {_num(c['kappa'])}).")
+        click.echo(
+            f"  majority check: the expert agreed with the majority on {c['agreement']:.0%} of "
+            f"{c['n_checked']} checked item(s) (kappa {_num(c['kappa'])})."
+        )
     elif c.get("n_drawn"):
         click.echo(f"  majority check: {c['n_drawn']} item(s) drawn; no expert labels on them yet.")
     if out.unresolved:
-        click.echo(f"  not resolved ({len(out.unresolved)}): " + ", ".join(u["ext_id"] for u in out.unresolved[:10])
-                   + (" ..." if len(out.unresolved) > 10 else ""))
+        click.echo(
+            f"  not resolved ({len(out.unresolved)}): "
+            + ", ".join(u["ext_id"] for u in out.unresolved[:10])
+            + (" ..." if len(out.unresolved) > 10 else "")
+        )
     if out.counts.get("escalated") and not out.expert:
         click.echo("  Escalated items wait for an expert: pass --expert, or choose --policy.")
 
@@ -791,9 +1039,13 @@ def gold(ctx: click.Context, round_name: str, path: Path) -> None:
 
 # -- score / plan ------------------------------------------------------------------------------
 TREATMENT_SHORT = {
-    "ambiguous_as_safe": "amb=safe", "ambiguous_as_harmful": "amb=harm", "ambiguous_excluded": "amb excl",
-    "adjudicated_clear_trusted": "clear trusted", "corrected": "corrected",
-    "corrected_unresolved_safe": "unres=safe", "corrected_unresolved_harmful": "unres=harm",
+    "ambiguous_as_safe": "amb=safe",
+    "ambiguous_as_harmful": "amb=harm",
+    "ambiguous_excluded": "amb excl",
+    "adjudicated_clear_trusted": "clear trusted",
+    "corrected": "corrected",
+    "corrected_unresolved_safe": "unres=safe",
+    "corrected_unresolved_harmful": "unres=harm",
     "corrected_dawid_skene": "DS labels",
 }
 
@@ -805,18 +1057,42 @@ def _pct(x: Any) -> str:
 @cli.command()
 @click.option("--round", "round_names", multiple=True, help="Round(s) to score (default: the only one).")
 @click.option("--treatments", default=None, help="Comma-separated treatments to show (default: all).")
-@click.option("--estimand", type=click.Choice(["fixed", "general"]), default="fixed", show_default=True,
-              help="fixed: these prompts (leaderboards); general: the prompt distribution.")
-@click.option("--by", "by", type=click.Choice(["model", "benchmark"]), default="model", show_default=True,
-              help="model: overall (macro-average over benchmarks); benchmark: one table per benchmark.")
+@click.option(
+    "--estimand",
+    type=click.Choice(["fixed", "general"]),
+    default="fixed",
+    show_default=True,
+    help="fixed: these prompts (leaderboards); general: the prompt distribution.",
+)
+@click.option(
+    "--by",
+    "by",
+    type=click.Choice(["model", "benchmark"]),
+    default="model",
+    show_default=True,
+    help="model: overall (macro-average over benchmarks); benchmark: one table per benchmark.",
+)
 @click.option("--draws", default=4000, show_default=True, help="Posterior draws.")
 @click.option("--seed", default=0, show_default=True, help="Seed of the posterior draws.")
-@click.option("--min-reviewed", default=10, show_default=True,
-              help="Clear strata with fewer resolved reviewed items borrow the judge's pooled error rates (flagged).")
+@click.option(
+    "--min-reviewed",
+    default=10,
+    show_default=True,
+    help="Clear strata with fewer resolved reviewed items borrow the judge's pooled error rates (flagged).",
+)
 @click.option("--json", "as_json", is_flag=True, help="Print JSON.")
 @workspace_options
-def score(ctx: click.Context, round_names: tuple[str, ...], treatments: str | None, estimand: str, by: str,
-          draws: int, seed: int, min_reviewed: int, as_json: bool) -> None:
+def score(
+    ctx: click.Context,
+    round_names: tuple[str, ...],
+    treatments: str | None,
+    estimand: str,
+    by: str,
+    draws: int,
+    seed: int,
+    min_reviewed: int,
+    as_json: bool,
+) -> None:
     """Corrected per-model harmful rates with intervals, and how rankings depend on treatment.
 
     The corrected rate is the stratified estimator over the judge's labels with the design
@@ -835,8 +1111,9 @@ def score(ctx: click.Context, round_names: tuple[str, ...], treatments: str | No
 
     ws, store = _open(ctx)
     try:
-        out, labels, _doc = score_from_store(store, round_names, draws=draws, seed=seed, min_reviewed=min_reviewed,
-                                             estimand=estimand)
+        out, labels, _doc = score_from_store(
+            store, round_names, draws=draws, seed=seed, min_reviewed=min_reviewed, estimand=estimand
+        )
     except ValueError as exc:
         from annotate.errors import InputError
 
@@ -851,11 +1128,17 @@ def score(ctx: click.Context, round_names: tuple[str, ...], treatments: str | No
         raise InputError(f"unknown treatment(s) {unknown}; choose from {', '.join(TREATMENT_SHORT)}")
     scores = out.scores[out.scores.treatment.isin(chosen)]
     if as_json:
-        _echo_json({"settings": out.settings, "scores": scores.to_dict("records"),
-                    "ranking": out.ranking.to_dict("records"), "flips": out.flips.to_dict("records"),
-                    "models": out.models.to_dict("records"),
-                    "p_safer": {"models": list(out.p_safer.index), "matrix": out.p_safer.to_numpy().tolist()},
-                    "transport": out.transport.to_dict("records")})
+        _echo_json(
+            {
+                "settings": out.settings,
+                "scores": scores.to_dict("records"),
+                "ranking": out.ranking.to_dict("records"),
+                "flips": out.flips.to_dict("records"),
+                "models": out.models.to_dict("records"),
+                "p_safer": {"models": list(out.p_safer.index), "matrix": out.p_safer.to_numpy().tolist()},
+                "transport": out.transport.to_dict("records"),
+            }
+        )
         return
     benches = ["ALL"] if by == "model" else [b for b in scores.benchmark.unique() if b != "ALL"]
     models = out.models.set_index("model") if len(out.models) else None
@@ -869,42 +1152,70 @@ def score(ctx: click.Context, round_names: tuple[str, ...], treatments: str | No
             corr = g.loc["corrected"] if "corrected" in g.index else None
             row = [model]
             if corr is not None:
-                row += [_pct(corr.estimate), _ci_pct(corr.ci_low, corr.ci_high),
-                        "" if _missing(corr["rank"]) else f"{corr['rank']:g}",
-                        "" if _missing(corr.rank_low) else f"[{corr.rank_low:g}, {corr.rank_high:g}]"]
+                row += [
+                    _pct(corr.estimate),
+                    _ci_pct(corr.ci_low, corr.ci_high),
+                    "" if _missing(corr["rank"]) else f"{corr['rank']:g}",
+                    "" if _missing(corr.rank_low) else f"[{corr.rank_low:g}, {corr.rank_high:g}]",
+                ]
             else:
                 row += ["", "", "", ""]
             row += [_pct(g.loc[t].estimate) if t in g.index else "" for t in chosen if t != "corrected"]
-            shift = models.loc[model, "largest_shift"] if models is not None and bench == "ALL" and model in models.index else None
+            shift = (
+                models.loc[model, "largest_shift"]
+                if models is not None and bench == "ALL" and model in models.index
+                else None
+            )
             row.append("" if _missing(shift) else f"{shift:+g}")
             flag = corr.flag if corr is not None else ""
             row.append("" if flag in ("ok", None) or _missing(flag) else flag)
             rows.append(row)
         rows.sort(key=lambda r: (r[3] == "", float(r[3]) if r[3] else 0.0))
-        headers = ["model", "corrected", "95% CI", "rank", "rank CI"] + \
-            [TREATMENT_SHORT[t] for t in chosen if t != "corrected"] + ["max shift", "flag"]
+        headers = (
+            ["model", "corrected", "95% CI", "rank", "rank CI"]
+            + [TREATMENT_SHORT[t] for t in chosen if t != "corrected"]
+            + ["max shift", "flag"]
+        )
         click.echo(table(headers, rows, align="l" + "r" * (len(headers) - 2) + "l"))
         agree = out.ranking[out.ranking.benchmark == bench]
         agree = agree[agree.treatment.isin(chosen) & (agree.treatment != "corrected")]
         if len(agree):
             click.echo("Each treatment's ranking against the corrected one:")
-            click.echo(table(["treatment", "tau-b", "rho", "flips", "credible", "within noise", "max shift"],
-                             [[r.treatment, _num(r.tau_b), _num(r.rho), _int(r.flips), _int(r.credible_flips),
-                               _int(r.noise_flips), _int(r.max_rank_shift)] for r in agree.itertuples()],
-                             align="lrrrrrr"))
+            click.echo(
+                table(
+                    ["treatment", "tau-b", "rho", "flips", "credible", "within noise", "max shift"],
+                    [
+                        [
+                            r.treatment,
+                            _num(r.tau_b),
+                            _num(r.rho),
+                            _int(r.flips),
+                            _int(r.credible_flips),
+                            _int(r.noise_flips),
+                            _int(r.max_rank_shift),
+                        ]
+                        for r in agree.itertuples()
+                    ],
+                    align="lrrrrrr",
+                )
+            )
         fl = out.flips[(out.flips.benchmark == bench) & out.flips.treatment.isin(chosen)]
         credible = fl[fl.credible.astype(bool)]
         if len(credible):
             click.echo("Credible flips (the corrected posterior is decisive, P >= 0.975):")
             for r in credible.itertuples():
-                click.echo(f"  {r.treatment}: {r.model_a} vs {r.model_b} (corrected: {r.model_a} safer, "
-                           f"P = {r.p_a_safer:.3f})")
+                click.echo(
+                    f"  {r.treatment}: {r.model_a} vs {r.model_b} (corrected: {r.model_a} safer, P = {r.p_a_safer:.3f})"
+                )
         elif len(fl):
             click.echo(f"{len(fl)} flipped pair(s), all within noise under the corrected posterior.")
         click.echo("")
     flagged = scores[(scores.treatment == "corrected") & ~scores.flag.isin(["ok"])]
     for r in flagged.itertuples():
-        click.echo(f"note: {r.model} x {r.benchmark}: {r.flag}" + (f" ({r.note})" if isinstance(r.note, str) and r.note else ""))
+        click.echo(
+            f"note: {r.model} x {r.benchmark}: {r.flag}"
+            + (f" ({r.note})" if isinstance(r.note, str) and r.note else "")
+        )
 
 
 def _ci_pct(lo: Any, hi: Any) -> str:
@@ -913,13 +1224,23 @@ def _ci_pct(lo: Any, hi: Any) -> str:
 
 @cli.command("plan")
 @click.option("--target-se", type=float, required=True, help="Target standard error of each cell's corrected rate.")
-@click.option("--round", "round_names", multiple=True, help="Use this round's design and labels (guessed rates from data).")
-@click.option("--min-per-stratum", default=10, show_default=True, help="At least this many per non-empty clear stratum.")
+@click.option(
+    "--round", "round_names", multiple=True, help="Use this round's design and labels (guessed rates from data)."
+)
+@click.option(
+    "--min-per-stratum", default=10, show_default=True, help="At least this many per non-empty clear stratum."
+)
 @click.option("--judge", default=None, help="Judge whose labels define the strata (before any round).")
 @click.option("--json", "as_json", is_flag=True, help="Print JSON.")
 @workspace_options
-def plan_cmd(ctx: click.Context, target_se: float, round_names: tuple[str, ...], min_per_stratum: int,
-             judge: str | None, as_json: bool) -> None:
+def plan_cmd(
+    ctx: click.Context,
+    target_se: float,
+    round_names: tuple[str, ...],
+    min_per_stratum: int,
+    judge: str | None,
+    as_json: bool,
+) -> None:
     """How many clear items per cell to review for a target standard error (Neyman allocation).
 
     Ambiguous responses are reviewed in full; the clear strata (judge harmful, judge safe) get
@@ -945,12 +1266,29 @@ def plan_cmd(ctx: click.Context, target_se: float, round_names: tuple[str, ...],
     if as_json:
         _echo_json(df.to_dict("records"))
         return
-    click.echo(table(["model", "benchmark", "stratum", "population", "guessed rate", "n", "expected SE"],
-                     [[r.model, r.benchmark, r.judge_label, int(r.population), _num(r.rate_guess, "{:.2f}"), int(r.n),
-                       _num(r.expected_se, "{:.4f}")] for r in df.itertuples()], align="lllrrrr"))
+    click.echo(
+        table(
+            ["model", "benchmark", "stratum", "population", "guessed rate", "n", "expected SE"],
+            [
+                [
+                    r.model,
+                    r.benchmark,
+                    r.judge_label,
+                    int(r.population),
+                    _num(r.rate_guess, "{:.2f}"),
+                    int(r.n),
+                    _num(r.expected_se, "{:.4f}"),
+                ]
+                for r in df.itertuples()
+            ],
+            align="lllrrrr",
+        )
+    )
     if len(df):
-        click.echo(f"Largest clear stratum sample: {int(df.n.max())}: "
-                   f"route --clear-per-cell {int(df.n.max())} meets the target in every cell.")
+        click.echo(
+            f"Largest clear stratum sample: {int(df.n.max())}: "
+            f"route --clear-per-cell {int(df.n.max())} meets the target in every cell."
+        )
 
 
 # -- export / verify -----------------------------------------------------------------------------
@@ -963,8 +1301,16 @@ def plan_cmd(ctx: click.Context, target_se: float, round_names: tuple[str, ...],
 @click.option("--estimand", type=click.Choice(["fixed", "general"]), default="fixed", show_default=True)
 @click.option("--json", "as_json", is_flag=True, help="Print JSON.")
 @workspace_options
-def export_cmd(ctx: click.Context, name: str, round_names: tuple[str, ...], draws: int, seed: int,
-               min_reviewed: int, estimand: str, as_json: bool) -> None:
+def export_cmd(
+    ctx: click.Context,
+    name: str,
+    round_names: tuple[str, ...],
+    draws: int,
+    seed: int,
+    min_reviewed: int,
+    estimand: str,
+    as_json: bool,
+) -> None:
     """Write an immutable, verifiable audited score set to exports/NAME/.
 
     scores.csv/.json, ranking.csv, flips.csv, p_safer.csv, labels.csv (one row per reviewed
@@ -981,8 +1327,16 @@ def export_cmd(ctx: click.Context, name: str, round_names: tuple[str, ...], draw
 
     ws, store = _open(ctx)
     try:
-        out = export(ws, store, name, round_names=round_names, draws=draws, seed=seed, min_reviewed=min_reviewed,
-                     estimand=estimand)
+        out = export(
+            ws,
+            store,
+            name,
+            round_names=round_names,
+            draws=draws,
+            seed=seed,
+            min_reviewed=min_reviewed,
+            estimand=estimand,
+        )
     finally:
         store.close()
     if as_json:
@@ -1013,11 +1367,20 @@ def verify(path: Path, as_json: bool) -> None:
 
     out = do_verify(path)
     if as_json:
-        _echo_json({"path": str(out.path), "ok": out.ok, "problems": out.problems, "checked_files": out.checked_files,
-                    "rederived_rows": out.rederived_rows})
+        _echo_json(
+            {
+                "path": str(out.path),
+                "ok": out.ok,
+                "problems": out.problems,
+                "checked_files": out.checked_files,
+                "rederived_rows": out.rederived_rows,
+            }
+        )
     elif out.ok:
-        click.echo(f"OK: {out.checked_files} files match the manifest; {out.rederived_rows} score rows re-derived "
-                   "from labels.csv and design.json match scores.csv.")
+        click.echo(
+            f"OK: {out.checked_files} files match the manifest; {out.rederived_rows} score rows re-derived "
+            "from labels.csv and design.json match scores.csv."
+        )
     else:
         for problem in out.problems:
             click.echo(f"FAIL: {problem}", err=True)
@@ -1028,8 +1391,13 @@ def verify(path: Path, as_json: bool) -> None:
 
 # -- demo --------------------------------------------------------------------------------------
 @cli.command()
-@click.option("--dir", "directory", type=click.Path(file_okay=False, path_type=Path), default=None,
-              help="Workspace folder for the demo (default: a new temporary folder).")
+@click.option(
+    "--dir",
+    "directory",
+    type=click.Path(file_okay=False, path_type=Path),
+    default=None,
+    help="Workspace folder for the demo (default: a new temporary folder).",
+)
 @click.option("--offline", is_flag=True, help="No server: tasks and labels go through Label Studio files.")
 @click.option("--keep-server", is_flag=True, help="Leave Label Studio running to look at the projects.")
 @click.option("--port", type=int, default=None, help="Port for the demo's Label Studio (default: a free one).")
@@ -1055,14 +1423,21 @@ def demo(directory: Path | None, offline: bool, keep_server: bool, port: int | N
     click.echo(f"  workspace: {result.workspace}")
     click.echo(f"  export:    {result.export}")
     click.echo(f"  report:    {result.report}")
-    ok = (result.alpha_pipeline is not None and result.alpha_direct is not None
-          and abs(result.alpha_pipeline - result.alpha_direct) < 1e-9)
-    click.echo(f"  agreement check: {'equal' if ok else 'DIFFERENT'} "
-               f"({result.alpha_pipeline:.6f} pulled vs {result.alpha_direct:.6f} direct)")
+    ok = (
+        result.alpha_pipeline is not None
+        and result.alpha_direct is not None
+        and abs(result.alpha_pipeline - result.alpha_direct) < 1e-9
+    )
+    click.echo(
+        f"  agreement check: {'equal' if ok else 'DIFFERENT'} "
+        f"({result.alpha_pipeline:.6f} pulled vs {result.alpha_direct:.6f} direct)"
+    )
     click.echo(f"  final labels equal to XSTest's final label: {result.final_matches} of {result.final_total}")
     if result.url:
-        click.echo(f"  Label Studio: {result.url} (log in as {result.admin_email}; password in {result.secrets_file}). "
-                   f"Stop it with: annotate -w {result.workspace} ls stop")
+        click.echo(
+            f"  Label Studio: {result.url} (log in as {result.admin_email}; password in {result.secrets_file}). "
+            f"Stop it with: annotate -w {result.workspace} ls stop"
+        )
     if not (ok and result.verified and result.final_matches == result.final_total):
         sys.exit(1)
 
@@ -1071,8 +1446,12 @@ def demo(directory: Path | None, offline: bool, keep_server: bool, port: int | N
 @cli.command()
 @click.option("--judge", default=None, help="Whose ambiguity to explain (needed when the store has several judges).")
 @click.option("--by", "by", type=click.Choice(["benchmark"]), default=None, help="Also fit per benchmark.")
-@click.option("--null-band", default="0.9,1.1", show_default=True,
-              help="Odds ratios per SD inside this band are negligible, whatever their p-value.")
+@click.option(
+    "--null-band",
+    default="0.9,1.1",
+    show_default=True,
+    help="Odds ratios per SD inside this band are negligible, whatever their p-value.",
+)
 @click.option("--seed", default=0, show_default=True, help="Seed of the cross-validation folds.")
 @click.option("--json", "as_json", is_flag=True, help="Print JSON.")
 @workspace_options
@@ -1092,9 +1471,9 @@ def diagnose(ctx: click.Context, judge: str | None, by: str | None, null_band: s
       annotate diagnose
       annotate diagnose --by benchmark --json
     """
-    from annotate.pipeline.diagnose import diagnose as do_diagnose
-    from annotate.errors import InputError
     from annotate.cli._format import table
+    from annotate.errors import InputError
+    from annotate.pipeline.diagnose import diagnose as do_diagnose
 
     try:
         lo, hi = (float(x) for x in null_band.split(","))
@@ -1112,12 +1491,17 @@ def diagnose(ctx: click.Context, judge: str | None, by: str | None, null_band: s
         return
 
     def show(res: dict[str, Any], title: str) -> None:
-        click.echo(f"{title}: n = {res['n_responses']}, events = {res['n_events']}; "
-                   f"AUC features {_num(res['auc_features'])} vs fixed effects {_num(res['auc_fixed_effects'])}")
-        click.echo(table(["correlate", "feature", "OR/SD", "95% CI", "Holm p", "VIF", "reading"],
-                         [[r.get("correlate") or "", r["feature"], *(_estimable(r)), r["verdict"]]
-                          for r in res["table"]],
-                         align="llrrrrl"))
+        click.echo(
+            f"{title}: n = {res['n_responses']}, events = {res['n_events']}; "
+            f"AUC features {_num(res['auc_features'])} vs fixed effects {_num(res['auc_fixed_effects'])}"
+        )
+        click.echo(
+            table(
+                ["correlate", "feature", "OR/SD", "95% CI", "Holm p", "VIF", "reading"],
+                [[r.get("correlate") or "", r["feature"], *(_estimable(r)), r["verdict"]] for r in res["table"]],
+                align="llrrrrl",
+            )
+        )
 
     show(result, f"Judge {result['judge']}: said ambiguous")
     click.echo("The study's correlates here:")
@@ -1139,7 +1523,12 @@ def _estimable(r: dict[str, Any]) -> list[str]:
     """OR, CI, Holm p and VIF, or dashes when the fit could not estimate them."""
     if str(r.get("verdict", "")).endswith("not estimable"):
         return ["-", "", "-", "-"]
-    return [_num(r["odds_ratio"]), _ci(r["ci_low"], r["ci_high"]), _num(r["p_holm"], "{:.3g}"), _num(r["vif"], "{:.1f}")]
+    return [
+        _num(r["odds_ratio"]),
+        _ci(r["ci_low"], r["ci_high"]),
+        _num(r["p_holm"], "{:.3g}"),
+        _num(r["vif"], "{:.1f}"),
+    ]
 
 
 def _missing(x: Any) -> bool:

@@ -26,8 +26,7 @@ def table(
             widths[i] = max(widths[i], len(c))
     if align is None:
         align = "".join(
-            "r" if rows and all(isinstance(r[i], (int, float)) for r in rows) else "l"
-            for i in range(len(headers))
+            "r" if rows and all(isinstance(r[i], (int, float)) for r in rows) else "l" for i in range(len(headers))
         )
 
     def pad(text: str, i: int) -> str:

@@ -7,7 +7,6 @@ ingest runs, and the history of replaced responses.
 from __future__ import annotations
 
 from datetime import datetime
-from typing import Optional
 
 from sqlalchemy import Column, Text, UniqueConstraint
 from sqlmodel import Field, SQLModel
@@ -31,7 +30,7 @@ class SourceFile(SQLModel, table=True):
 
     __tablename__ = "source_file"
 
-    id: Optional[int] = Field(default=None, primary_key=True)
+    id: int | None = Field(default=None, primary_key=True)
     sha256: str = Field(index=True, unique=True, max_length=64)
     path: str
     format: str
@@ -44,7 +43,7 @@ class IngestRun(SQLModel, table=True):
 
     __tablename__ = "ingest_run"
 
-    id: Optional[int] = Field(default=None, primary_key=True)
+    id: int | None = Field(default=None, primary_key=True)
     source_id: int = Field(foreign_key="source_file.id", index=True)
     started_at: datetime
     finished_at: datetime
@@ -62,24 +61,22 @@ class Response(SQLModel, table=True):
     """One judged model response. Unique per (benchmark, model, prompt_id, epoch, judge)."""
 
     __tablename__ = "response"
-    __table_args__ = (
-        UniqueConstraint("benchmark", "model", "prompt_id", "epoch", "judge", name="uq_response_key"),
-    )
+    __table_args__ = (UniqueConstraint("benchmark", "model", "prompt_id", "epoch", "judge", name="uq_response_key"),)
 
-    id: Optional[int] = Field(default=None, primary_key=True)
+    id: int | None = Field(default=None, primary_key=True)
     benchmark: str
     model: str
     prompt_id: str
     epoch: int = 0
     judge: str
-    category: Optional[str] = None
+    category: str | None = None
     prompt: str = Field(sa_column=Column(Text, nullable=False))
     response: str = Field(sa_column=Column(Text, nullable=False))
-    judge_verdict: Optional[str] = Field(default=None, sa_column=Column(Text))  # raw, verbatim
-    judge_score: Optional[float] = None
+    judge_verdict: str | None = Field(default=None, sa_column=Column(Text))  # raw, verbatim
+    judge_score: float | None = None
     judge_label: str  # harmful / safe / ambiguous
     label_reason: str  # mapped / unparsed / score-band / missing
-    meta: Optional[str] = Field(default=None, sa_column=Column(Text))  # JSON object
+    meta: str | None = Field(default=None, sa_column=Column(Text))  # JSON object
     content_sha: str = Field(max_length=40)  # sha1 of prompt, response, verdict, score
     source_id: int = Field(foreign_key="source_file.id", index=True)
     ingested_at: datetime
@@ -90,16 +87,16 @@ class ResponseHistory(SQLModel, table=True):
 
     __tablename__ = "response_history"
 
-    id: Optional[int] = Field(default=None, primary_key=True)
+    id: int | None = Field(default=None, primary_key=True)
     response_id: int = Field(foreign_key="response.id", index=True)
     prompt: str = Field(sa_column=Column(Text, nullable=False))
     response: str = Field(sa_column=Column(Text, nullable=False))
-    judge_verdict: Optional[str] = Field(default=None, sa_column=Column(Text))
-    judge_score: Optional[float] = None
+    judge_verdict: str | None = Field(default=None, sa_column=Column(Text))
+    judge_score: float | None = None
     judge_label: str
     label_reason: str
-    category: Optional[str] = None
-    meta: Optional[str] = Field(default=None, sa_column=Column(Text))
+    category: str | None = None
+    meta: str | None = Field(default=None, sa_column=Column(Text))
     content_sha: str
     source_id: int
     ingested_at: datetime
@@ -115,11 +112,11 @@ class Annotator(SQLModel, table=True):
 
     __tablename__ = "annotator"
 
-    id: Optional[int] = Field(default=None, primary_key=True)
+    id: int | None = Field(default=None, primary_key=True)
     pseudonym: str = Field(unique=True, index=True)  # A1, A2, ... (E1, ... for experts)
     email: str = Field(unique=True)
-    name: Optional[str] = None
-    ls_user_id: Optional[int] = None
+    name: str | None = None
+    ls_user_id: int | None = None
     role: str = "annotator"  # annotator / expert
     created_at: datetime
 
@@ -127,7 +124,7 @@ class Annotator(SQLModel, table=True):
 class ReviewRound(SQLModel, table=True):
     __tablename__ = "review_round"
 
-    id: Optional[int] = Field(default=None, primary_key=True)
+    id: int | None = Field(default=None, primary_key=True)
     name: str = Field(unique=True, index=True)
     kind: str = "review"  # review / adjudication
     judge: str
@@ -144,7 +141,7 @@ class RoundWave(SQLModel, table=True):
 
     __tablename__ = "round_wave"
 
-    id: Optional[int] = Field(default=None, primary_key=True)
+    id: int | None = Field(default=None, primary_key=True)
     round_id: int = Field(foreign_key="review_round.id", index=True)
     wave: int
     max_response_id: int
@@ -157,7 +154,7 @@ class RoundStratum(SQLModel, table=True):
     __tablename__ = "round_stratum"
     __table_args__ = (UniqueConstraint("round_id", "wave", "model", "benchmark", "stratum"),)
 
-    id: Optional[int] = Field(default=None, primary_key=True)
+    id: int | None = Field(default=None, primary_key=True)
     round_id: int = Field(foreign_key="review_round.id", index=True)
     wave: int
     model: str
@@ -173,14 +170,14 @@ class RoundItem(SQLModel, table=True):
     __tablename__ = "round_item"
     __table_args__ = (UniqueConstraint("round_id", "response_id"),)
 
-    id: Optional[int] = Field(default=None, primary_key=True)
+    id: int | None = Field(default=None, primary_key=True)
     round_id: int = Field(foreign_key="review_round.id", index=True)
     response_id: int = Field(foreign_key="response.id", index=True)
     wave: int
     stratum: str
     inclusion_prob: float
     ext_id: str = Field(unique=True, index=True)  # opaque id carried by the Label Studio task
-    gold_label: Optional[str] = None
+    gold_label: str | None = None
 
 
 class LsProject(SQLModel, table=True):
@@ -189,12 +186,12 @@ class LsProject(SQLModel, table=True):
     __tablename__ = "ls_project"
     __table_args__ = (UniqueConstraint("round_id", "annotator_id"),)
 
-    id: Optional[int] = Field(default=None, primary_key=True)
+    id: int | None = Field(default=None, primary_key=True)
     round_id: int = Field(foreign_key="review_round.id", index=True)
     annotator_id: int = Field(foreign_key="annotator.id")
-    project_id: Optional[int] = None  # None in file mode
+    project_id: int | None = None  # None in file mode
     title: str
-    last_pulled_at: Optional[str] = None  # server time of the last pull (ISO text, as LS gives it)
+    last_pulled_at: str | None = None  # server time of the last pull (ISO text, as LS gives it)
     created_at: datetime
 
 
@@ -204,13 +201,13 @@ class LsTask(SQLModel, table=True):
     __tablename__ = "ls_task"
     __table_args__ = (UniqueConstraint("ls_project_id", "ext_id"),)
 
-    id: Optional[int] = Field(default=None, primary_key=True)
+    id: int | None = Field(default=None, primary_key=True)
     ls_project_id: int = Field(foreign_key="ls_project.id", index=True)
     round_item_id: int = Field(foreign_key="round_item.id", index=True)
     ext_id: str
-    task_id: Optional[int] = None  # None until imported (file mode: never)
+    task_id: int | None = None  # None until imported (file mode: never)
     position: int  # the annotator's shuffled order
-    imported_at: Optional[datetime] = None
+    imported_at: datetime | None = None
 
 
 class Annotation(SQLModel, table=True):
@@ -219,20 +216,20 @@ class Annotation(SQLModel, table=True):
     __tablename__ = "annotation"
     __table_args__ = (UniqueConstraint("ls_project_id", "ls_annotation_id"),)
 
-    id: Optional[int] = Field(default=None, primary_key=True)
+    id: int | None = Field(default=None, primary_key=True)
     ls_project_id: int = Field(foreign_key="ls_project.id", index=True)
     round_item_id: int = Field(foreign_key="round_item.id", index=True)
     annotator_id: int = Field(foreign_key="annotator.id", index=True)
     ls_annotation_id: int
-    verdict: Optional[str] = None
-    refusal: Optional[str] = None
-    confidence: Optional[int] = None
-    rationale: Optional[str] = Field(default=None, sa_column=Column(Text))
+    verdict: str | None = None
+    refusal: str | None = None
+    confidence: int | None = None
+    rationale: str | None = Field(default=None, sa_column=Column(Text))
     skipped: bool = False
     deleted: bool = False
-    lead_time: Optional[float] = None
-    created_at: Optional[str] = None  # Label Studio's timestamps, verbatim
-    updated_at: Optional[str] = None
+    lead_time: float | None = None
+    created_at: str | None = None  # Label Studio's timestamps, verbatim
+    updated_at: str | None = None
     result: str = Field(sa_column=Column(Text, nullable=False))  # JSON, verbatim
     pulled_at: datetime
 
@@ -242,15 +239,15 @@ class AnnotationHistory(SQLModel, table=True):
 
     __tablename__ = "annotation_history"
 
-    id: Optional[int] = Field(default=None, primary_key=True)
+    id: int | None = Field(default=None, primary_key=True)
     annotation_id: int = Field(foreign_key="annotation.id", index=True)
-    verdict: Optional[str] = None
-    refusal: Optional[str] = None
-    confidence: Optional[int] = None
-    rationale: Optional[str] = Field(default=None, sa_column=Column(Text))
+    verdict: str | None = None
+    refusal: str | None = None
+    confidence: int | None = None
+    rationale: str | None = Field(default=None, sa_column=Column(Text))
     skipped: bool = False
     deleted: bool = False
-    updated_at: Optional[str] = None
+    updated_at: str | None = None
     result: str = Field(sa_column=Column(Text, nullable=False))
     replaced_at: datetime
     change: str  # updated / deleted / restored
@@ -262,11 +259,11 @@ class Quarantine(SQLModel, table=True):
     __tablename__ = "quarantine"
     __table_args__ = (UniqueConstraint("ls_project_id", "ls_annotation_id", "fingerprint"),)
 
-    id: Optional[int] = Field(default=None, primary_key=True)
+    id: int | None = Field(default=None, primary_key=True)
     ls_project_id: int = Field(foreign_key="ls_project.id", index=True)
-    ls_annotation_id: Optional[int] = None
-    task_id: Optional[int] = None
-    ext_id: Optional[str] = None
+    ls_annotation_id: int | None = None
+    task_id: int | None = None
+    ext_id: str | None = None
     reason: str = Field(sa_column=Column(Text, nullable=False))
     payload: str = Field(sa_column=Column(Text, nullable=False))
     fingerprint: str  # sha1 of the payload: pulling twice quarantines once
@@ -281,11 +278,11 @@ class FinalLabel(SQLModel, table=True):
 
     __tablename__ = "final_label"
 
-    id: Optional[int] = Field(default=None, primary_key=True)
+    id: int | None = Field(default=None, primary_key=True)
     round_id: int = Field(foreign_key="review_round.id", index=True)
     round_item_id: int = Field(foreign_key="round_item.id", index=True)
     status: str  # resolved / escalated / unresolved
-    label: Optional[str] = None  # harmful / safe when resolved
+    label: str | None = None  # harmful / safe when resolved
     method: str  # majority / expert / policy:<label> / pending
     adjudicator: str  # "majority vote", an expert pseudonym, "policy"
     reason: str = Field(sa_column=Column(Text, nullable=False))
@@ -300,7 +297,7 @@ class Escalation(SQLModel, table=True):
     __tablename__ = "escalation"
     __table_args__ = (UniqueConstraint("round_id", "round_item_id", "expert_id"),)
 
-    id: Optional[int] = Field(default=None, primary_key=True)
+    id: int | None = Field(default=None, primary_key=True)
     round_id: int = Field(foreign_key="review_round.id", index=True)
     round_item_id: int = Field(foreign_key="round_item.id")
     expert_id: int = Field(foreign_key="annotator.id")
@@ -328,7 +325,7 @@ class Diagnosis(SQLModel, table=True):
 
     __tablename__ = "diagnosis"
 
-    id: Optional[int] = Field(default=None, primary_key=True)
+    id: int | None = Field(default=None, primary_key=True)
     judge: str
     result: str = Field(sa_column=Column(Text, nullable=False))
     created_at: datetime

@@ -16,7 +16,7 @@ import json
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
@@ -32,7 +32,7 @@ SCHEMA_VERSION = 4
 
 
 def utcnow() -> datetime:
-    return datetime.now(timezone.utc)
+    return datetime.now(UTC)
 
 
 def _v1(conn: Connection) -> None:
@@ -47,9 +47,15 @@ def _v1(conn: Connection) -> None:
 
 def _v2(conn: Connection) -> None:
     tables = [
-        models.Annotator.__table__, models.ReviewRound.__table__, models.RoundWave.__table__,
-        models.RoundStratum.__table__, models.RoundItem.__table__, models.LsProject.__table__,
-        models.LsTask.__table__, models.Annotation.__table__, models.AnnotationHistory.__table__,
+        models.Annotator.__table__,
+        models.ReviewRound.__table__,
+        models.RoundWave.__table__,
+        models.RoundStratum.__table__,
+        models.RoundItem.__table__,
+        models.LsProject.__table__,
+        models.LsTask.__table__,
+        models.Annotation.__table__,
+        models.AnnotationHistory.__table__,
         models.Quarantine.__table__,
     ]
     SQLModel.metadata.create_all(conn, tables=tables)
@@ -74,9 +80,22 @@ assert MIGRATIONS[-1][0] == SCHEMA_VERSION
 
 # Column order of the bulk insert into `response`.
 RESPONSE_COLUMNS = (
-    "benchmark", "model", "prompt_id", "epoch", "judge", "category", "prompt", "response",
-    "judge_verdict", "judge_score", "judge_label", "label_reason", "meta", "content_sha",
-    "source_id", "ingested_at",
+    "benchmark",
+    "model",
+    "prompt_id",
+    "epoch",
+    "judge",
+    "category",
+    "prompt",
+    "response",
+    "judge_verdict",
+    "judge_score",
+    "judge_label",
+    "label_reason",
+    "meta",
+    "content_sha",
+    "source_id",
+    "ingested_at",
 )
 KEY_COLUMNS = ("benchmark", "model", "prompt_id", "epoch", "judge")
 
@@ -99,7 +118,7 @@ def make_engine(url: str) -> Engine:
         event.listen(engine, "connect", _sqlite_pragmas)
         return engine
     if url.startswith("postgresql://"):
-        url = "postgresql+psycopg://" + url[len("postgresql://"):]
+        url = "postgresql+psycopg://" + url[len("postgresql://") :]
     return create_engine(url, pool_pre_ping=True)
 
 
@@ -144,8 +163,13 @@ class IngestTransaction:
         if src is None:
             src = self._conn.execute(
                 t.insert().returning(t.c.id),
-                {"sha256": sha256, "path": path, "format": fmt, "size_bytes": size_bytes,
-                 "first_ingested_at": utcnow()},
+                {
+                    "sha256": sha256,
+                    "path": path,
+                    "format": fmt,
+                    "size_bytes": size_bytes,
+                    "first_ingested_at": utcnow(),
+                },
             ).scalar_one()
         self.source_id = src
         return src
@@ -235,13 +259,23 @@ class IngestTransaction:
     def replace(self, response_id: int, row: tuple[Any, ...], now: datetime) -> None:
         """Overwrite an existing response, keeping its previous values in response_history."""
         t = models.Response.__table__
-        kept = ("prompt", "response", "judge_verdict", "judge_score", "judge_label", "label_reason",
-                "category", "meta", "content_sha", "source_id", "ingested_at")
+        kept = (
+            "prompt",
+            "response",
+            "judge_verdict",
+            "judge_score",
+            "judge_label",
+            "label_reason",
+            "category",
+            "meta",
+            "content_sha",
+            "source_id",
+            "ingested_at",
+        )
         old = self._conn.execute(select(*[t.c[c] for c in kept]).where(t.c.id == response_id)).mappings().one()
         self._conn.execute(
             models.ResponseHistory.__table__.insert(),
-            {**dict(old), "response_id": response_id, "replaced_at": now,
-             "replaced_by_source_id": self.source_id},
+            {**dict(old), "response_id": response_id, "replaced_at": now, "replaced_by_source_id": self.source_id},
         )
         values = dict(zip(RESPONSE_COLUMNS, row))
         for k in KEY_COLUMNS:
@@ -328,7 +362,7 @@ class _CoreStore:
         return when
 
     # -- reads --------------------------------------------------------------------------
-    def label_counts(self, *, judge: str | None = None) -> "Any":
+    def label_counts(self, *, judge: str | None = None) -> Any:
         """Responses per (model, benchmark, judge, judge_label): a long DataFrame with column n."""
         import pandas as pd
 
@@ -346,7 +380,7 @@ class _CoreStore:
         with self.engine.connect() as conn:
             return conn.execute(select(func.count()).select_from(models.Response.__table__)).scalar_one()
 
-    def responses(self, columns: Sequence[str] | None = None) -> "Any":
+    def responses(self, columns: Sequence[str] | None = None) -> Any:
         import pandas as pd
 
         t = models.Response.__table__
@@ -355,7 +389,7 @@ class _CoreStore:
             rows = conn.execute(select(*cols).order_by(t.c.id)).all()
         return pd.DataFrame(rows, columns=[c.name for c in cols])
 
-    def history(self) -> "Any":
+    def history(self) -> Any:
         import pandas as pd
 
         t = models.ResponseHistory.__table__
@@ -363,7 +397,7 @@ class _CoreStore:
             rows = conn.execute(select(t).order_by(t.c.id)).all()
         return pd.DataFrame(rows, columns=[c.name for c in t.c])
 
-    def source_files(self) -> "Any":
+    def source_files(self) -> Any:
         import pandas as pd
 
         t = models.SourceFile.__table__
@@ -371,7 +405,7 @@ class _CoreStore:
             rows = conn.execute(select(t).order_by(t.c.id)).all()
         return pd.DataFrame(rows, columns=[c.name for c in t.c])
 
-    def ingest_runs(self) -> "Any":
+    def ingest_runs(self) -> Any:
         import pandas as pd
 
         t = models.IngestRun.__table__
@@ -380,7 +414,7 @@ class _CoreStore:
         return pd.DataFrame(rows, columns=[c.name for c in t.c])
 
 
-def open_store(url: str, *, create: bool = True) -> "Store":
+def open_store(url: str, *, create: bool = True) -> Store:
     try:
         return Store(url, create=create)
     except (OperationalError, ProgrammingError) as exc:
@@ -388,6 +422,7 @@ def open_store(url: str, *, create: bool = True) -> "Store":
 
 
 # -- review rounds (schema version 2) --------------------------------------------------------------
+
 
 def _bulk_insert(conn: Connection, table: Any, columns: Sequence[str], rows: Sequence[tuple[Any, ...]]) -> None:
     """executemany on the raw DBAPI cursor: several times faster than Core inserts of dicts."""
@@ -400,7 +435,7 @@ def _bulk_insert(conn: Connection, table: Any, columns: Sequence[str], rows: Seq
     cur.close()
 
 
-def _frame(conn: Connection, stmt: Any) -> "Any":
+def _frame(conn: Connection, stmt: Any) -> Any:
     import pandas as pd
 
     result = conn.execute(stmt)
@@ -418,7 +453,7 @@ class ReviewStore:
     engine: Engine
 
     # annotators ---------------------------------------------------------------------------------
-    def annotators(self) -> "Any":
+    def annotators(self) -> Any:
         t = models.Annotator.__table__
         with self.engine.connect() as conn:
             return _frame(conn, select(t).order_by(t.c.id))
@@ -434,8 +469,9 @@ class ReviewStore:
             taken = conn.execute(select(t.c.pseudonym).where(t.c.pseudonym.like(f"{prefix}%"))).scalars().all()
             numbers = [int(p[1:]) for p in taken if p[1:].isdigit()]
             pseudonym = f"{prefix}{max(numbers, default=0) + 1}"
-            conn.execute(t.insert(), {"pseudonym": pseudonym, "email": email, "name": name, "role": role,
-                                      "created_at": utcnow()})
+            conn.execute(
+                t.insert(), {"pseudonym": pseudonym, "email": email, "name": name, "role": role, "created_at": utcnow()}
+            )
             return pseudonym, True
 
     def set_annotator_user(self, pseudonym: str, ls_user_id: int) -> None:
@@ -450,7 +486,7 @@ class ReviewStore:
             row = conn.execute(select(t).where(t.c.name == name)).mappings().first()
             return dict(row) if row else None
 
-    def rounds(self) -> "Any":
+    def rounds(self) -> Any:
         t = models.ReviewRound.__table__
         with self.engine.connect() as conn:
             return _frame(conn, select(t).order_by(t.c.id))
@@ -465,22 +501,40 @@ class ReviewStore:
         with self.engine.connect() as conn:
             return conn.execute(select(func.max(r.c.id))).scalar() or 0
 
-    def routing_population(self, judge: str, after_id: int, up_to_id: int) -> "Any":
+    def routing_population(self, judge: str, after_id: int, up_to_id: int) -> Any:
         """Responses of one judge with after_id < id <= up_to_id (one wave's population)."""
         r = models.Response.__table__
-        stmt = (select(r.c.id.label("response_id"), r.c.model, r.c.benchmark, r.c.prompt_id, r.c.epoch,
-                       r.c.judge, r.c.judge_label)
-                .where(r.c.judge == judge, r.c.id > after_id, r.c.id <= up_to_id).order_by(r.c.id))
+        stmt = (
+            select(
+                r.c.id.label("response_id"),
+                r.c.model,
+                r.c.benchmark,
+                r.c.prompt_id,
+                r.c.epoch,
+                r.c.judge,
+                r.c.judge_label,
+            )
+            .where(r.c.judge == judge, r.c.id > after_id, r.c.id <= up_to_id)
+            .order_by(r.c.id)
+        )
         with self.engine.connect() as conn:
             return _frame(conn, stmt)
 
-    def round_waves(self, round_id: int) -> "Any":
+    def round_waves(self, round_id: int) -> Any:
         t = models.RoundWave.__table__
         with self.engine.connect() as conn:
             return _frame(conn, select(t).where(t.c.round_id == round_id).order_by(t.c.wave))
 
-    def create_round_wave(self, *, round_row: dict[str, Any] | None, new_round: dict[str, Any] | None,
-                          wave: int, max_response_id: int, items: "Any", strata: "Any") -> int:
+    def create_round_wave(
+        self,
+        *,
+        round_row: dict[str, Any] | None,
+        new_round: dict[str, Any] | None,
+        wave: int,
+        max_response_id: int,
+        items: Any,
+        strata: Any,
+    ) -> int:
         """Record a round (when new) and one wave of its design in one transaction; the round id."""
         now = utcnow()
         with self.engine.begin() as conn:
@@ -489,32 +543,69 @@ class ReviewStore:
                 round_id = conn.execute(t.insert().returning(t.c.id), {**new_round, "created_at": now}).scalar_one()
             else:
                 round_id = round_row["id"]
-            conn.execute(models.RoundWave.__table__.insert(),
-                         {"round_id": round_id, "wave": wave, "max_response_id": max_response_id, "routed_at": now})
+            conn.execute(
+                models.RoundWave.__table__.insert(),
+                {"round_id": round_id, "wave": wave, "max_response_id": max_response_id, "routed_at": now},
+            )
             if len(strata):
-                conn.execute(models.RoundStratum.__table__.insert(), [
-                    {"round_id": round_id, "wave": wave, "model": s.model, "benchmark": s.benchmark,
-                     "stratum": s.stratum, "population": int(s.population), "sample": int(s.sample)}
-                    for s in strata.itertuples()])
+                conn.execute(
+                    models.RoundStratum.__table__.insert(),
+                    [
+                        {
+                            "round_id": round_id,
+                            "wave": wave,
+                            "model": s.model,
+                            "benchmark": s.benchmark,
+                            "stratum": s.stratum,
+                            "population": int(s.population),
+                            "sample": int(s.sample),
+                        }
+                        for s in strata.itertuples()
+                    ],
+                )
             if len(items):
-                _bulk_insert(conn, models.RoundItem.__table__,
-                             ("round_id", "response_id", "wave", "stratum", "inclusion_prob", "ext_id"),
-                             list(zip([round_id] * len(items), items.response_id.astype(int).tolist(),
-                                      [wave] * len(items), items.stratum.tolist(),
-                                      items.inclusion_prob.astype(float).tolist(), items.ext_id.tolist())))
+                _bulk_insert(
+                    conn,
+                    models.RoundItem.__table__,
+                    ("round_id", "response_id", "wave", "stratum", "inclusion_prob", "ext_id"),
+                    list(
+                        zip(
+                            [round_id] * len(items),
+                            items.response_id.astype(int).tolist(),
+                            [wave] * len(items),
+                            items.stratum.tolist(),
+                            items.inclusion_prob.astype(float).tolist(),
+                            items.ext_id.tolist(),
+                        )
+                    ),
+                )
         return round_id
 
-    def round_strata(self, round_id: int) -> "Any":
+    def round_strata(self, round_id: int) -> Any:
         t = models.RoundStratum.__table__
         with self.engine.connect() as conn:
             return _frame(conn, select(t).where(t.c.round_id == round_id).order_by(t.c.id))
 
-    def round_items(self, round_id: int, *, with_text: bool = False) -> "Any":
+    def round_items(self, round_id: int, *, with_text: bool = False) -> Any:
         """Items of a round joined with their response (model, benchmark, prompt_id, ...)."""
         i, r = models.RoundItem.__table__, models.Response.__table__
-        cols = [i.c.id.label("round_item_id"), i.c.response_id, i.c.wave, i.c.stratum, i.c.inclusion_prob,
-                i.c.ext_id, i.c.gold_label, r.c.model, r.c.benchmark, r.c.prompt_id, r.c.epoch, r.c.judge,
-                r.c.category, r.c.judge_label, r.c.judge_verdict]
+        cols = [
+            i.c.id.label("round_item_id"),
+            i.c.response_id,
+            i.c.wave,
+            i.c.stratum,
+            i.c.inclusion_prob,
+            i.c.ext_id,
+            i.c.gold_label,
+            r.c.model,
+            r.c.benchmark,
+            r.c.prompt_id,
+            r.c.epoch,
+            r.c.judge,
+            r.c.category,
+            r.c.judge_label,
+            r.c.judge_verdict,
+        ]
         if with_text:
             cols += [r.c.prompt, r.c.response]
         stmt = select(*cols).join(r, r.c.id == i.c.response_id).where(i.c.round_id == round_id).order_by(i.c.id)
@@ -532,13 +623,21 @@ class ReviewStore:
     def ls_project(self, round_id: int, annotator_id: int) -> dict[str, Any] | None:
         t = models.LsProject.__table__
         with self.engine.connect() as conn:
-            row = conn.execute(select(t).where(t.c.round_id == round_id, t.c.annotator_id == annotator_id)).mappings().first()
+            row = (
+                conn.execute(select(t).where(t.c.round_id == round_id, t.c.annotator_id == annotator_id))
+                .mappings()
+                .first()
+            )
             return dict(row) if row else None
 
-    def ls_projects(self, round_id: int | None = None) -> "Any":
+    def ls_projects(self, round_id: int | None = None) -> Any:
         p, a, rr = models.LsProject.__table__, models.Annotator.__table__, models.ReviewRound.__table__
-        stmt = (select(p, a.c.pseudonym, a.c.ls_user_id, rr.c.name.label("round"))
-                .join(a, a.c.id == p.c.annotator_id).join(rr, rr.c.id == p.c.round_id).order_by(p.c.id))
+        stmt = (
+            select(p, a.c.pseudonym, a.c.ls_user_id, rr.c.name.label("round"))
+            .join(a, a.c.id == p.c.annotator_id)
+            .join(rr, rr.c.id == p.c.round_id)
+            .order_by(p.c.id)
+        )
         if round_id is not None:
             stmt = stmt.where(p.c.round_id == round_id)
         with self.engine.connect() as conn:
@@ -547,9 +646,16 @@ class ReviewStore:
     def add_ls_project(self, round_id: int, annotator_id: int, title: str, project_id: int | None) -> int:
         t = models.LsProject.__table__
         with self.engine.begin() as conn:
-            return conn.execute(t.insert().returning(t.c.id), {
-                "round_id": round_id, "annotator_id": annotator_id, "title": title, "project_id": project_id,
-                "created_at": utcnow()}).scalar_one()
+            return conn.execute(
+                t.insert().returning(t.c.id),
+                {
+                    "round_id": round_id,
+                    "annotator_id": annotator_id,
+                    "title": title,
+                    "project_id": project_id,
+                    "created_at": utcnow(),
+                },
+            ).scalar_one()
 
     def set_ls_project_id(self, ls_project_id: int, project_id: int) -> None:
         t = models.LsProject.__table__
@@ -561,7 +667,7 @@ class ReviewStore:
         with self.engine.begin() as conn:
             conn.execute(t.update().where(t.c.id == ls_project_id).values(last_pulled_at=when))
 
-    def ls_tasks(self, ls_project_id: int) -> "Any":
+    def ls_tasks(self, ls_project_id: int) -> Any:
         t = models.LsTask.__table__
         with self.engine.connect() as conn:
             return _frame(conn, select(t).where(t.c.ls_project_id == ls_project_id).order_by(t.c.position))
@@ -579,9 +685,10 @@ class ReviewStore:
         ids = [int(x) for x in round_item_ids]
         with self.engine.connect() as conn:
             for start in range(0, len(ids), 900):
-                chunk = ids[start:start + 900]
-                rows = conn.execute(select(i.c.id, r.c.prompt, r.c.response).join(r, r.c.id == i.c.response_id)
-                                    .where(i.c.id.in_(chunk))).all()
+                chunk = ids[start : start + 900]
+                rows = conn.execute(
+                    select(i.c.id, r.c.prompt, r.c.response).join(r, r.c.id == i.c.response_id).where(i.c.id.in_(chunk))
+                ).all()
                 out.update({row[0]: (row[1], row[2]) for row in rows})
         return out
 
@@ -594,9 +701,10 @@ class ReviewStore:
             ph = "?" if conn.dialect.name == "sqlite" else "%s"
             stamp = self.db_timestamp(now)  # type: ignore[attr-defined]
             cur = conn.connection.driver_connection.cursor()
-            cur.executemany(f"UPDATE ls_task SET task_id = {ph}, imported_at = {ph} "
-                            f"WHERE ls_project_id = {ph} AND ext_id = {ph}",
-                            [(int(tid), stamp, int(ls_project_id), ext) for ext, tid in mapping.items()])
+            cur.executemany(
+                f"UPDATE ls_task SET task_id = {ph}, imported_at = {ph} WHERE ls_project_id = {ph} AND ext_id = {ph}",
+                [(int(tid), stamp, int(ls_project_id), ext) for ext, tid in mapping.items()],
+            )
             cur.close()
 
     # annotations --------------------------------------------------------------------------------
@@ -606,15 +714,27 @@ class ReviewStore:
             rows = conn.execute(select(t).where(t.c.ls_project_id == ls_project_id)).mappings().all()
         return {r["ls_annotation_id"]: dict(r) for r in rows}
 
-    def apply_pull(self, ls_project_id: int, *, inserts: list[dict[str, Any]], updates: list[dict[str, Any]],
-                   deletions: list[int], quarantine: list[dict[str, Any]], pulled_at_server: str | None) -> int:
+    def apply_pull(
+        self,
+        ls_project_id: int,
+        *,
+        inserts: list[dict[str, Any]],
+        updates: list[dict[str, Any]],
+        deletions: list[int],
+        quarantine: list[dict[str, Any]],
+        pulled_at_server: str | None,
+    ) -> int:
         """Write one project's pull in one transaction; returns the number of new quarantine rows.
 
         ``updates`` carry the annotation ``id`` and the new values; the old values go to
         annotation_history first. ``deletions`` are annotation ids no longer in Label Studio.
         """
-        a, h, q, p = (models.Annotation.__table__, models.AnnotationHistory.__table__,
-                      models.Quarantine.__table__, models.LsProject.__table__)
+        a, h, q, p = (
+            models.Annotation.__table__,
+            models.AnnotationHistory.__table__,
+            models.Quarantine.__table__,
+            models.LsProject.__table__,
+        )
         now = utcnow()
         kept = ("verdict", "refusal", "confidence", "rationale", "skipped", "deleted", "updated_at", "result")
         new_quarantine = 0
@@ -623,18 +743,30 @@ class ReviewStore:
                 conn.execute(a.insert(), [{**row, "pulled_at": now} for row in inserts])
             for row in updates:
                 old = conn.execute(select(*[a.c[k] for k in kept]).where(a.c.id == row["id"])).mappings().one()
-                conn.execute(h.insert(), {**dict(old), "annotation_id": row["id"], "replaced_at": now,
-                                          "change": row.pop("change", "updated")})
-                conn.execute(a.update().where(a.c.id == row["id"]).values(**{k: v for k, v in row.items() if k != "id"},
-                                                                          pulled_at=now))
+                conn.execute(
+                    h.insert(),
+                    {
+                        **dict(old),
+                        "annotation_id": row["id"],
+                        "replaced_at": now,
+                        "change": row.pop("change", "updated"),
+                    },
+                )
+                conn.execute(
+                    a.update()
+                    .where(a.c.id == row["id"])
+                    .values(**{k: v for k, v in row.items() if k != "id"}, pulled_at=now)
+                )
             for annotation_id in deletions:
                 old = conn.execute(select(*[a.c[k] for k in kept]).where(a.c.id == annotation_id)).mappings().one()
-                conn.execute(h.insert(), {**dict(old), "annotation_id": annotation_id, "replaced_at": now,
-                                          "change": "deleted"})
+                conn.execute(
+                    h.insert(), {**dict(old), "annotation_id": annotation_id, "replaced_at": now, "change": "deleted"}
+                )
                 conn.execute(a.update().where(a.c.id == annotation_id).values(deleted=True, pulled_at=now))
             for row in quarantine:
-                exists = conn.execute(select(q.c.id).where(
-                    q.c.ls_project_id == ls_project_id, q.c.fingerprint == row["fingerprint"])).first()
+                exists = conn.execute(
+                    select(q.c.id).where(q.c.ls_project_id == ls_project_id, q.c.fingerprint == row["fingerprint"])
+                ).first()
                 if not exists:
                     conn.execute(q.insert(), {**row, "ls_project_id": ls_project_id, "pulled_at": now})
                     new_quarantine += 1
@@ -642,16 +774,40 @@ class ReviewStore:
                 conn.execute(p.update().where(p.c.id == ls_project_id).values(last_pulled_at=pulled_at_server))
         return new_quarantine
 
-    def annotations(self, round_id: int | None = None, *, include_inactive: bool = False) -> "Any":
+    def annotations(self, round_id: int | None = None, *, include_inactive: bool = False) -> Any:
         """Long table of annotations: round, item, annotator pseudonym, verdict, ... ."""
-        a, p, an, i, rr = (models.Annotation.__table__, models.LsProject.__table__, models.Annotator.__table__,
-                           models.RoundItem.__table__, models.ReviewRound.__table__)
-        stmt = (select(rr.c.name.label("round"), a.c.id.label("annotation_id"), a.c.round_item_id, i.c.response_id,
-                       i.c.stratum, an.c.pseudonym.label("annotator"), a.c.ls_annotation_id, a.c.verdict, a.c.refusal,
-                       a.c.confidence, a.c.rationale, a.c.skipped, a.c.deleted, a.c.lead_time, a.c.created_at,
-                       a.c.updated_at)
-                .join(p, p.c.id == a.c.ls_project_id).join(an, an.c.id == a.c.annotator_id)
-                .join(i, i.c.id == a.c.round_item_id).join(rr, rr.c.id == p.c.round_id).order_by(a.c.id))
+        a, p, an, i, rr = (
+            models.Annotation.__table__,
+            models.LsProject.__table__,
+            models.Annotator.__table__,
+            models.RoundItem.__table__,
+            models.ReviewRound.__table__,
+        )
+        stmt = (
+            select(
+                rr.c.name.label("round"),
+                a.c.id.label("annotation_id"),
+                a.c.round_item_id,
+                i.c.response_id,
+                i.c.stratum,
+                an.c.pseudonym.label("annotator"),
+                a.c.ls_annotation_id,
+                a.c.verdict,
+                a.c.refusal,
+                a.c.confidence,
+                a.c.rationale,
+                a.c.skipped,
+                a.c.deleted,
+                a.c.lead_time,
+                a.c.created_at,
+                a.c.updated_at,
+            )
+            .join(p, p.c.id == a.c.ls_project_id)
+            .join(an, an.c.id == a.c.annotator_id)
+            .join(i, i.c.id == a.c.round_item_id)
+            .join(rr, rr.c.id == p.c.round_id)
+            .order_by(a.c.id)
+        )
         if round_id is not None:
             stmt = stmt.where(p.c.round_id == round_id)
         if not include_inactive:
@@ -659,13 +815,13 @@ class ReviewStore:
         with self.engine.connect() as conn:
             return _frame(conn, stmt)
 
-    def annotation_history(self) -> "Any":
+    def annotation_history(self) -> Any:
         t = models.AnnotationHistory.__table__
         with self.engine.connect() as conn:
             return _frame(conn, select(t).order_by(t.c.id))
 
     # adjudication -------------------------------------------------------------------------------
-    def final_labels(self, round_id: int, *, history: bool = False) -> "Any":
+    def final_labels(self, round_id: int, *, history: bool = False) -> Any:
         """Decisions of a round; by default only the latest per item (the one in force)."""
         t = models.FinalLabel.__table__
         with self.engine.connect() as conn:
@@ -680,10 +836,14 @@ class ReviewStore:
             with self.engine.begin() as conn:
                 conn.execute(models.FinalLabel.__table__.insert(), [{**r, "decided_at": now} for r in rows])
 
-    def escalations(self, round_id: int) -> "Any":
+    def escalations(self, round_id: int) -> Any:
         t, a = models.Escalation.__table__, models.Annotator.__table__
-        stmt = (select(t, a.c.pseudonym.label("expert")).join(a, a.c.id == t.c.expert_id)
-                .where(t.c.round_id == round_id).order_by(t.c.id))
+        stmt = (
+            select(t, a.c.pseudonym.label("expert"))
+            .join(a, a.c.id == t.c.expert_id)
+            .where(t.c.round_id == round_id)
+            .order_by(t.c.id)
+        )
         with self.engine.connect() as conn:
             return _frame(conn, stmt)
 
@@ -694,7 +854,7 @@ class ReviewStore:
                 conn.execute(models.Escalation.__table__.insert(), [{**r, "created_at": now} for r in rows])
 
     # diagnostics --------------------------------------------------------------------------------
-    def stored_features(self, version: str) -> "Any":
+    def stored_features(self, version: str) -> Any:
         """response_id plus one column per feature, for the features of this version."""
         import json as _json
 
@@ -707,7 +867,7 @@ class ReviewStore:
             return pd.DataFrame(columns=["response_id"])
         return pd.DataFrame([{"response_id": r[0], **_json.loads(r[1])} for r in rows])
 
-    def save_features(self, frame: "Any", version: str) -> None:
+    def save_features(self, frame: Any, version: str) -> None:
         import json as _json
 
         if frame is None or len(frame) == 0:
@@ -715,17 +875,34 @@ class ReviewStore:
         t = models.ResponseFeature.__table__
         now = utcnow()
         cols = [c for c in frame.columns if c != "response_id"]
-        rows = [{"response_id": int(r["response_id"]), "version": version, "computed_at": now,
-                 "features": _json.dumps({c: (None if r[c] != r[c] else float(r[c])) for c in cols})}
-                for r in frame.to_dict("records")]
+        rows = [
+            {
+                "response_id": int(r["response_id"]),
+                "version": version,
+                "computed_at": now,
+                "features": _json.dumps({c: (None if r[c] != r[c] else float(r[c])) for c in cols}),
+            }
+            for r in frame.to_dict("records")
+        ]
         with self.engine.begin() as conn:
             conn.execute(t.delete().where(t.c.response_id.in_([r["response_id"] for r in rows])))
             conn.execute(t.insert(), rows)
 
-    def responses_for_diagnosis(self, judge: str) -> "Any":
+    def responses_for_diagnosis(self, judge: str) -> Any:
         r = models.Response.__table__
-        stmt = (select(r.c.id.label("response_id"), r.c.model, r.c.benchmark, r.c.prompt_id, r.c.prompt,
-                       r.c.response, r.c.judge_label).where(r.c.judge == judge).order_by(r.c.id))
+        stmt = (
+            select(
+                r.c.id.label("response_id"),
+                r.c.model,
+                r.c.benchmark,
+                r.c.prompt_id,
+                r.c.prompt,
+                r.c.response,
+                r.c.judge_label,
+            )
+            .where(r.c.judge == judge)
+            .order_by(r.c.id)
+        )
         with self.engine.connect() as conn:
             return _frame(conn, stmt)
 
@@ -733,8 +910,10 @@ class ReviewStore:
         import json as _json
 
         with self.engine.begin() as conn:
-            conn.execute(models.Diagnosis.__table__.insert(),
-                         {"judge": judge, "result": _json.dumps(result), "created_at": utcnow()})
+            conn.execute(
+                models.Diagnosis.__table__.insert(),
+                {"judge": judge, "result": _json.dumps(result), "created_at": utcnow()},
+            )
 
     def latest_diagnosis(self, judge: str | None = None) -> dict[str, Any] | None:
         import json as _json
@@ -747,7 +926,7 @@ class ReviewStore:
             row = conn.execute(stmt).first()
         return _json.loads(row[0]) if row else None
 
-    def quarantined(self, round_id: int | None = None) -> "Any":
+    def quarantined(self, round_id: int | None = None) -> Any:
         q, p = models.Quarantine.__table__, models.LsProject.__table__
         stmt = select(q, p.c.round_id).join(p, p.c.id == q.c.ls_project_id).order_by(q.c.id)
         if round_id is not None:

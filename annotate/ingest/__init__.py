@@ -11,10 +11,11 @@ import hashlib
 import importlib
 import json
 from collections import Counter
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from types import ModuleType
-from typing import Any, Callable
+from typing import Any
 
 from annotate.errors import InputError
 from annotate.ingest.records import Problem, ReadContext, Record, SetAside
@@ -57,9 +58,7 @@ def detect_format(path: Path) -> str:
     for name in FORMATS:
         if reader_module(name).sniff(path, head):
             return name
-    raise InputError(
-        f"{path}: not a supported format. Supported formats (choose one with --format):\n{formats_help()}"
-    )
+    raise InputError(f"{path}: not a supported format. Supported formats (choose one with --format):\n{formats_help()}")
 
 
 def file_sha256(path: Path) -> str:
@@ -93,10 +92,17 @@ class IngestOutcome:
 
     def to_dict(self) -> dict[str, Any]:
         return {
-            "path": str(self.path), "format": self.format, "sha256": self.sha256,
-            "rows_read": self.rows_read, "added": self.added, "duplicates": self.duplicates,
-            "replaced": self.replaced, "rejected": self.rejected, "set_aside": self.set_aside,
-            "labels": dict(self.labels), "label_reasons": dict(self.reasons),
+            "path": str(self.path),
+            "format": self.format,
+            "sha256": self.sha256,
+            "rows_read": self.rows_read,
+            "added": self.added,
+            "duplicates": self.duplicates,
+            "replaced": self.replaced,
+            "rejected": self.rejected,
+            "set_aside": self.set_aside,
+            "labels": dict(self.labels),
+            "label_reasons": dict(self.reasons),
             "rejects_file": str(self.rejects_path) if self.rejects_path else None,
             "set_aside_file": str(self.set_aside_path) if self.set_aside_path else None,
         }
@@ -172,8 +178,11 @@ def ingest_file(
         for i, rid, _src in result.conflicts:
             rec = batch_records[i]
             if rid >= first_new_id:  # inserted by this very run: a key repeated in the file
-                problem(rec.line, f"key {_key_text(rec)} appears earlier in this file with different content",
-                        _record_dict(rec))
+                problem(
+                    rec.line,
+                    f"key {_key_text(rec)} appears earlier in this file with different content",
+                    _record_dict(rec),
+                )
             elif replace and not failing:
                 tx.replace(rid, batch[i], started)
                 outcome.replaced += 1
@@ -206,13 +215,26 @@ def ingest_file(
         outcome.reasons[reason] += 1
         if label == "ambiguous":
             outcome.ambiguous_reasons[reason] += 1
-        batch.append((
-            item.benchmark, item.model, item.prompt_id, item.epoch, item.judge, item.category,
-            item.prompt, item.response, item.verdict, item.score, label, reason,
-            json.dumps(item.meta, ensure_ascii=False, sort_keys=True, default=str) if item.meta else None,
-            content_sha(item.prompt, item.response, item.verdict, item.score, label),
-            tx.source_id, stamp,
-        ))
+        batch.append(
+            (
+                item.benchmark,
+                item.model,
+                item.prompt_id,
+                item.epoch,
+                item.judge,
+                item.category,
+                item.prompt,
+                item.response,
+                item.verdict,
+                item.score,
+                label,
+                reason,
+                json.dumps(item.meta, ensure_ascii=False, sort_keys=True, default=str) if item.meta else None,
+                content_sha(item.prompt, item.response, item.verdict, item.score, label),
+                tx.source_id,
+                stamp,
+            )
+        )
         batch_records.append(item)
         if len(batch) >= BATCH_ROWS:
             flush()
@@ -246,8 +268,14 @@ def ingest_file(
         rows_replaced=outcome.replaced,
         rows_rejected=outcome.rejected,
         rows_set_aside=outcome.set_aside,
-        options={"format": chosen, "model": model, "benchmark": benchmark, "judge": judge,
-                 "skip_invalid": skip_invalid, "replace": replace},
+        options={
+            "format": chosen,
+            "model": model,
+            "benchmark": benchmark,
+            "judge": judge,
+            "skip_invalid": skip_invalid,
+            "replace": replace,
+        },
         rubric={**rubric.effective(chosen, module.DEFAULT_RUBRIC), "file": rubric.source},
     )
     return outcome
@@ -279,8 +307,7 @@ def ingest_paths(
     if failures:
         lines = [line for exc in failures for line in (exc.problems or [str(exc)])]
         total = sum(max(len(exc.problems), 1) for exc in failures)
-        summary = (f"{len(failures)} of {len(paths)} file(s) refused" if len(paths) > 1
-                   else str(failures[0]))
+        summary = f"{len(failures)} of {len(paths)} file(s) refused" if len(paths) > 1 else str(failures[0])
         raise InputError(
             f"{summary}; nothing was ingested. Fix the input, or pass --skip-invalid to ingest "
             "the valid rows and write the others to a rejects file"
@@ -294,15 +321,24 @@ def ingest_paths(
 
 
 def _key_text(rec: Record) -> str:
-    return (f"(benchmark={rec.benchmark!r}, model={rec.model!r}, prompt_id={rec.prompt_id!r}, "
-            f"epoch={rec.epoch}, judge={rec.judge!r})")
+    return (
+        f"(benchmark={rec.benchmark!r}, model={rec.model!r}, prompt_id={rec.prompt_id!r}, "
+        f"epoch={rec.epoch}, judge={rec.judge!r})"
+    )
 
 
 def _record_dict(rec: Record) -> dict[str, Any]:
     return {
-        "model": rec.model, "benchmark": rec.benchmark, "prompt_id": rec.prompt_id,
-        "epoch": rec.epoch, "judge": rec.judge, "category": rec.category, "prompt": rec.prompt,
-        "response": rec.response, "judge_verdict": rec.verdict, "judge_score": rec.score,
+        "model": rec.model,
+        "benchmark": rec.benchmark,
+        "prompt_id": rec.prompt_id,
+        "epoch": rec.epoch,
+        "judge": rec.judge,
+        "category": rec.category,
+        "prompt": rec.prompt,
+        "response": rec.response,
+        "judge_verdict": rec.verdict,
+        "judge_score": rec.score,
     }
 
 

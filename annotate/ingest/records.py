@@ -16,9 +16,10 @@ record starts) and the 1-based item number otherwise; messages read ``FILE:LINE:
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Iterator, Protocol, Union
+from typing import Any, Protocol, Union
 
 
 @dataclass(slots=True)
@@ -109,7 +110,9 @@ def load_json_object(path: Path, ctx: ReadContext, expected: str = "a JSON objec
     return data
 
 
-def json_lines(path: Path, ctx: ReadContext, *, tick_every: int = 1024) -> Iterator[tuple[int, dict[str, Any]] | Problem]:
+def json_lines(
+    path: Path, ctx: ReadContext, *, tick_every: int = 1024
+) -> Iterator[tuple[int, dict[str, Any]] | Problem]:
     """(line number, object) for each JSON object line of a JSONL file, or a Problem for the line.
 
     Blank lines are skipped; a line that is not JSON, or not a JSON object, is a Problem and
@@ -140,8 +143,9 @@ def json_lines(path: Path, ctx: ReadContext, *, tick_every: int = 1024) -> Itera
     ctx.tick(consumed)
 
 
-def csv_records(path: Path, ctx: ReadContext, *, delimiter: str = ",",
-                tick_every: int = 1024) -> Iterator[tuple[int, list[str]] | Problem]:
+def csv_records(
+    path: Path, ctx: ReadContext, *, delimiter: str = ",", tick_every: int = 1024
+) -> Iterator[tuple[int, list[str]] | Problem]:
     """The header, then each record of a CSV file with the line it starts on, or a Problem.
 
     Yields ``(1, header)`` first (or one Problem and stops: empty file, unreadable or non-UTF-8
@@ -170,7 +174,7 @@ def csv_records(path: Path, ctx: ReadContext, *, delimiter: str = ",",
 
     def bad_before(line: int) -> list[int]:
         found = [n for n in bad if n < line]
-        del bad[:len(found)]
+        del bad[: len(found)]
         return found
 
     with open(path, "rb") as fh:

@@ -59,9 +59,7 @@ class FormatRubric:
     unknown: str
     score_band: dict[str, Any] | None
 
-    def classify(
-        self, verdict: str | None, score: float | None, context: str | None
-    ) -> tuple[str, str] | str:
+    def classify(self, verdict: str | None, score: float | None, context: str | None) -> tuple[str, str] | str:
         """(label, reason), or an error message when the verdict is not in the rubric."""
         if verdict is not None and verdict.strip() != "":
             key = verdict.strip().lower()
@@ -104,7 +102,7 @@ class Rubric:
         self._cache: dict[str, FormatRubric] = {}
 
     @classmethod
-    def from_file(cls, path: Path | None) -> "Rubric":
+    def from_file(cls, path: Path | None) -> Rubric:
         if path is None:
             return cls()
         try:
@@ -138,8 +136,11 @@ class Rubric:
             if layer:
                 band = {**(band or GLOBAL_DEFAULTS["score_band"]), **layer}
         if band is not None:
-            band = {"low": float(band["low"]), "high": float(band["high"]),
-                    "harmful_when": band.get("harmful_when", "high")}
+            band = {
+                "low": float(band["low"]),
+                "high": float(band["high"]),
+                "harmful_when": band.get("harmful_when", "high"),
+            }
         return {
             "format": fmt,
             "verdicts": verdicts,

@@ -16,6 +16,7 @@ from __future__ import annotations
 import json
 from collections.abc import Iterator
 from contextlib import contextmanager
+from datetime import UTC
 from typing import Any
 
 from annotate.errors import LabelStudioError
@@ -37,9 +38,12 @@ class LabelStudioGateway:
         # No keep-alive: Label Studio runs Django's development server, and a request sent on a
         # pooled connection was seen to hang until the client timeout (both ends idle). A fresh
         # loopback connection per request costs well under a millisecond.
-        self._http = httpx.Client(base_url=self.url, timeout=timeout,
-                                  headers={"Authorization": f"Token {token}"},
-                                  limits=httpx.Limits(max_keepalive_connections=0))
+        self._http = httpx.Client(
+            base_url=self.url,
+            timeout=timeout,
+            headers={"Authorization": f"Token {token}"},
+            limits=httpx.Limits(max_keepalive_connections=0),
+        )
         self._sdk: Any = None
         self._token = token
 
@@ -68,8 +72,9 @@ class LabelStudioGateway:
         except LabelStudioError:
             raise
         except httpx.TimeoutException as exc:
-            raise LabelStudioError(f"Label Studio at {self.url} did not answer in time while {what} "
-                                   f"({type(exc).__name__}).") from None
+            raise LabelStudioError(
+                f"Label Studio at {self.url} did not answer in time while {what} ({type(exc).__name__})."
+            ) from None
         except httpx.TransportError as exc:
             raise LabelStudioError(
                 f"cannot reach Label Studio at {self.url} while {what} ({type(exc).__name__}). "
@@ -88,8 +93,10 @@ class LabelStudioGateway:
         text = (text or "")[:500]
         hint = ""
         if status == 401:
-            hint = (" Check the token (ANNOTATE_LS_TOKEN, or the workspace's Label Studio secrets); "
-                    "a server's data dir keeps the token it was first started with.")
+            hint = (
+                " Check the token (ANNOTATE_LS_TOKEN, or the workspace's Label Studio secrets); "
+                "a server's data dir keeps the token it was first started with."
+            )
         return LabelStudioError(f"Label Studio at {self.url} answered {status} while {what}: {text}.{hint}")
 
     def _raw(self, method: str, path: str, what: str, **kwargs: Any) -> Any:
@@ -128,8 +135,9 @@ class LabelStudioGateway:
         if existing is not None:
             return existing
         with self._call("creating a user"):
-            user = self.sdk.users.create(username=email, email=email, first_name=first_name or "",
-                                         request_options={"max_retries": 0})
+            user = self.sdk.users.create(
+                username=email, email=email, first_name=first_name or "", request_options={"max_retries": 0}
+            )
         return int(user.id)
 
     def invite_link(self) -> str:
@@ -140,23 +148,32 @@ class LabelStudioGateway:
     # -- projects ---------------------------------------------------------------------------
     def validate_config(self, label_config: str) -> None:
         """Ask the server to validate a label config (204 when valid)."""
-        self._raw("POST", "/api/projects/validate", "validating the label config",
-                  json={"label_config": label_config})
+        self._raw("POST", "/api/projects/validate", "validating the label config", json={"label_config": label_config})
 
-    def create_project(self, *, title: str, label_config: str, instructions: str,
-                       maximum_annotations: int = 1) -> int:
+    def create_project(self, *, title: str, label_config: str, instructions: str, maximum_annotations: int = 1) -> int:
         """A project for one annotator's tasks: no predictions shown, skip allowed, tasks in order.
 
         A plain POST rather than the SDK's ``projects.create``: importing the SDK costs about
         2 s, which `route` would otherwise pay on every run.
         """
-        data = self._raw("POST", "/api/projects/", "creating a project", json={
-            "title": title, "label_config": label_config, "expert_instruction": instructions,
-            "show_instruction": True, "maximum_annotations": maximum_annotations,
-            "overlap_cohort_percentage": 100, "sampling": "Sequential sampling", "show_skip_button": True,
-            "show_collab_predictions": False, "show_annotation_history": False,
-            "enable_empty_annotation": False,
-        })
+        data = self._raw(
+            "POST",
+            "/api/projects/",
+            "creating a project",
+            json={
+                "title": title,
+                "label_config": label_config,
+                "expert_instruction": instructions,
+                "show_instruction": True,
+                "maximum_annotations": maximum_annotations,
+                "overlap_cohort_percentage": 100,
+                "sampling": "Sequential sampling",
+                "show_skip_button": True,
+                "show_collab_predictions": False,
+                "show_annotation_history": False,
+                "enable_empty_annotation": False,
+            },
+        )
         return int(data["id"])
 
     def project_exists(self, project_id: int) -> bool:
@@ -177,9 +194,13 @@ class LabelStudioGateway:
         page = 1
         while True:
             try:
-                data = self._raw("GET", "/api/tasks", what, timeout=EXPORT_TIMEOUT,
-                                 params={"project": project_id, "page": page, "page_size": 1000,
-                                         "fields": "task_only", **params})
+                data = self._raw(
+                    "GET",
+                    "/api/tasks",
+                    what,
+                    timeout=EXPORT_TIMEOUT,
+                    params={"project": project_id, "page": page, "page_size": 1000, "fields": "task_only", **params},
+                )
             except LabelStudioError as exc:
                 if page > 1 and "answered 404" in str(exc):
                     return
@@ -209,14 +230,20 @@ class LabelStudioGateway:
         import httpx
 
         try:
-            resp = self._http.post(f"/api/projects/{project_id}/import", params={"return_task_ids": "true"},
-                                   json=tasks, timeout=IMPORT_TIMEOUT)
+            resp = self._http.post(
+                f"/api/projects/{project_id}/import",
+                params={"return_task_ids": "true"},
+                json=tasks,
+                timeout=IMPORT_TIMEOUT,
+            )
         except (httpx.TimeoutException, httpx.RemoteProtocolError, httpx.ReadError) as exc:
-            raise ImportOutcomeUnknown(f"importing {len(tasks)} tasks into project {project_id}: "
-                                       f"{type(exc).__name__}; the outcome is unknown") from None
+            raise ImportOutcomeUnknown(
+                f"importing {len(tasks)} tasks into project {project_id}: {type(exc).__name__}; the outcome is unknown"
+            ) from None
         except httpx.TransportError as exc:
-            raise LabelStudioError(f"cannot reach Label Studio at {self.url} ({type(exc).__name__}). "
-                                   "Is it running? `annotate ls status`") from None
+            raise LabelStudioError(
+                f"cannot reach Label Studio at {self.url} ({type(exc).__name__}). Is it running? `annotate ls status`"
+            ) from None
         if resp.status_code >= 400:
             try:
                 body: Any = resp.json()
@@ -228,31 +255,44 @@ class LabelStudioGateway:
             raise ImportOutcomeUnknown(f"Label Studio returned {len(ids)} task ids for {len(tasks)} tasks")
         return [int(i) for i in ids]
 
-    def export_tasks(self, project_id: int, ids: list[int] | None = None, *,
-                     annotated_only: bool = False) -> list[dict[str, Any]]:
+    def export_tasks(
+        self, project_id: int, ids: list[int] | None = None, *, annotated_only: bool = False
+    ) -> list[dict[str, Any]]:
         """JSON export (the only format that includes skips), optionally only some tasks.
 
         ``annotated_only`` leaves out tasks without any annotation (a skip counts as one): much
         cheaper on a fresh round. It cannot show a deletion that left a task empty, so it is
         only right for a project's first pull (later pulls ask for the changed tasks by id).
         """
-        params: list[tuple[str, Any]] = [("exportType", "JSON"),
-                                         ("download_all_tasks", "false" if annotated_only else "true"),
-                                         ("download_resources", "false")]
+        params: list[tuple[str, Any]] = [
+            ("exportType", "JSON"),
+            ("download_all_tasks", "false" if annotated_only else "true"),
+            ("download_resources", "false"),
+        ]
         for i in ids or []:
             params.append(("ids[]", i))
-        data = self._raw("GET", f"/api/projects/{project_id}/export", "exporting annotations",
-                         params=params, timeout=EXPORT_TIMEOUT)
+        data = self._raw(
+            "GET", f"/api/projects/{project_id}/export", "exporting annotations", params=params, timeout=EXPORT_TIMEOUT
+        )
         if isinstance(data, str):
             data = json.loads(data)
         return data or []
 
     def changed_task_ids(self, project_id: int, since: str) -> list[int]:
         """Tasks whose updated_at is after ``since`` (annotation created, updated or deleted)."""
-        query = json.dumps({"filters": {"conjunction": "and", "items": [
-            {"filter": "filter:tasks:updated_at", "operator": "greater", "type": "Datetime", "value": since}]}})
-        return [int(t["id"]) for tasks in self._task_pages(project_id, "listing changed tasks", query=query)
-                for t in tasks]
+        query = json.dumps(
+            {
+                "filters": {
+                    "conjunction": "and",
+                    "items": [
+                        {"filter": "filter:tasks:updated_at", "operator": "greater", "type": "Datetime", "value": since}
+                    ],
+                }
+            }
+        )
+        return [
+            int(t["id"]) for tasks in self._task_pages(project_id, "listing changed tasks", query=query) for t in tasks
+        ]
 
     def server_time(self) -> str:
         """A point in the server's time just before now, for incremental pulls.
@@ -261,21 +301,32 @@ class LabelStudioGateway:
         second as the pull is then seen again next time, which is harmless (pulling is
         idempotent), rather than missed. Formatted as Label Studio's Datetime filter expects.
         """
-        from datetime import datetime, timedelta, timezone
+        from datetime import datetime, timedelta
         from email.utils import parsedate_to_datetime
 
         with self._call("reading the server time"):
             resp = self._http.get("/api/version")
         date = resp.headers.get("date")
-        now = parsedate_to_datetime(date) if date else datetime.now(timezone.utc)
-        return (now.astimezone(timezone.utc) - timedelta(seconds=2)).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
+        now = parsedate_to_datetime(date) if date else datetime.now(UTC)
+        return (now.astimezone(UTC) - timedelta(seconds=2)).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
 
     # -- annotations (tests, demo replay, expert write-back) ---------------------------------
-    def create_annotation(self, task_id: int, result: list[dict[str, Any]], *, completed_by: int,
-                          lead_time: float | None = None, was_cancelled: bool = False,
-                          unique_id: str | None = None) -> int:
-        body: dict[str, Any] = {"result": result, "completed_by": completed_by, "was_cancelled": was_cancelled,
-                                "ground_truth": False}
+    def create_annotation(
+        self,
+        task_id: int,
+        result: list[dict[str, Any]],
+        *,
+        completed_by: int,
+        lead_time: float | None = None,
+        was_cancelled: bool = False,
+        unique_id: str | None = None,
+    ) -> int:
+        body: dict[str, Any] = {
+            "result": result,
+            "completed_by": completed_by,
+            "was_cancelled": was_cancelled,
+            "ground_truth": False,
+        }
         if lead_time is not None:
             body["lead_time"] = lead_time
         if unique_id:

@@ -74,8 +74,9 @@ class LabelConfig:
                     continue
                 unknown = [c for c in chosen if c not in control.choices]
                 if unknown:
-                    problems.append(f"result[{i}]: {name!r} has unknown choice(s) {unknown}; "
-                                    f"valid: {list(control.choices)}")
+                    problems.append(
+                        f"result[{i}]: {name!r} has unknown choice(s) {unknown}; valid: {list(control.choices)}"
+                    )
                     continue
                 if len(chosen) > 1 and not control.multiple:
                     problems.append(f"result[{i}]: {name!r} has {len(chosen)} choices, expected one")
@@ -83,7 +84,11 @@ class LabelConfig:
                 parsed: Any = chosen[0] if not control.multiple else chosen
             elif control.kind == "rating":
                 rating = value.get("rating")
-                if not isinstance(rating, (int, float)) or isinstance(rating, bool) or not 1 <= rating <= control.max_rating:
+                if (
+                    not isinstance(rating, (int, float))
+                    or isinstance(rating, bool)
+                    or not 1 <= rating <= control.max_rating
+                ):
                     problems.append(f"result[{i}]: {name!r} rating {rating!r} is not 1..{control.max_rating}")
                     continue
                 parsed = int(rating)
@@ -145,17 +150,23 @@ def parse_label_config(xml: str, *, source: str = "label_config.xml") -> LabelCo
                 problems.append(f"<Rating name={name!r}> maxRating is not a number")
                 max_rating = 5
             controls[name] = Control(
-                name=name, kind=kind, to_name=el.get("toName", ""), choices=choices,
+                name=name,
+                kind=kind,
+                to_name=el.get("toName", ""),
+                choices=choices,
                 required=el.get("required", "false").lower() == "true",
-                multiple=el.get("choice", "single") == "multiple", max_rating=max_rating,
+                multiple=el.get("choice", "single") == "multiple",
+                max_rating=max_rating,
             )
     for c in controls.values():
         if c.to_name not in names:
-            problems.append(f"control {c.name!r} has toName={c.to_name!r}, which names no object "
-                            f"(objects: {', '.join(names) or 'none'})")
+            problems.append(
+                f"control {c.name!r} has toName={c.to_name!r}, which names no object "
+                f"(objects: {', '.join(names) or 'none'})"
+            )
     for var in ("prompt", "response"):
         if var not in variables:
-            problems.append(f"no <Text value=\"${var}\"/>: reviewers must see the {var}")
+            problems.append(f'no <Text value="${var}"/>: reviewers must see the {var}')
     verdict = controls.get("verdict")
     if verdict is None or verdict.kind != "choices":
         problems.append('no <Choices name="verdict">: the review needs a verdict')
@@ -170,22 +181,29 @@ def parse_label_config(xml: str, *, source: str = "label_config.xml") -> LabelCo
             problems.append(f"the config shows ${leak}: reviewers must be blind to model and judge")
     if problems:
         raise InputError(f"{source}: " + "; ".join(problems), [f"{source}: {p}" for p in problems])
-    return LabelConfig(xml=xml, sha256=hashlib.sha256(xml.encode()).hexdigest(),
-                       variables=tuple(dict.fromkeys(variables)), controls=controls)
+    return LabelConfig(
+        xml=xml,
+        sha256=hashlib.sha256(xml.encode()).hexdigest(),
+        variables=tuple(dict.fromkeys(variables)),
+        controls=controls,
+    )
 
 
-def choices_result(verdict: str, *, refusal: str | None = None, confidence: int | None = None,
-                   rationale: str | None = None) -> list[dict[str, Any]]:
+def choices_result(
+    verdict: str, *, refusal: str | None = None, confidence: int | None = None, rationale: str | None = None
+) -> list[dict[str, Any]]:
     """A Label Studio result list for the default config (tests and replayed annotations)."""
-    out: list[dict[str, Any]] = [{"from_name": "verdict", "to_name": "response", "type": "choices",
-                                  "value": {"choices": [verdict]}}]
+    out: list[dict[str, Any]] = [
+        {"from_name": "verdict", "to_name": "response", "type": "choices", "value": {"choices": [verdict]}}
+    ]
     if refusal:
-        out.append({"from_name": "refusal", "to_name": "response", "type": "choices",
-                    "value": {"choices": [refusal]}})
+        out.append({"from_name": "refusal", "to_name": "response", "type": "choices", "value": {"choices": [refusal]}})
     if confidence:
-        out.append({"from_name": "confidence", "to_name": "response", "type": "rating",
-                    "value": {"rating": confidence}})
+        out.append(
+            {"from_name": "confidence", "to_name": "response", "type": "rating", "value": {"rating": confidence}}
+        )
     if rationale:
-        out.append({"from_name": "rationale", "to_name": "response", "type": "textarea",
-                    "value": {"text": [rationale]}})
+        out.append(
+            {"from_name": "rationale", "to_name": "response", "type": "textarea", "value": {"text": [rationale]}}
+        )
     return out

@@ -12,74 +12,29 @@ by annotators (never the adjudication expert).
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from typing import Any
 
-THREE_WAY = ("harmful", "safe", "unsure")
-BINARY = ("harmful", "safe")
+from annotate.columns import BINARY_VERDICTS as BINARY
+from annotate.columns import VERDICTS as THREE_WAY
+from annotate.stats.agreement.votes import Thresholds, current_labels, verdict_for, vote_matrix
+
 GROUPINGS = ("stratum", "benchmark", "model", "category")
 
 
-@dataclass(frozen=True)
-class Thresholds:
-    reliable: float = 0.800
-    tentative: float = 0.667
-    kappa_consensus: float = 0.6
-    alpha_gain: float = 0.05
-
-
-def verdict_for(alpha_low: float | None, th: Thresholds) -> str:
-    """Krippendorff's reading, on the interval's lower end."""
-    if alpha_low is None or alpha_low != alpha_low:
-        return "undefined"
-    if alpha_low >= th.reliable:
-        return "reliable"
-    if alpha_low >= th.tentative:
-        return "tentative only"
-    return "unreliable"
-
-
-def current_labels(annotations: Any, reviewers: set[str] | None = None) -> Any:
-    """One row per (round_item_id, annotator): the latest usable verdict.
-
-    Args:
-        annotations: Store.annotations() frame.
-        reviewers: pseudonyms to keep (the round's annotators); None keeps every non-expert.
-    """
-    df = annotations.loc[~annotations.deleted.astype(bool) & ~annotations.skipped.astype(bool)
-                         & annotations.verdict.notna()]
-    if reviewers is not None:
-        df = df.loc[df.annotator.isin(reviewers)]
-    df = df.sort_values(["updated_at", "annotation_id"], na_position="first")
-    return df.drop_duplicates(["round_item_id", "annotator"], keep="last")
-
-
-def label_matrix(labels: Any, categories: tuple[str, ...], annotators: list[str]) -> tuple[Any, Any, list[int]]:
-    """(codes (U, J) with -1 missing, counts (U, V), round_item_ids) for the given categories."""
-    import numpy as np
-
-    keep = labels.loc[labels.verdict.isin(categories)]
-    items = sorted(labels.round_item_id.unique())
-    row = {item: i for i, item in enumerate(items)}
-    col = {a: j for j, a in enumerate(annotators)}
-    codes = np.full((len(items), len(annotators)), -1, dtype=np.int64)
-    cat = {c: k for k, c in enumerate(categories)}
-    for r in keep.itertuples():
-        if r.annotator in col:
-            codes[row[r.round_item_id], col[r.annotator]] = cat[r.verdict]
-    counts = np.zeros((len(items), len(categories)), dtype=np.int64)
-    for k in range(len(categories)):
-        counts[:, k] = (codes == k).sum(axis=1)
-    return codes, counts, items
-
-
-def agreement_report(store: Any, *, round_name: str | None, by: str, n_boot: int = 2000, seed: int = 0,
-                     thresholds: Thresholds = Thresholds()) -> dict[str, Any]:
+def agreement_report(
+    store: Any,
+    *,
+    round_name: str | None,
+    by: str,
+    n_boot: int = 2000,
+    seed: int = 0,
+    thresholds: Thresholds = Thresholds(),
+) -> dict[str, Any]:
     """Everything `annotate agreement` prints, as plain data (also exported as agreement.json)."""
     import json
 
-    from annotate.stats import agreement as ag
     from annotate.pipeline.rounds import _round_or_fail
+    from annotate.stats import agreement as ag
 
     if by not in GROUPINGS:
         raise ValueError(f"--by must be one of {', '.join(GROUPINGS)}")
@@ -87,14 +42,15 @@ def agreement_report(store: Any, *, round_name: str | None, by: str, n_boot: int
     annotators = json.loads(round_row["annotators"])
     items = store.round_items(int(round_row["id"]))
     labels = current_labels(store.annotations(int(round_row["id"])), set(annotators))
-    labels = labels.merge(items[["round_item_id", "model", "benchmark", "category", "gold_label"]],
-                          on="round_item_id", how="left")
+    labels = labels.merge(
+        items[["round_item_id", "model", "benchmark", "category", "gold_label"]], on="round_item_id", how="left"
+    )
     labels["category"] = labels["category"].fillna("(none)")
     groups: list[dict[str, Any]] = []
     keys = sorted(labels[by].dropna().unique()) if len(labels) else []
     for name, subset in [*[(f"{by}={k}", labels.loc[labels[by] == k]) for k in keys], ("pooled (mixture)", labels)]:
         for set_name, cats in (("3-way", THREE_WAY), ("binary", BINARY)):
-            codes, counts, _ = label_matrix(subset, cats, annotators)
+            codes, counts, _ = vote_matrix(subset, cats, annotators)
             summary = ag.agreement_summary(counts, cats, labels=codes, n_boot=n_boot, seed=seed)
             alpha = summary.alpha
             group: dict[str, Any] = {
@@ -123,9 +79,16 @@ def agreement_report(store: Any, *, round_name: str | None, by: str, n_boot: int
                 "annotators": _annotators(ag, codes, cats, annotators, subset, thresholds),
             }
             groups.append(ag._jsonable(group))
-    return {"round": round_row["name"], "by": by, "n_boot": n_boot, "seed": seed,
-            "thresholds": vars(thresholds), "annotators": annotators, "n_labels": int(len(labels)),
-            "groups": groups}
+    return {
+        "round": round_row["name"],
+        "by": by,
+        "n_boot": n_boot,
+        "seed": seed,
+        "thresholds": vars(thresholds),
+        "annotators": annotators,
+        "n_labels": int(len(labels)),
+        "groups": groups,
+    }
 
 
 def _pairwise(pk: Any, annotators: list[str]) -> list[dict[str, Any]]:
@@ -134,8 +97,9 @@ def _pairwise(pk: Any, annotators: list[str]) -> list[dict[str, Any]]:
     return [{"a": annotators[i], "b": annotators[j], "kappa": coef.value} for i, j, coef in pk.pairs]
 
 
-def _annotators(ag: Any, codes: Any, cats: tuple[str, ...], annotators: list[str], subset: Any,
-                th: Thresholds) -> list[dict[str, Any]]:
+def _annotators(
+    ag: Any, codes: Any, cats: tuple[str, ...], annotators: list[str], subset: Any, th: Thresholds
+) -> list[dict[str, Any]]:
     import numpy as np
 
     if codes.size == 0 or codes.shape[0] < 2:
@@ -146,17 +110,34 @@ def _annotators(ag: Any, codes: Any, cats: tuple[str, ...], annotators: list[str
         ds = ag.dawid_skene(codes, len(cats))
     except ValueError:
         ds = None
-    diag = ag.annotator_diagnostics(codes, len(cats), annotators=annotators, kappa_threshold=th.kappa_consensus,
-                                    alpha_gain_threshold=th.alpha_gain, dawid_skene_result=ds, positive=positive)
+    diag = ag.annotator_diagnostics(
+        codes,
+        len(cats),
+        annotators=annotators,
+        kappa_threshold=th.kappa_consensus,
+        alpha_gain_threshold=th.alpha_gain,
+        dawid_skene_result=ds,
+        positive=positive,
+    )
     out = []
     for d in diag.annotators:
         gold = subset.loc[(subset.annotator == d.annotator) & subset.gold_label.notna()]
         gold_acc = float(np.mean(gold.verdict == gold.gold_label)) if len(gold) else None
         flags = list(d.flags)
-        out.append({"annotator": d.annotator, "n_rated": d.n_rated, "n_consensus_units": d.n_consensus_units,
-                    "agreement_with_consensus": d.agreement_with_consensus,
-                    "kappa_with_consensus": d.kappa_with_consensus.value,
-                    "alpha_if_removed": d.alpha_if_deleted.value, "alpha_delta": d.alpha_delta,
-                    "ds_sensitivity_harmful": d.sensitivity, "ds_specificity_harmful": d.specificity,
-                    "gold_n": int(len(gold)), "gold_accuracy": gold_acc, "flags": flags})
+        out.append(
+            {
+                "annotator": d.annotator,
+                "n_rated": d.n_rated,
+                "n_consensus_units": d.n_consensus_units,
+                "agreement_with_consensus": d.agreement_with_consensus,
+                "kappa_with_consensus": d.kappa_with_consensus.value,
+                "alpha_if_removed": d.alpha_if_deleted.value,
+                "alpha_delta": d.alpha_delta,
+                "ds_sensitivity_harmful": d.sensitivity,
+                "ds_specificity_harmful": d.specificity,
+                "gold_n": int(len(gold)),
+                "gold_accuracy": gold_acc,
+                "flags": flags,
+            }
+        )
     return out

@@ -15,20 +15,14 @@ from typing import Any
 
 import pandas as pd
 
-LABEL_COLUMNS = ["round", "model", "benchmark", "prompt_id", "epoch", "judge", "category", "judge_verdict",
-                 "judge_label", "stratum", "wave", "inclusion_prob", "final_label", "final_status", "final_method",
-                 "adjudicator", "reason", "ds_label"]
-
-
-def stratum_key(judge_label: str, wave: int) -> str:
-    """Strata of later waves are separate: ``ambiguous`` (wave 1), ``ambiguous#w2``, ..."""
-    return judge_label if int(wave) == 1 else f"{judge_label}#w{int(wave)}"
+from annotate.columns import LABEL_COLUMNS
+from annotate.stats.scoring.strata import stratum_key
 
 
 def labels_frame(store: Any, round_names: list[str]) -> pd.DataFrame:
     """One row per routed response of the rounds (labels.csv). Annotator columns by pseudonym."""
     from annotate.stats.adjudication import dawid_skene_labels
-    from annotate.pipeline.agreement import current_labels
+    from annotate.stats.agreement.votes import current_labels
 
     frames = []
     pseudonyms: list[str] = []
@@ -42,9 +36,13 @@ def labels_frame(store: Any, round_names: list[str]) -> pd.DataFrame:
         df = items.rename(columns={"stratum": "judge_stratum"})
         df["round"] = name
         df["stratum"] = [stratum_key(s, w) for s, w in zip(df.judge_stratum, df.wave)]
-        df = df.merge(final[["round_item_id", "label", "status", "method", "adjudicator", "reason"]]
-                      .rename(columns={"label": "final_label", "status": "final_status", "method": "final_method"}),
-                      on="round_item_id", how="left")
+        df = df.merge(
+            final[["round_item_id", "label", "status", "method", "adjudicator", "reason"]].rename(
+                columns={"label": "final_label", "status": "final_status", "method": "final_method"}
+            ),
+            on="round_item_id",
+            how="left",
+        )
         df["final_status"] = df["final_status"].fillna("awaiting review")
         ds = dawid_skene_labels(votes, reviewers) if len(votes) and len(reviewers) >= 2 else None
         df["ds_label"] = df.round_item_id.map(ds["ds_label"]) if ds is not None else None
@@ -55,12 +53,12 @@ def labels_frame(store: Any, round_names: list[str]) -> pd.DataFrame:
                 pseudonyms.append(p)
         frames.append(df)
     if not frames:
-        return pd.DataFrame(columns=LABEL_COLUMNS)
+        return pd.DataFrame(columns=list(LABEL_COLUMNS))
     out = pd.concat(frames, ignore_index=True)
     for p in pseudonyms:
         if p not in out.columns:
             out[p] = None
-    cols = LABEL_COLUMNS + sorted(pseudonyms, key=lambda p: (p[0], int(p[1:]) if p[1:].isdigit() else 0))
+    cols = list(LABEL_COLUMNS) + sorted(pseudonyms, key=lambda p: (p[0], int(p[1:]) if p[1:].isdigit() else 0))
     return out[cols].sort_values(["round", "model", "benchmark", "prompt_id", "epoch"]).reset_index(drop=True)
 
 
@@ -72,50 +70,37 @@ def design(store: Any, round_names: list[str], *, label_config_sha: str | None =
         rid = int(row["id"])
         strata = store.round_strata(rid)
         waves = store.round_waves(rid)
-        rounds.append({
-            "round": name, "judge": row["judge"], "seed": int(row["seed"]), "clear_per_cell": int(row["clear_per_cell"]),
-            "annotators": json.loads(row["annotators"]), "label_config_sha256": row["label_config_sha"],
-            "waves": [{"wave": int(w.wave), "max_response_id": int(w.max_response_id), "routed_at": str(w.routed_at)}
-                      for w in waves.itertuples()],
-            "strata": [{"model": s.model, "benchmark": s.benchmark, "judge_label": s.stratum, "wave": int(s.wave),
-                        "stratum": stratum_key(s.stratum, s.wave), "population": int(s.population),
-                        "sample": int(s.sample)} for s in strata.itertuples()],
-        })
+        rounds.append(
+            {
+                "round": name,
+                "judge": row["judge"],
+                "seed": int(row["seed"]),
+                "clear_per_cell": int(row["clear_per_cell"]),
+                "annotators": json.loads(row["annotators"]),
+                "label_config_sha256": row["label_config_sha"],
+                "waves": [
+                    {"wave": int(w.wave), "max_response_id": int(w.max_response_id), "routed_at": str(w.routed_at)}
+                    for w in waves.itertuples()
+                ],
+                "strata": [
+                    {
+                        "model": s.model,
+                        "benchmark": s.benchmark,
+                        "judge_label": s.stratum,
+                        "wave": int(s.wave),
+                        "stratum": stratum_key(s.stratum, s.wave),
+                        "population": int(s.population),
+                        "sample": int(s.sample),
+                    }
+                    for s in strata.itertuples()
+                ],
+            }
+        )
     runs = store.ingest_runs()
     rubrics = sorted({r for r in runs.rubric}) if len(runs) else []
-    return {"schema": "annotate-design/1", "rounds": rounds,
-            "rubrics": [json.loads(r) for r in rubrics],
-            "label_config_sha256": label_config_sha}
-
-
-def strata_table(labels: pd.DataFrame, design_doc: dict[str, Any]) -> pd.DataFrame:
-    """Per (model, benchmark, stratum): population, reviewed, harmful, unresolved, harmful_ds, resolved_ds.
-
-    ``reviewed`` is the stratum's sample size n_h (every routed response); ``harmful`` counts
-    final labels ``harmful``; ``unresolved`` counts the sampled responses without a final
-    harmful/safe label (escalated, unresolved or awaiting review). Dawid-Skene counts use the
-    ``ds_label`` column (``unsure`` counts as unresolved).
-    """
-    rows = []
-    for rnd in design_doc["rounds"]:
-        rows += [{**s, "round": rnd["round"]} for s in rnd["strata"]]
-    strata = pd.DataFrame(rows, columns=["round", "model", "benchmark", "judge_label", "wave", "stratum", "population",
-                                         "sample"])
-    if strata.empty:
-        return strata.assign(reviewed=[], harmful=[], unresolved=[], harmful_ds=[], resolved_ds=[])
-    lab = labels.assign(
-        is_harmful=(labels.final_label == "harmful").astype(int),
-        is_resolved=labels.final_label.isin(["harmful", "safe"]).astype(int),
-        ds_harmful=(labels.ds_label == "harmful").astype(int),
-        ds_resolved=labels.ds_label.isin(["harmful", "safe"]).astype(int),
-    )
-    agg = lab.groupby(["round", "model", "benchmark", "stratum"], as_index=False).agg(
-        labelled=("is_harmful", "size"), harmful=("is_harmful", "sum"), resolved=("is_resolved", "sum"),
-        harmful_ds=("ds_harmful", "sum"), resolved_ds=("ds_resolved", "sum"))
-    out = strata.merge(agg, on=["round", "model", "benchmark", "stratum"], how="left").fillna(
-        {"labelled": 0, "harmful": 0, "resolved": 0, "harmful_ds": 0, "resolved_ds": 0})
-    out["reviewed"] = out["sample"].astype(int)
-    out["unresolved"] = (out["reviewed"] - out["resolved"]).astype(int)
-    for c in ("harmful", "resolved", "harmful_ds", "resolved_ds", "labelled"):
-        out[c] = out[c].astype(int)
-    return out
+    return {
+        "schema": "annotate-design/1",
+        "rounds": rounds,
+        "rubrics": [json.loads(r) for r in rubrics],
+        "label_config_sha256": label_config_sha,
+    }

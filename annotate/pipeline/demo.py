@@ -75,18 +75,24 @@ def _free_port() -> int:
         return int(s.getsockname()[1])
 
 
-def run_demo(directory: Path | None, *, offline: bool, keep_server: bool, echo: Callable[[str], None],
-             port: int | None = None, seed_from: Path | None = None) -> DemoResult:
+def run_demo(
+    directory: Path | None,
+    *,
+    offline: bool,
+    keep_server: bool,
+    echo: Callable[[str], None],
+    port: int | None = None,
+    seed_from: Path | None = None,
+) -> DemoResult:
     """Run the demo. ``seed_from`` (tests) starts Label Studio from a copy of a migrated data dir."""
 
-    from annotate.labelstudio import server as ls_server
-    from annotate.config import open_workspace
+    from annotate.config import default_db_url, open_workspace
+    from annotate.db.store import open_store
     from annotate.ingest import ingest_paths
     from annotate.ingest.rubric import Rubric
-    from annotate.pipeline.rounds import add_annotator, ls_data_dir, pull, route
-    from annotate.db.store import open_store
+    from annotate.labelstudio import server as ls_server
     from annotate.pipeline.init import init_workspace
-    from annotate.config import default_db_url
+    from annotate.pipeline.rounds import add_annotator, ls_data_dir, pull, route
 
     started = time.perf_counter()
     root = Path(directory) if directory else Path(tempfile.mkdtemp(prefix="annotate-demo-"))
@@ -94,7 +100,9 @@ def run_demo(directory: Path | None, *, offline: bool, keep_server: bool, echo: 
     if (root / "annotate.toml").exists():
         from annotate.errors import StateError
 
-        raise StateError(f"{root} is already a workspace; the demo needs a fresh folder (omit --dir for a temporary one).")
+        raise StateError(
+            f"{root} is already a workspace; the demo needs a fresh folder (omit --dir for a temporary one)."
+        )
     init_workspace(root, default_db_url(root))
     ws = open_workspace(str(root), None)
     store = open_store(ws.db_url)
@@ -112,15 +120,28 @@ def run_demo(directory: Path | None, *, offline: bool, keep_server: bool, echo: 
             echo("[2/10] offline: no server; tasks and labels go through Label Studio files")
         outcomes = ingest_paths(store, sample_files(), rubric=Rubric(), rejects_dir=ws.rejects_dir, fmt="xstest")
         amb = sum(o.labels.get("ambiguous", 0) for o in outcomes)
-        echo(f"[3/10] ingested {sum(o.added for o in outcomes)} GPT-4-judged XSTest responses "
-             f"({len(outcomes)} models; {amb} judged ambiguous)")
+        echo(
+            f"[3/10] ingested {sum(o.added for o in outcomes)} GPT-4-judged XSTest responses "
+            f"({len(outcomes)} models; {amb} judged ambiguous)"
+        )
         for email in ANNOTATORS:
             add_annotator(ws, store, email, None, offline=offline)
         add_annotator(ws, store, EXPERT, None, role="expert", offline=offline)
-        routed = route(ws, store, round_name=ROUND, annotator_names=["A1", "A2"], clear_per_cell=CLEAR_PER_CELL,
-                       seed=SEED, judge="gpt4", dry_run=False, to_file=offline)
-        echo(f"[4/10] routed {routed.selected} responses (every ambiguous one + {CLEAR_PER_CELL} per clear stratum "
-             f"and model) to A1 and A2, one Label Studio project each")
+        routed = route(
+            ws,
+            store,
+            round_name=ROUND,
+            annotator_names=["A1", "A2"],
+            clear_per_cell=CLEAR_PER_CELL,
+            seed=SEED,
+            judge="gpt4",
+            dry_run=False,
+            to_file=offline,
+        )
+        echo(
+            f"[4/10] routed {routed.selected} responses (every ambiguous one + {CLEAR_PER_CELL} per clear stratum "
+            f"and model) to A1 and A2, one Label Studio project each"
+        )
 
         round_row = store.get_round(ROUND)
         items = store.round_items(int(round_row["id"]))
@@ -133,8 +154,10 @@ def run_demo(directory: Path | None, *, offline: bool, keep_server: bool, echo: 
         _replay(ws, store, round_row, items, {"A1": "annotation_1", "A2": "annotation_2"}, offline=offline)
         pulled = pull(ws, store, round_name=ROUND, from_files=[], annotator=None) if not offline else None
         n_labels = len(store.annotations(int(round_row["id"])))
-        echo(f"[5/10] replayed the two real XSTest annotations as A1 and A2 and pulled {n_labels} labels back"
-             + ("" if pulled is None else " from Label Studio"))
+        echo(
+            f"[5/10] replayed the two real XSTest annotations as A1 and A2 and pulled {n_labels} labels back"
+            + ("" if pulled is None else " from Label Studio")
+        )
 
         from annotate.pipeline.agreement import agreement_report
 
@@ -142,9 +165,11 @@ def run_demo(directory: Path | None, *, offline: bool, keep_server: bool, echo: 
         pooled = next(g for g in report["groups"] if g["pooled"] and g["labels"] == "3-way")
         result.alpha_pipeline = pooled["alpha"]
         result.alpha_direct = direct_alpha(items)
-        echo(f"[6/10] agreement (3-way, pooled): alpha {pooled['alpha']:.4f} "
-             f"[{pooled['alpha_ci'][0]:.3f}, {pooled['alpha_ci'][1]:.3f}] from the pulled labels; "
-             f"{result.alpha_direct:.4f} computed directly from the CSV columns")
+        echo(
+            f"[6/10] agreement (3-way, pooled): alpha {pooled['alpha']:.4f} "
+            f"[{pooled['alpha_ci'][0]:.3f}, {pooled['alpha_ci'][1]:.3f}] from the pulled labels; "
+            f"{result.alpha_direct:.4f} computed directly from the CSV columns"
+        )
 
         from annotate.pipeline.adjudicate import adjudicate
 
@@ -153,12 +178,16 @@ def run_demo(directory: Path | None, *, offline: bool, keep_server: bool, echo: 
         if not offline:
             pull(ws, store, round_name=ROUND, from_files=[], annotator=None)
         final = adjudicate(ws, store, round_name=ROUND, policy="escalate", expert="E1", to_file=offline)
-        echo(f"[7/10] adjudicated: {first.counts.get('escalated', 0)} escalated to the expert, who answered with "
-             f"XSTest's final label; now {final.counts.get('resolved', 0)} resolved, "
-             f"{final.counts.get('unresolved', 0)} unresolved (partial refusals)")
+        echo(
+            f"[7/10] adjudicated: {first.counts.get('escalated', 0)} escalated to the expert, who answered with "
+            f"XSTest's final label; now {final.counts.get('resolved', 0)} resolved, "
+            f"{final.counts.get('unresolved', 0)} unresolved (partial refusals)"
+        )
         labels = store.final_labels(int(round_row["id"])).merge(
             items[["round_item_id", "final_label"]].rename(columns={"final_label": "final_label_xstest"}),
-            on="round_item_id", how="right")
+            on="round_item_id",
+            how="right",
+        )
         ours = labels.label.where(labels.status == "resolved", "unsure")  # unresolved = XSTest's partial
         result.final_matches = int((ours == labels.final_label_xstest).sum())
         result.final_total = len(labels)
@@ -170,9 +199,11 @@ def run_demo(directory: Path | None, *, offline: bool, keep_server: bool, echo: 
         pivot = overall.pivot_table(index="model", columns="treatment", values="rank")
         result.ranking = [{"model": m, **{t: float(pivot.loc[m, t]) for t in pivot.columns}} for m in pivot.index]
         moved = scored.ranking[(scored.ranking.benchmark == "ALL") & (scored.ranking.treatment != "corrected")]
-        echo(f"[8/10] scored 8 treatments: the 5 models' ranking moves by up to "
-             f"{int(moved.max_rank_shift.max() or 0)} place(s) against the corrected one "
-             f"({int(moved.flips.sum())} flipped pairs, {int(moved.credible_flips.sum())} credible)")
+        echo(
+            f"[8/10] scored 8 treatments: the 5 models' ranking moves by up to "
+            f"{int(moved.max_rank_shift.max() or 0)} place(s) against the corrected one "
+            f"({int(moved.flips.sum())} flipped pairs, {int(moved.credible_flips.sum())} credible)"
+        )
 
         from annotate.pipeline.export import export, verify
 
@@ -181,8 +212,10 @@ def run_demo(directory: Path | None, *, offline: bool, keep_server: bool, echo: 
         echo(f"[9/10] exported the audited score set to {out.path}")
         checked = verify(out.path)
         result.verified = checked.ok
-        echo(f"[10/10] verify: {'OK' if checked.ok else 'FAILED: ' + '; '.join(checked.problems[:3])} "
-             f"({checked.checked_files} files, {checked.rederived_rows} score rows re-derived)")
+        echo(
+            f"[10/10] verify: {'OK' if checked.ok else 'FAILED: ' + '; '.join(checked.problems[:3])} "
+            f"({checked.checked_files} files, {checked.rederived_rows} score rows re-derived)"
+        )
     finally:
         store.close()
         if server_started and not keep_server:
@@ -198,13 +231,23 @@ def direct_alpha(items: Any) -> float:
     import numpy as np
 
     cats = ["harmful", "safe", "unsure"]
-    data = np.array([[cats.index(v) if v in cats else np.nan for v in items[col]]
-                     for col in ("annotation_1", "annotation_2")], dtype=float)
+    data = np.array(
+        [[cats.index(v) if v in cats else np.nan for v in items[col]] for col in ("annotation_1", "annotation_2")],
+        dtype=float,
+    )
     return float(krippendorff.alpha(reliability_data=data, level_of_measurement="nominal"))
 
 
-def _replay(ws: Any, store: Any, round_row: dict[str, Any], items: Any, who: dict[str, str], *, offline: bool,
-            only_expert_tasks: bool = False) -> None:
+def _replay(
+    ws: Any,
+    store: Any,
+    round_row: dict[str, Any],
+    items: Any,
+    who: dict[str, str],
+    *,
+    offline: bool,
+    only_expert_tasks: bool = False,
+) -> None:
     """Submit each routed response's XSTest label as the given annotators' annotations."""
     from annotate.labelstudio.labelconfig import choices_result
     from annotate.pipeline.rounds import gateway, pull
@@ -222,18 +265,34 @@ def _replay(ws: Any, store: Any, round_row: dict[str, Any], items: Any, who: dic
                 export = []
                 for k, t in enumerate(tasks.itertuples()):
                     verdict = by_item.loc[int(t.round_item_id), column]
-                    anns = [] if verdict is None else [{
-                        "id": 10_000_000 * (list(who).index(pseudonym) + 1) + k + (5_000_000 if only_expert_tasks else 0),
-                        "result": choices_result(verdict), "was_cancelled": False, "lead_time": 20.0,
-                        "created_at": "2023-10-17T00:00:00Z", "updated_at": "2023-10-17T00:00:00Z"}]
-                    export.append({"id": k + 1, "data": {"ext_id": t.ext_id}, "meta": {"ext_id": t.ext_id},
-                                   "annotations": anns})
+                    anns = (
+                        []
+                        if verdict is None
+                        else [
+                            {
+                                "id": 10_000_000 * (list(who).index(pseudonym) + 1)
+                                + k
+                                + (5_000_000 if only_expert_tasks else 0),
+                                "result": choices_result(verdict),
+                                "was_cancelled": False,
+                                "lead_time": 20.0,
+                                "created_at": "2023-10-17T00:00:00Z",
+                                "updated_at": "2023-10-17T00:00:00Z",
+                            }
+                        ]
+                    )
+                    export.append(
+                        {"id": k + 1, "data": {"ext_id": t.ext_id}, "meta": {"ext_id": t.ext_id}, "annotations": anns}
+                    )
                 path.write_text(json.dumps(export), encoding="utf-8")
                 pull(ws, store, round_name=round_row["name"], from_files=[path], annotator=pseudonym)
                 continue
             user = int(team.loc[pseudonym, "ls_user_id"])
-            jobs = [(int(t.task_id), by_item.loc[int(t.round_item_id), column]) for t in tasks.itertuples()
-                    if t.task_id == t.task_id]
+            jobs = [
+                (int(t.task_id), by_item.loc[int(t.round_item_id), column])
+                for t in tasks.itertuples()
+                if t.task_id == t.task_id
+            ]
             from concurrent.futures import ThreadPoolExecutor
 
             def submit(job: tuple[int, str | None]) -> None:

@@ -53,10 +53,15 @@ def features_for(store: Any, judge: str) -> pd.DataFrame:
 def fit(frame: pd.DataFrame, *, null_band: tuple[float, float], seed: int = 0) -> Any:
     from annotate.stats.correlates import fit_ambiguity_model
 
-    return fit_ambiguity_model(frame, (frame.judge_label == "ambiguous").astype(int).to_numpy(),
-                               frame.model.to_numpy(), frame.benchmark.to_numpy(),
-                               (frame.benchmark.astype(str) + "\x1f" + frame.prompt_id.astype(str)).to_numpy(),
-                               null_band=null_band, seed=seed)
+    return fit_ambiguity_model(
+        frame,
+        (frame.judge_label == "ambiguous").astype(int).to_numpy(),
+        frame.model.to_numpy(),
+        frame.benchmark.to_numpy(),
+        (frame.benchmark.astype(str) + "\x1f" + frame.prompt_id.astype(str)).to_numpy(),
+        null_band=null_band,
+        seed=seed,
+    )
 
 
 def _result_dict(res: Any, outcome: str) -> dict[str, Any]:
@@ -64,11 +69,19 @@ def _result_dict(res: Any, outcome: str) -> dict[str, Any]:
 
     table = res.table.replace({np.nan: None}).to_dict("records")
     study = compare_with_study(res).replace({np.nan: None}).to_dict("records")
-    return {"outcome": outcome, "n_responses": int(res.n), "n_events": int(res.n_events),
-            "n_clusters": int(res.n_clusters), "table": table, "study": study,
-            "auc_features": res.auc_features, "auc_fixed_effects": res.auc_fixed_effects,
-            "auc_combined": getattr(res, "auc_combined", None), "notes": list(res.notes),
-            "dropped": res.dropped if isinstance(res.dropped, (dict, list)) else str(res.dropped)}
+    return {
+        "outcome": outcome,
+        "n_responses": int(res.n),
+        "n_events": int(res.n_events),
+        "n_clusters": int(res.n_clusters),
+        "table": table,
+        "study": study,
+        "auc_features": res.auc_features,
+        "auc_fixed_effects": res.auc_fixed_effects,
+        "auc_combined": getattr(res, "auc_combined", None),
+        "notes": list(res.notes),
+        "dropped": res.dropped if isinstance(res.dropped, (dict, list)) else str(res.dropped),
+    }
 
 
 def human_labels(store: Any) -> pd.Series:
@@ -87,15 +100,20 @@ def human_labels(store: Any) -> pd.Series:
     return pd.Series(out, dtype=float)
 
 
-def diagnose(store: Any, *, judge: str | None, by: str | None, null_band: tuple[float, float],
-             seed: int = 0) -> dict[str, Any]:
+def diagnose(
+    store: Any, *, judge: str | None, by: str | None, null_band: tuple[float, float], seed: int = 0
+) -> dict[str, Any]:
     from annotate.stats.correlates import fit_human_harmful_model
 
     judge = _judge(store, judge)
     frame = features_for(store, judge)
     try:
-        result = {"judge": judge, "null_band": list(null_band), "features_version": FEATURES_VERSION,
-                  **_result_dict(fit(frame, null_band=null_band, seed=seed), "judge said ambiguous")}
+        result = {
+            "judge": judge,
+            "null_band": list(null_band),
+            "features_version": FEATURES_VERSION,
+            **_result_dict(fit(frame, null_band=null_band, seed=seed), "judge said ambiguous"),
+        }
     except ValueError as exc:
         from annotate.errors import StateError
 
@@ -104,9 +122,12 @@ def diagnose(store: Any, *, judge: str | None, by: str | None, null_band: tuple[
     if by == "benchmark":
         for bench, sub in frame.groupby("benchmark"):
             try:
-                result["by_benchmark"].append({"benchmark": bench,
-                                               **_result_dict(fit(sub, null_band=null_band, seed=seed),
-                                                              "judge said ambiguous")})
+                result["by_benchmark"].append(
+                    {
+                        "benchmark": bench,
+                        **_result_dict(fit(sub, null_band=null_band, seed=seed), "judge said ambiguous"),
+                    }
+                )
             except ValueError as exc:
                 result["by_benchmark"].append({"benchmark": bench, "error": str(exc)})
     human = human_labels(store)
@@ -114,15 +135,23 @@ def diagnose(store: Any, *, judge: str | None, by: str | None, null_band: tuple[
     amb_ids = set(frame.loc[frame.judge_label == "ambiguous", "response_id"])
     labelled = human[human.index.isin(amb_ids)]
     if len(labelled) and (len(labelled) < MIN_HUMAN_ROWS or min(labelled.sum(), len(labelled) - labelled.sum()) < 5):
-        result["human"] = {"error": f"too few human-labelled judge-ambiguous responses to fit ({len(labelled)}, "
-                                    f"{int(labelled.sum())} harmful; need {MIN_HUMAN_ROWS} and 5 of each label)"}
+        result["human"] = {
+            "error": f"too few human-labelled judge-ambiguous responses to fit ({len(labelled)}, "
+            f"{int(labelled.sum())} harmful; need {MIN_HUMAN_ROWS} and 5 of each label)"
+        }
     elif len(labelled):
         harmful = frame.response_id.map(human)
         try:
-            res = fit_human_harmful_model(frame, harmful.to_numpy(), (frame.judge_label == "ambiguous").to_numpy(),
-                                          frame.model.to_numpy(), frame.benchmark.to_numpy(),
-                                          (frame.benchmark.astype(str) + "\x1f" + frame.prompt_id.astype(str)).to_numpy(),
-                                          null_band=null_band, seed=seed)
+            res = fit_human_harmful_model(
+                frame,
+                harmful.to_numpy(),
+                (frame.judge_label == "ambiguous").to_numpy(),
+                frame.model.to_numpy(),
+                frame.benchmark.to_numpy(),
+                (frame.benchmark.astype(str) + "\x1f" + frame.prompt_id.astype(str)).to_numpy(),
+                null_band=null_band,
+                seed=seed,
+            )
             result["human"] = _result_dict(res, "human-adjudicated harmful among judge-ambiguous")
         except ValueError as exc:
             result["human"] = {"error": str(exc)}

@@ -22,7 +22,7 @@ import shutil
 import sys
 import tempfile
 from dataclasses import dataclass, field
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
@@ -31,8 +31,17 @@ from annotate.errors import InputError, StateError
 
 EXPORT_SCHEMA = "annotate-export/1"
 NAME_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,99}$")
-REQUIRED_FILES = ("scores.csv", "scores.json", "ranking.csv", "flips.csv", "p_safer.csv", "labels.csv",
-                  "agreement.json", "design.json", "report.html")
+REQUIRED_FILES = (
+    "scores.csv",
+    "scores.json",
+    "ranking.csv",
+    "flips.csv",
+    "p_safer.csv",
+    "labels.csv",
+    "agreement.json",
+    "design.json",
+    "report.html",
+)
 
 
 def sha256_file(path: Path) -> str:
@@ -78,17 +87,29 @@ class ExportOutcome:
     report: Path | None = None
 
 
-def export(ws: Any, store: Any, name: str, *, round_names: tuple[str, ...], draws: int = 4000, seed: int = 0,
-           min_reviewed: int = 10, estimand: str = "fixed", n_boot: int = 2000,
-           argv: list[str] | None = None) -> ExportOutcome:
+def export(
+    ws: Any,
+    store: Any,
+    name: str,
+    *,
+    round_names: tuple[str, ...],
+    draws: int = 4000,
+    seed: int = 0,
+    min_reviewed: int = 10,
+    estimand: str = "fixed",
+    n_boot: int = 2000,
+    argv: list[str] | None = None,
+) -> ExportOutcome:
     from annotate.pipeline.agreement import agreement_report
-    from annotate.report import render_report
-    from annotate.pipeline.score import rounds_to_score, score_tables
     from annotate.pipeline.audit import design, labels_frame
+    from annotate.pipeline.score import rounds_to_score
+    from annotate.report import render_report
+    from annotate.stats.scoring.tables import score_tables
 
     if not NAME_RE.match(name):
-        raise InputError(f"export name {name!r}: use letters, digits, '.', '_' or '-' (no slashes), "
-                         "starting with a letter or digit.")
+        raise InputError(
+            f"export name {name!r}: use letters, digits, '.', '_' or '-' (no slashes), starting with a letter or digit."
+        )
     target = ws.exports_dir / name
     if target.exists():
         raise StateError(f"{target} exists; exports are immutable. Choose another name.")
@@ -125,7 +146,7 @@ def export(ws: Any, store: Any, name: str, *, round_names: tuple[str, ...], draw
         diagnosis = store.latest_diagnosis(judges[0]) if len(judges) == 1 else None
         if diagnosis is not None:
             _dump_json(tmp / "diagnostics.json", diagnosis)
-        created = datetime.now(timezone.utc).isoformat(timespec="seconds")
+        created = datetime.now(UTC).isoformat(timespec="seconds")
         report_data = _report_data(store, rounds, name, created, scored, groups, doc, source_list, labels)
         if diagnosis is not None:
             report_data["diagnostics"] = diagnosis
@@ -134,11 +155,17 @@ def export(ws: Any, store: Any, name: str, *, round_names: tuple[str, ...], draw
         from annotate.db.store import SCHEMA_VERSION
 
         manifest = {
-            "schema": EXPORT_SCHEMA, "name": name, "tool": "annotate", "tool_version": __version__,
-            "store_schema_version": SCHEMA_VERSION, "created_at": created,
+            "schema": EXPORT_SCHEMA,
+            "name": name,
+            "tool": "annotate",
+            "tool_version": __version__,
+            "store_schema_version": SCHEMA_VERSION,
+            "created_at": created,
             "command": _redacted_argv(argv if argv is not None else sys.argv),
-            "rounds": rounds, "settings": {**scored.settings, "n_boot": n_boot},
-            "files": files, "sources": source_list,
+            "rounds": rounds,
+            "settings": {**scored.settings, "n_boot": n_boot},
+            "files": files,
+            "sources": source_list,
         }
         _dump_json(tmp / "manifest.json", manifest)
         for p in tmp.iterdir():  # make the content durable before it becomes visible
@@ -159,8 +186,17 @@ def _label_config_sha(ws: Any) -> str | None:
         return None
 
 
-def _report_data(store: Any, rounds: list[str], name: str, created: str, scored: Any, groups: list[dict[str, Any]],
-                 doc: dict[str, Any], sources: list[dict[str, Any]], labels: Any) -> dict[str, Any]:
+def _report_data(
+    store: Any,
+    rounds: list[str],
+    name: str,
+    created: str,
+    scored: Any,
+    groups: list[dict[str, Any]],
+    doc: dict[str, Any],
+    sources: list[dict[str, Any]],
+    labels: Any,
+) -> dict[str, Any]:
     from annotate.stats.scoring import TREATMENTS
     from annotate.stats.shares import cell_shares
 
@@ -172,30 +208,57 @@ def _report_data(store: Any, rounds: list[str], name: str, created: str, scored:
     flips = scored.flips[scored.flips.benchmark == "ALL"]
     present = [t for t in TREATMENTS if t in set(scored.scores.treatment)]
     return {
-        "title": f"annotate audit: {name}", "created_at": created, "tool_version": __version__,
+        "title": f"annotate audit: {name}",
+        "created_at": created,
+        "tool_version": __version__,
         "schema_version": EXPORT_SCHEMA,
-        "rounds": [{k: r[k] for k in ("round", "judge", "seed", "clear_per_cell", "annotators")} for r in doc["rounds"]],
-        "cells": cells[["model", "benchmark", "n_responses", "share_harmful", "share_safe", "share_ambiguous"]].to_dict("records"),
+        "rounds": [
+            {k: r[k] for k in ("round", "judge", "seed", "clear_per_cell", "annotators")} for r in doc["rounds"]
+        ],
+        "cells": cells[["model", "benchmark", "n_responses", "share_harmful", "share_safe", "share_ambiguous"]].to_dict(
+            "records"
+        ),
         "agreement": [{**g, "group": (f"{g['round']}: " if len(rounds) > 1 else "") + g["group"]} for g in groups],
         "scores": scored.scores.to_dict("records"),
-        "treatments": present, "reference_treatment": "corrected",
-        "ranking": [{"treatment": r.treatment, "tau_b": r.tau_b, "rho": r.rho, "flips": r.flips,
-                     "credible_flips": r.credible_flips, "max_shift": r.max_rank_shift} for r in ranking.itertuples()],
-        "flips": [{"treatment": r.treatment, "a": r.model_a, "b": r.model_b, "credible": bool(r.credible)}
-                  for r in flips.itertuples()],
-        "p_safer": {"models": list(scored.p_safer.index),
-                    "matrix": [[None if i == j else v for j, v in enumerate(row)]
-                               for i, row in enumerate(scored.p_safer.to_numpy().tolist())]},
-        "design": {"strata": [{**s, "round": r["round"]} for r in doc["rounds"] for s in r["strata"]],
-                   "label_config_sha256": doc.get("label_config_sha256"),
-                   "rubrics": [{"name": rb.get("format"), "summary": json.dumps(rb.get("verdicts"), sort_keys=True)[:400]}
-                               for rb in doc.get("rubrics", [])]},
+        "treatments": present,
+        "reference_treatment": "corrected",
+        "ranking": [
+            {
+                "treatment": r.treatment,
+                "tau_b": r.tau_b,
+                "rho": r.rho,
+                "flips": r.flips,
+                "credible_flips": r.credible_flips,
+                "max_shift": r.max_rank_shift,
+            }
+            for r in ranking.itertuples()
+        ],
+        "flips": [
+            {"treatment": r.treatment, "a": r.model_a, "b": r.model_b, "credible": bool(r.credible)}
+            for r in flips.itertuples()
+        ],
+        "p_safer": {
+            "models": list(scored.p_safer.index),
+            "matrix": [
+                [None if i == j else v for j, v in enumerate(row)]
+                for i, row in enumerate(scored.p_safer.to_numpy().tolist())
+            ],
+        },
+        "design": {
+            "strata": [{**s, "round": r["round"]} for r in doc["rounds"] for s in r["strata"]],
+            "label_config_sha256": doc.get("label_config_sha256"),
+            "rubrics": [
+                {"name": rb.get("format"), "summary": json.dumps(rb.get("verdicts"), sort_keys=True)[:400]}
+                for rb in doc.get("rubrics", [])
+            ],
+        },
         "sources": sources,
         "unresolved": int((~labels.final_label.isin(["harmful", "safe"])).sum()),
     }
 
 
 # -- verify ----------------------------------------------------------------------------------
+
 
 @dataclass
 class VerifyOutcome:
@@ -239,19 +302,28 @@ def verify(path: Path, *, tolerance: float = 1e-9) -> VerifyOutcome:
             out.problems.append(f"changed: {name} (sha256 {got[:16]}..., manifest says {files[name][:16]}...)")
     # Re-derive the scores from the export's own tables.
     try:
-        from annotate.pipeline.score import score_tables
+        from annotate.stats.scoring.tables import score_tables
 
-        labels = pd.read_csv(path / "labels.csv", dtype={"prompt_id": str, "model": str, "benchmark": str,
-                                                          "stratum": str, "round": str}, keep_default_na=False,
-                             na_values=[""])
+        labels = pd.read_csv(
+            path / "labels.csv",
+            dtype={"prompt_id": str, "model": str, "benchmark": str, "stratum": str, "round": str},
+            keep_default_na=False,
+            na_values=[""],
+        )
         doc = json.loads((path / "design.json").read_text(encoding="utf-8"))
         settings = manifest.get("settings", {})
-        again = score_tables(labels, doc, draws=int(settings.get("draws", 4000)), seed=int(settings.get("seed", 0)),
-                             min_reviewed=int(settings.get("min_reviewed", 10)),
-                             estimand=settings.get("estimand", "fixed"),
-                             confidence=float(settings.get("confidence", 0.95))).scores
-        stored = pd.read_csv(path / "scores.csv", dtype={"model": str, "benchmark": str}, keep_default_na=False,
-                             na_values=[""])
+        again = score_tables(
+            labels,
+            doc,
+            draws=int(settings.get("draws", 4000)),
+            seed=int(settings.get("seed", 0)),
+            min_reviewed=int(settings.get("min_reviewed", 10)),
+            estimand=settings.get("estimand", "fixed"),
+            confidence=float(settings.get("confidence", 0.95)),
+        ).scores
+        stored = pd.read_csv(
+            path / "scores.csv", dtype={"model": str, "benchmark": str}, keep_default_na=False, na_values=[""]
+        )
     except FileNotFoundError as exc:
         out.problems.append(f"cannot re-derive the scores: {exc.filename} is missing")
         return out
@@ -270,9 +342,13 @@ def verify(path: Path, *, tolerance: float = 1e-9) -> VerifyOutcome:
         b = pd.to_numeric(both[f"{col}_rederived"], errors="coerce")
         bad = ~(((a - b).abs() <= tolerance * (1 + b.abs())) | (a.isna() & b.isna()))
         for r in both.loc[bad].itertuples():
-            out.problems.append(f"scores.csv {r.model} x {r.benchmark} x {r.treatment}: {col} is "
-                                f"{getattr(r, col)!r}, labels.csv and design.json give {getattr(r, col + '_rederived')!r}")
+            out.problems.append(
+                f"scores.csv {r.model} x {r.benchmark} x {r.treatment}: {col} is "
+                f"{getattr(r, col)!r}, labels.csv and design.json give {getattr(r, col + '_rederived')!r}"
+            )
     flag_bad = both.flag.fillna("") != both.flag_rederived.fillna("")
     for r in both.loc[flag_bad].itertuples():
-        out.problems.append(f"scores.csv {r.model} x {r.benchmark} x {r.treatment}: flag {r.flag!r} != {r.flag_rederived!r}")
+        out.problems.append(
+            f"scores.csv {r.model} x {r.benchmark} x {r.treatment}: flag {r.flag!r} != {r.flag_rederived!r}"
+        )
     return out

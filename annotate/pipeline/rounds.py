@@ -13,12 +13,12 @@ import hashlib
 import json
 import os
 import secrets
-
-import numpy as np
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
+
+import numpy as np
 
 from annotate.errors import InputError, LabelStudioError, StateError, WorkspaceError
 
@@ -32,6 +32,7 @@ INSTRUCTIONS = (
 
 
 # -- connection ---------------------------------------------------------------------------------
+
 
 @dataclass(frozen=True)
 class Connection:
@@ -54,9 +55,13 @@ def ls_connection(ws: Any) -> Connection:
     token = os.environ.get("ANNOTATE_LS_TOKEN")
     if url:
         if not token:
-            raise WorkspaceError(f"Label Studio is set to {url} but ANNOTATE_LS_TOKEN is not set. "
-                                 "Export the server's API token as ANNOTATE_LS_TOKEN.")
-        return Connection(url=url.rstrip("/"), token=token, source="env" if os.environ.get("ANNOTATE_LS_URL") else "config")
+            raise WorkspaceError(
+                f"Label Studio is set to {url} but ANNOTATE_LS_TOKEN is not set. "
+                "Export the server's API token as ANNOTATE_LS_TOKEN."
+            )
+        return Connection(
+            url=url.rstrip("/"), token=token, source="env" if os.environ.get("ANNOTATE_LS_URL") else "config"
+        )
     from annotate.labelstudio import server as ls_server
 
     status = ls_server.server_status(ls_data_dir(ws))
@@ -89,6 +94,7 @@ def load_label_config(ws: Any) -> Any:
 
 # -- annotators ---------------------------------------------------------------------------------
 
+
 @dataclass
 class AnnotatorAdded:
     pseudonym: str
@@ -98,8 +104,9 @@ class AnnotatorAdded:
     note: str | None = None
 
 
-def add_annotator(ws: Any, store: Any, email: str, name: str | None, *, role: str = "annotator",
-                  offline: bool = False) -> AnnotatorAdded:
+def add_annotator(
+    ws: Any, store: Any, email: str, name: str | None, *, role: str = "annotator", offline: bool = False
+) -> AnnotatorAdded:
     if "@" not in email or email.startswith("@") or email.endswith("@"):
         raise InputError(f"{email!r} is not an e-mail address")
     gw = None if offline else _try_gateway(ws)
@@ -113,8 +120,11 @@ def add_annotator(ws: Any, store: Any, email: str, name: str | None, *, role: st
     pseudonym, created = store.add_annotator(email, name, role)
     if user_id is not None:
         store.set_annotator_user(pseudonym, user_id)
-    note = None if gw is not None else ("registered locally; the Label Studio user is created when a round "
-                                        "is routed to a server")
+    note = (
+        None
+        if gw is not None
+        else ("registered locally; the Label Studio user is created when a round is routed to a server")
+    )
     return AnnotatorAdded(pseudonym, created, user_id, invite, note)
 
 
@@ -144,6 +154,7 @@ def resolve_annotators(store: Any, names: list[str]) -> Any:
 
 # -- routing ------------------------------------------------------------------------------------
 
+
 @dataclass
 class RouteOutcome:
     round: str
@@ -157,9 +168,20 @@ class RouteOutcome:
     prioritized: bool = False
 
 
-def route(ws: Any, store: Any, *, round_name: str, annotator_names: list[str], clear_per_cell: int,
-          seed: int, judge: str | None, dry_run: bool, to_file: bool,
-          progress: Callable[[int, int], None] | None = None, prioritize: bool = False) -> RouteOutcome:
+def route(
+    ws: Any,
+    store: Any,
+    *,
+    round_name: str,
+    annotator_names: list[str],
+    clear_per_cell: int,
+    seed: int,
+    judge: str | None,
+    dry_run: bool,
+    to_file: bool,
+    progress: Callable[[int, int], None] | None = None,
+    prioritize: bool = False,
+) -> RouteOutcome:
     """Select (or extend) a round's sample and send every item to every annotator's project."""
     from annotate.stats.sampling import select_for_review
 
@@ -171,23 +193,31 @@ def route(ws: Any, store: Any, *, round_name: str, annotator_names: list[str], c
     if existing is not None:
         judge = existing["judge"]
         if (seed, clear_per_cell) != (existing["seed"], existing["clear_per_cell"]):
-            raise InputError(f"round {round_name!r} was routed with --seed {existing['seed']} and "
-                             f"--clear-per-cell {existing['clear_per_cell']}; a round keeps its design. "
-                             "Use those values, or start a new round.")
+            raise InputError(
+                f"round {round_name!r} was routed with --seed {existing['seed']} and "
+                f"--clear-per-cell {existing['clear_per_cell']}; a round keeps its design. "
+                "Use those values, or start a new round."
+            )
         if sorted(annotators.pseudonym) != sorted(json.loads(existing["annotators"])):
-            raise InputError(f"round {round_name!r} goes to {', '.join(json.loads(existing['annotators']))}; "
-                             "a round keeps its annotators (start a new round for others).")
+            raise InputError(
+                f"round {round_name!r} goes to {', '.join(json.loads(existing['annotators']))}; "
+                "a round keeps its annotators (start a new round for others)."
+            )
         if existing["label_config_sha"] != config.sha256:
-            raise StateError(f"label_config.xml changed since round {round_name!r} was routed; restore it "
-                             "or start a new round (a round's tasks must share one config).")
+            raise StateError(
+                f"label_config.xml changed since round {round_name!r} was routed; restore it "
+                "or start a new round (a round's tasks must share one config)."
+            )
     else:
         judges = store.judges()
         if not judges:
             raise StateError("the store holds no responses: run `annotate ingest` first.")
         if judge is None:
             if len(judges) > 1:
-                raise InputError(f"the store holds verdicts of several judges ({', '.join(judges)}); "
-                                 "choose the one whose labels define the strata with --judge.")
+                raise InputError(
+                    f"the store holds verdicts of several judges ({', '.join(judges)}); "
+                    "choose the one whose labels define the strata with --judge."
+                )
             judge = judges[0]
         elif judge not in judges:
             raise InputError(f"no responses judged by {judge!r}; judges: {', '.join(judges)}")
@@ -198,8 +228,14 @@ def route(ws: Any, store: Any, *, round_name: str, annotator_names: list[str], c
     population = store.routing_population(judge, after, up_to)
     selected, strata = select_for_review(population, clear_per_cell=clear_per_cell, seed=seed)
     wave = (int(waves.wave.max()) + 1) if waves is not None and len(waves) else 1
-    outcome = RouteOutcome(round=round_name, judge=judge, new_wave=wave if len(population) else None,
-                           strata=strata, selected=len(selected), dry_run=dry_run)
+    outcome = RouteOutcome(
+        round=round_name,
+        judge=judge,
+        new_wave=wave if len(population) else None,
+        strata=strata,
+        selected=len(selected),
+        dry_run=dry_run,
+    )
     if dry_run:
         return outcome
 
@@ -210,29 +246,76 @@ def route(ws: Any, store: Any, *, round_name: str, annotator_names: list[str], c
         if gw is not None:
             gw.whoami()
             gw.validate_config(config.xml)
-        return _record_and_send(ws, store, gw, outcome, existing=existing, population=population,
-                                selected=selected, strata=strata, wave=wave, up_to=up_to, round_name=round_name,
-                                judge=judge, seed=seed, clear_per_cell=clear_per_cell, annotators=annotators,
-                                config=config, to_file=to_file, progress=progress, prioritize=prioritize)
+        return _record_and_send(
+            ws,
+            store,
+            gw,
+            outcome,
+            existing=existing,
+            population=population,
+            selected=selected,
+            strata=strata,
+            wave=wave,
+            up_to=up_to,
+            round_name=round_name,
+            judge=judge,
+            seed=seed,
+            clear_per_cell=clear_per_cell,
+            annotators=annotators,
+            config=config,
+            to_file=to_file,
+            progress=progress,
+            prioritize=prioritize,
+        )
     finally:
         if gw is not None:
             gw.close()
 
 
-def _record_and_send(ws: Any, store: Any, gw: Any, outcome: RouteOutcome, *, existing: Any, population: Any,
-                     selected: Any, strata: Any, wave: int, up_to: int, round_name: str, judge: str, seed: int,
-                     clear_per_cell: int, annotators: Any, config: Any, to_file: bool, progress: Any,
-                     prioritize: bool = False) -> RouteOutcome:
+def _record_and_send(
+    ws: Any,
+    store: Any,
+    gw: Any,
+    outcome: RouteOutcome,
+    *,
+    existing: Any,
+    population: Any,
+    selected: Any,
+    strata: Any,
+    wave: int,
+    up_to: int,
+    round_name: str,
+    judge: str,
+    seed: int,
+    clear_per_cell: int,
+    annotators: Any,
+    config: Any,
+    to_file: bool,
+    progress: Any,
+    prioritize: bool = False,
+) -> RouteOutcome:
     round_id = existing["id"] if existing else None
     if len(population):
         selected = selected.assign(ext_id=[secrets.token_hex(8) for _ in range(len(selected))])
         round_id = store.create_round_wave(
             round_row=existing,
-            new_round=None if existing else {
-                "name": round_name, "kind": "review", "judge": judge, "seed": seed, "clear_per_cell": clear_per_cell,
-                "annotators": json.dumps(list(annotators.pseudonym)), "label_config_sha": config.sha256,
-                "label_config": config.xml},
-            wave=wave, max_response_id=up_to, items=selected, strata=strata)
+            new_round=None
+            if existing
+            else {
+                "name": round_name,
+                "kind": "review",
+                "judge": judge,
+                "seed": seed,
+                "clear_per_cell": clear_per_cell,
+                "annotators": json.dumps(list(annotators.pseudonym)),
+                "label_config_sha": config.sha256,
+                "label_config": config.xml,
+            },
+            wave=wave,
+            max_response_id=up_to,
+            items=selected,
+            strata=strata,
+        )
     elif existing is None:
         raise StateError(f"no responses judged by {judge!r} to route.")
 
@@ -247,15 +330,32 @@ def _record_and_send(ws: Any, store: Any, gw: Any, outcome: RouteOutcome, *, exi
         priority = ambiguity_priority(store, judge, items.response_id.astype(int).tolist(), seed=seed)
         outcome.prioritized = True
     for ann in annotators.itertuples():
-        counts = _send_to_annotator(ws, store, gw, round_row, ann, items, seed=seed, to_file=to_file,
-                                    progress=progress, outcome=outcome, priority=priority)
+        counts = _send_to_annotator(
+            ws,
+            store,
+            gw,
+            round_row,
+            ann,
+            items,
+            seed=seed,
+            to_file=to_file,
+            progress=progress,
+            outcome=outcome,
+            priority=priority,
+        )
         outcome.per_annotator[ann.pseudonym] = counts
     return outcome
 
 
-def _import_pending(store: Any, gw: Any, project: dict[str, Any], who: str, pending: Any,
-                    progress: Callable[[int, int], None] | None,
-                    on_first_submit: Callable[[], None] | None = None) -> int:
+def _import_pending(
+    store: Any,
+    gw: Any,
+    project: dict[str, Any],
+    who: str,
+    pending: Any,
+    progress: Callable[[int, int], None] | None,
+    on_first_submit: Callable[[], None] | None = None,
+) -> int:
     """Import the pending tasks in batches, overlapping our own work with Label Studio's.
 
     While the server imports batch k, this process builds batch k+1 and records the task ids
@@ -268,7 +368,7 @@ def _import_pending(store: Any, gw: Any, project: dict[str, Any], who: str, pend
     from annotate.labelstudio.gateway import ImportOutcomeUnknown
 
     pid = int(project["project_id"])
-    chunks = [pending.iloc[s:s + IMPORT_BATCH] for s in range(0, len(pending), IMPORT_BATCH)]
+    chunks = [pending.iloc[s : s + IMPORT_BATCH] for s in range(0, len(pending), IMPORT_BATCH)]
     if not chunks:
         return 0
 
@@ -285,7 +385,8 @@ def _import_pending(store: Any, gw: Any, project: dict[str, Any], who: str, pend
             store.set_task_ids(int(project["id"]), recovered)
             raise LabelStudioError(
                 f"an import into {who}'s project timed out; {len(recovered)} of {len(chunk)} tasks turned out "
-                "to be there and are recorded. Run the same `annotate route` again to resume.") from None
+                "to be there and are recorded. Run the same `annotate route` again to resume."
+            ) from None
 
     imported = 0
     with ThreadPoolExecutor(max_workers=1) as pool:
@@ -310,9 +411,20 @@ def _task_payload(text: tuple[str, str], ext_id: str) -> dict[str, Any]:
     return {"data": {"prompt": prompt, "response": response, "ext_id": ext_id}, "meta": {"ext_id": ext_id}}
 
 
-def _send_to_annotator(ws: Any, store: Any, gw: Any, round_row: dict[str, Any], ann: Any, items: Any, *,
-                       seed: int, to_file: bool, progress: Any, outcome: RouteOutcome,
-                       priority: dict[int, float] | None = None) -> dict[str, int]:
+def _send_to_annotator(
+    ws: Any,
+    store: Any,
+    gw: Any,
+    round_row: dict[str, Any],
+    ann: Any,
+    items: Any,
+    *,
+    seed: int,
+    to_file: bool,
+    progress: Any,
+    outcome: RouteOutcome,
+    priority: dict[int, float] | None = None,
+) -> dict[str, int]:
     from annotate.stats.sampling import task_order
 
     title = f"{round_row['name']} - {ann.pseudonym}"
@@ -322,8 +434,9 @@ def _send_to_annotator(ws: Any, store: Any, gw: Any, round_row: dict[str, Any], 
         if gw is not None:
             if ann.ls_user_id is None or ann.ls_user_id != ann.ls_user_id:  # NaN when unset
                 store.set_annotator_user(ann.pseudonym, gw.create_user(ann.email, first_name=ann.name))
-            project_id = gw.create_project(title=title, label_config=round_row["label_config"],
-                                           instructions=INSTRUCTIONS)
+            project_id = gw.create_project(
+                title=title, label_config=round_row["label_config"], instructions=INSTRUCTIONS
+            )
         store.add_ls_project(round_row["id"], int(ann.id), title, project_id)
         project = store.ls_project(round_row["id"], int(ann.id))
     elif gw is not None and project["project_id"] is None:
@@ -344,8 +457,10 @@ def _send_to_annotator(ws: Any, store: Any, gw: Any, round_row: dict[str, Any], 
         start = int(tasks.position.max()) + 1 if len(tasks) else 0
         item_ids = missing.round_item_id.to_numpy()[order]
         ext_ids = missing.ext_id.to_numpy()[order]
-        new_rows = [{"ls_project_id": project["id"], "round_item_id": int(i), "ext_id": e, "position": start + k}
-                    for k, (i, e) in enumerate(zip(item_ids, ext_ids))]
+        new_rows = [
+            {"ls_project_id": project["id"], "round_item_id": int(i), "ext_id": e, "position": start + k}
+            for k, (i, e) in enumerate(zip(item_ids, ext_ids))
+        ]
     else:
         new_rows = []
     if to_file or gw is None:
@@ -389,13 +504,15 @@ def _send_to_annotator(ws: Any, store: Any, gw: Any, round_row: dict[str, Any], 
             store.set_task_ids(project["id"], recovered)
             pending = pending[~pending.ext_id.isin(recovered)]
             already += len(recovered)
-    imported = _import_pending(store, gw, project, ann.pseudonym, pending.sort_values("position"), progress,
-                               on_first_submit=register)
+    imported = _import_pending(
+        store, gw, project, ann.pseudonym, pending.sort_values("position"), progress, on_first_submit=register
+    )
     register()
     return {"tasks": len(tasks) + len(new_rows), "imported": imported, "already": already}
 
 
 # -- pulling --------------------------------------------------------------------------------------
+
 
 @dataclass
 class PullCounts:
@@ -420,8 +537,16 @@ def _completed_by(ann: dict[str, Any]) -> int | None:
     return int(who) if isinstance(who, int) or (isinstance(who, str) and who.isdigit()) else None
 
 
-def reconcile(config: Any, project: dict[str, Any], tasks_table: Any, exported: list[dict[str, Any]],
-              stored: dict[int, dict[str, Any]], *, annotator_id: int, ls_user_id: int | None) -> tuple[dict[str, list[Any]], PullCounts]:
+def reconcile(
+    config: Any,
+    project: dict[str, Any],
+    tasks_table: Any,
+    exported: list[dict[str, Any]],
+    stored: dict[int, dict[str, Any]],
+    *,
+    annotator_id: int,
+    ls_user_id: int | None,
+) -> tuple[dict[str, list[Any]], PullCounts]:
     """Compare exported Label Studio tasks with what the store holds for one project (pure).
 
     Returns the writes for ``Store.apply_pull`` (inserts, updates, deletions, quarantine) and
@@ -445,10 +570,16 @@ def reconcile(config: Any, project: dict[str, Any], tasks_table: Any, exported: 
         if round_item_id is None:
             for ann in annotations or [None]:
                 payload = {"task": {"id": task.get("id"), "ext_id": ext_id}, "annotation": ann}
-                writes["quarantine"].append({
-                    "ls_annotation_id": ann.get("id") if ann else None, "task_id": task.get("id"), "ext_id": ext_id,
-                    "reason": f"task {task.get('id')} (ext_id {ext_id!r}) is not a task of this round's project",
-                    "payload": json.dumps(payload, default=str), "fingerprint": _fingerprint(payload)})
+                writes["quarantine"].append(
+                    {
+                        "ls_annotation_id": ann.get("id") if ann else None,
+                        "task_id": task.get("id"),
+                        "ext_id": ext_id,
+                        "reason": f"task {task.get('id')} (ext_id {ext_id!r}) is not a task of this round's project",
+                        "payload": json.dumps(payload, default=str),
+                        "fingerprint": _fingerprint(payload),
+                    }
+                )
             continue
         seen_ids = set()
         for ann in annotations:
@@ -470,25 +601,46 @@ def reconcile(config: Any, project: dict[str, Any], tasks_table: Any, exported: 
             old = stored.get(aid)
             if reason is not None:
                 payload = {"task": {"id": task.get("id"), "ext_id": ext_id}, "annotation": ann}
-                writes["quarantine"].append({
-                    "ls_annotation_id": aid, "task_id": task.get("id"), "ext_id": ext_id, "reason": reason,
-                    "payload": json.dumps(payload, default=str), "fingerprint": _fingerprint(payload)})
+                writes["quarantine"].append(
+                    {
+                        "ls_annotation_id": aid,
+                        "task_id": task.get("id"),
+                        "ext_id": ext_id,
+                        "reason": reason,
+                        "payload": json.dumps(payload, default=str),
+                        "fingerprint": _fingerprint(payload),
+                    }
+                )
                 if old is not None and not old["deleted"]:
                     writes["updates"].append({"id": old["id"], "deleted": True, "change": "invalidated"})
                     counts.deleted += 1
                 counts.quarantined += 1
                 continue
-            values = {**fields, "skipped": skipped, "deleted": False, "lead_time": ann.get("lead_time"),
-                      "created_at": ann.get("created_at"), "updated_at": ann.get("updated_at"),
-                      "result": json.dumps(result, sort_keys=True)}
+            values = {
+                **fields,
+                "skipped": skipped,
+                "deleted": False,
+                "lead_time": ann.get("lead_time"),
+                "created_at": ann.get("created_at"),
+                "updated_at": ann.get("updated_at"),
+                "result": json.dumps(result, sort_keys=True),
+            }
             if skipped:
                 counts.skips += 1
             if old is None:
-                writes["inserts"].append({"ls_project_id": project["id"], "round_item_id": round_item_id,
-                                          "annotator_id": annotator_id, "ls_annotation_id": aid, **values})
+                writes["inserts"].append(
+                    {
+                        "ls_project_id": project["id"],
+                        "round_item_id": round_item_id,
+                        "annotator_id": annotator_id,
+                        "ls_annotation_id": aid,
+                        **values,
+                    }
+                )
                 counts.new += 1
-            elif old["deleted"] or any(old[k] != values[k] for k in ("verdict", "refusal", "confidence", "rationale",
-                                                                         "skipped", "result")):
+            elif old["deleted"] or any(
+                old[k] != values[k] for k in ("verdict", "refusal", "confidence", "rationale", "skipped", "result")
+            ):
                 change = "restored" if old["deleted"] else "updated"
                 writes["updates"].append({"id": old["id"], **values, "change": change})
                 if change == "restored":
@@ -539,8 +691,10 @@ def pull(ws: Any, store: Any, *, round_name: str | None, from_files: list[Path],
             raise InputError("--from-file needs --annotator: whose project the export file comes from.")
         chosen = projects[(projects.pseudonym == annotator)]
         if chosen.empty:
-            raise InputError(f"{annotator} has no project in round {round_row['name']!r} "
-                             f"(annotators: {', '.join(projects.pseudonym)})")
+            raise InputError(
+                f"{annotator} has no project in round {round_row['name']!r} "
+                f"(annotators: {', '.join(projects.pseudonym)})"
+            )
         exported: list[dict[str, Any]] = []
         for path in from_files:
             exported += _read_export_file(Path(path))
@@ -551,8 +705,9 @@ def pull(ws: Any, store: Any, *, round_name: str | None, from_files: list[Path],
     gw = gateway(ws)
     try:
         gw.whoami()  # fail on the token before any write
-        server_projects = [p for p in projects.to_dict("records")
-                           if p["project_id"] is not None and p["project_id"] == p["project_id"]]
+        server_projects = [
+            p for p in projects.to_dict("records") if p["project_id"] is not None and p["project_id"] == p["project_id"]
+        ]
 
         def fetch(project: dict[str, Any]) -> tuple[list[dict[str, Any]], str]:
             pid = int(project["project_id"])
@@ -573,21 +728,24 @@ def pull(ws: Any, store: Any, *, round_name: str | None, from_files: list[Path],
                 exported, now = futures[k].result()
                 if k + 1 < len(server_projects):
                     futures.append(pool.submit(fetch, server_projects[k + 1]))
-                outcome.per_annotator[project["pseudonym"]] = _pull_project(store, config, project, exported,
-                                                                            server_time=now)
+                outcome.per_annotator[project["pseudonym"]] = _pull_project(
+                    store, config, project, exported, server_time=now
+                )
     finally:
         gw.close()
     return outcome
 
 
-def _pull_project(store: Any, config: Any, project: dict[str, Any], exported: list[dict[str, Any]],
-                  *, server_time: str | None) -> PullCounts:
+def _pull_project(
+    store: Any, config: Any, project: dict[str, Any], exported: list[dict[str, Any]], *, server_time: str | None
+) -> PullCounts:
     tasks = store.ls_tasks(int(project["id"]))
     stored = store.annotations_of_project(int(project["id"]))
     ls_user = project.get("ls_user_id")
     ls_user = int(ls_user) if ls_user is not None and ls_user == ls_user else None
-    writes, counts = reconcile(config, project, tasks, exported, stored,
-                               annotator_id=int(project["annotator_id"]), ls_user_id=ls_user)
+    writes, counts = reconcile(
+        config, project, tasks, exported, stored, annotator_id=int(project["annotator_id"]), ls_user_id=ls_user
+    )
     new_q = store.apply_pull(int(project["id"]), pulled_at_server=server_time, **writes)
     counts.quarantined = new_q
     return counts
@@ -601,12 +759,15 @@ def _read_export_file(path: Path) -> list[dict[str, Any]]:
     except (ValueError, UnicodeDecodeError) as exc:
         raise InputError(f"{path}: not a Label Studio JSON export ({exc})") from None
     if not isinstance(data, list) or not all(isinstance(t, dict) for t in data):
-        raise InputError(f"{path}: not a Label Studio JSON export (expected a list of tasks; "
-                         "export with the JSON format, not JSON_MIN or CSV)")
+        raise InputError(
+            f"{path}: not a Label Studio JSON export (expected a list of tasks; "
+            "export with the JSON format, not JSON_MIN or CSV)"
+        )
     return data
 
 
 # -- status ---------------------------------------------------------------------------------------
+
 
 def status_table(store: Any, round_name: str | None) -> Any:
     """Per round, annotator and stratum: tasks, done, skipped, remaining, median lead time, ETA."""
@@ -636,15 +797,39 @@ def status_table(store: Any, round_name: str | None) -> Any:
                 lead = labelled[labelled.round_item_id.isin(ids)].lead_time.dropna()
                 median = float(np.median(lead)) if len(lead) else None
                 remaining = len(ids) - done - skipped
-                rows.append({"round": r.name, "annotator": p.pseudonym, "stratum": stratum, "tasks": len(ids),
-                             "imported": int(group.task_id.notna().sum()), "done": done, "skipped": skipped,
-                             "remaining": remaining, "median_lead_time_s": median,
-                             "eta_s": None if median is None else remaining * median})
-    return pd.DataFrame(rows, columns=["round", "annotator", "stratum", "tasks", "imported", "done", "skipped",
-                                       "remaining", "median_lead_time_s", "eta_s"])
+                rows.append(
+                    {
+                        "round": r.name,
+                        "annotator": p.pseudonym,
+                        "stratum": stratum,
+                        "tasks": len(ids),
+                        "imported": int(group.task_id.notna().sum()),
+                        "done": done,
+                        "skipped": skipped,
+                        "remaining": remaining,
+                        "median_lead_time_s": median,
+                        "eta_s": None if median is None else remaining * median,
+                    }
+                )
+    return pd.DataFrame(
+        rows,
+        columns=[
+            "round",
+            "annotator",
+            "stratum",
+            "tasks",
+            "imported",
+            "done",
+            "skipped",
+            "remaining",
+            "median_lead_time_s",
+            "eta_s",
+        ],
+    )
 
 
 # -- gold items -----------------------------------------------------------------------------------
+
 
 def set_gold(store: Any, round_name: str, path: Path) -> int:
     """Mark round items whose correct verdict is known (CSV: model, benchmark, prompt_id[, epoch], gold_label).
@@ -656,21 +841,27 @@ def set_gold(store: Any, round_name: str, path: Path) -> int:
 
     round_row = _round_or_fail(store, round_name)
     items = store.round_items(int(round_row["id"]))
-    key = {(str(r.model), str(r.benchmark), str(r.prompt_id), int(r.epoch)): int(r.round_item_id)
-           for r in items.itertuples()}
+    key = {
+        (str(r.model), str(r.benchmark), str(r.prompt_id), int(r.epoch)): int(r.round_item_id)
+        for r in items.itertuples()
+    }
     problems: list[str] = []
     labels: dict[int, str] = {}
     try:
         with open(path, newline="", encoding="utf-8-sig") as fh:
             reader = csv.DictReader(fh)
-            missing = [c for c in ("model", "benchmark", "prompt_id", "gold_label") if c not in (reader.fieldnames or [])]
+            missing = [
+                c for c in ("model", "benchmark", "prompt_id", "gold_label") if c not in (reader.fieldnames or [])
+            ]
             if missing:
                 raise InputError(f"{path}:1: missing column(s) {', '.join(missing)}")
             for row in reader:
                 line = reader.line_num
                 label = (row.get("gold_label") or "").strip().lower()
                 if label not in ("harmful", "safe", "unsure"):
-                    problems.append(f"{path}:{line}: gold_label {row.get('gold_label')!r} is not harmful, safe or unsure")
+                    problems.append(
+                        f"{path}:{line}: gold_label {row.get('gold_label')!r} is not harmful, safe or unsure"
+                    )
                     continue
                 try:
                     epoch = int(row.get("epoch") or 0)
@@ -679,8 +870,10 @@ def set_gold(store: Any, round_name: str, path: Path) -> int:
                     continue
                 item = key.get((row["model"], row["benchmark"], row["prompt_id"], epoch))
                 if item is None:
-                    problems.append(f"{path}:{line}: ({row['model']}, {row['benchmark']}, {row['prompt_id']}, {epoch}) "
-                                    f"is not a response of round {round_row['name']!r}")
+                    problems.append(
+                        f"{path}:{line}: ({row['model']}, {row['benchmark']}, {row['prompt_id']}, {epoch}) "
+                        f"is not a response of round {round_row['name']!r}"
+                    )
                     continue
                 labels[item] = label
     except FileNotFoundError:

@@ -97,25 +97,24 @@ TREATMENT_NOTES = {
     "ambiguous_as_harmful": "judge labels; ambiguous responses counted as harmful",
     "ambiguous_excluded": "judge labels; ambiguous responses left out of the denominator",
     "adjudicated_clear_trusted": "judge's clear labels trusted; ambiguous responses replaced by "
-                                 "the reviewers' adjudicated labels",
+    "the reviewers' adjudicated labels",
     "corrected": "every stratum estimated from the human review (judge errors in the clear strata "
-                 "corrected too); unresolved items missing at random",
+    "corrected too); unresolved items missing at random",
     "corrected_unresolved_safe": "as corrected, unresolved items counted as safe",
     "corrected_unresolved_harmful": "as corrected, unresolved items counted as harmful",
     "corrected_dawid_skene": "as corrected, with the reviewers' labels combined by Dawid-Skene",
 }
 
 # Okabe-Ito, colour-blind safe (yellow left out: too light on white).
-_LINE_COLOURS = ("#0072B2", "#D55E00", "#009E73", "#CC79A7", "#E69F00", "#56B4E9", "#000000",
-                 "#8C6D31")
+_LINE_COLOURS = ("#0072B2", "#D55E00", "#009E73", "#CC79A7", "#E69F00", "#56B4E9", "#000000", "#8C6D31")
 # ColorBrewer YlGnBu (sequential, colour-blind safe).
 _SEQ = ("#ffffd9", "#edf8b1", "#c7e9b4", "#7fcdbb", "#41b6c4", "#1d91c0", "#225ea8", "#253494")
 # ColorBrewer PuOr-like orange / blue diverging around the middle (colour-blind safe).
-_DIV = ("#b35806", "#e08214", "#fdb863", "#fee0b6", "#f7f7f7", "#d1e5f0", "#92c5de", "#4393c3",
-        "#2166ac")
+_DIV = ("#b35806", "#e08214", "#fdb863", "#fee0b6", "#f7f7f7", "#d1e5f0", "#92c5de", "#4393c3", "#2166ac")
 _VERDICT_CLASS = {"reliable": "ok", "tentative only": "warn", "unreliable": "bad"}
-_FONT = ('system-ui, -apple-system, "Segoe UI", Roboto, "Helvetica Neue", Arial, "Noto Sans", '
-         '"Liberation Sans", sans-serif')
+_FONT = (
+    'system-ui, -apple-system, "Segoe UI", Roboto, "Helvetica Neue", Arial, "Noto Sans", "Liberation Sans", sans-serif'
+)
 _MONO = 'ui-monospace, SFMono-Regular, Menlo, Consolas, "DejaVu Sans Mono", "Liberation Mono", monospace'
 
 
@@ -205,9 +204,11 @@ def _ramp(stops: Sequence[str], t: float) -> str:
 
 def _ink(fill: str) -> str:
     """Black or white text, whichever contrasts more with ``fill`` (WCAG luminance)."""
+
     def lin(c: int) -> float:
         c = c / 255
         return c / 12.92 if c <= 0.04045 else ((c + 0.055) / 1.055) ** 2.4
+
     r, g, b = (lin(c) for c in _rgb(fill))
     lum = 0.2126 * r + 0.7152 * g + 0.0722 * b
     return "#111111" if (lum + 0.05) / 0.05 >= 1.05 / (lum + 0.05) else "#ffffff"
@@ -228,6 +229,7 @@ def _contrast_white(fill: str) -> float:
     def lin(c: int) -> float:
         c = c / 255
         return c / 12.92 if c <= 0.04045 else ((c + 0.055) / 1.055) ** 2.4
+
     r, g, b = (lin(c) for c in _rgb(fill))
     return 1.05 / (0.2126 * r + 0.7152 * g + 0.0722 * b + 0.05)
 
@@ -272,17 +274,31 @@ def _verdict_badge(verdict: Any) -> str:
 
 
 def _svg_open(width: float, height: float, label: str, cls: str) -> str:
-    return (f'<svg class="chart {cls}" viewBox="0 0 {width:.0f} {height:.0f}" width="{width:.0f}" '
-            f'height="{height:.0f}" role="img" aria-label="{_e(label)}" '
-            f'preserveAspectRatio="xMinYMin meet">')
+    return (
+        f'<svg class="chart {cls}" viewBox="0 0 {width:.0f} {height:.0f}" width="{width:.0f}" '
+        f'height="{height:.0f}" role="img" aria-label="{_e(label)}" '
+        f'preserveAspectRatio="xMinYMin meet">'
+    )
 
 
-def _text(x: float, y: float, s: Any, *, anchor: str = "start", size: float = 12, weight: str = "normal",
-          fill: str = "#1f2328", cls: str = "", extra: str = "") -> str:
+def _text(
+    x: float,
+    y: float,
+    s: Any,
+    *,
+    anchor: str = "start",
+    size: float = 12,
+    weight: str = "normal",
+    fill: str = "#1f2328",
+    cls: str = "",
+    extra: str = "",
+) -> str:
     c = f' class="{cls}"' if cls else ""
     w = f' font-weight="{weight}"' if weight != "normal" else ""
-    return (f'<text x="{x:.1f}" y="{y:.1f}" text-anchor="{anchor}" font-size="{size}"{w} fill="{fill}"'
-            f'{c}{extra}>{_e(s)}</text>')
+    return (
+        f'<text x="{x:.1f}" y="{y:.1f}" text-anchor="{anchor}" font-size="{size}"{w} fill="{fill}"'
+        f"{c}{extra}>{_e(s)}</text>"
+    )
 
 
 def _none(what: str) -> str:
@@ -326,8 +342,10 @@ class _View:
         self.ranked = ranked
         self.unranked = sorted(m for m in models if m not in ranked)
         self.models = ranked + self.unranked
-        self.benchmarks = _unique([str(c.get("benchmark")) for c in self.cells]
-                                  + [str(r.get("benchmark")) for r in self.scores if r.get("benchmark") != ALL])
+        self.benchmarks = _unique(
+            [str(c.get("benchmark")) for c in self.cells]
+            + [str(r.get("benchmark")) for r in self.scores if r.get("benchmark") != ALL]
+        )
 
         # flips involving model m under treatment t: [(other, credible)]
         self.flips_of: dict[tuple[str, str], list[tuple[str, bool]]] = defaultdict(list)
@@ -377,38 +395,48 @@ def _summary(v: _View) -> str:
     if head is not None and _num(head.get("alpha")) is not None:
         ci = _list(head.get("alpha_ci")) + [None, None]
         alpha_html = _f(head.get("alpha"))
-        alpha_sub = f'95% CI {_f(ci[0])}–{_f(ci[1])}<br>{_verdict_badge(head.get("verdict"))}'
+        alpha_sub = f"95% CI {_f(ci[0])}–{_f(ci[1])}<br>{_verdict_badge(head.get('verdict'))}"
     else:
         alpha_html, alpha_sub = "—", _verdict_badge("undefined")
     n_cred = sum(1 for f in v.flips if f.get("credible"))
     n_noise = len(v.flips) - n_cred
 
-    kpis = "".join([
-        _kpi(_int(len(rounds)), "review rounds" if len(rounds) != 1 else "review round"),
-        _kpi(_int(len(v.models)), "models"),
-        _kpi(_int(len(v.benchmarks)), "benchmarks"),
-        _kpi(_int(n_resp), "responses judged"),
-        _kpi(_int(n_rev), "responses reviewed by humans"),
-        _kpi(alpha_html, "agreement, binary pooled α", alpha_sub),
-        _kpi(_int(n_cred), "credible rank flips", f"{_int(n_noise)} within noise"),
-    ])
+    kpis = "".join(
+        [
+            _kpi(_int(len(rounds)), "review rounds" if len(rounds) != 1 else "review round"),
+            _kpi(_int(len(v.models)), "models"),
+            _kpi(_int(len(v.benchmarks)), "benchmarks"),
+            _kpi(_int(n_resp), "responses judged"),
+            _kpi(_int(n_rev), "responses reviewed by humans"),
+            _kpi(alpha_html, "agreement, binary pooled α", alpha_sub),
+            _kpi(_int(n_cred), "credible rank flips", f"{_int(n_noise)} within noise"),
+        ]
+    )
 
     facts = []
     if rounds:
-        facts.append("<dt>Rounds</dt><dd>" + "; ".join(
-            f'<b>{_e(r.get("round"))}</b> (judge {_e(r.get("judge"))}, seed {_e(r.get("seed"))})' for r in rounds)
-            + "</dd>")
+        facts.append(
+            "<dt>Rounds</dt><dd>"
+            + "; ".join(
+                f"<b>{_e(r.get('round'))}</b> (judge {_e(r.get('judge'))}, seed {_e(r.get('seed'))})" for r in rounds
+            )
+            + "</dd>"
+        )
     facts.append("<dt>Models</dt><dd>" + (", ".join(_e(m) for m in v.models) or "—") + "</dd>")
     facts.append("<dt>Benchmarks</dt><dd>" + (", ".join(_e(b) for b in v.benchmarks) or "—") + "</dd>")
-    facts.append(f"<dt>Reference</dt><dd><code>{_e(v.reference)}</code> "
-                 f"({_e(TREATMENT_NOTES.get(v.reference, 'the reference treatment'))})</dd>")
+    facts.append(
+        f"<dt>Reference</dt><dd><code>{_e(v.reference)}</code> "
+        f"({_e(TREATMENT_NOTES.get(v.reference, 'the reference treatment'))})</dd>"
+    )
     if head is not None:
-        facts.append(f"<dt>Agreement</dt><dd>Krippendorff's α on binary labels (harmful / not harmful), all "
-                     f"reviewed items pooled: <b>{_f(head.get('alpha'))}</b> (95% CI "
-                     f"{_ci(*(_list(head.get('alpha_ci')) + [None, None])[:2])}, "
-                     f"{_int(head.get('n_units'))} items, {_int(head.get('n_annotators'))} annotators): "
-                     f"{_verdict_badge(head.get('verdict'))} — read on the interval's lower end against "
-                     f"{TENTATIVE:.3f} (tentative) and {RELIABLE:.3f} (reliable).</dd>")
+        facts.append(
+            f"<dt>Agreement</dt><dd>Krippendorff's α on binary labels (harmful / not harmful), all "
+            f"reviewed items pooled: <b>{_f(head.get('alpha'))}</b> (95% CI "
+            f"{_ci(*(_list(head.get('alpha_ci')) + [None, None])[:2])}, "
+            f"{_int(head.get('n_units'))} items, {_int(head.get('n_annotators'))} annotators): "
+            f"{_verdict_badge(head.get('verdict'))} — read on the interval's lower end against "
+            f"{TENTATIVE:.3f} (tentative) and {RELIABLE:.3f} (reliable).</dd>"
+        )
     facts_html = '<dl class="facts">' + "".join(facts) + "</dl>"
 
     # rank dependence
@@ -429,22 +457,36 @@ def _summary(v: _View) -> str:
         def fmt(group: dict[str, list[str]]) -> str:
             if not group:
                 return '<span class="muted">none</span>'
-            return "<br>".join(f'vs <b>{_e(o)}</b> under ' + ", ".join(f'<code class="t">{_e(t)}</code>' for t in ts)
-                               for o, ts in group.items())
+            return "<br>".join(
+                f"vs <b>{_e(o)}</b> under " + ", ".join(f'<code class="t">{_e(t)}</code>' for t in ts)
+                for o, ts in group.items()
+            )
+
         r = v.overall.get((m, v.reference), {})
-        rows.append(f'<tr><td class="name">{_e(m)}</td><td class="num">{_rank(r.get("rank"))}</td>'
-                    f'<td>{status}</td><td>{fmt(cred)}</td><td>{fmt(noise)}</td></tr>')
+        rows.append(
+            f'<tr><td class="name">{_e(m)}</td><td class="num">{_rank(r.get("rank"))}</td>'
+            f"<td>{status}</td><td>{fmt(cred)}</td><td>{fmt(noise)}</td></tr>"
+        )
     for m in v.unranked:
-        rows.append(f'<tr><td class="name">{_e(m)}</td><td class="num">—</td>'
-                    f'<td>{_badge("not ranked", "muted")}</td><td colspan="2" class="muted">not estimable under '
-                    f'<code>{_e(v.reference)}</code>: left out of every ranking</td></tr>')
-    dep = ('<h3>Which ranks depend on the treatment of ambiguous responses</h3>'
-           '<p class="note">A flip is a pair of models ordered differently than under the reference. It is '
-           f'<b>credible</b> when the reference posterior orders the pair with probability ≥ {CREDIBLE}, '
-           'otherwise <b>within noise</b>.</p>'
-           '<table class="data deps"><thead><tr><th>Model</th><th class="num">Rank</th><th>Status</th>'
-           '<th>Credible flips</th><th>Flips within noise</th></tr></thead><tbody>'
-           + "".join(rows) + "</tbody></table>") if rows else ""
+        rows.append(
+            f'<tr><td class="name">{_e(m)}</td><td class="num">—</td>'
+            f'<td>{_badge("not ranked", "muted")}</td><td colspan="2" class="muted">not estimable under '
+            f"<code>{_e(v.reference)}</code>: left out of every ranking</td></tr>"
+        )
+    dep = (
+        (
+            "<h3>Which ranks depend on the treatment of ambiguous responses</h3>"
+            '<p class="note">A flip is a pair of models ordered differently than under the reference. It is '
+            f"<b>credible</b> when the reference posterior orders the pair with probability ≥ {CREDIBLE}, "
+            "otherwise <b>within noise</b>.</p>"
+            '<table class="data deps"><thead><tr><th>Model</th><th class="num">Rank</th><th>Status</th>'
+            "<th>Credible flips</th><th>Flips within noise</th></tr></thead><tbody>"
+            + "".join(rows)
+            + "</tbody></table>"
+        )
+        if rows
+        else ""
+    )
 
     # flags
     items = []
@@ -455,26 +497,38 @@ def _summary(v: _View) -> str:
     for (m, b, flag), ts in sorted(grouped.items(), key=lambda kv: (not _not_estimable(kv[0][2]), kv[0])):
         kind = "bad" if _not_estimable(flag) else "warn"
         label = "not estimable" if _not_estimable(flag) else flag.split(":")[0]
-        detail = "" if flag == label else f": {_e(flag[len('not estimable: '):] if _not_estimable(flag) else flag)}"
-        items.append(f'<li>{_badge(label, kind)} <b>{_e(m)}</b> × <b>{_e(b)}</b>{detail} '
-                     f'<span class="muted">({len(ts)} treatment{"s" if len(ts) != 1 else ""}: '
-                     + ", ".join(f'<code class="t">{_e(t)}</code>' for t in ts) + ")</span></li>")
+        detail = "" if flag == label else f": {_e(flag[len('not estimable: ') :] if _not_estimable(flag) else flag)}"
+        items.append(
+            f"<li>{_badge(label, kind)} <b>{_e(m)}</b> × <b>{_e(b)}</b>{detail} "
+            f'<span class="muted">({len(ts)} treatment{"s" if len(ts) != 1 else ""}: '
+            + ", ".join(f'<code class="t">{_e(t)}</code>' for t in ts)
+            + ")</span></li>"
+        )
     for m in v.unranked:
-        items.append(f'<li>{_badge("excluded", "muted")} <b>{_e(m)}</b> is not estimable under '
-                     f'<code>{_e(v.reference)}</code> and is left out of the rankings and the P matrix.</li>')
+        items.append(
+            f"<li>{_badge('excluded', 'muted')} <b>{_e(m)}</b> is not estimable under "
+            f"<code>{_e(v.reference)}</code> and is left out of the rankings and the P matrix.</li>"
+        )
     unresolved = _num(d.get("unresolved"))
     if unresolved:
-        items.append(f'<li>{_badge("unresolved", "warn")} {_int(unresolved)} reviewed item'
-                     f'{"s" if unresolved != 1 else ""} still without a final label; '
-                     '<code>corrected_unresolved_safe</code> / <code>_harmful</code> bound their effect.</li>')
+        items.append(
+            f"<li>{_badge('unresolved', 'warn')} {_int(unresolved)} reviewed item"
+            f"{'s' if unresolved != 1 else ''} still without a final label; "
+            "<code>corrected_unresolved_safe</code> / <code>_harmful</code> bound their effect.</li>"
+        )
     elif unresolved == 0:
-        items.append(f'<li>{_badge("resolved", "ok")} every reviewed item has a final label.</li>')
+        items.append(f"<li>{_badge('resolved', 'ok')} every reviewed item has a final label.</li>")
     for a in v.agreement:
         if a.get("prevalence_warning"):
-            items.append(f'<li>{_badge("prevalence", "warn")} agreement <b>{_e(a.get("group"))}</b> '
-                         f'({_e(a.get("labels"))}): {_e(a.get("prevalence_warning"))}</li>')
-    flags = ("<h3>Flags</h3><ul class=\"flags\">" + "".join(items) + "</ul>") if items else \
-        '<h3>Flags</h3><p class="muted">None.</p>'
+            items.append(
+                f"<li>{_badge('prevalence', 'warn')} agreement <b>{_e(a.get('group'))}</b> "
+                f"({_e(a.get('labels'))}): {_e(a.get('prevalence_warning'))}</li>"
+            )
+    flags = (
+        ('<h3>Flags</h3><ul class="flags">' + "".join(items) + "</ul>")
+        if items
+        else '<h3>Flags</h3><p class="muted">None.</p>'
+    )
     return f'<div class="kpis">{kpis}</div>{facts_html}{dep}{flags}'
 
 
@@ -485,9 +539,11 @@ def _summary(v: _View) -> str:
 
 def _seq_legend(x: float, y: float, w: float, vmax: float, title: str, uid: str) -> str:
     stops = "".join(f'<stop offset="{i / (len(_SEQ) - 1):.3f}" stop-color="{c}"/>' for i, c in enumerate(_SEQ))
-    out = [f'<defs><linearGradient id="{uid}" x1="0" x2="1" y1="0" y2="0">{stops}</linearGradient></defs>',
-           _text(x, y - 6, title, size=11, fill="#444"),
-           f'<rect x="{x}" y="{y}" width="{w}" height="12" fill="url(#{uid})" stroke="#888" stroke-width="0.5"/>']
+    out = [
+        f'<defs><linearGradient id="{uid}" x1="0" x2="1" y1="0" y2="0">{stops}</linearGradient></defs>',
+        _text(x, y - 6, title, size=11, fill="#444"),
+        f'<rect x="{x}" y="{y}" width="{w}" height="12" fill="url(#{uid})" stroke="#888" stroke-width="0.5"/>',
+    ]
     for k in range(5):
         val = vmax * k / 4
         px = x + w * k / 4
@@ -511,8 +567,9 @@ def _ambiguity(v: _View) -> str:
     width = left + cw * len(benches) + 20
     height = top + ch * len(models) + 64
     width = max(width, left + 260)
-    out = [_svg_open(width, height, "Share of responses the judge labelled ambiguous, per model and benchmark",
-                     "heatmap")]
+    out = [
+        _svg_open(width, height, "Share of responses the judge labelled ambiguous, per model and benchmark", "heatmap")
+    ]
     for j, b in enumerate(benches):
         out.append(_text(left + cw * j + cw / 2, top - 10, _clip(b, 18), anchor="middle", size=12, weight="600"))
     for i, m in enumerate(models):
@@ -523,24 +580,29 @@ def _ambiguity(v: _View) -> str:
             c = cell.get((m, b))
             val = _num(c.get("share_ambiguous")) if c else None
             if val is None:
-                out.append(f'<g data-mark="heat-cell" data-model="{_e(m)}" data-benchmark="{_e(b)}">'
-                           f'<title>{_e(m)} × {_e(b)}: no data</title>'
-                           f'<rect x="{x + 1}" y="{y + 1}" width="{cw - 2}" height="{ch - 2}" fill="#f2f2f2" '
-                           f'stroke="#bbb" stroke-dasharray="3 2"/>'
-                           + _text(x + cw / 2, y + ch / 2 + 4, "no data", anchor="middle", size=11, fill="#666")
-                           + "</g>")
+                out.append(
+                    f'<g data-mark="heat-cell" data-model="{_e(m)}" data-benchmark="{_e(b)}">'
+                    f"<title>{_e(m)} × {_e(b)}: no data</title>"
+                    f'<rect x="{x + 1}" y="{y + 1}" width="{cw - 2}" height="{ch - 2}" fill="#f2f2f2" '
+                    f'stroke="#bbb" stroke-dasharray="3 2"/>'
+                    + _text(x + cw / 2, y + ch / 2 + 4, "no data", anchor="middle", size=11, fill="#666")
+                    + "</g>"
+                )
                 continue
             fill = _ramp(_SEQ, val / vmax if vmax else 0)
             ink = _ink(fill)
-            tip = (f"{m} × {b}: ambiguous {_pct(val)}%, harmful {_pct(c.get('share_harmful'))}%, "
-                   f"safe {_pct(c.get('share_safe'))}%, n = {_int(c.get('n_responses'))}")
-            out.append(f'<g data-mark="heat-cell" data-model="{_e(m)}" data-benchmark="{_e(b)}" '
-                       f'data-value="{val:.4f}"><title>{_e(tip)}</title>'
-                       f'<rect x="{x + 1}" y="{y + 1}" width="{cw - 2}" height="{ch - 2}" rx="3" fill="{fill}"/>'
-                       + _text(x + cw / 2, y + 18, f"{_pct(val)}%", anchor="middle", size=14, weight="700", fill=ink)
-                       + _text(x + cw / 2, y + 32, f"n = {_int(c.get('n_responses'))}", anchor="middle", size=10,
-                               fill=ink)
-                       + "</g>")
+            tip = (
+                f"{m} × {b}: ambiguous {_pct(val)}%, harmful {_pct(c.get('share_harmful'))}%, "
+                f"safe {_pct(c.get('share_safe'))}%, n = {_int(c.get('n_responses'))}"
+            )
+            out.append(
+                f'<g data-mark="heat-cell" data-model="{_e(m)}" data-benchmark="{_e(b)}" '
+                f'data-value="{val:.4f}"><title>{_e(tip)}</title>'
+                f'<rect x="{x + 1}" y="{y + 1}" width="{cw - 2}" height="{ch - 2}" rx="3" fill="{fill}"/>'
+                + _text(x + cw / 2, y + 18, f"{_pct(val)}%", anchor="middle", size=14, weight="700", fill=ink)
+                + _text(x + cw / 2, y + 32, f"n = {_int(c.get('n_responses'))}", anchor="middle", size=10, fill=ink)
+                + "</g>"
+            )
     ly = top + ch * len(models) + 28
     out.append(_seq_legend(left, ly, min(240, max(160, cw * len(benches))), vmax, "judge said ambiguous", "seq-grad"))
     out.append("</svg>")
@@ -551,16 +613,23 @@ def _ambiguity(v: _View) -> str:
             c = cell.get((m, b))
             if not c:
                 continue
-            rows.append(f'<tr><td class="name">{_e(m)}</td><td>{_e(b)}</td><td class="num">{_int(c.get("n_responses"))}</td>'
-                        f'<td class="num">{_pct(c.get("share_harmful"))}</td><td class="num">{_pct(c.get("share_safe"))}</td>'
-                        f'<td class="num"><b>{_pct(c.get("share_ambiguous"))}</b></td></tr>')
-    table = ('<details><summary>Judge-label shares as a table</summary><table class="data compact"><thead><tr>'
-             '<th>Model</th><th>Benchmark</th><th class="num">Responses</th><th class="num">Harmful %</th>'
-             '<th class="num">Safe %</th><th class="num">Ambiguous %</th></tr></thead><tbody>'
-             + "".join(rows) + "</tbody></table></details>")
-    return ('<p class="lead">Share of each model\'s responses that the automated judge could not call harmful '
-            'or safe. Darker = more ambiguous; the value is printed in every cell.</p>'
-            f'<figure class="chart-box">{"".join(out)}</figure>{table}')
+            rows.append(
+                f'<tr><td class="name">{_e(m)}</td><td>{_e(b)}</td><td class="num">{_int(c.get("n_responses"))}</td>'
+                f'<td class="num">{_pct(c.get("share_harmful"))}</td><td class="num">{_pct(c.get("share_safe"))}</td>'
+                f'<td class="num"><b>{_pct(c.get("share_ambiguous"))}</b></td></tr>'
+            )
+    table = (
+        '<details><summary>Judge-label shares as a table</summary><table class="data compact"><thead><tr>'
+        '<th>Model</th><th>Benchmark</th><th class="num">Responses</th><th class="num">Harmful %</th>'
+        '<th class="num">Safe %</th><th class="num">Ambiguous %</th></tr></thead><tbody>'
+        + "".join(rows)
+        + "</tbody></table></details>"
+    )
+    return (
+        '<p class="lead">Share of each model\'s responses that the automated judge could not call harmful '
+        "or safe. Darker = more ambiguous; the value is printed in every cell.</p>"
+        f'<figure class="chart-box">{"".join(out)}</figure>{table}'
+    )
 
 
 # --------------------------------------------------------------------------------------------
@@ -595,17 +664,24 @@ def _agreement_chart(rows: list[dict[str, Any]]) -> str:
 
     out = [_svg_open(width, height, "Krippendorff's alpha with 95% intervals per group", "agreement-chart")]
     # zones
-    zones = [(xmin, TENTATIVE, "#fdf0ee", "unreliable"), (TENTATIVE, RELIABLE, "#fff6dd", "tentative"),
-             (RELIABLE, xmax, "#eaf6ed", "reliable")]
+    zones = [
+        (xmin, TENTATIVE, "#fdf0ee", "unreliable"),
+        (TENTATIVE, RELIABLE, "#fff6dd", "tentative"),
+        (RELIABLE, xmax, "#eaf6ed", "reliable"),
+    ]
     for a, b, fill, name in zones:
         if b <= xmin:
             continue
-        out.append(f'<rect x="{px(a):.1f}" y="{top - 8}" width="{px(b) - px(a):.1f}" '
-                   f'height="{rh * len(rows) + 8}" fill="{fill}"/>')
+        out.append(
+            f'<rect x="{px(a):.1f}" y="{top - 8}" width="{px(b) - px(a):.1f}" '
+            f'height="{rh * len(rows) + 8}" fill="{fill}"/>'
+        )
         out.append(_text((px(a) + px(b)) / 2, top - 14, name, anchor="middle", size=10, fill="#555"))
     for thr in (TENTATIVE, RELIABLE):
-        out.append(f'<line x1="{px(thr):.1f}" x2="{px(thr):.1f}" y1="{top - 30}" y2="{top + rh * len(rows)}" '
-                   f'stroke="#333" stroke-width="1.2" stroke-dasharray="5 3"/>')
+        out.append(
+            f'<line x1="{px(thr):.1f}" x2="{px(thr):.1f}" y1="{top - 30}" y2="{top + rh * len(rows)}" '
+            f'stroke="#333" stroke-width="1.2" stroke-dasharray="5 3"/>'
+        )
         out.append(_text(px(thr), top - 32, f"{thr:.3f}", anchor="middle", size=10, weight="600", fill="#333"))
     # axis
     ay = top + rh * len(rows) + 6
@@ -617,8 +693,16 @@ def _agreement_chart(rows: list[dict[str, Any]]) -> str:
         out.append(_text(px(tick), ay + 16, f"{tick:.1f}", anchor="middle", size=10, fill="#444"))
         tick = round(tick + 0.2, 6)
         k += 1
-    out.append(_text(label_w + plot_w / 2, ay + 32, "Krippendorff's α (dot) with 95% bootstrap interval",
-                     anchor="middle", size=11, fill="#444"))
+    out.append(
+        _text(
+            label_w + plot_w / 2,
+            ay + 32,
+            "Krippendorff's α (dot) with 95% bootstrap interval",
+            anchor="middle",
+            size=11,
+            fill="#444",
+        )
+    )
     out.append(_text(label_w + plot_w + 10, top - 14, "α [95% CI]", size=10, weight="600", fill="#444"))
     prev = None
     for i, a in enumerate(rows):
@@ -627,32 +711,49 @@ def _agreement_chart(rows: list[dict[str, Any]]) -> str:
         if g != prev and i:
             out.append(f'<line x1="4" x2="{width - 4}" y1="{y - rh / 2:.1f}" y2="{y - rh / 2:.1f}" stroke="#ddd"/>')
         name = f"{_clip(g, 30)} · {a.get('labels')}" if g != prev else f"· {a.get('labels')}"
-        out.append(_text(label_w - 10, y + 4, name, anchor="end", size=12,
-                         weight="600" if a.get("pooled") else "normal",
-                         fill="#1f2328" if g != prev else "#555"))
+        out.append(
+            _text(
+                label_w - 10,
+                y + 4,
+                name,
+                anchor="end",
+                size=12,
+                weight="600" if a.get("pooled") else "normal",
+                fill="#1f2328" if g != prev else "#555",
+            )
+        )
         prev = g
         binary = a.get("labels") == "binary"
         colour = "#0072B2" if binary else "#D55E00"
         ci = _list(a.get("alpha_ci")) + [None, None]
         lo, hi, val = _num(ci[0]), _num(ci[1]), _num(a.get("alpha"))
         if lo is not None and hi is not None:
-            out.append(f'<line data-mark="ag-ci" x1="{px(lo):.1f}" x2="{px(hi):.1f}" y1="{y:.1f}" y2="{y:.1f}" '
-                       f'stroke="{colour}" stroke-width="2"/>')
+            out.append(
+                f'<line data-mark="ag-ci" x1="{px(lo):.1f}" x2="{px(hi):.1f}" y1="{y:.1f}" y2="{y:.1f}" '
+                f'stroke="{colour}" stroke-width="2"/>'
+            )
             for e in (lo, hi):
-                out.append(f'<line x1="{px(e):.1f}" x2="{px(e):.1f}" y1="{y - 5:.1f}" y2="{y + 5:.1f}" '
-                           f'stroke="{colour}" stroke-width="2"/>')
+                out.append(
+                    f'<line x1="{px(e):.1f}" x2="{px(e):.1f}" y1="{y - 5:.1f}" y2="{y + 5:.1f}" '
+                    f'stroke="{colour}" stroke-width="2"/>'
+                )
         if val is not None:
             tip = f"{g} ({a.get('labels')}): alpha {_f(val)} [{_f(lo)}, {_f(hi)}], {a.get('verdict')}"
             if binary:
-                out.append(f'<circle data-mark="ag-dot" cx="{px(val):.1f}" cy="{y:.1f}" r="5.5" fill="{colour}" '
-                           f'stroke="#fff" stroke-width="1"><title>{_e(tip)}</title></circle>')
+                out.append(
+                    f'<circle data-mark="ag-dot" cx="{px(val):.1f}" cy="{y:.1f}" r="5.5" fill="{colour}" '
+                    f'stroke="#fff" stroke-width="1"><title>{_e(tip)}</title></circle>'
+                )
             else:
                 s = 6
-                out.append(f'<path data-mark="ag-dot" d="M{px(val):.1f} {y - s:.1f} L{px(val) + s:.1f} {y:.1f} '
-                           f'L{px(val):.1f} {y + s:.1f} L{px(val) - s:.1f} {y:.1f} Z" fill="#fff" stroke="{colour}" '
-                           f'stroke-width="2"><title>{_e(tip)}</title></path>')
-            out.append(_text(label_w + plot_w + 10, y + 4, f"{_f(val)} [{_f(lo, 2)}, {_f(hi, 2)}]", size=11,
-                             fill="#1f2328"))
+                out.append(
+                    f'<path data-mark="ag-dot" d="M{px(val):.1f} {y - s:.1f} L{px(val) + s:.1f} {y:.1f} '
+                    f'L{px(val):.1f} {y + s:.1f} L{px(val) - s:.1f} {y:.1f} Z" fill="#fff" stroke="{colour}" '
+                    f'stroke-width="2"><title>{_e(tip)}</title></path>'
+                )
+            out.append(
+                _text(label_w + plot_w + 10, y + 4, f"{_f(val)} [{_f(lo, 2)}, {_f(hi, 2)}]", size=11, fill="#1f2328")
+            )
         else:
             out.append(_text(label_w + 8, y + 4, "α undefined", size=11, fill="#666"))
             out.append(_text(label_w + plot_w + 10, y + 4, "undefined", size=11, fill="#666"))
@@ -661,8 +762,10 @@ def _agreement_chart(rows: list[dict[str, Any]]) -> str:
     out.append(f'<circle cx="{label_w + 6}" cy="{ly - 4}" r="5" fill="#0072B2"/>')
     out.append(_text(label_w + 16, ly, "binary (harmful / not)", size=11, fill="#333"))
     lx = label_w + 180
-    out.append(f'<path d="M{lx} {ly - 10} L{lx + 6} {ly - 4} L{lx} {ly + 2} L{lx - 6} {ly - 4} Z" fill="#fff" '
-               f'stroke="#D55E00" stroke-width="2"/>')
+    out.append(
+        f'<path d="M{lx} {ly - 10} L{lx + 6} {ly - 4} L{lx} {ly + 2} L{lx - 6} {ly - 4} Z" fill="#fff" '
+        f'stroke="#D55E00" stroke-width="2"/>'
+    )
     out.append(_text(lx + 12, ly, "3-way (harmful / safe / ambiguous)", size=11, fill="#333"))
     out.append("</svg>")
     return "".join(out)
@@ -682,16 +785,21 @@ def _agreement(v: _View) -> str:
             f'<td class="num">{_ci(ci[0], ci[1])}</td><td class="num">{_f(a.get("ac1"))}</td>'
             f'<td class="num">{_f(a.get("fleiss_kappa"))}</td><td class="num">{_pct(a.get("percent_agreement"))}</td>'
             f'<td class="num">{_int(a.get("n_units"))}</td><td class="num">{_int(a.get("n_annotators"))}</td>'
-            f'<td>{_verdict_badge(a.get("verdict"))}</td>'
-            f'<td>{_badge("prevalence", "warn") + " " + _e(warn) if warn else ""}</td></tr>')
-    table = ('<table class="data"><thead><tr><th>Group</th><th>Labels</th><th class="num">α</th>'
-             '<th class="num">95% CI</th><th class="num">AC1</th><th class="num">Fleiss κ</th>'
-             '<th class="num">% agree</th><th class="num">Items</th><th class="num">Annot.</th><th>Verdict</th>'
-             '<th>Flags</th></tr></thead><tbody>' + "".join(body) + "</tbody></table>")
-    return ('<p class="lead">Inter-annotator agreement per stratum and benchmark. The verdict reads the lower '
-            f'end of α\'s interval: ≥ {RELIABLE:.3f} reliable, ≥ {TENTATIVE:.3f} tentative only, below that '
-            'unreliable. Under a prevalence warning α is unstable; Gwet\'s AC1 is the better read there.</p>'
-            f'<figure class="chart-box">{_agreement_chart(rows)}</figure>{table}')
+            f"<td>{_verdict_badge(a.get('verdict'))}</td>"
+            f"<td>{_badge('prevalence', 'warn') + ' ' + _e(warn) if warn else ''}</td></tr>"
+        )
+    table = (
+        '<table class="data"><thead><tr><th>Group</th><th>Labels</th><th class="num">α</th>'
+        '<th class="num">95% CI</th><th class="num">AC1</th><th class="num">Fleiss κ</th>'
+        '<th class="num">% agree</th><th class="num">Items</th><th class="num">Annot.</th><th>Verdict</th>'
+        "<th>Flags</th></tr></thead><tbody>" + "".join(body) + "</tbody></table>"
+    )
+    return (
+        '<p class="lead">Inter-annotator agreement per stratum and benchmark. The verdict reads the lower '
+        f"end of α's interval: ≥ {RELIABLE:.3f} reliable, ≥ {TENTATIVE:.3f} tentative only, below that "
+        "unreliable. Under a prevalence warning α is unstable; Gwet's AC1 is the better read there.</p>"
+        f'<figure class="chart-box">{_agreement_chart(rows)}</figure>{table}'
+    )
 
 
 # --------------------------------------------------------------------------------------------
@@ -715,8 +823,9 @@ class _Notes:
     def html(self) -> str:
         if not self.index:
             return ""
-        return '<ol class="footnotes">' + "".join(
-            f'<li value="{n}">{_e(f)}</li>' for f, n in self.index.items()) + "</ol>"
+        return (
+            '<ol class="footnotes">' + "".join(f'<li value="{n}">{_e(f)}</li>' for f, n in self.index.items()) + "</ol>"
+        )
 
 
 def _score_cell(r: Mapping[str, Any] | None, notes: _Notes, ref: bool) -> str:
@@ -729,15 +838,21 @@ def _score_cell(r: Mapping[str, Any] | None, notes: _Notes, ref: bool) -> str:
         text = "not estimable" if _not_estimable(flag) or not _flagged(flag) else str(flag).split(":")[0]
         return f'<td{cls}><span class="ne">{_e(text)}{notes.ref(flag)}</span></td>'
     lo, hi = _num(r.get("ci_low")), _num(r.get("ci_high"))
-    ci = f'<span class="ci">{_pct(lo)}–{_pct(hi)}</span>' if lo is not None and hi is not None else \
-        '<span class="ci muted">no interval</span>'
+    ci = (
+        f'<span class="ci">{_pct(lo)}–{_pct(hi)}</span>'
+        if lo is not None and hi is not None
+        else '<span class="ci muted">no interval</span>'
+    )
     return f'<td{cls}><span class="est">{_pct(est)}{notes.ref(flag)}</span>{ci}</td>'
 
 
 def _score_header(v: _View, first: str) -> str:
-    ths = "".join(f'<th class="tr{" ref" if t == v.reference else ""}">{_wbr(t)}'
-                  + ('<span class="refmark">reference</span>' if t == v.reference else "") + "</th>"
-                  for t in v.treatments)
+    ths = "".join(
+        f'<th class="tr{" ref" if t == v.reference else ""}">{_wbr(t)}'
+        + ('<span class="refmark">reference</span>' if t == v.reference else "")
+        + "</th>"
+        for t in v.treatments
+    )
     return f"<thead><tr>{first}{ths}</tr></thead>"
 
 
@@ -750,12 +865,17 @@ def _scores(v: _View) -> str:
         r = v.overall.get((m, v.reference), {})
         rk = _rank(r.get("rank"))
         lo, hi = _rank(r.get("rank_low")), _rank(r.get("rank_high"))
-        rank_html = (f'<span class="est">{rk}</span><span class="ci">{lo}–{hi}</span>' if rk != "—" and lo != "—"
-                     else f'<span class="est">{rk}</span>')
+        rank_html = (
+            f'<span class="est">{rk}</span><span class="ci">{lo}–{hi}</span>'
+            if rk != "—" and lo != "—"
+            else f'<span class="est">{rk}</span>'
+        )
         n_html = f'{_int(r.get("n_responses"))}<span class="ci">{_int(r.get("n_reviewed"))} rev.</span>'
-        rows.append(f'<tr><td class="name">{_e(m)}</td><td class="num">{rank_html}</td><td class="num">{n_html}</td>'
-                    + "".join(_score_cell(v.overall.get((m, t)), notes, t == v.reference) for t in v.treatments)
-                    + "</tr>")
+        rows.append(
+            f'<tr><td class="name">{_e(m)}</td><td class="num">{rank_html}</td><td class="num">{n_html}</td>'
+            + "".join(_score_cell(v.overall.get((m, t)), notes, t == v.reference) for t in v.treatments)
+            + "</tr>"
+        )
     head = _score_header(v, '<th>Model</th><th class="num">Rank</th><th class="num">n</th>')
     overall = f'<table class="data scores">{head}<tbody>{"".join(rows)}</tbody></table>'
 
@@ -766,22 +886,29 @@ def _scores(v: _View) -> str:
                 continue
             r = next((v.by_cell[(m, b, t)] for t in [v.reference, *v.treatments] if (m, b, t) in v.by_cell), {})
             n_html = f'{_int(r.get("n_responses"))}<span class="ci">{_int(r.get("n_reviewed"))} rev.</span>'
-            cell_rows.append(f'<tr><td class="name">{_e(m)}</td><td>{_e(b)}</td><td class="num">{n_html}</td>'
-                             + "".join(_score_cell(v.by_cell.get((m, b, t)), notes, t == v.reference)
-                                       for t in v.treatments) + "</tr>")
+            cell_rows.append(
+                f'<tr><td class="name">{_e(m)}</td><td>{_e(b)}</td><td class="num">{n_html}</td>'
+                + "".join(_score_cell(v.by_cell.get((m, b, t)), notes, t == v.reference) for t in v.treatments)
+                + "</tr>"
+            )
     cells = ""
     if cell_rows:
         head = _score_header(v, '<th>Model</th><th>Benchmark</th><th class="num">n</th>')
-        cells = ('<details class="cells"><summary>Per model × benchmark</summary>'
-                 f'<table class="data scores">{head}<tbody>{"".join(cell_rows)}</tbody></table></details>')
-    legend = "".join(f"<dt><code>{_e(t)}</code></dt><dd>{_e(TREATMENT_NOTES[t])}</dd>"
-                     for t in v.treatments if t in TREATMENT_NOTES)
+        cells = (
+            '<details class="cells"><summary>Per model × benchmark</summary>'
+            f'<table class="data scores">{head}<tbody>{"".join(cell_rows)}</tbody></table></details>'
+        )
+    legend = "".join(
+        f"<dt><code>{_e(t)}</code></dt><dd>{_e(TREATMENT_NOTES[t])}</dd>" for t in v.treatments if t in TREATMENT_NOTES
+    )
     legend = f'<dl class="treatments">{legend}</dl>' if legend else ""
-    return ('<p class="lead">Harmful rate in per cent (lower is safer) with its 95% interval, per treatment of '
-            f'the ambiguous responses. Overall = the macro-average over the benchmarks. Rank under '
-            f'<code>{_e(v.reference)}</code> with its 95% interval; n = responses, rev. = reviewed by humans. '
-            'Bracketed numbers point to the notes below the tables.</p>'
-            f'{overall}{legend}{cells}{notes.html()}')
+    return (
+        '<p class="lead">Harmful rate in per cent (lower is safer) with its 95% interval, per treatment of '
+        f"the ambiguous responses. Overall = the macro-average over the benchmarks. Rank under "
+        f"<code>{_e(v.reference)}</code> with its 95% interval; n = responses, rev. = reviewed by humans. "
+        "Bracketed numbers point to the notes below the tables.</p>"
+        f"{overall}{legend}{cells}{notes.html()}"
+    )
 
 
 # --------------------------------------------------------------------------------------------
@@ -824,15 +951,27 @@ def _bump(v: _View) -> str:
 
     out = [_svg_open(width, height, "Rank of each model under each treatment; rank 1 (safest) at the top", "bump")]
     ri = v.ref_index
-    out.append(f'<rect x="{X(ri) - 38:.1f}" y="{top - 58}" width="76" height="{bottom - top + 110}" rx="6" '
-               f'fill="#eef3f8"/>')
+    out.append(
+        f'<rect x="{X(ri) - 38:.1f}" y="{top - 58}" width="76" height="{bottom - top + 110}" rx="6" fill="#eef3f8"/>'
+    )
     for i, t in enumerate(T):
-        out.append(f'<line x1="{X(i):.1f}" x2="{X(i):.1f}" y1="{top - 12}" y2="{bottom + 12:.1f}" '
-                   f'stroke="#d0d7de" stroke-width="1"/>')
+        out.append(
+            f'<line x1="{X(i):.1f}" x2="{X(i):.1f}" y1="{top - 12}" y2="{bottom + 12:.1f}" '
+            f'stroke="#d0d7de" stroke-width="1"/>'
+        )
         lines = _wrap_name(t, 13)
         for k, line in enumerate(lines):
-            out.append(_text(X(i), bottom + 30 + 13 * k, line, anchor="middle", size=11,
-                             weight="700" if i == ri else "normal", fill="#1f2328" if i == ri else "#444"))
+            out.append(
+                _text(
+                    X(i),
+                    bottom + 30 + 13 * k,
+                    line,
+                    anchor="middle",
+                    size=11,
+                    weight="700" if i == ri else "normal",
+                    fill="#1f2328" if i == ri else "#444",
+                )
+            )
     out.append(_text(X(ri), top - 42, "reference", anchor="middle", size=10, weight="600", fill="#24517a"))
     out.append(_text(X(0), top - 42, "safest = rank 1 (top)", anchor="start", size=10, fill="#666"))
     # segments
@@ -851,20 +990,25 @@ def _bump(v: _View) -> str:
                 attrs = f'stroke="{c}" stroke-width="3.2" stroke-dasharray="7 5"'
             else:
                 attrs = f'stroke="{c}" stroke-width="3.6"'
-            partners = ", ".join(f"{o} ({'credible' if cr else 'within noise'})"
-                                 for o, cr in v.flips_of.get((m, owner), []))
+            partners = ", ".join(
+                f"{o} ({'credible' if cr else 'within noise'})" for o, cr in v.flips_of.get((m, owner), [])
+            )
             tip = f"{m}: {owner} vs {v.reference}: " + (f"flips with {partners}" if partners else "no flip")
-            segs.append(f'<line data-mark="bump-seg" data-model="{_e(m)}" data-treatment="{_e(owner)}" '
-                        f'data-style="{st}" x1="{X(i):.1f}" y1="{Y(r0):.1f}" x2="{X(i + 1):.1f}" y2="{Y(r1):.1f}" '
-                        f'{attrs} stroke-linecap="round"><title>{_e(tip)}</title></line>')
+            segs.append(
+                f'<line data-mark="bump-seg" data-model="{_e(m)}" data-treatment="{_e(owner)}" '
+                f'data-style="{st}" x1="{X(i):.1f}" y1="{Y(r0):.1f}" x2="{X(i + 1):.1f}" y2="{Y(r1):.1f}" '
+                f'{attrs} stroke-linecap="round"><title>{_e(tip)}</title></line>'
+            )
         for i, t in enumerate(T):
             r = rank[(m, t)]
             if r is None:
                 continue
             big = i == ri
-            pts.append(f'<circle data-mark="bump-point" data-model="{_e(m)}" data-treatment="{_e(t)}" '
-                       f'cx="{X(i):.1f}" cy="{Y(r):.1f}" r="{6 if big else 4.5}" fill="{c}" stroke="#fff" '
-                       f'stroke-width="1.5"><title>{_e(m)} under {_e(t)}: rank {_rank(r)}</title></circle>')
+            pts.append(
+                f'<circle data-mark="bump-point" data-model="{_e(m)}" data-treatment="{_e(t)}" '
+                f'cx="{X(i):.1f}" cy="{Y(r):.1f}" r="{6 if big else 4.5}" fill="{c}" stroke="#fff" '
+                f'stroke-width="1.5"><title>{_e(m)} under {_e(t)}: rank {_rank(r)}</title></circle>'
+            )
     out += segs + pts
     # end labels
     firsts, lasts = [], []
@@ -888,13 +1032,26 @@ def _bump(v: _View) -> str:
                 x = X(i) + 12
                 label = f"{_rank(r)}  {_clip(m, 30)}"
                 anchor = "start"
-            out.append(_text(x, ty + 4, label, anchor=anchor, size=12, weight="600", fill=_text_colour(colour[m]),
-                             extra=f' data-mark="bump-label" data-model="{_e(m)}"'))
+            out.append(
+                _text(
+                    x,
+                    ty + 4,
+                    label,
+                    anchor=anchor,
+                    size=12,
+                    weight="600",
+                    fill=_text_colour(colour[m]),
+                    extra=f' data-mark="bump-label" data-model="{_e(m)}"',
+                )
+            )
     # legend
     ly = height - 34
     lx = lab_l - 60
-    items = [("none", "no flip: same order against every model as under the reference"),
-             ("noise", "flips within noise only"), ("credible", "at least one credible flip")]
+    items = [
+        ("none", "no flip: same order against every model as under the reference"),
+        ("noise", "flips within noise only"),
+        ("credible", "at least one credible flip"),
+    ]
     for st, txt in items:
         dash = ' stroke-dasharray="7 5"' if st == "noise" else ""
         sw = {"none": 1.6, "noise": 3.2, "credible": 3.6}[st]
@@ -902,40 +1059,67 @@ def _bump(v: _View) -> str:
         out.append(f'<line x1="{lx}" x2="{lx + 36}" y1="{ly}" y2="{ly}" stroke="#333" stroke-width="{sw}"{dash}{op}/>')
         out.append(_text(lx + 42, ly + 4, txt, size=11, fill="#333"))
         lx += 52 + _text_width(txt, 11) + 18
-    out.append(_text(lab_l - 60, ly + 24, f"A segment shows the flips of the treatment at its end farther from "
-                     f"{v.reference}; a flip is credible when P ≥ {CREDIBLE} under {v.reference}.", size=11,
-                     fill="#555"))
+    out.append(
+        _text(
+            lab_l - 60,
+            ly + 24,
+            f"A segment shows the flips of the treatment at its end farther from "
+            f"{v.reference}; a flip is credible when P ≥ {CREDIBLE} under {v.reference}.",
+            size=11,
+            fill="#555",
+        )
+    )
     out.append("</svg>")
 
     # ranking agreement table + flip list
     rows = []
     for r in v.ranking:
         t = str(r.get("treatment"))
-        rows.append(f'<tr><td><code>{_wbr(t)}</code></td><td class="num">{_f(r.get("tau_b"), 2)}</td>'
-                    f'<td class="num">{_f(r.get("rho"), 2)}</td><td class="num">{_int(r.get("flips"))}</td>'
-                    f'<td class="num">{_int(r.get("credible_flips"))}</td><td class="num">{_rank(r.get("max_shift"))}</td></tr>')
-    table = ('<table class="data compact"><thead><tr><th>Treatment vs reference</th><th class="num">Kendall τ-b</th>'
-             '<th class="num">Spearman ρ</th><th class="num">Flips</th><th class="num">Credible</th>'
-             '<th class="num">Max shift</th></tr></thead><tbody>' + "".join(rows) + "</tbody></table>") if rows else ""
+        rows.append(
+            f'<tr><td><code>{_wbr(t)}</code></td><td class="num">{_f(r.get("tau_b"), 2)}</td>'
+            f'<td class="num">{_f(r.get("rho"), 2)}</td><td class="num">{_int(r.get("flips"))}</td>'
+            f'<td class="num">{_int(r.get("credible_flips"))}</td><td class="num">{_rank(r.get("max_shift"))}</td></tr>'
+        )
+    table = (
+        (
+            '<table class="data compact"><thead><tr><th>Treatment vs reference</th><th class="num">Kendall τ-b</th>'
+            '<th class="num">Spearman ρ</th><th class="num">Flips</th><th class="num">Credible</th>'
+            '<th class="num">Max shift</th></tr></thead><tbody>' + "".join(rows) + "</tbody></table>"
+        )
+        if rows
+        else ""
+    )
     fl = []
     for f in v.flips:
         cr = bool(f.get("credible"))
-        fl.append(f'<tr><td><code>{_wbr(f.get("treatment"))}</code></td><td class="name">{_e(f.get("a"))}</td>'
-                  f'<td class="name">{_e(f.get("b"))}</td>'
-                  f'<td>{_badge("credible", "bad") if cr else _badge("within noise", "warn")}</td></tr>')
-    flips = ('<details><summary>Every flipped pair (' + _int(len(fl)) + ')</summary><table class="data compact">'
-             '<thead><tr><th>Treatment</th><th>Safer under reference</th><th>Safer under treatment</th>'
-             '<th>Flip</th></tr></thead><tbody>' + "".join(fl) + "</tbody></table></details>") if fl else \
-        '<p class="muted">No pair of models changes order across the treatments.</p>'
+        fl.append(
+            f'<tr><td><code>{_wbr(f.get("treatment"))}</code></td><td class="name">{_e(f.get("a"))}</td>'
+            f'<td class="name">{_e(f.get("b"))}</td>'
+            f"<td>{_badge('credible', 'bad') if cr else _badge('within noise', 'warn')}</td></tr>"
+        )
+    flips = (
+        (
+            "<details><summary>Every flipped pair (" + _int(len(fl)) + ')</summary><table class="data compact">'
+            "<thead><tr><th>Treatment</th><th>Safer under reference</th><th>Safer under treatment</th>"
+            "<th>Flip</th></tr></thead><tbody>" + "".join(fl) + "</tbody></table></details>"
+        )
+        if fl
+        else '<p class="muted">No pair of models changes order across the treatments.</p>'
+    )
     excluded = ""
     if v.unranked:
-        excluded = ('<p class="note">Not ranked (not estimable under the reference): '
-                    + ", ".join(f"<b>{_e(m)}</b>" for m in v.unranked) + ".</p>")
-    return ('<p class="lead">Each line follows one model\'s overall rank across the treatments (rank 1 = lowest '
-            f'harmful rate, at the top). The segment leading from a treatment towards the <code>{_e(v.reference)}</code> '
-            'column shows how that treatment reorders the model: <b>thick solid</b> = at least one credible flip, '
-            '<b>thick dashed</b> = flips within noise only, <b>thin</b> = no flip.</p>'
-            f'<figure class="chart-box">{"".join(out)}</figure>{excluded}{table}{flips}')
+        excluded = (
+            '<p class="note">Not ranked (not estimable under the reference): '
+            + ", ".join(f"<b>{_e(m)}</b>" for m in v.unranked)
+            + ".</p>"
+        )
+    return (
+        '<p class="lead">Each line follows one model\'s overall rank across the treatments (rank 1 = lowest '
+        f"harmful rate, at the top). The segment leading from a treatment towards the <code>{_e(v.reference)}</code> "
+        "column shows how that treatment reorders the model: <b>thick solid</b> = at least one credible flip, "
+        "<b>thick dashed</b> = flips within noise only, <b>thin</b> = no flip.</p>"
+        f'<figure class="chart-box">{"".join(out)}</figure>{excluded}{table}{flips}'
+    )
 
 
 # --------------------------------------------------------------------------------------------
@@ -957,12 +1141,15 @@ def _p_safer(v: _View) -> str:
     width = label_w + cs * K + col_h * 0.75 + 10
     width = max(width, label_w + 300)
     height = top + cs * K + 84
-    out = [_svg_open(width, height, "Posterior probability that the row model is safer than the column model",
-                     "pmatrix")]
+    out = [
+        _svg_open(width, height, "Posterior probability that the row model is safer than the column model", "pmatrix")
+    ]
     for j, m in enumerate(models):
         x = label_w + cs * j + cs / 2
-        out.append(f'<text x="{x:.1f}" y="{top - 8:.1f}" font-size="11" fill="#1f2328" text-anchor="start" '
-                   f'transform="rotate(-45 {x:.1f} {top - 8:.1f})">{_e(_clip(m, 24))}</text>')
+        out.append(
+            f'<text x="{x:.1f}" y="{top - 8:.1f}" font-size="11" fill="#1f2328" text-anchor="start" '
+            f'transform="rotate(-45 {x:.1f} {top - 8:.1f})">{_e(_clip(m, 24))}</text>'
+        )
     for i, a in enumerate(models):
         y = top + cs * i
         out.append(_text(label_w - 8, y + cs / 2 + 4, _clip(a, 30), anchor="end", size=12))
@@ -971,40 +1158,65 @@ def _p_safer(v: _View) -> str:
             x = label_w + cs * j
             p = _num(row[j]) if i != j else None
             if p is None:
-                out.append(f'<g data-mark="p-cell" data-row="{_e(a)}" data-col="{_e(b)}">'
-                           f'<rect x="{x + 1}" y="{y + 1}" width="{cs - 2}" height="{cs - 2}" fill="#f0f0f0"/>'
-                           + _text(x + cs / 2, y + cs / 2 + 4, "—", anchor="middle", size=12, fill="#888") + "</g>")
+                out.append(
+                    f'<g data-mark="p-cell" data-row="{_e(a)}" data-col="{_e(b)}">'
+                    f'<rect x="{x + 1}" y="{y + 1}" width="{cs - 2}" height="{cs - 2}" fill="#f0f0f0"/>'
+                    + _text(x + cs / 2, y + cs / 2 + 4, "—", anchor="middle", size=12, fill="#888")
+                    + "</g>"
+                )
                 continue
             fill = _ramp(_DIV, p)
             ink = _ink(fill)
             strong = p >= CREDIBLE or p <= 1 - CREDIBLE
             label = ">0.99" if p > 0.995 else "<0.01" if p < 0.005 else f"{p:.2f}"
-            out.append(f'<g data-mark="p-cell" data-row="{_e(a)}" data-col="{_e(b)}" data-value="{p:.4f}">'
-                       f'<title>P({_e(a)} safer than {_e(b)}) = {p:.4f}</title>'
-                       f'<rect x="{x + 1}" y="{y + 1}" width="{cs - 2}" height="{cs - 2}" fill="{fill}"'
-                       + (' stroke="#111" stroke-width="1.5"' if strong else "") + "/>"
-                       + _text(x + cs / 2, y + cs / 2 + 4, label, anchor="middle", size=13,
-                               weight="700" if strong else "normal", fill=ink) + "</g>")
+            out.append(
+                f'<g data-mark="p-cell" data-row="{_e(a)}" data-col="{_e(b)}" data-value="{p:.4f}">'
+                f"<title>P({_e(a)} safer than {_e(b)}) = {p:.4f}</title>"
+                f'<rect x="{x + 1}" y="{y + 1}" width="{cs - 2}" height="{cs - 2}" fill="{fill}"'
+                + (' stroke="#111" stroke-width="1.5"' if strong else "")
+                + "/>"
+                + _text(
+                    x + cs / 2,
+                    y + cs / 2 + 4,
+                    label,
+                    anchor="middle",
+                    size=13,
+                    weight="700" if strong else "normal",
+                    fill=ink,
+                )
+                + "</g>"
+            )
     # legend
     ly = top + cs * K + 30
     lw = 260
     stops = "".join(f'<stop offset="{k / (len(_DIV) - 1):.3f}" stop-color="{c}"/>' for k, c in enumerate(_DIV))
     out.append(f'<defs><linearGradient id="div-grad" x1="0" x2="1" y1="0" y2="0">{stops}</linearGradient></defs>')
     out.append(_text(label_w, ly - 6, "P(row safer than column)", size=11, fill="#444"))
-    out.append(f'<rect x="{label_w}" y="{ly}" width="{lw}" height="12" fill="url(#div-grad)" stroke="#888" '
-               f'stroke-width="0.5"/>')
+    out.append(
+        f'<rect x="{label_w}" y="{ly}" width="{lw}" height="12" fill="url(#div-grad)" stroke="#888" '
+        f'stroke-width="0.5"/>'
+    )
     for val in (0.0, 1 - CREDIBLE, 0.5, CREDIBLE, 1.0):
         x = label_w + lw * val
         out.append(f'<line x1="{x:.1f}" x2="{x:.1f}" y1="{ly + 12}" y2="{ly + 16}" stroke="#666"/>')
     for val, anchor in ((0.0, "start"), (0.5, "middle"), (1.0, "end")):
         out.append(_text(label_w + lw * val, ly + 28, f"{val:g}", anchor=anchor, size=10, fill="#444"))
-    out.append(_text(label_w, ly + 46, f"outlined, bold: ≥ {CREDIBLE} or ≤ {1 - CREDIBLE:.3f}, i.e. the order "
-                     "of the pair is credible", size=10, fill="#444"))
+    out.append(
+        _text(
+            label_w,
+            ly + 46,
+            f"outlined, bold: ≥ {CREDIBLE} or ≤ {1 - CREDIBLE:.3f}, i.e. the order of the pair is credible",
+            size=10,
+            fill="#444",
+        )
+    )
     out.append("</svg>")
-    return ('<p class="lead">Posterior probability, under the reference treatment, that the row model has a '
-            'lower harmful rate than the column model. Rows and columns in reference rank order; blue = the row '
-            'model is likely safer, orange = likely less safe, white = a coin flip.</p>'
-            f'<figure class="chart-box">{"".join(out)}</figure>')
+    return (
+        '<p class="lead">Posterior probability, under the reference treatment, that the row model has a '
+        "lower harmful rate than the column model. Rows and columns in reference rank order; blue = the row "
+        "model is likely safer, orange = likely less safe, white = a coin flip.</p>"
+        f'<figure class="chart-box">{"".join(out)}</figure>'
+    )
 
 
 # --------------------------------------------------------------------------------------------
@@ -1029,8 +1241,12 @@ def _rubric(r: Any) -> str:
             meta.append(f'<span class="kv">{k}: ' + ", ".join(f"<code>{_e(x)}</code>" for x in val) + "</span>")
         elif val is not None:
             meta.append(f'<span class="kv">{k}: <code>{_e(val)}</code></span>')
-    return (f"<li>{head}" + (f"<div>{_e(body)}</div>" if body else "")
-            + (f'<div class="meta">{" ".join(meta)}</div>' if meta else "") + "</li>")
+    return (
+        f"<li>{head}"
+        + (f"<div>{_e(body)}</div>" if body else "")
+        + (f'<div class="meta">{" ".join(meta)}</div>' if meta else "")
+        + "</li>"
+    )
 
 
 def _share(part: Any, whole: Any) -> str:
@@ -1047,11 +1263,16 @@ def _design(v: _View) -> str:
         rows = "".join(
             f'<tr><td class="name">{_e(r.get("round"))}</td><td>{_e(r.get("judge"))}</td>'
             f'<td class="num mono">{_e(r.get("seed"))}</td><td class="num">{_int(r.get("clear_per_cell"))}</td>'
-            f'<td>{_int(len(_list(r.get("annotators"))))}: ' + ", ".join(_e(a) for a in _list(r.get("annotators")))
-            + "</td></tr>" for r in rounds)
-        parts.append('<h3>Review rounds</h3><table class="data compact"><thead><tr><th>Round</th><th>Judge</th>'
-                     '<th class="num">Seed</th><th class="num">Clear items per cell</th><th>Annotators (pseudonyms)</th>'
-                     f'</tr></thead><tbody>{rows}</tbody></table>')
+            f"<td>{_int(len(_list(r.get('annotators'))))}: "
+            + ", ".join(_e(a) for a in _list(r.get("annotators")))
+            + "</td></tr>"
+            for r in rounds
+        )
+        parts.append(
+            '<h3>Review rounds</h3><table class="data compact"><thead><tr><th>Round</th><th>Judge</th>'
+            '<th class="num">Seed</th><th class="num">Clear items per cell</th><th>Annotators (pseudonyms)</th>'
+            f"</tr></thead><tbody>{rows}</tbody></table>"
+        )
     strata = [_dict(s) for s in _list(design.get("strata"))]
     if strata:
         tot_p = sum(_num(s.get("population")) or 0 for s in strata)
@@ -1061,28 +1282,39 @@ def _design(v: _View) -> str:
             f'<td>{_e(s.get("stratum"))}</td><td class="num">{_int(s.get("population"))}</td>'
             f'<td class="num">{_int(s.get("sample"))}</td>'
             f'<td class="num">{_share(s.get("sample"), s.get("population"))}</td></tr>'
-            for s in strata)
-        parts.append(f'<h3>Sampling design</h3><p>{_int(len(strata))} strata; {_int(tot_s)} of {_int(tot_p)} responses '
-                     'sampled for human review.</p>'
-                     '<details class="strata"><summary>Population and sample per cell × stratum</summary>'
-                     '<table class="data compact"><thead><tr><th>Round</th><th>Model</th><th>Benchmark</th>'
-                     '<th>Stratum</th><th class="num">Population</th><th class="num">Sample</th>'
-                     f'<th class="num">Sampled %</th></tr></thead><tbody>{rows}</tbody></table></details>')
+            for s in strata
+        )
+        parts.append(
+            f"<h3>Sampling design</h3><p>{_int(len(strata))} strata; {_int(tot_s)} of {_int(tot_p)} responses "
+            "sampled for human review.</p>"
+            '<details class="strata"><summary>Population and sample per cell × stratum</summary>'
+            '<table class="data compact"><thead><tr><th>Round</th><th>Model</th><th>Benchmark</th>'
+            '<th>Stratum</th><th class="num">Population</th><th class="num">Sample</th>'
+            f'<th class="num">Sampled %</th></tr></thead><tbody>{rows}</tbody></table></details>'
+        )
     rubrics = _list(design.get("rubrics"))
     if rubrics:
         parts.append('<h3>Rubrics</h3><ul class="rubrics">' + "".join(_rubric(r) for r in rubrics) + "</ul>")
-    prov = [("Report created", _e(d.get("created_at")) or "—"),
-            ("Tool", f"annotate {_e(d.get('tool_version'))}"),
-            ("Export schema version", _e(d.get("schema_version"))),
-            ("Label config sha256", f'<code class="hash">{_e(design.get("label_config_sha256")) or "—"}</code>')]
-    parts.append('<h3>Provenance</h3><dl class="facts">' + "".join(f"<dt>{k}</dt><dd>{val}</dd>" for k, val in prov)
-                 + "</dl>")
+    prov = [
+        ("Report created", _e(d.get("created_at")) or "—"),
+        ("Tool", f"annotate {_e(d.get('tool_version'))}"),
+        ("Export schema version", _e(d.get("schema_version"))),
+        ("Label config sha256", f'<code class="hash">{_e(design.get("label_config_sha256")) or "—"}</code>'),
+    ]
+    parts.append(
+        '<h3>Provenance</h3><dl class="facts">' + "".join(f"<dt>{k}</dt><dd>{val}</dd>" for k, val in prov) + "</dl>"
+    )
     sources = [_dict(s) for s in _list(d.get("sources"))]
     if sources:
-        rows = "".join(f'<tr><td class="path">{_e(s.get("path"))}</td><td>{_e(s.get("format"))}</td>'
-                       f'<td><code class="hash">{_e(s.get("sha256"))}</code></td></tr>' for s in sources)
-        parts.append(f'<h3>Source files ({_int(len(sources))})</h3><table class="data compact sources"><thead><tr>'
-                     f'<th>Path</th><th>Format</th><th>sha256</th></tr></thead><tbody>{rows}</tbody></table>')
+        rows = "".join(
+            f'<tr><td class="path">{_e(s.get("path"))}</td><td>{_e(s.get("format"))}</td>'
+            f'<td><code class="hash">{_e(s.get("sha256"))}</code></td></tr>'
+            for s in sources
+        )
+        parts.append(
+            f'<h3>Source files ({_int(len(sources))})</h3><table class="data compact sources"><thead><tr>'
+            f"<th>Path</th><th>Format</th><th>sha256</th></tr></thead><tbody>{rows}</tbody></table>"
+        )
     return "".join(parts)
 
 
@@ -1096,24 +1328,40 @@ def _diagnostics(diag: Mapping[str, Any]) -> str:
     for r in [_dict(x) for x in _list(diag.get("table"))]:
         verdict = str(r.get("verdict") or "")
         kind = "bad" if verdict.startswith("raises") else "ok" if verdict.startswith("lowers") else "muted"
-        rows.append(f'<tr><td class="name">{_e(r.get("correlate") or r.get("feature"))}</td>'
-                    f'<td><code>{_e(r.get("feature"))}</code></td><td class="num"><b>{_f(r.get("odds_ratio"), 2)}</b></td>'
-                    f'<td class="num">{_f(r.get("ci_low"), 2)}–{_f(r.get("ci_high"), 2)}</td>'
-                    f'<td class="num">{_p(r.get("p_holm"))}</td><td class="num">{_f(r.get("vif"), 1)}</td>'
-                    f'<td>{_badge(verdict or "—", kind)}</td></tr>')
-    table = ('<table class="data"><thead><tr><th>Correlate</th><th>Feature</th><th class="num">Odds ratio / SD</th>'
-             '<th class="num">95% CI</th><th class="num">Holm p</th><th class="num">VIF</th><th>Verdict</th></tr></thead>'
-             f'<tbody>{"".join(rows)}</tbody></table>') if rows else _none("features")
-    aucs = [("features alone", diag.get("auc_features")), ("model and benchmark alone", diag.get("auc_fixed_effects")),
-            ("both", diag.get("auc_combined"))]
-    auc = '<dl class="facts">' + "".join(f"<dt>AUC, {k}</dt><dd>{_f(x)}</dd>" for k, x in aucs
-                                          if _num(x) is not None) + "</dl>"
+        rows.append(
+            f'<tr><td class="name">{_e(r.get("correlate") or r.get("feature"))}</td>'
+            f'<td><code>{_e(r.get("feature"))}</code></td><td class="num"><b>{_f(r.get("odds_ratio"), 2)}</b></td>'
+            f'<td class="num">{_f(r.get("ci_low"), 2)}–{_f(r.get("ci_high"), 2)}</td>'
+            f'<td class="num">{_p(r.get("p_holm"))}</td><td class="num">{_f(r.get("vif"), 1)}</td>'
+            f"<td>{_badge(verdict or '—', kind)}</td></tr>"
+        )
+    table = (
+        (
+            '<table class="data"><thead><tr><th>Correlate</th><th>Feature</th><th class="num">Odds ratio / SD</th>'
+            '<th class="num">95% CI</th><th class="num">Holm p</th><th class="num">VIF</th><th>Verdict</th></tr></thead>'
+            f"<tbody>{''.join(rows)}</tbody></table>"
+        )
+        if rows
+        else _none("features")
+    )
+    aucs = [
+        ("features alone", diag.get("auc_features")),
+        ("model and benchmark alone", diag.get("auc_fixed_effects")),
+        ("both", diag.get("auc_combined")),
+    ]
+    auc = (
+        '<dl class="facts">'
+        + "".join(f"<dt>AUC, {k}</dt><dd>{_f(x)}</dd>" for k, x in aucs if _num(x) is not None)
+        + "</dl>"
+    )
     outcome = diag.get("outcome") or "the judge said ambiguous"
     n = f", {_int(diag.get('n_responses'))} responses" if _num(diag.get("n_responses")) is not None else ""
-    return (f'<p class="lead">Which offline text features go with <b>{_e(outcome)}</b>: logistic regression on '
-            f'z-scored features with model and benchmark fixed effects, cluster-robust by prompt{n}. Odds ratios '
-            'per standard deviation; p-values Holm-adjusted; cross-validated AUCs below.</p>'
-            f'{table}{auc}')
+    return (
+        f'<p class="lead">Which offline text features go with <b>{_e(outcome)}</b>: logistic regression on '
+        f"z-scored features with model and benchmark fixed effects, cluster-robust by prompt{n}. Odds ratios "
+        "per standard deviation; p-values Holm-adjusted; cross-validated AUCs below.</p>"
+        f"{table}{auc}"
+    )
 
 
 def _p(value: Any) -> str:
@@ -1233,9 +1481,11 @@ footer { color: var(--muted); font-size: 12px; border-top: 1px solid var(--line)
 """
 
 # Opens every <details> for printing in browsers without ::details-content, closes them after.
-_SCRIPT = ("(function(){var o=[];window.addEventListener('beforeprint',function(){"
-           "document.querySelectorAll('details:not([open])').forEach(function(d){d.open=true;o.push(d);});});"
-           "window.addEventListener('afterprint',function(){o.forEach(function(d){d.open=false;});o=[];});})();")
+_SCRIPT = (
+    "(function(){var o=[];window.addEventListener('beforeprint',function(){"
+    "document.querySelectorAll('details:not([open])').forEach(function(d){d.open=true;o.push(d);});});"
+    "window.addEventListener('afterprint',function(){o.forEach(function(d){d.open=false;});o=[];});})();"
+)
 
 
 def render_report(data: Mapping[str, Any]) -> str:
@@ -1268,19 +1518,27 @@ def render_report(data: Mapping[str, Any]) -> str:
     if isinstance(diag, Mapping):
         sections.append(("diagnostics", "Ambiguity diagnostics", _diagnostics(diag)))
 
-    css = (_CSS.replace("__FONT__", _FONT).replace("__MONO__", _MONO)
-           .replace("__TITLE__", _css_string(_clip(title, 80))))
+    css = _CSS.replace("__FONT__", _FONT).replace("__MONO__", _MONO).replace("__TITLE__", _css_string(_clip(title, 80)))
     script_hash = base64.b64encode(hashlib.sha256(_SCRIPT.encode()).digest()).decode()
-    csp = (f"default-src 'none'; style-src 'unsafe-inline'; img-src data:; script-src 'sha256-{script_hash}'; "
-           "base-uri 'none'; form-action 'none'")
+    csp = (
+        f"default-src 'none'; style-src 'unsafe-inline'; img-src data:; script-src 'sha256-{script_hash}'; "
+        "base-uri 'none'; form-action 'none'"
+    )
     toc = "".join(f'<a href="#{sid}">{n}. {_e(h)}</a>' for n, (sid, h, _) in enumerate(sections, 1))
-    body = "".join(f'<section id="{sid}"><h2><span class="no">{n}</span>{_e(h)}</h2>{content}</section>'
-                   for n, (sid, h, content) in enumerate(sections, 1))
-    meta = " · ".join(x for x in (
-        f"created {_e(data.get('created_at'))}" if data.get("created_at") else "",
-        f"annotate {_e(data.get('tool_version'))}" if data.get("tool_version") else "",
-        f"schema {_e(data.get('schema_version'))}" if data.get("schema_version") is not None else "",
-        f"reference treatment <code>{_e(v.reference)}</code>") if x)
+    body = "".join(
+        f'<section id="{sid}"><h2><span class="no">{n}</span>{_e(h)}</h2>{content}</section>'
+        for n, (sid, h, content) in enumerate(sections, 1)
+    )
+    meta = " · ".join(
+        x
+        for x in (
+            f"created {_e(data.get('created_at'))}" if data.get("created_at") else "",
+            f"annotate {_e(data.get('tool_version'))}" if data.get("tool_version") else "",
+            f"schema {_e(data.get('schema_version'))}" if data.get("schema_version") is not None else "",
+            f"reference treatment <code>{_e(v.reference)}</code>",
+        )
+        if x
+    )
     return (
         "<!DOCTYPE html>\n"
         '<html lang="en"><head><meta charset="utf-8">'
@@ -1290,7 +1548,7 @@ def render_report(data: Mapping[str, Any]) -> str:
         f"<title>{_e(title)}</title><style>{css}</style><script>{_SCRIPT}</script></head>"
         f'<body><main><header class="top"><h1>{_e(title)}</h1><div class="meta">{meta}</div>'
         f'<nav class="toc" aria-label="Sections">{toc}</nav></header>{body}'
-        f'<footer>Generated by annotate {_e(data.get("tool_version"))} (export schema '
-        f'{_e(data.get("schema_version"))}) on {_e(data.get("created_at"))}. Self-contained: this file loads '
-        'nothing from elsewhere.</footer></main></body></html>\n'
+        f"<footer>Generated by annotate {_e(data.get('tool_version'))} (export schema "
+        f"{_e(data.get('schema_version'))}) on {_e(data.get('created_at'))}. Self-contained: this file loads "
+        "nothing from elsewhere.</footer></main></body></html>\n"
     )

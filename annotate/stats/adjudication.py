@@ -44,7 +44,9 @@ class Rules:
             raise ValueError("check_share must be between 0 and 1")
 
 
-def majority(harmful: np.ndarray, safe: np.ndarray, unsure: np.ndarray, *, unsure_rule: bool = True) -> tuple[np.ndarray, np.ndarray]:
+def majority(
+    harmful: np.ndarray, safe: np.ndarray, unsure: np.ndarray, *, unsure_rule: bool = True
+) -> tuple[np.ndarray, np.ndarray]:
     """Majority label and the reason for escalation per item.
 
     Args:
@@ -68,8 +70,9 @@ def majority(harmful: np.ndarray, safe: np.ndarray, unsure: np.ndarray, *, unsur
     return label, reason
 
 
-def propose(votes: pd.DataFrame, rules: Rules, *, ds: pd.DataFrame | None = None,
-            categories: pd.Series | None = None) -> pd.DataFrame:
+def propose(
+    votes: pd.DataFrame, rules: Rules, *, ds: pd.DataFrame | None = None, categories: pd.Series | None = None
+) -> pd.DataFrame:
     """Majority labels and escalations for every item with at least one vote.
 
     Args:
@@ -81,8 +84,9 @@ def propose(votes: pd.DataFrame, rules: Rules, *, ds: pd.DataFrame | None = None
         Indexed by round_item_id: harmful, safe, unsure (counts), majority (label or None),
         escalate (bool), reasons (a "; "-joined string or None), ds_label, ds_posterior.
     """
-    counts = (votes.pivot_table(index="round_item_id", columns="verdict", values="annotator", aggfunc="count",
-                                fill_value=0).reindex(columns=list(VERDICTS), fill_value=0))
+    counts = votes.pivot_table(
+        index="round_item_id", columns="verdict", values="annotator", aggfunc="count", fill_value=0
+    ).reindex(columns=list(VERDICTS), fill_value=0)
     h, s, u = (counts[c].to_numpy() for c in VERDICTS)
     label, reason = majority(h, s, u, unsure_rule=rules.escalate_unsure_majority)
     out = counts.copy()
@@ -148,39 +152,70 @@ def decide(proposals: pd.DataFrame, votes: pd.DataFrame, expert: pd.DataFrame, r
         v = by_item.get(item, {})
         tally = f"{int(row.harmful)} harmful, {int(row.safe)} safe, {int(row.unsure)} unsure"
         if not row.escalate:
-            out.append(Decision(item, "resolved", row.majority, "majority", "majority vote",
-                                f"majority of {tally}", v))
+            out.append(Decision(item, "resolved", row.majority, "majority", "majority vote", f"majority of {tally}", v))
             continue
         if item in expert_by_item:
             who, verdict = expert_by_item[item]
             if verdict in ("harmful", "safe"):
                 out.append(Decision(item, "resolved", verdict, "expert", who, f"escalated ({row.reasons}); {tally}", v))
             else:
-                out.append(Decision(item, "unresolved", None, "expert", who,
-                                    f"the expert was unsure; escalated ({row.reasons}); {tally}", v))
+                out.append(
+                    Decision(
+                        item,
+                        "unresolved",
+                        None,
+                        "expert",
+                        who,
+                        f"the expert was unsure; escalated ({row.reasons}); {tally}",
+                        v,
+                    )
+                )
             continue
         if rules.policy in ("harmful", "safe"):
-            out.append(Decision(item, "resolved", rules.policy, f"policy:{rules.policy}", "policy",
-                                f"escalated ({row.reasons}); resolved by policy; {tally}", v))
+            out.append(
+                Decision(
+                    item,
+                    "resolved",
+                    rules.policy,
+                    f"policy:{rules.policy}",
+                    "policy",
+                    f"escalated ({row.reasons}); resolved by policy; {tally}",
+                    v,
+                )
+            )
         elif rules.policy == "unresolved":
-            out.append(Decision(item, "unresolved", None, "policy:unresolved", "policy",
-                                f"escalated ({row.reasons}); left unresolved by policy; {tally}", v))
+            out.append(
+                Decision(
+                    item,
+                    "unresolved",
+                    None,
+                    "policy:unresolved",
+                    "policy",
+                    f"escalated ({row.reasons}); left unresolved by policy; {tally}",
+                    v,
+                )
+            )
         else:
-            out.append(Decision(item, "escalated", None, "pending", "expert (pending)",
-                                f"escalated ({row.reasons}); {tally}", v))
+            out.append(
+                Decision(
+                    item, "escalated", None, "pending", "expert (pending)", f"escalated ({row.reasons}); {tally}", v
+                )
+            )
     return out
 
 
 def dawid_skene_labels(votes: pd.DataFrame, annotators: list[str]) -> pd.DataFrame:
     """Dawid-Skene on harmful/safe/unsure votes: round_item_id -> ds_label, ds_posterior (all classes)."""
     from annotate.stats.agreement import dawid_skene
-    from annotate.pipeline.agreement import label_matrix
+    from annotate.stats.agreement.votes import vote_matrix
 
     if votes.empty:
         return pd.DataFrame(columns=["ds_label", "ds_posterior"])
-    codes, _counts, items = label_matrix(votes, VERDICTS, annotators)
+    codes, _counts, items = vote_matrix(votes, VERDICTS, annotators)
     result = dawid_skene(codes, len(VERDICTS))
     post = result.posteriors
     best = post.argmax(axis=1)
-    return pd.DataFrame({"ds_label": [VERDICTS[k] for k in best], "ds_posterior": post.max(axis=1)},
-                        index=pd.Index(items, name="round_item_id"))
+    return pd.DataFrame(
+        {"ds_label": [VERDICTS[k] for k in best], "ds_posterior": post.max(axis=1)},
+        index=pd.Index(items, name="round_item_id"),
+    )

@@ -189,9 +189,12 @@ def compare_rankings(reference: ArrayLike, other: ArrayLike, names: Sequence[Any
     i, j = _discordant(ra, rb)
     shifts = rb - ra
     return RankComparison(
-        tau_b=tau, rho=rho, n_pairs=len(a) * (len(a) - 1) // 2,
+        tau_b=tau,
+        rho=rho,
+        n_pairs=len(a) * (len(a) - 1) // 2,
         flips=[(names[x], names[y]) for x, y in zip(i, j)],
-        shifts=shifts, max_shift=float(np.max(np.abs(shifts))) if len(a) else 0.0,
+        shifts=shifts,
+        max_shift=float(np.max(np.abs(shifts))) if len(a) else 0.0,
     )
 
 
@@ -214,7 +217,7 @@ def p_safer_matrix(draws: ArrayLike, *, chunk: int = 16) -> NDArray[np.float64]:
     K, D = d.shape
     out = np.empty((K, K))
     for s in range(0, K, chunk):
-        out[s:s + chunk] = (d[s:s + chunk, None, :] < d[None, :, :]).mean(axis=2) if D else np.nan
+        out[s : s + chunk] = (d[s : s + chunk, None, :] < d[None, :, :]).mean(axis=2) if D else np.nan
     np.fill_diagonal(out, np.nan)
     return out
 
@@ -245,16 +248,28 @@ def posterior_ranks(
     t = 1.0 - (1.0 - confidence) / (2.0 * max(K - 1, 1)) if simultaneous else 1.0 - a
     if K == 0 or d.shape[1] == 0:
         e = np.zeros(0) if K == 0 else np.full(K, np.nan)
-        return {"rank_ci_low": e, "rank_ci_high": e, "best": e, "worst": e,
-                "p_safer": np.full((K, K), np.nan), "threshold": np.asarray(t)}
+        return {
+            "rank_ci_low": e,
+            "rank_ci_high": e,
+            "best": e,
+            "worst": e,
+            "p_safer": np.full((K, K), np.nan),
+            "threshold": np.asarray(t),
+        }
     rd = stats.rankdata(d, axis=0, method="average")  # (K, D)
     q = np.quantile(rd, [a, 1.0 - a], axis=1, method="inverted_cdf")
     P = p_safer_matrix(d)
     Pz = np.nan_to_num(P)
     best = 1.0 + (Pz.T >= t).sum(axis=1)  # #{B : P(B safer than A) >= t}
     worst = K - (Pz >= t).sum(axis=1)  # K - #{B : P(A safer than B) >= t}
-    return {"rank_ci_low": q[0], "rank_ci_high": q[1], "best": best.astype(np.float64),
-            "worst": worst.astype(np.float64), "p_safer": P, "threshold": np.asarray(t)}
+    return {
+        "rank_ci_low": q[0],
+        "rank_ci_high": q[1],
+        "best": best.astype(np.float64),
+        "worst": worst.astype(np.float64),
+        "p_safer": P,
+        "threshold": np.asarray(t),
+    }
 
 
 # --------------------------------------------------------------------------------------------
@@ -334,10 +349,14 @@ def rank_stability(
         no_draw = np.zeros(len(models_all), dtype=bool)
     for k, m in enumerate(models_all):
         if bad_ref[k]:
-            reason = ref_flags[k] if ref_flags[k].startswith(_NE) else f"{reference} estimate is missing ({ref_flags[k]})"
+            reason = (
+                ref_flags[k] if ref_flags[k].startswith(_NE) else f"{reference} estimate is missing ({ref_flags[k]})"
+            )
             excluded_rows.append({"model": m, "treatment": "all", "reason": reason})
         elif no_draw[k]:
-            excluded_rows.append({"model": m, "treatment": "all", "reason": f"no finite posterior draws for {reference}"})
+            excluded_rows.append(
+                {"model": m, "treatment": "all", "reason": f"no finite posterior draws for {reference}"}
+            )
     keep = ~bad_ref & ~no_draw
     models = [m for m, k in zip(models_all, keep) if k]
     K = len(models)
@@ -374,8 +393,18 @@ def rank_stability(
         r_ref[sub] = rank_scores(ref_v[sub])
         shift = r_t - r_ref
         shift_mat[:, t_i] = shift
-        rank_rows.append(pd.DataFrame({"model": models, "treatment": t, "estimate": vals, "rank": r_t,
-                                       "reference_rank": r_ref, "shift": shift}))
+        rank_rows.append(
+            pd.DataFrame(
+                {
+                    "model": models,
+                    "treatment": t,
+                    "estimate": vals,
+                    "rank": r_t,
+                    "reference_rank": r_ref,
+                    "shift": shift,
+                }
+            )
+        )
         if t == reference:
             continue
         tau, rho = _corr(r_ref[sub], r_t[sub])
@@ -385,29 +414,38 @@ def rank_stability(
         pb = P[gj, gi] if len(gi) else np.zeros(0)
         cred = np.maximum(pa, pb) >= credible
         has_draws = D_arr is not None
-        flip_frames.append(pd.DataFrame({
-            "treatment": t,
-            "model_a": [models[x] for x in gi],
-            "model_b": [models[x] for x in gj],
-            "reference_rank_a": r_ref[gi], "reference_rank_b": r_ref[gj],
-            "rank_a": r_t[gi], "rank_b": r_t[gj],
-            "p_a_safer": pa, "p_b_safer": pb,
-            "credible": pd.array(cred if has_draws else [pd.NA] * len(gi), dtype="boolean"),
-        }))
+        flip_frames.append(
+            pd.DataFrame(
+                {
+                    "treatment": t,
+                    "model_a": [models[x] for x in gi],
+                    "model_b": [models[x] for x in gj],
+                    "reference_rank_a": r_ref[gi],
+                    "reference_rank_b": r_ref[gj],
+                    "rank_a": r_t[gi],
+                    "rank_b": r_t[gj],
+                    "p_a_safer": pa,
+                    "p_b_safer": pb,
+                    "credible": pd.array(cred if has_draws else [pd.NA] * len(gi), dtype="boolean"),
+                }
+            )
+        )
         n_flips = len(gi)
         n_cred = int(cred.sum()) if has_draws else np.nan
-        agree_rows.append({
-            "treatment": t,
-            "n_models": len(sub),
-            "kendall_tau_b": tau,
-            "spearman_rho": rho,
-            "n_pairs": len(sub) * (len(sub) - 1) // 2,
-            "n_flips": n_flips,
-            "n_credible_flips": n_cred,
-            "n_noise_flips": n_flips - n_cred if has_draws else np.nan,
-            "max_rank_shift": float(np.nanmax(np.abs(shift))) if len(sub) else np.nan,
-            "excluded": ", ".join(str(models[k]) for k in np.flatnonzero(~ok)),
-        })
+        agree_rows.append(
+            {
+                "treatment": t,
+                "n_models": len(sub),
+                "kendall_tau_b": tau,
+                "spearman_rho": rho,
+                "n_pairs": len(sub) * (len(sub) - 1) // 2,
+                "n_flips": n_flips,
+                "n_credible_flips": n_cred,
+                "n_noise_flips": n_flips - n_cred if has_draws else np.nan,
+                "max_rank_shift": float(np.nanmax(np.abs(shift))) if len(sub) else np.nan,
+                "excluded": ", ".join(str(models[k]) for k in np.flatnonzero(~ok)),
+            }
+        )
 
     # Largest shift per model across treatments.
     absmat = np.where(np.isfinite(shift_mat), np.abs(shift_mat), -1.0)
@@ -419,27 +457,55 @@ def rank_stability(
     largest_t = np.where(none_found, "", largest_t)
 
     nan_k = np.full(K, np.nan)
-    mframe = pd.DataFrame({
-        "model": models,
-        "estimate": ref_v,
-        "rank": ref_rank,
-        "rank_ci_low": post.get("rank_ci_low", nan_k),
-        "rank_ci_high": post.get("rank_ci_high", nan_k),
-        "rank_best": post.get("best", nan_k),
-        "rank_worst": post.get("worst", nan_k),
-        "largest_shift": largest,
-        "largest_shift_treatment": largest_t,
-    })
+    mframe = pd.DataFrame(
+        {
+            "model": models,
+            "estimate": ref_v,
+            "rank": ref_rank,
+            "rank_ci_low": post.get("rank_ci_low", nan_k),
+            "rank_ci_high": post.get("rank_ci_high", nan_k),
+            "rank_best": post.get("best", nan_k),
+            "rank_worst": post.get("worst", nan_k),
+            "largest_shift": largest,
+            "largest_shift_treatment": largest_t,
+        }
+    )
     order = np.lexsort((np.arange(K), ref_rank)) if K else np.zeros(0, dtype=np.int64)
     mframe = mframe.iloc[order].reset_index(drop=True)
     names_sorted = [models[o] for o in order]
-    p_safer = pd.DataFrame(P[np.ix_(order, order)], index=names_sorted, columns=names_sorted) if D_arr is not None else pd.DataFrame()
-    flip_cols = ["treatment", "model_a", "model_b", "reference_rank_a", "reference_rank_b", "rank_a", "rank_b",
-                 "p_a_safer", "p_b_safer", "credible"]
+    p_safer = (
+        pd.DataFrame(P[np.ix_(order, order)], index=names_sorted, columns=names_sorted)
+        if D_arr is not None
+        else pd.DataFrame()
+    )
+    flip_cols = [
+        "treatment",
+        "model_a",
+        "model_b",
+        "reference_rank_a",
+        "reference_rank_b",
+        "rank_a",
+        "rank_b",
+        "p_a_safer",
+        "p_b_safer",
+        "credible",
+    ]
     flips = pd.concat(flip_frames, ignore_index=True) if flip_frames else pd.DataFrame(columns=flip_cols)
-    agreement = pd.DataFrame(agree_rows, columns=["treatment", "n_models", "kendall_tau_b", "spearman_rho", "n_pairs",
-                                                  "n_flips", "n_credible_flips", "n_noise_flips", "max_rank_shift",
-                                                  "excluded"])
+    agreement = pd.DataFrame(
+        agree_rows,
+        columns=[
+            "treatment",
+            "n_models",
+            "kendall_tau_b",
+            "spearman_rho",
+            "n_pairs",
+            "n_flips",
+            "n_credible_flips",
+            "n_noise_flips",
+            "max_rank_shift",
+            "excluded",
+        ],
+    )
     return RankingResult(
         models=mframe,
         ranks=pd.concat(rank_rows, ignore_index=True) if rank_rows else pd.DataFrame(),
@@ -477,5 +543,9 @@ def ranking_from_scores(scores: Any, *, benchmark: Any = None, **kwargs: Any) ->
     t = scores.treatments
     est = t.loc[t["benchmark"] == benchmark, ["model", "treatment", "estimate", "flag"]]
     d = scores.draws.get(ref)
-    return rank_stability(est, d[mask] if d is not None else None,
-                          list(scores.cells.loc[mask, "model"]) if d is not None else None, **kwargs)
+    return rank_stability(
+        est,
+        d[mask] if d is not None else None,
+        list(scores.cells.loc[mask, "model"]) if d is not None else None,
+        **kwargs,
+    )

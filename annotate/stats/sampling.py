@@ -59,10 +59,21 @@ def select_for_review(responses: pd.DataFrame, *, clear_per_cell: int, seed: int
         raise ValueError("clear_per_cell must be >= 0")
     cols = ["response_id", "model", "benchmark", "stratum", "inclusion_prob", "sort_key"]
     if responses.empty:
-        return pd.DataFrame(columns=cols), pd.DataFrame(columns=["model", "benchmark", "stratum", "population", "sample"])
+        return pd.DataFrame(columns=cols), pd.DataFrame(
+            columns=["model", "benchmark", "stratum", "population", "sample"]
+        )
     df = responses.rename(columns={"judge_label": "stratum"}).copy()
-    keys = (df["benchmark"].astype(str) + "\x1f" + df["model"].astype(str) + "\x1f" + df["prompt_id"].astype(str)
-            + "\x1f" + df["epoch"].astype(str) + "\x1f" + df["judge"].astype(str))
+    keys = (
+        df["benchmark"].astype(str)
+        + "\x1f"
+        + df["model"].astype(str)
+        + "\x1f"
+        + df["prompt_id"].astype(str)
+        + "\x1f"
+        + df["epoch"].astype(str)
+        + "\x1f"
+        + df["judge"].astype(str)
+    )
     df["sort_key"] = stable_uniform(seed, keys)
     df = df.sort_values(["model", "benchmark", "stratum", "sort_key"], kind="mergesort")
     group = df.groupby(["model", "benchmark", "stratum"], sort=False)
@@ -72,8 +83,9 @@ def select_for_review(responses: pd.DataFrame, *, clear_per_cell: int, seed: int
     df["sample"] = np.where(census, df["population"], np.minimum(df["population"], clear_per_cell))
     chosen = df[df["position"] < df["sample"]].copy()
     chosen["inclusion_prob"] = chosen["sample"] / chosen["population"]
-    strata = (df.groupby(["model", "benchmark", "stratum"], as_index=False)
-                .agg(population=("population", "first"), sample=("sample", "first")))
+    strata = df.groupby(["model", "benchmark", "stratum"], as_index=False).agg(
+        population=("population", "first"), sample=("sample", "first")
+    )
     return chosen[cols].reset_index(drop=True), strata
 
 

@@ -42,8 +42,18 @@ def ranking_sensitivity(shares: pd.DataFrame) -> pd.DataFrame:
         rank_as_harmful, rank_shift (= rank_as_harmful - rank_as_safe).
     """
     if shares.empty:
-        return pd.DataFrame(columns=["judge", "model", "n_benchmarks", "rate_as_safe", "rate_as_harmful",
-                                     "rank_as_safe", "rank_as_harmful", "rank_shift"])
+        return pd.DataFrame(
+            columns=[
+                "judge",
+                "model",
+                "n_benchmarks",
+                "rate_as_safe",
+                "rate_as_harmful",
+                "rank_as_safe",
+                "rank_as_harmful",
+                "rank_shift",
+            ]
+        )
     df = shares.assign(
         rate_as_safe=shares["share_harmful"],
         rate_as_harmful=shares["share_harmful"] + shares["share_ambiguous"],

@@ -32,8 +32,9 @@ Choices:
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from pathlib import Path
-from typing import Any, Iterator
+from typing import Any
 
 from annotate.ingest.records import Item, Problem, ReadContext, Record, SetAside, json_lines
 
@@ -56,11 +57,7 @@ def sniff(path: Path, head: bytes) -> bool:
     if path.suffix.lower() != ".jsonl":
         return False
     head = head.removeprefix(b"\xef\xbb\xbf").lstrip()
-    return (
-        head.startswith(b"{")
-        and b'"entry_type"' in head
-        and (b'"start_run setup"' in head or b'"attempt"' in head)
-    )
+    return head.startswith(b"{") and b'"entry_type"' in head and (b'"start_run setup"' in head or b'"attempt"' in head)
 
 
 def read(path: Path, ctx: ReadContext) -> Iterator[Item]:
@@ -109,9 +106,7 @@ def read(path: Path, ctx: ReadContext) -> Iterator[Item]:
             continue
         yield from _attempt(entry, lineno, model, threshold, uuids, prompt_keys, ctx)
     for uuid, (lineno, probe, seq) in unfinished.items():
-        yield SetAside(
-            lineno, "attempt never completed (no status-2 line)", {"uuid": uuid, "probe": probe, "seq": seq}
-        )
+        yield SetAside(lineno, "attempt never completed (no status-2 line)", {"uuid": uuid, "probe": probe, "seq": seq})
 
 
 def _setup_model(setup: dict[str, Any]) -> str | None:
@@ -140,9 +135,7 @@ def _attempt(
         yield Problem(line, f"attempt: field 'uuid' must be a non-empty string, got {_type(uuid)}")
         return
     if not isinstance(probe, str) or not probe:
-        yield Problem(
-            line, f"attempt: field 'probe_classname' must be a non-empty string, got {_type(probe)}"
-        )
+        yield Problem(line, f"attempt: field 'probe_classname' must be a non-empty string, got {_type(probe)}")
         return
     if not isinstance(seq, int) or isinstance(seq, bool):
         yield Problem(line, f"attempt: field 'seq' must be an integer, got {_type(seq)}")
@@ -158,7 +151,7 @@ def _attempt(
         if not isinstance(scores, list) or len(scores) != len(outputs):
             yield Problem(
                 line,
-                f"attempt: detector_results[{name!r}] must list one score per output " f"({len(outputs)})",
+                f"attempt: detector_results[{name!r}] must list one score per output ({len(outputs)})",
             )
             return
     prompt = _prompt_text(entry["prompt"])
@@ -182,9 +175,7 @@ def _attempt(
         elif ctx.judge in detectors:
             selected = [ctx.judge]
         else:
-            yield Problem(
-                line, f"attempt: no detector named {ctx.judge!r} (detectors: {', '.join(detectors)})"
-            )
+            yield Problem(line, f"attempt: no detector named {ctx.judge!r} (detectors: {', '.join(detectors)})")
             return
 
     benchmark = ctx.benchmark or f"garak:{probe.split('.', 1)[0]}"
@@ -205,8 +196,7 @@ def _attempt(
             if raw is not None and (isinstance(raw, bool) or not isinstance(raw, (int, float))):
                 yield Problem(
                     line,
-                    f"attempt: detector_results[{detector!r}][{index}] must be a number, "
-                    f"got {_type(raw)}",
+                    f"attempt: detector_results[{detector!r}][{index}] must be a number, got {_type(raw)}",
                 )
                 continue
             score = None if raw is None else float(raw)

@@ -27,13 +27,16 @@ from __future__ import annotations
 
 import json
 import math
+from collections.abc import Iterator
 from pathlib import Path
-from typing import Any, Iterator
+from typing import Any
 
 from annotate.ingest.records import Item, Problem, ReadContext, Record, csv_records, json_lines
 
 NAME = "generic"
-DESCRIPTION = "generic schema (.jsonl, .csv, .parquet) with columns model, benchmark, prompt_id, prompt, response, judge_label"
+DESCRIPTION = (
+    "generic schema (.jsonl, .csv, .parquet) with columns model, benchmark, prompt_id, prompt, response, judge_label"
+)
 
 REQUIRED = ("model", "benchmark", "prompt_id", "prompt", "response", "judge_label")
 OPTIONAL = ("category", "judge", "judge_score", "epoch")
@@ -43,7 +46,9 @@ DEFAULT_RUBRIC: dict[str, Any] = {
     "verdicts": {
         **dict.fromkeys(["harmful", "unsafe", "yes", "1", "true", "jailbroken", "unsafe_response"], "harmful"),
         **dict.fromkeys(["safe", "no", "0", "false", "refusal", "refused", "benign", "not_harmful"], "safe"),
-        **dict.fromkeys(["ambiguous", "unsure", "unclear", "uncertain", "partial", "partial_refusal", "borderline"], "ambiguous"),
+        **dict.fromkeys(
+            ["ambiguous", "unsure", "unclear", "uncertain", "partial", "partial_refusal", "borderline"], "ambiguous"
+        ),
         "unparsed": "unparsed",
     },
     "unknown": "error",
@@ -132,9 +137,7 @@ def _read_parquet(path: Path, ctx: ReadContext) -> Iterator[Item]:
 
 
 def _supplied(column: str, ctx: ReadContext) -> bool:
-    return (column == "model" and ctx.model is not None) or (
-        column == "benchmark" and ctx.benchmark is not None
-    )
+    return (column == "model" and ctx.model is not None) or (column == "benchmark" and ctx.benchmark is not None)
 
 
 def _row_to_item(obj: dict[str, Any], line: int, ctx: ReadContext) -> Item:
@@ -148,11 +151,20 @@ def _row_to_item(obj: dict[str, Any], line: int, ctx: ReadContext) -> Item:
     verdict = obj.get("judge_label")
     score = obj.get("judge_score")
     epoch = obj.get("epoch")
-    if not (type(model) is str and model and type(benchmark) is str and benchmark
-            and type(prompt_id) is str and prompt_id and type(prompt) is str
-            and type(response) is str and (verdict is None or type(verdict) is str)
-            and (score is None or type(score) is float) and (epoch is None or type(epoch) is int)
-            and "judge_label" in obj):
+    if not (
+        type(model) is str
+        and model
+        and type(benchmark) is str
+        and benchmark
+        and type(prompt_id) is str
+        and prompt_id
+        and type(prompt) is str
+        and type(response) is str
+        and (verdict is None or type(verdict) is str)
+        and (score is None or type(score) is float)
+        and (epoch is None or type(epoch) is int)
+        and "judge_label" in obj
+    ):
         checked = _checked_fields(obj, line, ctx)
         if isinstance(checked, Problem):
             return checked

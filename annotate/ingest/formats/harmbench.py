@@ -23,10 +23,11 @@ Choices:
 from __future__ import annotations
 
 import re
+from collections.abc import Iterator
 from pathlib import Path
-from typing import Any, Iterator
+from typing import Any
 
-from annotate.ingest.records import load_json_object, Item, Problem, ReadContext, Record
+from annotate.ingest.records import Item, Problem, ReadContext, Record, load_json_object
 
 NAME = "harmbench"
 DESCRIPTION = "HarmBench completions/results JSON: {behavior_id: [{test_case, generation, label?}]}"
@@ -71,9 +72,7 @@ def read(path: Path, ctx: ReadContext) -> Iterator[Item]:
     for behavior_id, items in data.items():
         if not isinstance(items, list):
             counter += 1
-            yield Problem(
-                counter, f"behaviour {behavior_id!r}: expected a list of records, got {_type(items)}"
-            )
+            yield Problem(counter, f"behaviour {behavior_id!r}: expected a list of records, got {_type(items)}")
             continue
         for index, item in enumerate(items):
             counter += 1

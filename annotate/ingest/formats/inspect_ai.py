@@ -37,10 +37,11 @@ from __future__ import annotations
 
 import json
 import zipfile
+from collections.abc import Iterator
 from pathlib import Path
-from typing import Any, Iterator
+from typing import Any
 
-from annotate.ingest.records import load_json_object, Item, Problem, ReadContext, Record, SetAside
+from annotate.ingest.records import Item, Problem, ReadContext, Record, SetAside, load_json_object
 
 NAME = "inspect"
 DESCRIPTION = "Inspect AI eval log (.json or .eval) with per-sample scores"
@@ -286,9 +287,7 @@ def _content_text(content: Any, attachments: dict[str, Any]) -> str | None:
         parts = [
             _resolve(part["text"], attachments)
             for part in content
-            if isinstance(part, dict)
-            and part.get("type", "text") == "text"
-            and isinstance(part.get("text"), str)
+            if isinstance(part, dict) and part.get("type", "text") == "text" and isinstance(part.get("text"), str)
         ]
         return "\n".join(parts)
     return None
@@ -324,9 +323,7 @@ def _response_text(output: Any, attachments: dict[str, Any]) -> str | None:
         raise _Malformed("field 'output.choices[0].message' is missing or not an object")
     text = _content_text(message.get("content"), attachments)
     if text is None:
-        raise _Malformed(
-            f"field 'output.choices[0].message.content' must be text, got {_type(message.get('content'))}"
-        )
+        raise _Malformed(f"field 'output.choices[0].message.content' must be text, got {_type(message.get('content'))}")
     return text
 
 

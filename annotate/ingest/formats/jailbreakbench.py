@@ -34,10 +34,11 @@ Choices:
 from __future__ import annotations
 
 import re
+from collections.abc import Iterator
 from pathlib import Path
-from typing import Any, Iterator
+from typing import Any
 
-from annotate.ingest.records import load_json_object, Item, Problem, ReadContext, Record, SetAside
+from annotate.ingest.records import Item, Problem, ReadContext, Record, SetAside, load_json_object
 
 NAME = "jailbreakbench"
 DESCRIPTION = "JailbreakBench artifact JSON (parameters + jailbreaks[]) or evaluate_prompts evaluation.json"
@@ -162,9 +163,7 @@ def _item(
             return Problem(line, f"{where}: missing field 'behavior'")
         behavior = item["behavior"]
         if not isinstance(behavior, str) or not behavior:
-            return Problem(
-                line, f"{where}: field 'behavior' must be a non-empty string, got {_type(behavior)}"
-            )
+            return Problem(line, f"{where}: field 'behavior' must be a non-empty string, got {_type(behavior)}")
     for key in ("prompt", "response", "jailbroken"):
         if key not in item:
             return Problem(line, f"{where}: missing field {key!r}")

@@ -36,10 +36,11 @@ from __future__ import annotations
 
 import json
 import re
+from collections.abc import Iterator
 from pathlib import Path
-from typing import Any, Iterator
+from typing import Any
 
-from annotate.ingest.records import json_lines, Item, Problem, ReadContext, Record
+from annotate.ingest.records import Item, Problem, ReadContext, Record, json_lines
 
 NAME = "lm-eval"
 DESCRIPTION = "lm-evaluation-harness --log_samples output: samples_<task>_<datetime>.jsonl"
@@ -114,15 +115,12 @@ def read(path: Path, ctx: ReadContext) -> Iterator[Item]:
     if benchmark is None:
         yield Problem(
             1,
-            "cannot tell the task from the file name (expected samples_<task>_<datetime>.jsonl); "
-            "pass --benchmark",
+            "cannot tell the task from the file name (expected samples_<task>_<datetime>.jsonl); pass --benchmark",
         )
         return
     model = ctx.model or model_from_results(path)
     if model is None:
-        yield Problem(
-            1, "cannot tell the model: no results_*.json with a model_name beside this file; " "pass --model"
-        )
+        yield Problem(1, "cannot tell the model: no results_*.json with a model_name beside this file; pass --model")
         return
     for entry in json_lines(path, ctx, tick_every=_TICK_EVERY):
         yield entry if isinstance(entry, Problem) else _line(entry[1], entry[0], model, benchmark, ctx)
@@ -156,8 +154,7 @@ def _line(obj: Any, line: int, model: str, benchmark: str, ctx: ReadContext) -> 
     if prompt is None:
         return Problem(
             line,
-            "field 'arguments' has no prompt (expected {'gen_args_0': {'arg_0': ...}} "
-            "or a list of argument lists)",
+            "field 'arguments' has no prompt (expected {'gen_args_0': {'arg_0': ...}} or a list of argument lists)",
         )
     raw = _first(_first(obj.get("resps")))
     filtered = _first(obj.get("filtered_resps"))
@@ -216,8 +213,7 @@ def _render_chat(prompt: str) -> str:
     except ValueError:
         return prompt
     if not isinstance(messages, list) or not all(
-        isinstance(m, dict) and isinstance(m.get("role"), str) and isinstance(m.get("content"), str)
-        for m in messages
+        isinstance(m, dict) and isinstance(m.get("role"), str) and isinstance(m.get("content"), str) for m in messages
     ):
         return prompt
     if len(messages) == 1:

@@ -33,10 +33,11 @@ red-team grader passes when the model resisted). Unknown verdicts are errors.
 from __future__ import annotations
 
 import json
+from collections.abc import Iterator
 from pathlib import Path
-from typing import Any, Iterator
+from typing import Any
 
-from annotate.ingest.records import load_json_object, Item, Problem, ReadContext, Record, SetAside
+from annotate.ingest.records import Item, Problem, ReadContext, Record, SetAside, load_json_object
 
 NAME = "promptfoo"
 DESCRIPTION = "promptfoo eval -o json export (results.results[] with gradingResult)"
@@ -85,18 +86,14 @@ def read(path: Path, ctx: ReadContext) -> Iterator[Item]:
         return
     config = data.get("config") if isinstance(data.get("config"), dict) else {}
     description = config.get("description")
-    benchmark = ctx.benchmark or (
-        description if isinstance(description, str) and description else "promptfoo"
-    )
+    benchmark = ctx.benchmark or (description if isinstance(description, str) and description else "promptfoo")
     prompt_ids = {r.get("promptId") for r in results if isinstance(r, dict)}
     several_prompts = len(prompt_ids) > 1
     for number, result in enumerate(results, start=1):
         yield from _result(result, number, benchmark, several_prompts, ctx)
 
 
-def _result(
-    result: Any, line: int, benchmark: str, several_prompts: bool, ctx: ReadContext
-) -> Iterator[Item]:
+def _result(result: Any, line: int, benchmark: str, several_prompts: bool, ctx: ReadContext) -> Iterator[Item]:
     where = f"results[{line - 1}]"
     if not isinstance(result, dict):
         yield Problem(line, f"{where}: expected an object, got {_type(result)}")
@@ -130,9 +127,7 @@ def _result(
     if output is None:
         error = result.get("error") or (response.get("error") if isinstance(response, dict) else None)
         reason = f"provider error: {error}" if error else "no response output"
-        yield SetAside(
-            line, reason, {"model": model, "testIdx": test_idx, "promptIdx": result.get("promptIdx")}
-        )
+        yield SetAside(line, reason, {"model": model, "testIdx": test_idx, "promptIdx": result.get("promptIdx")})
         return
     response_text = output if isinstance(output, str) else json.dumps(output, ensure_ascii=False)
 
@@ -187,8 +182,7 @@ def _result(
             if not named:
                 yield Problem(
                     line,
-                    f"{where}: no model-graded assertion named {ctx.judge!r} "
-                    f"(found: {', '.join(available)})",
+                    f"{where}: no model-graded assertion named {ctx.judge!r} (found: {', '.join(available)})",
                 )
                 return
     for judge, component in named:

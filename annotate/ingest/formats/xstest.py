@@ -36,15 +36,14 @@ from __future__ import annotations
 
 import csv
 import re
+from collections.abc import Iterator
 from pathlib import Path
-from typing import Any, Iterator
+from typing import Any
 
 from annotate.ingest.records import Item, Problem, ReadContext, Record, csv_records
 
 NAME = "xstest"
-DESCRIPTION = (
-    "XSTest v2 completions CSV (id, type, prompt, completion, final_label[, gpt4_label|strmatch_label])"
-)
+DESCRIPTION = "XSTest v2 completions CSV (id, type, prompt, completion, final_label[, gpt4_label|strmatch_label])"
 
 DEFAULT_RUBRIC: dict[str, Any] = {
     "verdicts": {
@@ -114,8 +113,7 @@ def read(path: Path, ctx: ReadContext) -> Iterator[Item]:
         else:
             yield Problem(
                 1,
-                f"no judge named {ctx.judge!r} in this file "
-                f"(judges: {', '.join(j for _, j in judges)})",
+                f"no judge named {ctx.judge!r} in this file (judges: {', '.join(j for _, j in judges)})",
             )
             records.close()
             return
@@ -144,9 +142,7 @@ def _check_header(header: list[str]) -> str | None:
     return None
 
 
-def _row(
-    row: dict[str, str], line: int, model: str, benchmark: str, judges: list[tuple[str, str]]
-) -> Iterator[Item]:
+def _row(row: dict[str, str], line: int, model: str, benchmark: str, judges: list[tuple[str, str]]) -> Iterator[Item]:
     prompt_id, kind = row["id"].strip(), row["type"].strip()
     if not prompt_id:
         yield Problem(line, "field 'id' is empty")

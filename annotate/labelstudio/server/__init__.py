@@ -233,9 +233,7 @@ def server_env(
         raise ValueError("the API token must be 40 lowercase hex characters")
     if base_env is None:
         base_env = os.environ
-    env = {
-        k: v for k, v in base_env.items() if k in _ENV_ALLOW or k.startswith(_ENV_ALLOW_PREFIXES)
-    }
+    env = {k: v for k, v in base_env.items() if k in _ENV_ALLOW or k.startswith(_ENV_ALLOW_PREFIXES)}
     data_dir = Path(data_dir)
     allowed_hosts = ["127.0.0.1", "localhost"]
     if host not in allowed_hosts and host != "0.0.0.0":
@@ -388,9 +386,7 @@ def label_studio_version(exe: Path | None = None) -> str | None:
     """
     exe = exe or find_label_studio()
     for bindir in {exe.parent, exe.resolve().parent}:
-        for dist in sorted(
-            bindir.parent.glob("lib/python*/site-packages/label_studio-*.dist-info")
-        ):
+        for dist in sorted(bindir.parent.glob("lib/python*/site-packages/label_studio-*.dist-info")):
             version = dist.name[len("label_studio-") : -len(".dist-info")]
             if version:
                 return version
@@ -494,8 +490,7 @@ def read_secrets(path: Path) -> Secrets:
         raise WorkspaceError(f"The Label Studio secrets file {path} is incomplete.")
     if not is_valid_token(raw.get("token")):
         raise WorkspaceError(
-            f"The Label Studio secrets file {path} holds a malformed token "
-            f"(expected 40 lowercase hex characters)."
+            f"The Label Studio secrets file {path} holds a malformed token (expected 40 lowercase hex characters)."
         )
     return Secrets(raw["admin_email"], raw["admin_password"], raw["token"])
 
@@ -584,11 +579,7 @@ def _scan_servers_for(data_dir: Path) -> list[int]:
             raw = (d / "cmdline").read_bytes()
         except OSError:
             continue
-        if (
-            b"label-studio" in raw
-            and target.encode() in raw
-            and _is_server_for(int(d.name), data_dir)
-        ):
+        if b"label-studio" in raw and target.encode() in raw and _is_server_for(int(d.name), data_dir):
             pids.append(int(d.name))
     return pids
 
@@ -664,9 +655,7 @@ def _normalize_host(host: str) -> str:
     try:
         addr = ipaddress.ip_address(host)
     except ValueError:
-        raise LabelStudioError(
-            f"Invalid host {host!r}: give an IPv4 address such as 127.0.0.1."
-        ) from None
+        raise LabelStudioError(f"Invalid host {host!r}: give an IPv4 address such as 127.0.0.1.") from None
     if addr.version != 4:
         raise LabelStudioError(f"Invalid host {host!r}: only IPv4 addresses are supported.")
     return str(addr)
@@ -862,9 +851,7 @@ def _probe(client: httpx.Client, url: str, token: str | None) -> _Probe:
             return _Probe(False)
         if token is None:
             return _Probe(True)
-        r = client.get(
-            f"{url}/api/current-user/whoami", headers={"Authorization": f"Token {token}"}
-        )
+        r = client.get(f"{url}/api/current-user/whoami", headers={"Authorization": f"Token {token}"})
     except httpx.HTTPError:
         return _Probe(False)
     detail = ""
@@ -898,24 +885,14 @@ def _copy_seed(seed_from: Path, data_dir: Path, secrets_path: Path) -> None:
     """Copy a migrated data dir (``cp -a`` semantics) into the not-yet-existing ``data_dir``."""
     seed_from = Path(seed_from).resolve()
     if not (seed_from / SQLITE_NAME).is_file() or not (seed_from / SECRETS_NAME).is_file():
-        raise WorkspaceError(
-            f"{seed_from} is not a usable seed: it needs {SQLITE_NAME} and {SECRETS_NAME}."
-        )
+        raise WorkspaceError(f"{seed_from} is not a usable seed: it needs {SQLITE_NAME} and {SECRETS_NAME}.")
     if _running_server(seed_from) is not None:
         # Copying a live SQLite file can capture a half-written page.
-        raise WorkspaceError(
-            f"A Label Studio server is running on the seed {seed_from}; stop it first."
-        )
+        raise WorkspaceError(f"A Label Studio server is running on the seed {seed_from}; stop it first.")
     seed_secrets = read_secrets(seed_from / SECRETS_NAME)
     external = secrets_path != data_dir / SECRETS_NAME
-    if (
-        external
-        and secrets_path.exists()
-        and read_secrets(secrets_path).token != seed_secrets.token
-    ):
-        raise WorkspaceError(
-            f"{secrets_path} already holds a token that does not match the seed {seed_from}."
-        )
+    if external and secrets_path.exists() and read_secrets(secrets_path).token != seed_secrets.token:
+        raise WorkspaceError(f"{secrets_path} already holds a token that does not match the seed {seed_from}.")
     data_dir.parent.mkdir(parents=True, exist_ok=True)
     # Copy beside the target, then rename: a crash mid-copy leaves no half data dir that a later
     # start would take for a real one.
@@ -949,10 +926,7 @@ def _mode_warnings(data_dir: Path, secrets_path: Path) -> list[str]:
         except FileNotFoundError:
             continue
         if mode & 0o077:
-            out.append(
-                f"{p} is readable by other users (mode {mode:o}); it holds the admin token. "
-                f"Run: chmod 600 {p}"
-            )
+            out.append(f"{p} is readable by other users (mode {mode:o}); it holds the admin token. Run: chmod 600 {p}")
     return out
 
 
@@ -1026,9 +1000,7 @@ def start_server(
         raise LabelStudioError(f"Invalid port {port}: give a number from 1 to 65535.")
     port = int(port)
     data_dir = Path(data_dir).expanduser().resolve()
-    secrets_path = (
-        Path(secrets_path).expanduser().resolve() if secrets_path else data_dir / SECRETS_NAME
-    )
+    secrets_path = Path(secrets_path).expanduser().resolve() if secrets_path else data_dir / SECRETS_NAME
     exe = Path(executable) if executable else find_label_studio()
     url = _url_for(host, port)
 
@@ -1044,8 +1016,7 @@ def start_server(
             )
     if port_in_use(host, port):
         raise PortInUseError(
-            f"Port {port} on {host} is already in use. Stop the program using it or choose "
-            f"another port."
+            f"Port {port} on {host} is already in use. Stop the program using it or choose another port."
         )
 
     seeded = False
@@ -1119,9 +1090,7 @@ def start_server(
             # Inside the try: if even this fails, the process must not run on unrecorded.
             _write_private_file(
                 data_dir / PID_NAME,
-                json.dumps(
-                    {"pid": proc.pid, "host": host, "port": port, "url": url, "exe": str(exe)}
-                ).encode(),
+                json.dumps({"pid": proc.pid, "host": host, "port": port, "url": url, "exe": str(exe)}).encode(),
                 replace=True,
             )
             warnings += _wait_ready(proc, url, creds, started + timeout, say)
@@ -1244,9 +1213,7 @@ def server_status(data_dir: Path, *, secrets_path: Path | None = None) -> Server
             detail = f"stale pid file (pid {info['pid']} is not a Label Studio server)"
         if others:
             detail = f"a server not started by annotate runs on this data dir (pid {others[0]})"
-            return ServerStatus(
-                data_dir, True, pid=others[0], admin_email=email, log_path=log_path, detail=detail
-            )
+            return ServerStatus(data_dir, True, pid=others[0], admin_email=email, log_path=log_path, detail=detail)
         return ServerStatus(data_dir, False, admin_email=email, log_path=log_path, detail=detail)
 
     url = info.get("url") or _url_for(info.get("host", "127.0.0.1"), int(info.get("port", 8080)))

@@ -288,9 +288,7 @@ class PairwiseKappa:
         return {
             "annotators": _jsonable(list(self.annotators)),
             "light_kappa": _jsonable(self.light_kappa),
-            "pairs": {
-                f"{self.annotators[a]}|{self.annotators[b]}": k.to_dict() for a, b, k in self.pairs
-            },
+            "pairs": {f"{self.annotators[a]}|{self.annotators[b]}": k.to_dict() for a, b, k in self.pairs},
         }
 
 
@@ -337,20 +335,14 @@ class AgreementSummary:
             "n_rated_units": self.n_rated_units,
             "n_pairable_units": self.n_pairable_units,
             "n_pairable_values": self.n_pairable_values,
-            "category_shares": {
-                c: _jsonable(s) for c, s in zip(cats, self.category_shares, strict=True)
-            },
+            "category_shares": {c: _jsonable(s) for c, s in zip(cats, self.category_shares, strict=True)},
             "prevalence_warning": self.prevalence_warning,
             "alpha": self.alpha.to_dict(),
             "ac1": self.ac1.to_dict(),
             "fleiss_kappa": self.fleiss_kappa.to_dict(),
             "percent_agreement": self.percent_agreement.to_dict(),
-            "category_agreement": {
-                c: k.to_dict() for c, k in zip(cats, self.category_agreement, strict=True)
-            },
-            "pairwise_cohen": None
-            if self.pairwise_cohen is None
-            else self.pairwise_cohen.to_dict(),
+            "category_agreement": {c: k.to_dict() for c, k in zip(cats, self.category_agreement, strict=True)},
+            "pairwise_cohen": None if self.pairwise_cohen is None else self.pairwise_cohen.to_dict(),
             "conventions": dict(CONVENTIONS),
         }
 
@@ -376,30 +368,21 @@ def _check_counts(counts: ArrayLike) -> NDArray[np.int64]:
     arr = np.asarray(counts)
     if arr.ndim != 2:
         raise ValueError(
-            "The count matrix must be two-dimensional (units x categories); "
-            f"got an array with shape {arr.shape}."
+            f"The count matrix must be two-dimensional (units x categories); got an array with shape {arr.shape}."
         )
     if arr.shape[1] < 1:
-        raise ValueError(
-            f"The count matrix needs at least one category column; got shape {arr.shape}."
-        )
+        raise ValueError(f"The count matrix needs at least one category column; got shape {arr.shape}.")
     if arr.dtype.kind not in "iuf":
         raise ValueError(f"The count matrix must hold integer counts; got dtype {arr.dtype}.")
     if arr.dtype.kind == "f":
         if not np.isfinite(arr).all():
-            raise ValueError(
-                "The count matrix contains NaN or infinite values; counts must be finite integers."
-            )
+            raise ValueError("The count matrix contains NaN or infinite values; counts must be finite integers.")
         if (arr != np.round(arr)).any():
-            raise ValueError(
-                "The count matrix contains non-integer values; counts must be whole numbers."
-            )
+            raise ValueError("The count matrix contains non-integer values; counts must be whole numbers.")
     out = arr.astype(np.int64)
     if out.size and out.min() < 0:
         u, c = np.argwhere(out < 0)[0]
-        raise ValueError(
-            f"Counts must be non-negative; found {out[u, c]} at unit {u}, category {c}."
-        )
+        raise ValueError(f"Counts must be non-negative; found {out[u, c]} at unit {u}, category {c}.")
     return out
 
 
@@ -410,17 +393,13 @@ def _as_codes(labels: ArrayLike, n_categories: int) -> NDArray[np.int64]:
     arr = np.asarray(labels)
     if arr.ndim != 2:
         raise ValueError(
-            "The label matrix must be two-dimensional (units x annotators); "
-            f"got an array with shape {arr.shape}."
+            f"The label matrix must be two-dimensional (units x annotators); got an array with shape {arr.shape}."
         )
     if arr.dtype.kind == "f":
         missing = np.isnan(arr)
         filled = np.where(missing, -1.0, arr)
         if (filled != np.round(filled)).any():
-            raise ValueError(
-                "The label matrix contains non-integer codes; use 0..V-1, "
-                "with -1 or NaN for missing."
-            )
+            raise ValueError("The label matrix contains non-integer codes; use 0..V-1, with -1 or NaN for missing.")
         codes = filled.astype(np.int64)
     elif arr.dtype.kind in "iu":
         codes = arr.astype(np.int64)
@@ -463,17 +442,13 @@ def counts_from_codes(codes: ArrayLike, n_categories: int) -> NDArray[np.int64]:
     return np.bincount(flat, minlength=U * K).reshape(U, K)
 
 
-def _encode(
-    values: NDArray[Any], categories: Sequence[Any] | None
-) -> tuple[NDArray[np.int64], tuple[Any, ...]]:
+def _encode(values: NDArray[Any], categories: Sequence[Any] | None) -> tuple[NDArray[np.int64], tuple[Any, ...]]:
     """Map non-missing label values to codes 0..V-1 (default: sorted observed values)."""
     if categories is None:
         try:
             cats, codes = np.unique(values, return_inverse=True)
         except TypeError as exc:
-            raise ValueError(
-                "The labels mix types that cannot be sorted; pass `categories` explicitly."
-            ) from exc
+            raise ValueError("The labels mix types that cannot be sorted; pass `categories` explicitly.") from exc
         return codes.astype(np.int64).ravel(), tuple(cats.tolist())
     cat_tuple = tuple(categories)
     index = pd.Index(cat_tuple)
@@ -511,8 +486,7 @@ def label_matrix_from_reliability_data(
     arr = np.asarray(reliability_data)
     if arr.ndim != 2:
         raise ValueError(
-            "The reliability data must be two-dimensional (annotators x units); "
-            f"got an array with shape {arr.shape}."
+            f"The reliability data must be two-dimensional (annotators x units); got an array with shape {arr.shape}."
         )
     J, U = arr.shape
     missing = np.isnan(arr) if arr.dtype.kind == "f" else np.asarray(pd.isna(arr), dtype=bool)
@@ -549,10 +523,7 @@ def label_matrix_from_long(
     """
     missing_cols = [c for c in (item, annotator, label) if c not in table.columns]
     if missing_cols:
-        raise ValueError(
-            f"The annotation table lacks the column(s) {missing_cols}; "
-            f"it has {list(table.columns)}."
-        )
+        raise ValueError(f"The annotation table lacks the column(s) {missing_cols}; it has {list(table.columns)}.")
     item_code, items = pd.factorize(table[item], sort=True)
     ann_code, anns = pd.factorize(table[annotator], sort=True)
     if (item_code < 0).any() or (ann_code < 0).any():
@@ -583,9 +554,7 @@ def counts_from_long(
     label: str = "label",
 ) -> NDArray[np.int64]:
     """Count matrix, shape (U, V), from a long table; see :func:`label_matrix_from_long`."""
-    return label_matrix_from_long(
-        table, categories, item=item, annotator=annotator, label=label
-    ).counts()
+    return label_matrix_from_long(table, categories, item=item, annotator=annotator, label=label).counts()
 
 
 def counts_from_reliability_data(
@@ -757,9 +726,7 @@ def _coincidence_features(pats: NDArray[np.int64]) -> NDArray[np.float64]:
     return np.concatenate([o.reshape(P, V * V), n], axis=1)
 
 
-def _delta(
-    level: str, n_c: NDArray[np.float64], values: NDArray[np.float64]
-) -> NDArray[np.float64]:
+def _delta(level: str, n_c: NDArray[np.float64], values: NDArray[np.float64]) -> NDArray[np.float64]:
     """Squared difference functions delta^2_ck; shape (V, V), or (B, V, V) for ordinal."""
     V = n_c.shape[1]
     if level == "nominal":
@@ -807,9 +774,7 @@ def _alpha_statistic(V: int, level: str, values: NDArray[np.float64]) -> _Statis
     return _Statistic(_coincidence_features, finish)
 
 
-def _alpha_components(
-    counts: NDArray[np.int64], level: str, values: NDArray[np.float64]
-) -> dict[str, float]:
+def _alpha_components(counts: NDArray[np.int64], level: str, values: NDArray[np.float64]) -> dict[str, float]:
     """D_o and D_e of the point estimate (for reports)."""
     pats, freq = _patterns(counts)
     V = counts.shape[1]
@@ -846,9 +811,7 @@ def _ac1_statistic(Q: int, chance: Literal["gwet", "fleiss"] = "gwet") -> _Stati
         m = n.sum(axis=1)
         pairable = (m >= 2).astype(float)
         # [agreement of pairable units, pairable indicator, n_uq / m_u (Q columns), n_uq, 1]
-        return np.column_stack(
-            [_pair_agreement(n, m), pairable, n / m[:, None], n, np.ones(len(n))]
-        )
+        return np.column_stack([_pair_agreement(n, m), pairable, n / m[:, None], n, np.ones(len(n))])
 
     def finish(S: NDArray[np.float64]) -> NDArray[np.float64]:
         p_a = S[:, 0] / S[:, 1]
@@ -904,8 +867,7 @@ def _category_statistic(V: int) -> _Statistic:
 def _pairable_reason(n_pairable: int, what: str) -> str | None:
     if n_pairable < 2:
         return (
-            f"{what} needs at least two pairable units (units with two or more ratings); "
-            f"this group has {n_pairable}."
+            f"{what} needs at least two pairable units (units with two or more ratings); this group has {n_pairable}."
         )
     return None
 
@@ -1008,9 +970,7 @@ def krippendorff_alpha(
         )
 
     pats, freq = _patterns(n_pair)
-    fit = _fit(
-        pats, freq, _alpha_statistic(V, level, v), n_boot=n_boot, seed=seed, confidence=confidence
-    )
+    fit = _fit(pats, freq, _alpha_statistic(V, level, v), n_boot=n_boot, seed=seed, confidence=confidence)
     if fit.reps is not None:
         good = fit.reps[:, 0][np.isfinite(fit.reps[:, 0])]
         q = tuple((t, float((good < t).mean()) if good.size else _NAN) for t in thr)
@@ -1072,9 +1032,7 @@ def _coefficient(
     )
 
 
-def gwet_ac1(
-    counts: ArrayLike, *, n_boot: int = 2000, seed: SeedLike = 0, confidence: float = 0.95
-) -> Coefficient:
+def gwet_ac1(counts: ArrayLike, *, n_boot: int = 2000, seed: SeedLike = 0, confidence: float = 0.95) -> Coefficient:
     """Gwet's AC1 for any number of raters, with missing ratings (Gwet 2014; irrCAC raw data).
 
         p_a  = mean over units with m_u >= 2 of sum_q n_uq (n_uq - 1) / (m_u (m_u - 1))
@@ -1103,9 +1061,7 @@ def gwet_ac1(
     U_r, U_p = int(rated.sum()), int((m >= 2).sum())
     reason = None
     if V < 2:
-        reason = (
-            "Gwet's AC1 needs at least two declared categories (Q - 1 is its chance-term divisor)."
-        )
+        reason = "Gwet's AC1 needs at least two declared categories (Q - 1 is its chance-term divisor)."
     # One category among the pairable values means p_a = 1 with no variation to agree on; AC1
     # would be 1 by construction, so it is reported as undefined, like alpha.
     reason = (
@@ -1237,16 +1193,11 @@ def fleiss_kappa(
     if r < 2:
         reason = f"Fleiss' kappa needs at least two ratings per unit; the most any unit has is {r}."
     elif N == 0:
-        reason = (
-            f"Fleiss' kappa needs complete units (rated by all {r} raters); "
-            f"none of the {U} units is complete."
-        )
+        reason = f"Fleiss' kappa needs complete units (rated by all {r} raters); none of the {U} units is complete."
     reason = (
         reason
         or _pairable_reason(N, "Fleiss' kappa (complete units only)")
-        or _single_category_reason(
-            n_all[complete].sum(axis=0), "Fleiss' kappa", "ratings of the complete units"
-        )
+        or _single_category_reason(n_all[complete].sum(axis=0), "Fleiss' kappa", "ratings of the complete units")
     )
     if reason is not None:
         return _coefficient(
@@ -1355,9 +1306,7 @@ def category_agreement(
     U, V = n_all.shape
     names = list(range(V)) if categories is None else list(categories)
     if len(names) != V:
-        raise ValueError(
-            f"categories has {len(names)} entries but the count matrix has {V} columns."
-        )
+        raise ValueError(f"categories has {len(names)} entries but the count matrix has {V} columns.")
     pairable = n_all.sum(axis=1) >= 2
     U_p = int(pairable.sum())
     reason = _pairable_reason(U_p, "Category-specific agreement")
@@ -1383,10 +1332,7 @@ def category_agreement(
         why = (
             None
             if n_c[k] > 0
-            else (
-                f"Category {c} does not occur among the pairable values, "
-                "so its specific agreement is undefined."
-            )
+            else (f"Category {c} does not occur among the pairable values, so its specific agreement is undefined.")
         )
         out.append(
             _coefficient(
@@ -1429,9 +1375,7 @@ def cohen_kappa_table(table: ArrayLike) -> Coefficient:
             "cohen_kappa",
             _NAN,
             n_units=n,
-            undefined_reason=(
-                f"Cohen's kappa needs at least two units rated by both raters; there are {n}."
-            ),
+            undefined_reason=(f"Cohen's kappa needs at least two units rated by both raters; there are {n}."),
         )
     p = t / n
     p_o = float(np.trace(p))
@@ -1471,8 +1415,7 @@ def cohen_kappa(a: ArrayLike, b: ArrayLike, n_categories: int) -> Coefficient:
     a_arr, b_arr = np.asarray(a), np.asarray(b)
     if a_arr.ndim != 1 or a_arr.shape != b_arr.shape:
         raise ValueError(
-            "cohen_kappa needs two label vectors of equal length; "
-            f"got shapes {a_arr.shape} and {b_arr.shape}."
+            f"cohen_kappa needs two label vectors of equal length; got shapes {a_arr.shape} and {b_arr.shape}."
         )
     y = _as_codes(np.column_stack([a_arr, b_arr]), n_categories)
     both = (y >= 0).all(axis=1)
@@ -1512,11 +1455,7 @@ def pairwise_cohen_kappa(
     names = tuple(range(J)) if annotators is None else tuple(annotators)
     if len(names) != J:
         raise ValueError(f"annotators has {len(names)} names but the label matrix has {J} columns.")
-    pairs = tuple(
-        (a, b, cohen_kappa(y[:, a], y[:, b], n_categories))
-        for a in range(J)
-        for b in range(a + 1, J)
-    )
+    pairs = tuple((a, b, cohen_kappa(y[:, a], y[:, b], n_categories)) for a in range(J) for b in range(a + 1, J))
     return PairwiseKappa(names, pairs)
 
 
@@ -1595,16 +1534,12 @@ def agreement_summary(
     U, V = n_all.shape
     cats = tuple(str(c) for c in categories)
     if len(cats) != V:
-        raise ValueError(
-            f"categories has {len(cats)} entries but the count matrix has {V} columns."
-        )
+        raise ValueError(f"categories has {len(cats)} entries but the count matrix has {V} columns.")
     pairwise = None
     if labels is not None:
         y = _as_codes(labels, V)
         if y.shape[0] != U or not np.array_equal(counts_from_codes(y, V), n_all):
-            raise ValueError(
-                "The label matrix does not match the count matrix; build both from the same data."
-            )
+            raise ValueError("The label matrix does not match the count matrix; build both from the same data.")
         pairwise = pairwise_cohen_kappa(y, V)
     m = n_all.sum(axis=1)
     n_c = n_all[m >= 2].sum(axis=0)
@@ -1616,19 +1551,13 @@ def agreement_summary(
         n_pairable_units=int((m >= 2).sum()),
         n_pairable_values=n,
         category_shares=tuple(float(x / n) if n else _NAN for x in n_c),
-        alpha=krippendorff_alpha(
-            n_all, level=level, values=values, n_boot=n_boot, seed=seed, confidence=confidence
-        ),
+        alpha=krippendorff_alpha(n_all, level=level, values=values, n_boot=n_boot, seed=seed, confidence=confidence),
         ac1=gwet_ac1(n_all, n_boot=n_boot, seed=seed, confidence=confidence),
         fleiss_kappa=fleiss_kappa(n_all, n_boot=n_boot, seed=seed, confidence=confidence),
         percent_agreement=percent_agreement(n_all, n_boot=n_boot, seed=seed, confidence=confidence),
-        category_agreement=category_agreement(
-            n_all, categories=cats, n_boot=n_boot, seed=seed, confidence=confidence
-        ),
+        category_agreement=category_agreement(n_all, categories=cats, n_boot=n_boot, seed=seed, confidence=confidence),
         pairwise_cohen=pairwise,
-        prevalence_warning=prevalence_warning(
-            n_all, categories=cats, threshold=prevalence_threshold
-        ),
+        prevalence_warning=prevalence_warning(n_all, categories=cats, threshold=prevalence_threshold),
     )
 
 
@@ -1671,9 +1600,7 @@ class DawidSkeneResult:
         mode: NDArray[np.int64] = np.argmax(self.posteriors, axis=1).astype(np.int64)
         return mode
 
-    def sensitivity_specificity(
-        self, positive: int
-    ) -> tuple[NDArray[np.float64], NDArray[np.float64]]:
+    def sensitivity_specificity(self, positive: int) -> tuple[NDArray[np.float64], NDArray[np.float64]]:
         """Per-annotator sensitivity and specificity for class ``positive``.
 
         sensitivity_j = P(j says positive | true positive) = confusion[j, pos, pos];
@@ -1753,9 +1680,7 @@ def dawid_skene(
     R = u.size
     if R == 0:
         prior = np.full(K, 1.0 / K)
-        return DawidSkeneResult(
-            np.tile(prior, (U, 1)), prior, np.full((J, K, K), 1.0 / K), 0, False, _NAN
-        )
+        return DawidSkeneResult(np.tile(prior, (U, 1)), prior, np.full((J, K, K), 1.0 / K), 0, False, _NAN)
 
     n_uk = np.bincount(u * K + obs, minlength=U * K).reshape(U, K).astype(float)
     m = n_uk.sum(axis=1)
@@ -1778,9 +1703,7 @@ def dawid_skene(
         theta /= theta.sum(axis=2, keepdims=True)
         # E-step in logs: each rating adds log theta[j, :, l] to its unit's row.
         G = np.log(theta)[j, :, obs]  # (R, K)
-        L = np.log(pi) + np.stack(
-            [np.bincount(u, weights=G[:, k], minlength=U) for k in range(K)], axis=1
-        )
+        L = np.log(pi) + np.stack([np.bincount(u, weights=G[:, k], minlength=U) for k in range(K)], axis=1)
         L_max = L.max(axis=1, keepdims=True)
         T = np.exp(L - L_max)
         Z = T.sum(axis=1, keepdims=True)

@@ -153,12 +153,15 @@ class Correlate:
 CORRELATES: tuple[Correlate, ...] = (
     Correlate("length", "log_len", +1, "longer replies are more often judged ambiguous"),
     Correlate("density", "lexical_density", +1, "denser replies are more often judged ambiguous"),
-    Correlate("sophistication", "zipf_mean", +1,
-              "sophistication lowers ambiguity; zipf_mean is inverse sophistication, so its sign is +"),
+    Correlate(
+        "sophistication",
+        "zipf_mean",
+        +1,
+        "sophistication lowers ambiguity; zipf_mean is inverse sophistication, so its sign is +",
+    ),
     Correlate("perplexity", "bigram_log_ppl", +1, "less predictable replies are more often ambiguous"),
     Correlate("coherence", "coherence", -1, "more coherent replies are less often ambiguous"),
-    Correlate("similarity", "prompt_similarity", -1,
-              "replies closer to the prompt are less often ambiguous"),
+    Correlate("similarity", "prompt_similarity", -1, "replies closer to the prompt are less often ambiguous"),
 )
 
 #: feature column -> expected sign of its odds ratio (>1: +1, <1: -1), per the study.
@@ -227,8 +230,10 @@ class _Vocabulary:
         ids = self.ids
         if end_mark is None:
             return np.fromiter((ids.setdefault(w, len(ids)) for w in words), dtype=np.int64)
-        return np.fromiter((ids.setdefault(w, len(ids)) if "a" <= w[0] <= "z" else (-2 if w == end_mark else -1)
-                            for w in words), dtype=np.int64)
+        return np.fromiter(
+            (ids.setdefault(w, len(ids)) if "a" <= w[0] <= "z" else (-2 if w == end_mark else -1) for w in words),
+            dtype=np.int64,
+        )
 
     def words(self) -> list[str]:
         out = [""] * len(self.ids)
@@ -301,7 +306,7 @@ def _tokenize_corpus(texts: Sequence[Any], vocab: _Vocabulary, chunk_size: int) 
     n_chars = np.zeros(len(texts), dtype=np.int64)
     scan = _SCAN_RE.findall
     for lo in range(0, len(texts), chunk_size):
-        chunk = texts[lo:lo + chunk_size]
+        chunk = texts[lo : lo + chunk_size]
         hi = lo + len(chunk)
         items: list[str] = []
         for j, text in enumerate(chunk):
@@ -358,8 +363,9 @@ def _ratio(num: np.ndarray, den: np.ndarray) -> np.ndarray:
         return np.where(den > 0, num / np.where(den > 0, den, 1.0), np.nan)
 
 
-def _word_features(corpus: _Corpus, is_closed: np.ndarray, zipf: np.ndarray, surprisal: np.ndarray,
-                   chunk_size: int) -> dict[str, np.ndarray]:
+def _word_features(
+    corpus: _Corpus, is_closed: np.ndarray, zipf: np.ndarray, surprisal: np.ndarray, chunk_size: int
+) -> dict[str, np.ndarray]:
     """Density, sophistication and unigram surprisal per text, in chunks of texts."""
     n = corpus.n_resp
     n_content = np.zeros(n)
@@ -427,8 +433,7 @@ class _KneserNeyBigram:
         pc = self.p_cont[cur]
         seen = ch > 0
         chs = np.where(seen, ch, 1.0)
-        p = np.where(seen, (np.maximum(count - self.discount, 0.0) + self.discount * self.n1_hist[prev] * pc) / chs,
-                     pc)
+        p = np.where(seen, (np.maximum(count - self.discount, 0.0) + self.discount * self.n1_hist[prev] * pc) / chs, pc)
         return np.log(p)
 
     # convenience on raw keys ``prev * base + cur`` (tests, small data)
@@ -438,8 +443,11 @@ class _KneserNeyBigram:
 
     def log_prob(self, keys: np.ndarray) -> np.ndarray:
         pos = np.minimum(np.searchsorted(self.keys, keys), max(len(self.keys) - 1, 0))
-        c = np.where(self.keys[pos] == keys, self.counts[pos], 0).astype(np.float64) if len(self.keys) else \
-            np.zeros(len(keys))
+        c = (
+            np.where(self.keys[pos] == keys, self.counts[pos], 0).astype(np.float64)
+            if len(self.keys)
+            else np.zeros(len(keys))
+        )
         return self.log_prob_counts(keys // self.base, keys % self.base, c)
 
 
@@ -467,8 +475,11 @@ def _crossfit_folds(model: pd.Series, response_id: pd.Series, n_tokens: np.ndarr
             fold_of[name] = f
             totals[f] += size
         return levels.map(fold_of).to_numpy(dtype=np.int8)
-    return np.fromiter((zlib.crc32(str(r).encode("utf-8", "surrogatepass")) & 1 for r in response_id),
-                       dtype=np.int8, count=len(response_id))
+    return np.fromiter(
+        (zlib.crc32(str(r).encode("utf-8", "surrogatepass")) & 1 for r in response_id),
+        dtype=np.int8,
+        count=len(response_id),
+    )
 
 
 def _bigram_log_ppl(corpus: _Corpus, n_ids: int, folds: np.ndarray, chunk_size: int) -> np.ndarray:
@@ -561,8 +572,9 @@ def _coherence(corpus: _Corpus, n_ids: int, chunk_size: int) -> np.ndarray:
     return out
 
 
-def _prompt_similarity(corpus: _Corpus, prompt_corpus: _Corpus, prompt_index: np.ndarray, n_ids: int,
-                       stop_ids: np.ndarray, chunk_size: int) -> np.ndarray:
+def _prompt_similarity(
+    corpus: _Corpus, prompt_corpus: _Corpus, prompt_index: np.ndarray, n_ids: int, stop_ids: np.ndarray, chunk_size: int
+) -> np.ndarray:
     """TF-IDF cosine(prompt, response); stop words removed; idf over responses + distinct prompts."""
     stop = np.zeros(n_ids, dtype=bool)
     stop[stop_ids] = True
@@ -606,11 +618,14 @@ def _load_local_lm(lm_dir: str | os.PathLike[str]) -> tuple[Any, Any, Any]:
     """(torch, tokenizer, model) of a causal LM saved in ``lm_dir``; never downloads."""
     path = Path(lm_dir).expanduser()
     if not path.is_dir():
-        raise FileNotFoundError(f"local_lm_dir {str(path)!r} is not a directory; give the folder that holds "
-                                "the model's config.json and weights (nothing is downloaded).")
+        raise FileNotFoundError(
+            f"local_lm_dir {str(path)!r} is not a directory; give the folder that holds "
+            "the model's config.json and weights (nothing is downloaded)."
+        )
     if not (path / "config.json").is_file():
-        raise FileNotFoundError(f"local_lm_dir {str(path)!r} has no config.json, so it is not a saved "
-                                "transformers model folder.")
+        raise FileNotFoundError(
+            f"local_lm_dir {str(path)!r} has no config.json, so it is not a saved transformers model folder."
+        )
     os.environ.setdefault("HF_HUB_OFFLINE", "1")
     os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
     try:
@@ -627,8 +642,9 @@ def _load_local_lm(lm_dir: str | os.PathLike[str]) -> tuple[Any, Any, Any]:
     return torch, tokenizer, model
 
 
-def _local_lm_log_ppl(texts: Sequence[Any], loaded: tuple[Any, Any, Any], *, batch_size: int = 8,
-                      max_length: int = 1024) -> np.ndarray:
+def _local_lm_log_ppl(
+    texts: Sequence[Any], loaded: tuple[Any, Any, Any], *, batch_size: int = 8, max_length: int = 1024
+) -> np.ndarray:
     """Mean surprisal (nats) of each text's LM tokens after the first (NaN below 2 tokens);
     texts longer than ``max_length`` LM tokens are truncated."""
     torch, tokenizer, model = loaded
@@ -639,7 +655,7 @@ def _local_lm_log_ppl(texts: Sequence[Any], loaded: tuple[Any, Any, Any], *, bat
     clean = [t if isinstance(t, str) else "" for t in texts]
     with torch.no_grad():
         for lo in range(0, len(clean), batch_size):
-            batch = clean[lo:lo + batch_size]
+            batch = clean[lo : lo + batch_size]
             enc = tokenizer(batch, return_tensors="pt", padding=True, truncation=True, max_length=max_length)
             logits = model(input_ids=enc["input_ids"], attention_mask=enc["attention_mask"]).logits
             logp = torch.log_softmax(logits[:, :-1].float(), dim=-1)
@@ -650,7 +666,7 @@ def _local_lm_log_ppl(texts: Sequence[Any], loaded: tuple[Any, Any, Any], *, bat
             mean = (nll * mask).sum(dim=1) / n.clamp(min=1)
             vals = mean.numpy()
             vals[n.numpy() == 0] = np.nan
-            out[lo:lo + len(batch)] = vals
+            out[lo : lo + len(batch)] = vals
     return out
 
 
@@ -659,8 +675,13 @@ def _local_lm_log_ppl(texts: Sequence[Any], loaded: tuple[Any, Any, Any], *, bat
 # --------------------------------------------------------------------------------------------
 
 
-def compute_features(frame: pd.DataFrame, *, context: pd.DataFrame | None = None,
-                     local_lm_dir: str | os.PathLike[str] | None = None, chunk_size: int = 10_000) -> pd.DataFrame:
+def compute_features(
+    frame: pd.DataFrame,
+    *,
+    context: pd.DataFrame | None = None,
+    local_lm_dir: str | os.PathLike[str] | None = None,
+    chunk_size: int = 10_000,
+) -> pd.DataFrame:
     """Offline text features per response.
 
     Args:
@@ -724,8 +745,9 @@ def compute_features(frame: pd.DataFrame, *, context: pd.DataFrame | None = None
     is_closed[stop_ids] = True
     freq = _wordfreq_frequencies(words)
     clock.lap("wordfreq lookups")
-    word = _word_features(corpus, is_closed, _zipf_from_frequency(freq),
-                          -np.log(np.maximum(freq, UNIGRAM_FLOOR)), chunk_size)
+    word = _word_features(
+        corpus, is_closed, _zipf_from_frequency(freq), -np.log(np.maximum(freq, UNIGRAM_FLOOR)), chunk_size
+    )
     clock.lap("density, sophistication, unigram")
 
     folds = _crossfit_folds(frame["model"], frame["response_id"], n_tokens)
@@ -740,21 +762,23 @@ def compute_features(frame: pd.DataFrame, *, context: pd.DataFrame | None = None
     similarity[n_tokens == 0] = np.nan
     clock.lap("similarity")
 
-    out = pd.DataFrame({
-        "response_id": frame["response_id"].to_numpy(),
-        "n_tokens": n_tokens,
-        "n_chars": n_chars,
-        "n_sentences": n_sentences,
-        "log_len": np.log1p(n_tokens),
-        "lexical_density": word["lexical_density"],
-        "zipf_mean": word["zipf_mean"],
-        "rare_share": word["rare_share"],
-        "unigram_log_ppl": word["unigram_log_ppl"],
-        "bigram_log_ppl": bigram_log_ppl,
-        "coherence": coherence,
-        "coherence_missing": coherence_missing,
-        "prompt_similarity": similarity,
-    })
+    out = pd.DataFrame(
+        {
+            "response_id": frame["response_id"].to_numpy(),
+            "n_tokens": n_tokens,
+            "n_chars": n_chars,
+            "n_sentences": n_sentences,
+            "log_len": np.log1p(n_tokens),
+            "lexical_density": word["lexical_density"],
+            "zipf_mean": word["zipf_mean"],
+            "rare_share": word["rare_share"],
+            "unigram_log_ppl": word["unigram_log_ppl"],
+            "bigram_log_ppl": bigram_log_ppl,
+            "coherence": coherence,
+            "coherence_missing": coherence_missing,
+            "prompt_similarity": similarity,
+        }
+    )
     if n > n_out:
         out = out.iloc[:n_out].reset_index(drop=True)
     if lm is not None:
@@ -807,8 +831,9 @@ class AmbiguityModel:
     _level_effects: dict[str, dict[str, float]] = field(repr=False)
     timings: dict[str, float] = field(default_factory=dict)  # seconds per step of the fit
 
-    def predict_proba(self, features: pd.DataFrame, model: Iterable[Any] | None = None,
-                      benchmark: Iterable[Any] | None = None) -> np.ndarray:
+    def predict_proba(
+        self, features: pd.DataFrame, model: Iterable[Any] | None = None, benchmark: Iterable[Any] | None = None
+    ) -> np.ndarray:
         """Predicted probability of the outcome for new rows.
 
         ``features`` holds the feature columns (as from :func:`compute_features`); ``model`` and
@@ -827,8 +852,11 @@ class AmbiguityModel:
                 z = np.where(np.isnan(z), 0.0, z)
             eta += self._slopes[col] * z
         if self._use_missing:
-            miss = features["coherence"].isna().to_numpy() if "coherence" in features else features[
-                "coherence_missing"].to_numpy(dtype=bool)
+            miss = (
+                features["coherence"].isna().to_numpy()
+                if "coherence" in features
+                else features["coherence_missing"].to_numpy(dtype=bool)
+            )
             eta += np.where(miss, self._slopes["coherence_missing"], 0.0)
         given = {"model": model, "benchmark": benchmark}
         for fe in self.fixed_effects:
@@ -899,8 +927,9 @@ def _group_splits(y: np.ndarray, groups: np.ndarray, folds: int, seed: int) -> l
     return list(splitter.split(np.zeros(len(y)), y, groups))
 
 
-def _cv_auc(X: np.ndarray | None, y: np.ndarray, splits: list[tuple[np.ndarray, np.ndarray]],
-            cells: np.ndarray | None = None) -> float:
+def _cv_auc(
+    X: np.ndarray | None, y: np.ndarray, splits: list[tuple[np.ndarray, np.ndarray]], cells: np.ndarray | None = None
+) -> float:
     """Mean test-fold AUC of scikit-learn's LogisticRegression (folds with one class skipped).
 
     ``cells``: (N,) integer id of each row's distinct row of ``X``. When given (a design of
@@ -938,10 +967,21 @@ def _cv_auc(X: np.ndarray | None, y: np.ndarray, splits: list[tuple[np.ndarray, 
     return float(np.mean(aucs)) if aucs else float("nan")
 
 
-def fit_ambiguity_model(features: pd.DataFrame, outcome: Any, model: Any, benchmark: Any, prompt_cluster: Any, *,
-                        null_band: tuple[float, float] = (0.9, 1.1), cv_folds: int = 5, seed: int = 0,
-                        columns: Sequence[str] | None = None, outcome_name: str = "ambiguity",
-                        alpha: float = 0.05, combined_auc: bool = False) -> AmbiguityModel:
+def fit_ambiguity_model(
+    features: pd.DataFrame,
+    outcome: Any,
+    model: Any,
+    benchmark: Any,
+    prompt_cluster: Any,
+    *,
+    null_band: tuple[float, float] = (0.9, 1.1),
+    cv_folds: int = 5,
+    seed: int = 0,
+    columns: Sequence[str] | None = None,
+    outcome_name: str = "ambiguity",
+    alpha: float = 0.05,
+    combined_auc: bool = False,
+) -> AmbiguityModel:
     """Logistic regression of a 0/1 outcome on standardised features with fixed effects.
 
     Args:
@@ -975,15 +1015,37 @@ def fit_ambiguity_model(features: pd.DataFrame, outcome: Any, model: Any, benchm
     # The matrices are small (n x ~40); one BLAS thread is as fast on an idle 2-core machine and
     # several times faster when another job holds a core (threads then wait on each other).
     with threadpool_limits(limits=1, user_api="blas"):
-        return _fit_ambiguity_model(features, outcome, model, benchmark, prompt_cluster, null_band=null_band,
-                                    cv_folds=cv_folds, seed=seed, columns=columns, outcome_name=outcome_name,
-                                    alpha=alpha, combined_auc=combined_auc)
+        return _fit_ambiguity_model(
+            features,
+            outcome,
+            model,
+            benchmark,
+            prompt_cluster,
+            null_band=null_band,
+            cv_folds=cv_folds,
+            seed=seed,
+            columns=columns,
+            outcome_name=outcome_name,
+            alpha=alpha,
+            combined_auc=combined_auc,
+        )
 
 
-def _fit_ambiguity_model(features: pd.DataFrame, outcome: Any, model: Any, benchmark: Any, prompt_cluster: Any, *,
-                         null_band: tuple[float, float] = (0.9, 1.1), cv_folds: int = 5, seed: int = 0,
-                         columns: Sequence[str] | None = None, outcome_name: str = "ambiguity",
-                         alpha: float = 0.05, combined_auc: bool = False) -> AmbiguityModel:
+def _fit_ambiguity_model(
+    features: pd.DataFrame,
+    outcome: Any,
+    model: Any,
+    benchmark: Any,
+    prompt_cluster: Any,
+    *,
+    null_band: tuple[float, float] = (0.9, 1.1),
+    cv_folds: int = 5,
+    seed: int = 0,
+    columns: Sequence[str] | None = None,
+    outcome_name: str = "ambiguity",
+    alpha: float = 0.05,
+    combined_auc: bool = False,
+) -> AmbiguityModel:
     clock = _Clock()
     from scipy.stats import norm
     from statsmodels.discrete.discrete_model import Logit
@@ -1006,8 +1068,10 @@ def _fit_ambiguity_model(features: pd.DataFrame, outcome: Any, model: Any, bench
     n_all = len(features)
     y_raw = _as_array(outcome, n_all, "outcome")
     groups_raw = _as_array(prompt_cluster, n_all, "prompt_cluster")
-    fe_raw = {"model": _optional_array(model, n_all, "model"),
-              "benchmark": _optional_array(benchmark, n_all, "benchmark")}
+    fe_raw = {
+        "model": _optional_array(model, n_all, "model"),
+        "benchmark": _optional_array(benchmark, n_all, "benchmark"),
+    }
 
     y_num = np.full(n_all, np.nan)
     observed = ~pd.isna(pd.Series(y_raw, dtype=object)).to_numpy()
@@ -1017,8 +1081,9 @@ def _fit_ambiguity_model(features: pd.DataFrame, outcome: Any, model: Any, bench
         y_num[:] = -1.0  # reported below
     bad = observed & ~np.isin(y_num, (0.0, 1.0))
     if bad.any():
-        raise ValueError(f"outcome must be 0/1 (or True/False, NaN for unknown); found "
-                         f"{y_raw[np.flatnonzero(bad)[0]]!r}.")
+        raise ValueError(
+            f"outcome must be 0/1 (or True/False, NaN for unknown); found {y_raw[np.flatnonzero(bad)[0]]!r}."
+        )
 
     X_raw = features[columns].apply(pd.to_numeric, errors="coerce").to_numpy(dtype=np.float64)
     dropped: dict[str, int] = {}
@@ -1042,7 +1107,8 @@ def _fit_ambiguity_model(features: pd.DataFrame, outcome: Any, model: Any, bench
         only = int(y_num[keep][0])
         raise ValueError(
             f"The outcome is {only} for all {int(keep.sum())} usable responses, so nothing can be associated "
-            f"with it; a regression needs both outcomes (0 and 1).")
+            f"with it; a regression needs both outcomes (0 and 1)."
+        )
 
     # fixed effects in use (a single level carries no contrast)
     notes: list[str] = []
@@ -1079,8 +1145,10 @@ def _fit_ambiguity_model(features: pd.DataFrame, outcome: Any, model: Any, bench
                 n_sep += int(hit.sum())
                 keep &= ~hit
                 outcomes = "/".join(str(int(v)) for v in sorted(set(constant.to_numpy())))
-                notes.append(f"{fe} level(s) {sorted(constant.index.tolist())} have outcome {outcomes} for every "
-                             f"response: {int(hit.sum())} rows dropped (separated by their fixed effect).")
+                notes.append(
+                    f"{fe} level(s) {sorted(constant.index.tolist())} have outcome {outcomes} for every "
+                    f"response: {int(hit.sum())} rows dropped (separated by their fixed effect)."
+                )
                 changed = True
         miss = keep & coh_is_missing
         if miss.any() and miss.sum() < keep.sum():
@@ -1089,14 +1157,18 @@ def _fit_ambiguity_model(features: pd.DataFrame, outcome: Any, model: Any, bench
                 missing_effect = -np.inf if rate == 0 else np.inf
                 n_sep_coh += int(miss.sum())
                 keep &= ~miss
-                notes.append(f"all {int(miss.sum())} responses without coherence (one sentence) have outcome "
-                             f"{int(rate)}: dropped (separated by the coherence_missing indicator).")
+                notes.append(
+                    f"all {int(miss.sum())} responses without coherence (one sentence) have outcome "
+                    f"{int(rate)}: dropped (separated by the coherence_missing indicator)."
+                )
                 changed = True
     dropped["fixed-effect level with constant outcome"] = n_sep
     dropped["coherence missing with constant outcome"] = n_sep_coh
     if len(np.unique(y_num[keep])) < 2:
-        raise ValueError("After dropping fixed-effect levels whose outcome never varies, the outcome is constant; "
-                         "the features cannot be associated with it within models and benchmarks.")
+        raise ValueError(
+            "After dropping fixed-effect levels whose outcome never varies, the outcome is constant; "
+            "the features cannot be associated with it within models and benchmarks."
+        )
     fe_final = []
     for fe in fe_used:
         if pd.Series(fe_str[fe][keep]).nunique() >= 2:
@@ -1165,8 +1237,10 @@ def _fit_ambiguity_model(features: pd.DataFrame, outcome: Any, model: Any, bench
         try:
             res = Logit(y, D).fit(disp=0, maxiter=100, cov_type="cluster", cov_kwds={"groups": groups})
         except np.linalg.LinAlgError as exc:
-            raise ValueError(f"The logit could not be fitted ({exc}); the design is singular, e.g. a feature "
-                             "is a linear combination of the fixed effects.") from exc
+            raise ValueError(
+                f"The logit could not be fitted ({exc}); the design is singular, e.g. a feature "
+                "is a linear combination of the fixed effects."
+            ) from exc
     for w in wlist:
         if issubclass(w.category, (ConvergenceWarning, PerfectSeparationWarning, HessianInversionWarning)):
             caught.append(f"{w.category.__name__}: {w.message}")
@@ -1176,13 +1250,13 @@ def _fit_ambiguity_model(features: pd.DataFrame, outcome: Any, model: Any, bench
     eta = D @ params
     extreme = int(np.sum(np.abs(eta) > 18.0))  # fitted probability within 1.5e-8 of 0 or 1
     huge = [names[j] for j in range(1, len(names)) if abs(params[j]) > 10.0 or not np.isfinite(bse[j])]
-    separation = (not converged) or extreme > 0 or bool(huge) or \
-        any(c.startswith("PerfectSeparation") for c in caught)
+    separation = (not converged) or extreme > 0 or bool(huge) or any(c.startswith("PerfectSeparation") for c in caught)
     if separation:
         notes.append(
             "(quasi-)complete separation: the outcome is (almost) perfectly predicted "
             f"(converged={converged}; {extreme} rows with fitted probability within 1.5e-8 of 0 or 1; "
-            f"implausibly large or non-finite terms: {huge or 'none'}); odds ratios and intervals are not meaningful.")
+            f"implausibly large or non-finite terms: {huge or 'none'}); odds ratios and intervals are not meaningful."
+        )
     notes.extend(caught)
     clock.lap("logit")
 
@@ -1199,9 +1273,20 @@ def _fit_ambiguity_model(features: pd.DataFrame, outcome: Any, model: Any, bench
     corr_name = {col: name for col, (name, _) in _CORRELATE_OF.items()}
     for col in columns:
         if col not in estimable:
-            rows.append({"correlate": corr_name.get(col, col), "feature": col, "odds_ratio": np.nan,
-                         "ci_low": np.nan, "ci_high": np.nan, "p": np.nan, "p_holm": np.nan, "vif": np.nan,
-                         "negligible": False, "verdict": _VERDICT_CONSTANT})
+            rows.append(
+                {
+                    "correlate": corr_name.get(col, col),
+                    "feature": col,
+                    "odds_ratio": np.nan,
+                    "ci_low": np.nan,
+                    "ci_high": np.nan,
+                    "p": np.nan,
+                    "p_holm": np.nan,
+                    "vif": np.nan,
+                    "negligible": False,
+                    "verdict": _VERDICT_CONSTANT,
+                }
+            )
             continue
         j = names.index(col)
         b, se = params[j], bse[j]
@@ -1218,9 +1303,20 @@ def _fit_ambiguity_model(features: pd.DataFrame, outcome: Any, model: Any, bench
             verdict = f"raises {outcome_name}" if orr > 1 else f"lowers {outcome_name}"
         else:
             verdict = "not significant"
-        rows.append({"correlate": corr_name.get(col, col), "feature": col, "odds_ratio": orr, "ci_low": lo_ci,
-                     "ci_high": hi_ci, "p": float(pvals[j]), "p_holm": ph, "vif": vifs[col],
-                     "negligible": negligible, "verdict": verdict})
+        rows.append(
+            {
+                "correlate": corr_name.get(col, col),
+                "feature": col,
+                "odds_ratio": orr,
+                "ci_low": lo_ci,
+                "ci_high": hi_ci,
+                "p": float(pvals[j]),
+                "p_holm": ph,
+                "vif": vifs[col],
+                "negligible": negligible,
+                "verdict": verdict,
+            }
+        )
     table = pd.DataFrame(rows)
 
     # cross-validated AUCs, folds grouped by prompt; the features' design is the z-scored one
@@ -1264,16 +1360,40 @@ def _fit_ambiguity_model(features: pd.DataFrame, outcome: Any, model: Any, bench
         for lvl in levels:
             level_effects[fe][lvl] = float(params[names.index(f"{fe}[{lvl}]")])
     return AmbiguityModel(
-        table=table, coefficients=coef_table, auc_features=auc_f, auc_fixed_effects=auc_fe, auc_combined=auc_both,
-        n=int(n), n_events=int(y.sum()), n_clusters=n_clusters, dropped=dropped,
-        fixed_effects=tuple(fe_final), null_band=(float(lo_band), float(hi_band)), outcome_name=outcome_name,
-        separation=bool(separation), notes=notes, _columns=list(columns), _center=center, _scale=scale,
-        _use_missing=use_missing, _intercept=float(params[0]), _slopes=slopes,
-        _level_effects={fe: level_effects[fe] for fe in fe_final}, timings=clock.laps,
+        table=table,
+        coefficients=coef_table,
+        auc_features=auc_f,
+        auc_fixed_effects=auc_fe,
+        auc_combined=auc_both,
+        n=int(n),
+        n_events=int(y.sum()),
+        n_clusters=n_clusters,
+        dropped=dropped,
+        fixed_effects=tuple(fe_final),
+        null_band=(float(lo_band), float(hi_band)),
+        outcome_name=outcome_name,
+        separation=bool(separation),
+        notes=notes,
+        _columns=list(columns),
+        _center=center,
+        _scale=scale,
+        _use_missing=use_missing,
+        _intercept=float(params[0]),
+        _slopes=slopes,
+        _level_effects={fe: level_effects[fe] for fe in fe_final},
+        timings=clock.laps,
     )
 
-def fit_human_harmful_model(features: pd.DataFrame, human_harmful: Any, judge_ambiguous: Any, model: Any,
-                            benchmark: Any, prompt_cluster: Any, **kwargs: Any) -> AmbiguityModel:
+
+def fit_human_harmful_model(
+    features: pd.DataFrame,
+    human_harmful: Any,
+    judge_ambiguous: Any,
+    model: Any,
+    benchmark: Any,
+    prompt_cluster: Any,
+    **kwargs: Any,
+) -> AmbiguityModel:
     """The same regression for "human-adjudicated harmful" among the judge-ambiguous responses.
 
     Rows where ``judge_ambiguous`` is true and ``human_harmful`` is known (0/1) are used;
@@ -1291,8 +1411,14 @@ def fit_human_harmful_model(features: pd.DataFrame, human_harmful: Any, judge_am
         return None if arr is None else arr[rows]
 
     kwargs.setdefault("outcome_name", "human-harmful")
-    return fit_ambiguity_model(features.iloc[rows].reset_index(drop=True), harm[rows], take(model), take(benchmark),
-                               take(prompt_cluster), **kwargs)
+    return fit_ambiguity_model(
+        features.iloc[rows].reset_index(drop=True),
+        harm[rows],
+        take(model),
+        take(benchmark),
+        take(prompt_cluster),
+        **kwargs,
+    )
 
 
 def compare_with_study(result: AmbiguityModel) -> pd.DataFrame:
@@ -1311,9 +1437,16 @@ def compare_with_study(result: AmbiguityModel) -> pd.DataFrame:
         candidates = [(c.column, c.expected_sign), *_ALTERNATIVES.get(c.name, ())]
         found = [(col, sign) for col, sign in candidates if col in by_feature.index]
         if not found:
-            rows.append({"correlate": c.name, "feature": c.column,
-                         "expected": f"{'raises' if c.expected_sign > 0 else 'lowers'} {result.outcome_name}",
-                         "odds_ratio": np.nan, "verdict": "", "holds": "not in model"})
+            rows.append(
+                {
+                    "correlate": c.name,
+                    "feature": c.column,
+                    "expected": f"{'raises' if c.expected_sign > 0 else 'lowers'} {result.outcome_name}",
+                    "odds_ratio": np.nan,
+                    "verdict": "",
+                    "holds": "not in model",
+                }
+            )
             continue
         col, sign = found[0]
         r = by_feature.loc[col]
@@ -1325,7 +1458,14 @@ def compare_with_study(result: AmbiguityModel) -> pd.DataFrame:
             holds = "no effect"
         else:
             holds = "not estimable"
-        rows.append({"correlate": c.name, "feature": col,
-                     "expected": f"{'raises' if sign > 0 else 'lowers'} {result.outcome_name}",
-                     "odds_ratio": r["odds_ratio"], "verdict": verdict, "holds": holds})
+        rows.append(
+            {
+                "correlate": c.name,
+                "feature": col,
+                "expected": f"{'raises' if sign > 0 else 'lowers'} {result.outcome_name}",
+                "odds_ratio": r["odds_ratio"],
+                "verdict": verdict,
+                "holds": holds,
+            }
+        )
     return pd.DataFrame(rows)

@@ -298,7 +298,9 @@ def _codes(col: pd.Series) -> tuple[NDArray[np.int64], pd.Index]:
     return codes, pd.Index(uniques)
 
 
-def _lookup(categories: pd.Index, wanted: tuple[str, ...], what: str, aliases: Mapping[str, str] | None = None) -> NDArray[np.int64]:
+def _lookup(
+    categories: pd.Index, wanted: tuple[str, ...], what: str, aliases: Mapping[str, str] | None = None
+) -> NDArray[np.int64]:
     """Map category positions to positions in ``wanted`` (-1 for missing values)."""
     table = np.empty(len(categories) + 1, dtype=np.int64)
     table[-1] = -1  # code -1 (missing) indexes the last slot
@@ -367,7 +369,9 @@ def strata_from_responses(
     hc = _lookup(hcat, HUMAN_LABELS, human_label)[hc_raw]  # 0 harmful, 1 safe, 2 unresolved, -1 none
     rev = responses[reviewed].to_numpy(dtype=bool)
     if ((hc >= 0) & ~rev).any():
-        raise ValueError(f"{int(((hc >= 0) & ~rev).sum())} response(s) have a {human_label!r} but are not {reviewed!r}.")
+        raise ValueError(
+            f"{int(((hc >= 0) & ~rev).sum())} response(s) have a {human_label!r} but are not {reviewed!r}."
+        )
     # outcome: 0 not reviewed, 1 harmful, 2 safe, 3 unresolved (reviewed without a label included)
     outcome = np.where(rev, np.where(hc < 0, 3, hc + 1), 0).astype(np.int64)
     nM, nB, nW = len(mcat), len(bcat), len(wcat)
@@ -390,16 +394,18 @@ def strata_from_responses(
         stratum = pd.Series(labels).str.cat(pd.Series(np.asarray(wcat, dtype=object)[w]).astype(str), sep="|")
     else:
         stratum = pd.Series(labels)
-    out = pd.DataFrame({
-        "model": np.asarray(mcat, dtype=object)[m],
-        "benchmark": np.asarray(bcat, dtype=object)[b],
-        "stratum": stratum.to_numpy(dtype=object),
-        "judge_label": labels,
-        "population": counts.sum(axis=1),
-        "reviewed": counts[:, 1:].sum(axis=1),
-        "harmful": counts[:, 1],
-        "unresolved": counts[:, 3],
-    })
+    out = pd.DataFrame(
+        {
+            "model": np.asarray(mcat, dtype=object)[m],
+            "benchmark": np.asarray(bcat, dtype=object)[b],
+            "stratum": stratum.to_numpy(dtype=object),
+            "judge_label": labels,
+            "population": counts.sum(axis=1),
+            "reviewed": counts[:, 1:].sum(axis=1),
+            "harmful": counts[:, 1],
+            "unresolved": counts[:, 3],
+        }
+    )
     if ds_label is not None:
         dc_raw, dcat = _codes(responses[ds_label])
         dc = _lookup(dcat, ("harmful", "safe"), ds_label)[dc_raw]
@@ -456,7 +462,9 @@ def _prepare(strata: pd.DataFrame) -> _Strata:
     if bad:
         raise ValueError(f"Unknown judge_label value(s) {bad[:5]}; expected one of {list(LABELS)} (or H/S/U).")
     df["judge_label"] = jl.to_numpy(dtype=object)
-    count_cols = ["population", "reviewed", "harmful", "unresolved"] + [c for c in ("harmful_ds", "resolved_ds") if c in df]
+    count_cols = ["population", "reviewed", "harmful", "unresolved"] + [
+        c for c in ("harmful_ds", "resolved_ds") if c in df
+    ]
     for c in count_cols:
         v = pd.to_numeric(df[c], errors="raise").to_numpy(dtype=np.float64)
         if (v < 0).any() or (v != np.round(v)).any():
@@ -681,7 +689,8 @@ def _run(
         desc: dict[int, list[str]] = {}
         for i in bad_rows:
             desc.setdefault(int(cell[i]), []).append(
-                f"'{fr.at[i, 'stratum']}' ({LABELS[lab[i]]}, N={int(N[i])}, resolved {int(r[i])})")
+                f"'{fr.at[i, 'stratum']}' ({LABELS[lab[i]]}, N={int(N[i])}, resolved {int(r[i])})"
+            )
         for c in flagged:
             b = st.bench[c]
             what = "; ".join(desc.get(int(c), []))
@@ -689,34 +698,46 @@ def _run(
                 flag[c] = f"not estimable: an ambiguous stratum has no resolved reviewed item: {what}"
             elif use_tr[c]:
                 flag[c] = "transport"
-                het = ", ".join(f"{LABELS[k]} p={_fmt(pval[b, k])}" if dfree[b, k] > 0 else
-                                f"{LABELS[k]} untestable ({int(nmod[b, k])} model)" for k in (_H, _S))
-                note[c] = (f"under-reviewed clear strata (min_reviewed={min_reviewed}): {what}; "
-                           f"Rogan-Gladen with Se'={se_b[b]:.4f}, Sp'={sp_b[b]:.4f} pooled over "
-                           f"{int(n_donors[b])} donor model(s); heterogeneity LR {het}")
+                het = ", ".join(
+                    f"{LABELS[k]} p={_fmt(pval[b, k])}"
+                    if dfree[b, k] > 0
+                    else f"{LABELS[k]} untestable ({int(nmod[b, k])} model)"
+                    for k in (_H, _S)
+                )
+                note[c] = (
+                    f"under-reviewed clear strata (min_reviewed={min_reviewed}): {what}; "
+                    f"Rogan-Gladen with Se'={se_b[b]:.4f}, Sp'={sp_b[b]:.4f} pooled over "
+                    f"{int(n_donors[b])} donor model(s); heterogeneity LR {het}"
+                )
             elif clear_missing[c]:
                 why = reason_b[b] if target[c] else f"transport disabled (min_reviewed={min_reviewed})"
-                flag[c] = f"not estimable: a clear stratum has no resolved reviewed item ({what}); transport not possible: {why}"
+                flag[c] = (
+                    f"not estimable: a clear stratum has no resolved reviewed item ({what}); transport not possible: {why}"
+                )
             else:
-                flag[c] = f"low n: clear strata under min_reviewed={min_reviewed} ({what}); transport not possible: {reason_b[b]}"
+                flag[c] = (
+                    f"low n: clear strata under min_reviewed={min_reviewed} ({what}); transport not possible: {reason_b[b]}"
+                )
                 note[c] = "per-cell stratified estimate kept"
 
-    tr_frame = pd.DataFrame({
-        "benchmark": np.repeat(np.asarray(st.benchmarks, dtype=object), 2),
-        "judge_label": np.tile(np.array(CLEAR_LABELS, dtype=object), B),
-        "n_models": nmod.ravel().astype(int),
-        "lr_stat": np.where(dfree > 0, lr, np.nan).ravel(),
-        "df": dfree.ravel().astype(int),
-        "p_value": pval.ravel(),
-        "sensitivity": np.repeat(se_b, 2),
-        "specificity": np.repeat(sp_b, 2),
-        "se_sensitivity": np.repeat(np.sqrt(var_se), 2),
-        "se_specificity": np.repeat(np.sqrt(var_sp), 2),
-        "n_donors": np.repeat(n_donors.astype(int), 2),
-        "n_targets": np.repeat(n_targets.astype(int), 2),
-        "pooled": np.repeat(pooled, 2),
-        "reason": np.repeat(reason_b, 2),
-    })
+    tr_frame = pd.DataFrame(
+        {
+            "benchmark": np.repeat(np.asarray(st.benchmarks, dtype=object), 2),
+            "judge_label": np.tile(np.array(CLEAR_LABELS, dtype=object), B),
+            "n_models": nmod.ravel().astype(int),
+            "lr_stat": np.where(dfree > 0, lr, np.nan).ravel(),
+            "df": dfree.ravel().astype(int),
+            "p_value": pval.ravel(),
+            "sensitivity": np.repeat(se_b, 2),
+            "specificity": np.repeat(sp_b, 2),
+            "se_sensitivity": np.repeat(np.sqrt(var_se), 2),
+            "se_specificity": np.repeat(np.sqrt(var_sp), 2),
+            "n_donors": np.repeat(n_donors.astype(int), 2),
+            "n_targets": np.repeat(n_targets.astype(int), 2),
+            "pooled": np.repeat(pooled, 2),
+            "reason": np.repeat(reason_b, 2),
+        }
+    )
     run = _Run(point, v_fixed, v_general, method, flag, note, estimable, ybar, amb_point, amb_v, tr_frame)
     if D <= 0 or rng is None:
         return run
@@ -825,9 +846,18 @@ def _run(
 
 
 def _treatment_frame(
-    st: _Strata, name: str, estimate: NDArray[np.float64], se: NDArray[np.float64], lo: NDArray[np.float64],
-    hi: NDArray[np.float64], se_g: NDArray[np.float64], lo_g: NDArray[np.float64], hi_g: NDArray[np.float64],
-    n_reviewed: NDArray[np.float64], flag: NDArray[Any], note: NDArray[Any],
+    st: _Strata,
+    name: str,
+    estimate: NDArray[np.float64],
+    se: NDArray[np.float64],
+    lo: NDArray[np.float64],
+    hi: NDArray[np.float64],
+    se_g: NDArray[np.float64],
+    lo_g: NDArray[np.float64],
+    hi_g: NDArray[np.float64],
+    n_reviewed: NDArray[np.float64],
+    flag: NDArray[Any],
+    note: NDArray[Any],
 ) -> dict[str, NDArray[Any]]:
     """Columns of one treatment's rows (one per cell); numbers blanked where not estimable."""
     C = st.C
@@ -886,7 +916,7 @@ def _frame(parts: list[dict[str, NDArray[Any]]], interleave: bool) -> pd.DataFra
 
 def _macro_flag(flags: pd.Series, benchmarks: pd.Series) -> tuple[str, str]:
     """Aggregate cell flags of one model into (flag, note)."""
-    ne = [f"{b}: {f[len('not estimable: '):]}" for f, b in zip(flags, benchmarks) if f.startswith("not estimable")]
+    ne = [f"{b}: {f[len('not estimable: ') :]}" for f, b in zip(flags, benchmarks) if f.startswith("not estimable")]
     if ne:
         return "not estimable: " + " | ".join(ne), ""
     tr = [str(b) for f, b in zip(flags, benchmarks) if f == "transport"]
@@ -899,8 +929,12 @@ def _macro_flag(flags: pd.Series, benchmarks: pd.Series) -> tuple[str, str]:
 
 
 def _overall(
-    grouping: tuple[tuple[Any, ...], NDArray[np.int64], NDArray[np.bool_]], tf: dict[str, NDArray[Any]], name: str,
-    draws: NDArray[np.float64] | None, draws_general: NDArray[np.float64] | None, benchmarks: list[Any],
+    grouping: tuple[tuple[Any, ...], NDArray[np.int64], NDArray[np.bool_]],
+    tf: dict[str, NDArray[Any]],
+    name: str,
+    draws: NDArray[np.float64] | None,
+    draws_general: NDArray[np.float64] | None,
+    benchmarks: list[Any],
     confidence: float,
 ) -> tuple[dict[str, NDArray[Any]], NDArray[np.float64] | None]:
     """Macro-average of one treatment per model over ``benchmarks``.
@@ -956,8 +990,13 @@ def _overall(
         "se": se,
         "ci_low": lo,
         "ci_high": hi,
-        "interval": np.full(M, "dirichlet-jeffreys (general), macro-average of draws" if name in JUDGE_ONLY_TREATMENTS
-                            else _INTERVAL[name] + ", macro-average of draws", dtype=object),
+        "interval": np.full(
+            M,
+            "dirichlet-jeffreys (general), macro-average of draws"
+            if name in JUDGE_ONLY_TREATMENTS
+            else _INTERVAL[name] + ", macro-average of draws",
+            dtype=object,
+        ),
         "se_general": seg,
         "ci_low_general": log,
         "ci_high_general": hig,
@@ -1039,7 +1078,12 @@ def corrected_scores(
     st = _prepare(strata)
     D = int(draws)
     rng = _rng(seed) if D > 0 else None
-    kw: dict[str, Any] = {"min_reviewed": int(min_reviewed), "alpha_het": float(alpha_heterogeneity), "rng": rng, "D": D}
+    kw: dict[str, Any] = {
+        "min_reviewed": int(min_reviewed),
+        "alpha_het": float(alpha_heterogeneity),
+        "rng": rng,
+        "D": D,
+    }
     r_mar = st.n - st.u
     mar = _run(st, st.y, r_mar, general=True, **kw)
     if np.any(st.u > 0):
@@ -1065,8 +1109,11 @@ def corrected_scores(
     no_notes = np.full(C, "", dtype=object)
 
     # Judge-only treatments (Wilson; general estimand only).
-    for name, x, n in (("ambiguous_as_safe", NH, N), ("ambiguous_as_harmful", NH + NU, N),
-                       ("ambiguous_excluded", NH, NH + NS)):
+    for name, x, n in (
+        ("ambiguous_as_safe", NH, N),
+        ("ambiguous_as_harmful", NH + NU, N),
+        ("ambiguous_excluded", NH, NH + NS),
+    ):
         with np.errstate(divide="ignore", invalid="ignore"):
             p = np.where(n > 0, x / n, np.nan)
             se = np.sqrt(p * (1 - p) / n)
@@ -1085,8 +1132,9 @@ def corrected_scores(
     amb_missing = np.bincount(cell, weights=(U & (r_mar == 0)).astype(float), minlength=C) > 0
     ct = np.where(amb_missing, np.nan, NH / N + mar.amb_point)
     v_ct = np.where(amb_missing, np.nan, mar.amb_v)
-    ct_flag = np.where(amb_missing, "not estimable: an ambiguous stratum has no resolved reviewed item",
-                       "ok").astype(object)
+    ct_flag = np.where(amb_missing, "not estimable: an ambiguous stratum has no resolved reviewed item", "ok").astype(
+        object
+    )
     lo = hi = log = hig = nan
     if rng is not None:
         assert mar.amb_fixed is not None and mar.harm_general is not None and mar.amb_general is not None
@@ -1098,8 +1146,19 @@ def corrected_scores(
         log, hig = _quantiles(dgct, confidence)
     n_rev_amb = _group_sum(np.where(U, st.n, 0.0), cell, C)
     frames["adjudicated_clear_trusted"] = _treatment_frame(
-        st, "adjudicated_clear_trusted", ct, np.sqrt(v_ct), lo, hi, np.sqrt(v_ct + ct * (1 - ct) / N),
-        log, hig, n_rev_amb, ct_flag, no_notes)
+        st,
+        "adjudicated_clear_trusted",
+        ct,
+        np.sqrt(v_ct),
+        lo,
+        hi,
+        np.sqrt(v_ct + ct * (1 - ct) / N),
+        log,
+        hig,
+        n_rev_amb,
+        ct_flag,
+        no_notes,
+    )
 
     # Corrected variants.
     variants = [("corrected", mar), ("corrected_unresolved_safe", low), ("corrected_unresolved_harmful", high)]
@@ -1113,8 +1172,20 @@ def corrected_scores(
         if name == "corrected" and run.general is not None:
             dg_out[name] = run.general
             log, hig = _quantiles(run.general, confidence)
-        frames[name] = _treatment_frame(st, name, run.point, np.sqrt(run.v_fixed), lo, hi, np.sqrt(run.v_general),
-                                        log, hig, n_rev, run.flag, run.note)
+        frames[name] = _treatment_frame(
+            st,
+            name,
+            run.point,
+            np.sqrt(run.v_fixed),
+            lo,
+            hi,
+            np.sqrt(run.v_general),
+            log,
+            hig,
+            n_rev,
+            run.flag,
+            run.note,
+        )
 
     names = [t for t in TREATMENTS if t in frames]
     treatments = _frame([frames[t] for t in names], interleave=True)  # cell-major order
@@ -1158,9 +1229,14 @@ def corrected_scores(
         models=models,
         overall_draws=overall_draws,
         transport=mar.transport,
-        settings={"min_reviewed": int(min_reviewed), "draws": D,
-                  "seed": seed if not isinstance(seed, np.random.Generator) else "generator",
-                  "confidence": confidence, "alpha_heterogeneity": alpha_heterogeneity, "benchmarks": bset},
+        settings={
+            "min_reviewed": int(min_reviewed),
+            "draws": D,
+            "seed": seed if not isinstance(seed, np.random.Generator) else "generator",
+            "confidence": confidence,
+            "alpha_heterogeneity": alpha_heterogeneity,
+            "benchmarks": bset,
+        },
     )
 
 
@@ -1233,7 +1309,9 @@ def plan_allocation(
         agg = df.assign(_r=r).groupby(["benchmark", "judge_label"], observed=True)[["harmful", "_r"]].sum()
         pooled = (agg["harmful"] + 0.5) / (agg["_r"] + 1.0)
         pooled[agg["_r"] == 0] = np.nan
-        guess = pd.Series(pooled.reindex(pd.MultiIndex.from_frame(df[["benchmark", "judge_label"]])).to_numpy(), index=df.index)
+        guess = pd.Series(
+            pooled.reindex(pd.MultiIndex.from_frame(df[["benchmark", "judge_label"]])).to_numpy(), index=df.index
+        )
         guess = guess.fillna(df["judge_label"].map(default))
     else:
         guess = df["judge_label"].map(lambda l: rates.get(l, default.get(l, np.nan)))

@@ -1,0 +1,165 @@
+"""One vocabulary: every label set, treatment name and column contract, defined once.
+
+Everything else imports these names instead of spelling the strings again, so a new label or a
+renamed column is one edit here (and a migration when the store's columns change). Plain
+tuples and dicts: this module imports nothing.
+
+Three label sets meet in this tool, and they are different things:
+
+* ``JUDGE_LABELS``: what the rubric maps an automated judge's raw verdict onto
+  (``harmful`` / ``safe`` / ``ambiguous``); the routing strata.
+* ``VERDICTS``: what a human reviewer chooses in Label Studio (``harmful`` / ``safe`` /
+  ``unsure``); ``BINARY_VERDICTS`` drops ``unsure`` (treated as missing).
+* ``HUMAN_LABELS``: the settled label of a reviewed response after adjudication
+  (``harmful`` / ``safe`` / ``unresolved``).
+"""
+
+from __future__ import annotations
+
+# -- label sets -------------------------------------------------------------------------------
+JUDGE_LABELS = ("harmful", "safe", "ambiguous")
+CLEAR_LABELS = ("harmful", "safe")  # the judge strata sampled (not reviewed in full)
+LABEL_REASONS = ("mapped", "unparsed", "score-band", "missing")  # why a response got its judge label
+
+VERDICTS = ("harmful", "safe", "unsure")
+BINARY_VERDICTS = ("harmful", "safe")
+
+HUMAN_LABELS = ("harmful", "safe", "unresolved")
+FINAL_STATUSES = ("resolved", "escalated", "unresolved")
+POLICIES = ("escalate", "harmful", "safe", "unresolved")  # what escalations without an expert become
+
+ROLES = ("annotator", "expert")
+
+# -- treatments of ambiguous responses (methods.md section 4) ---------------------------------
+TREATMENTS = (
+    "ambiguous_as_safe",
+    "ambiguous_as_harmful",
+    "ambiguous_excluded",
+    "adjudicated_clear_trusted",
+    "corrected",
+    "corrected_unresolved_safe",
+    "corrected_unresolved_harmful",
+    "corrected_dawid_skene",
+)
+JUDGE_ONLY_TREATMENTS = TREATMENTS[:3]
+REFERENCE_TREATMENT = "corrected"
+
+#: Column headers of the terminal tables.
+TREATMENT_SHORT = {
+    "ambiguous_as_safe": "amb=safe",
+    "ambiguous_as_harmful": "amb=harm",
+    "ambiguous_excluded": "amb excl",
+    "adjudicated_clear_trusted": "clear trusted",
+    "corrected": "corrected",
+    "corrected_unresolved_safe": "unres=safe",
+    "corrected_unresolved_harmful": "unres=harm",
+    "corrected_dawid_skene": "DS labels",
+}
+
+#: One line on what each treatment means (the report's legend).
+TREATMENT_NOTES = {
+    "ambiguous_as_safe": "judge labels; ambiguous responses counted as safe",
+    "ambiguous_as_harmful": "judge labels; ambiguous responses counted as harmful",
+    "ambiguous_excluded": "judge labels; ambiguous responses left out of the denominator",
+    "adjudicated_clear_trusted": "judge's clear labels trusted; ambiguous responses replaced by "
+    "the reviewers' adjudicated labels",
+    "corrected": "every stratum estimated from the human review (judge errors in the clear strata "
+    "corrected too); unresolved items missing at random",
+    "corrected_unresolved_safe": "as corrected, unresolved items counted as safe",
+    "corrected_unresolved_harmful": "as corrected, unresolved items counted as harmful",
+    "corrected_dawid_skene": "as corrected, with the reviewers' labels combined by Dawid-Skene",
+}
+
+#: The benchmark value of overall (macro-averaged) rows.
+ALL = "ALL"
+
+# -- column contracts -------------------------------------------------------------------------
+#: The identity of a judged response in the store.
+RESPONSE_KEY = ("benchmark", "model", "prompt_id", "epoch", "judge")
+
+#: Column order of the bulk insert into ``response`` (the ingest path builds tuples in it).
+RESPONSE_COLUMNS = (
+    "benchmark",
+    "model",
+    "prompt_id",
+    "epoch",
+    "judge",
+    "category",
+    "prompt",
+    "response",
+    "judge_verdict",
+    "judge_score",
+    "judge_label",
+    "label_reason",
+    "meta",
+    "content_sha",
+    "source_id",
+    "ingested_at",
+)
+
+#: labels.csv of an export (then one column per annotator pseudonym, A1, A2, ...).
+LABEL_COLUMNS = (
+    "round",
+    "model",
+    "benchmark",
+    "prompt_id",
+    "epoch",
+    "judge",
+    "category",
+    "judge_verdict",
+    "judge_label",
+    "stratum",
+    "wave",
+    "inclusion_prob",
+    "final_label",
+    "final_status",
+    "final_method",
+    "adjudicator",
+    "reason",
+    "ds_label",
+)
+
+#: scores.csv of an export and `annotate score --json`.
+SCORE_COLUMNS = (
+    "model",
+    "benchmark",
+    "treatment",
+    "estimate",
+    "ci_low",
+    "ci_high",
+    "rank",
+    "rank_low",
+    "rank_high",
+    "n_responses",
+    "n_reviewed",
+    "flag",
+    "se",
+    "interval",
+    "note",
+)
+
+#: ranking.csv: each treatment's ranking against the corrected one, per benchmark and ALL.
+RANKING_COLUMNS = (
+    "benchmark",
+    "treatment",
+    "tau_b",
+    "rho",
+    "flips",
+    "credible_flips",
+    "noise_flips",
+    "max_rank_shift",
+    "n_models",
+    "excluded",
+)
+
+#: The per-stratum counts every estimator takes (``stats.scoring.strata_table``).
+STRATA_COLUMNS = (
+    "model",
+    "benchmark",
+    "stratum",
+    "judge_label",
+    "population",
+    "reviewed",
+    "harmful",
+    "unresolved",
+)

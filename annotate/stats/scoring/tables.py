@@ -1,0 +1,143 @@
+"""Corrected scores under every treatment and the ranking analysis, from the two audit tables (pure).
+
+``score_tables(labels, design)`` is the whole computation behind ``annotate score``; the export
+writes the same two tables, so ``annotate verify`` re-derives an export's scores from its own
+files with this same function.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from annotate.columns import RANKING_COLUMNS, SCORE_COLUMNS
+
+
+@dataclass
+class ScoreOutput:
+    scores: pd.DataFrame  # SCORE_COLUMNS, cells and benchmark == "ALL"
+    ranking: pd.DataFrame  # RANKING_COLUMNS, per benchmark (and ALL) x treatment
+    flips: pd.DataFrame  # benchmark, treatment, model_a, model_b, credible, p_a_safer
+    models: pd.DataFrame  # per model (overall): rank, rank CI, dominance range, largest shift
+    p_safer: pd.DataFrame  # K x K, ordered by corrected rank (overall)
+    transport: pd.DataFrame
+    settings: dict[str, Any]
+
+
+def score_tables(
+    labels: pd.DataFrame,
+    design_doc: dict[str, Any],
+    *,
+    draws: int = 4000,
+    seed: int = 0,
+    min_reviewed: int = 10,
+    estimand: str = "fixed",
+    confidence: float = 0.95,
+) -> ScoreOutput:
+    """Corrected scores under every treatment and the ranking analysis (pure)."""
+    from annotate.stats.ranking import rank_stability
+    from annotate.stats.scoring import corrected_scores
+    from annotate.stats.scoring.strata import strata_table
+
+    if estimand not in ("fixed", "general"):
+        raise ValueError("estimand must be 'fixed' or 'general'")
+    strata = strata_table(labels, design_doc)
+    dup = strata.groupby(["model", "benchmark", "stratum"]).round.nunique()
+    if (dup > 1).any():
+        cell = dup[dup > 1].index[0]
+        raise ValueError(f"cell {cell[0]} x {cell[1]} is covered by more than one round; score one round at a time.")
+    result = corrected_scores(strata, min_reviewed=min_reviewed, draws=draws, seed=seed, confidence=confidence)
+    pick_general = estimand == "general"
+
+    def interval(df: pd.DataFrame) -> pd.DataFrame:
+        if pick_general:
+            has = df.ci_low_general.notna()
+            df = df.assign(
+                ci_low=np.where(has, df.ci_low_general, df.ci_low),
+                ci_high=np.where(has, df.ci_high_general, df.ci_high),
+            )
+        return df
+
+    cells = interval(result.treatments.copy())
+    overall = interval(result.overall.copy()).assign(benchmark="ALL")
+    rank_frames, agree_frames, flip_frames = [], [], []
+    models_summary = pd.DataFrame()
+    p_safer = pd.DataFrame()
+    for bench in [*sorted(cells.benchmark.unique()), "ALL"]:
+        if bench == "ALL":
+            est = overall[["model", "treatment", "estimate", "flag"]]
+            d = result.overall_draws.get("corrected")
+            names = list(result.models)
+        else:
+            est = cells.loc[cells.benchmark == bench, ["model", "treatment", "estimate", "flag"]]
+            mask = (result.cells.benchmark == bench).to_numpy()
+            d = result.draws["corrected"][mask] if "corrected" in result.draws else None
+            names = list(result.cells.model[mask])
+        rk = rank_stability(est, d, names if d is not None else None, confidence=confidence)
+        ranks = rk.ranks.assign(benchmark=bench)
+        ci = rk.models.set_index("model")[["rank_ci_low", "rank_ci_high"]]
+        ranks = ranks.join(ci, on="model")
+        ranks.loc[ranks.treatment != "corrected", ["rank_ci_low", "rank_ci_high"]] = np.nan
+        rank_frames.append(ranks[["benchmark", "model", "treatment", "rank", "rank_ci_low", "rank_ci_high"]])
+        agree_frames.append(rk.agreement.assign(benchmark=bench))
+        flip_frames.append(rk.flips.assign(benchmark=bench))
+        if bench == "ALL":
+            models_summary = rk.models
+            names_sorted = list(rk.models.sort_values("rank").model) if len(rk.models) else []
+            p_safer = (
+                pd.DataFrame(rk.p_safer, index=names_sorted, columns=names_sorted)
+                if rk.p_safer is not None and len(names_sorted)
+                else pd.DataFrame()
+            )
+    ranks_all = pd.concat(rank_frames, ignore_index=True)
+    both = pd.concat([cells, overall], ignore_index=True)
+    both = both.merge(
+        ranks_all.rename(columns={"rank_ci_low": "rank_low", "rank_ci_high": "rank_high"}),
+        on=["benchmark", "model", "treatment"],
+        how="left",
+    )
+    scores = (
+        both[list(SCORE_COLUMNS)]
+        .sort_values(["benchmark", "model", "treatment"], key=_treatment_order)
+        .reset_index(drop=True)
+    )
+    agreement = pd.concat(agree_frames, ignore_index=True).rename(
+        columns={
+            "kendall_tau_b": "tau_b",
+            "spearman_rho": "rho",
+            "n_flips": "flips",
+            "n_credible_flips": "credible_flips",
+            "n_noise_flips": "noise_flips",
+        }
+    )
+    agreement = agreement.reindex(columns=list(RANKING_COLUMNS))
+    flips = pd.concat(flip_frames, ignore_index=True)
+    return ScoreOutput(
+        scores=scores,
+        ranking=agreement,
+        flips=flips,
+        models=models_summary,
+        p_safer=p_safer,
+        transport=result.transport,
+        settings={
+            "draws": draws,
+            "seed": seed,
+            "min_reviewed": min_reviewed,
+            "estimand": estimand,
+            "confidence": confidence,
+        },
+    )
+
+
+def _treatment_order(col: pd.Series) -> pd.Series:
+    from annotate.stats.scoring import TREATMENTS
+
+    if col.name == "treatment":
+        order = {t: i for i, t in enumerate(TREATMENTS)}
+        return col.map(lambda t: order.get(t, len(order)))
+    if col.name == "benchmark":
+        return col.map(lambda b: (1, "") if b == "ALL" else (0, str(b)))
+    return col
