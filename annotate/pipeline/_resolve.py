@@ -1,0 +1,68 @@
+"""What several commands resolve the same way: which round, which judge, which annotators.
+
+Each lives here once, so every command answers a missing or ambiguous choice with the same
+message.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+from annotate.errors import InputError, StateError
+
+if TYPE_CHECKING:
+    from annotate.db import Store
+
+
+def resolve_judge(store: Store, judge: str | None) -> str:
+    """The judge whose labels a command uses: the one given, or the store's only judge."""
+    judges = store.judges()
+    if not judges:
+        raise StateError("the store holds no responses: run `annotate ingest` first.")
+    if judge is None:
+        if len(judges) > 1:
+            raise InputError(
+                f"the store holds verdicts of several judges ({', '.join(judges)}); choose one with --judge."
+            )
+        return judges[0]
+    if judge not in judges:
+        raise InputError(f"no responses judged by {judge!r}; judges: {', '.join(judges)}")
+    return judge
+
+
+def review_round_names(store: Store) -> list[str]:
+    rounds = store.rounds()
+    if not len(rounds):
+        return []
+    return [str(n) for n in rounds.loc[rounds.kind == "review", "name"]]
+
+
+def resolve_round(store: Store, name: str | None) -> dict[str, Any]:
+    """The round row for ``--round`` (or the only review round when it is omitted)."""
+    if name is None:
+        return resolve_rounds(store, ())[0]
+    row = store.get_round(name)
+    if row is None:
+        known = ", ".join(review_round_names(store)) or "none"
+        raise InputError(f"no round named {name!r} (rounds: {known})")
+    return row
+
+
+def resolve_rounds(store: Store, names: tuple[str, ...] | list[str]) -> list[dict[str, Any]]:
+    """The round rows for a repeatable ``--round`` (default: the only review round)."""
+    known = review_round_names(store)
+    if names:
+        rows = []
+        for n in names:
+            row = store.get_round(n)
+            if row is None or row.get("kind") != "review":
+                raise InputError(f"no round named {n!r} (rounds: {', '.join(known) or 'none'})")
+            rows.append(row)
+        return rows
+    if not known:
+        raise StateError("no review round yet: route one with `annotate route --round NAME ...`.")
+    if len(known) > 1:
+        raise InputError(f"several rounds exist ({', '.join(known)}); choose one with --round.")
+    row = store.get_round(known[0])
+    assert row is not None
+    return [row]
