@@ -124,13 +124,15 @@ def test_an_older_store_is_migrated_in_place(tmp_path):
     from sqlmodel import SQLModel
 
     from annotate.db import models
-    from annotate.db import store as store_mod
+    from annotate.columns import RESPONSE_COLUMNS
+    from annotate.db import engine as engine_mod
+    from annotate.db import migrations
 
     url = f"sqlite:///{tmp_path / 'old.db'}"
-    engine = store_mod.make_engine(url)
+    engine = engine_mod.make_engine(url)
     with engine.begin() as conn:
         SQLModel.metadata.create_all(conn, tables=[models.SchemaVersion.__table__])
-        store_mod._v1(conn)
+        migrations._v1(conn)
         conn.execute(
             models.SchemaVersion.__table__.insert(), {"version": 1, "description": "v1", "applied_at": utcnow()}
         )
@@ -140,7 +142,7 @@ def test_an_older_store_is_migrated_in_place(tmp_path):
         ).scalar_one()
         conn.execute(
             models.Response.__table__.insert(),
-            {**dict(zip(store_mod.RESPONSE_COLUMNS, _row(1, source_id=src))), "ingested_at": utcnow()},
+            {**dict(zip(RESPONSE_COLUMNS, _row(1, source_id=src))), "ingested_at": utcnow()},
         )
     engine.dispose()
     store = open_store(url)

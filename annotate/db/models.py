@@ -1,4 +1,4 @@
-"""Database tables (SQLModel). Definitions only: every query lives in ``annotate.db.store``.
+"""Database tables (SQLModel). Definitions only: every query lives in the ``annotate.db`` components.
 
 Schema version 1 (the foundation): ingested responses, the source files they came from, the
 ingest runs, and the history of replaced responses.
@@ -7,14 +7,10 @@ ingest runs, and the history of replaced responses.
 from __future__ import annotations
 
 from datetime import datetime
+from typing import cast
 
-from sqlalchemy import Column, Text, UniqueConstraint
+from sqlalchemy import Column, Table, Text, UniqueConstraint
 from sqlmodel import Field, SQLModel
-
-# Unified judge labels: every format's raw verdict is mapped onto these by the rubric.
-LABELS = ("harmful", "safe", "ambiguous")
-# Why a response got its unified label.
-LABEL_REASONS = ("mapped", "unparsed", "score-band", "missing")
 
 
 class SchemaVersion(SQLModel, table=True):
@@ -329,3 +325,26 @@ class Diagnosis(SQLModel, table=True):
     judge: str
     result: str = Field(sa_column=Column(Text, nullable=False))
     created_at: datetime
+
+
+# -- typed handles on the tables ----------------------------------------------------------------
+# SQLModel leaves ``__table__`` untyped; the queries in this package use these names instead.
+SCHEMA_VERSION_T = cast(Table, SchemaVersion.__table__)  # type: ignore[attr-defined]
+SOURCE_FILE = cast(Table, SourceFile.__table__)  # type: ignore[attr-defined]
+INGEST_RUN = cast(Table, IngestRun.__table__)  # type: ignore[attr-defined]
+RESPONSE = cast(Table, Response.__table__)  # type: ignore[attr-defined]
+RESPONSE_HISTORY = cast(Table, ResponseHistory.__table__)  # type: ignore[attr-defined]
+ANNOTATOR = cast(Table, Annotator.__table__)  # type: ignore[attr-defined]
+REVIEW_ROUND = cast(Table, ReviewRound.__table__)  # type: ignore[attr-defined]
+ROUND_WAVE = cast(Table, RoundWave.__table__)  # type: ignore[attr-defined]
+ROUND_STRATUM = cast(Table, RoundStratum.__table__)  # type: ignore[attr-defined]
+ROUND_ITEM = cast(Table, RoundItem.__table__)  # type: ignore[attr-defined]
+LS_PROJECT = cast(Table, LsProject.__table__)  # type: ignore[attr-defined]
+LS_TASK = cast(Table, LsTask.__table__)  # type: ignore[attr-defined]
+ANNOTATION = cast(Table, Annotation.__table__)  # type: ignore[attr-defined]
+ANNOTATION_HISTORY = cast(Table, AnnotationHistory.__table__)  # type: ignore[attr-defined]
+QUARANTINE = cast(Table, Quarantine.__table__)  # type: ignore[attr-defined]
+FINAL_LABEL = cast(Table, FinalLabel.__table__)  # type: ignore[attr-defined]
+ESCALATION = cast(Table, Escalation.__table__)  # type: ignore[attr-defined]
+RESPONSE_FEATURE = cast(Table, ResponseFeature.__table__)  # type: ignore[attr-defined]
+DIAGNOSIS = cast(Table, Diagnosis.__table__)  # type: ignore[attr-defined]

@@ -8,6 +8,7 @@ path of one file: detect, validate, map verdicts, write in one transaction.
 from __future__ import annotations
 
 import hashlib
+from datetime import UTC, datetime
 import importlib
 import json
 from collections import Counter
@@ -131,8 +132,6 @@ def ingest_file(
     to a rejects file) or ``replace`` (conflicting rows overwrite, old values kept in
     response_history).
     """
-    from annotate.db.store import utcnow
-
     path = Path(path)
     if path.is_dir():
         raise InputError(f"{path}: is a directory; pass the files (e.g. {path}/*.jsonl)")
@@ -144,8 +143,8 @@ def ingest_file(
     sha = file_sha256(path)
     outcome = IngestOutcome(path=path, format=chosen, sha256=sha)
     ctx = ReadContext(model=model, benchmark=benchmark, judge=judge, progress=progress)
-    started = utcnow()
-    stamp = store.db_timestamp(started)
+    started = datetime.now(UTC)
+    stamp = tx.timestamp(started)
 
     problems: list[tuple[int, str]] = []
     n_problems = 0
@@ -258,10 +257,9 @@ def ingest_file(
     if set_aside:
         outcome.set_aside_path = rejects_dir / f"{stem}.set-aside.jsonl"
         outcome.pending_files[outcome.set_aside_path] = set_aside
-    store.record_run(
-        tx,
+    tx.record_run(
         started_at=started,
-        finished_at=utcnow(),
+        finished_at=datetime.now(UTC),
         rows_read=outcome.rows_read,
         rows_added=outcome.added,
         rows_duplicate=outcome.duplicates,

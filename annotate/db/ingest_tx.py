@@ -1,0 +1,193 @@
+"""The bulk write of one ingested file: one database transaction, raw DBAPI ``executemany``."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from datetime import datetime
+from typing import Any
+
+from sqlalchemy import func, select, text
+from sqlalchemy.engine import Connection
+
+from annotate.columns import RESPONSE_COLUMNS, RESPONSE_KEY
+from annotate.db import models as m
+from annotate.db.engine import db_timestamp, utcnow
+
+
+@dataclass
+class BatchResult:
+    inserted: int = 0
+    duplicates: int = 0
+    # (index in batch, existing response id, existing source id) for keys holding other content
+    conflicts: list[tuple[int, int, int]] = field(default_factory=list)
+
+
+class IngestTransaction:
+    """Bulk writes of one ingested file, all in one database transaction.
+
+    Rows are tuples in ``RESPONSE_COLUMNS`` order. Nothing is visible to others, and nothing
+    remains, unless the surrounding ``Store.ingest_transaction`` block ends without error and
+    without ``abort()``.
+    """
+
+    def __init__(self, conn: Connection, dialect: str) -> None:
+        self._conn = conn
+        self._dbapi: Any = conn.connection.driver_connection
+        self.dialect = dialect
+        self.source_id: int = 0
+        self.aborted = False
+        self._keys_table = False
+        ph = "?" if dialect == "sqlite" else "%s"
+        self._ph = ph
+        cols = ", ".join(RESPONSE_COLUMNS)
+        self._insert_sql = (
+            f"INSERT INTO response ({cols}) VALUES ({', '.join([ph] * len(RESPONSE_COLUMNS))}) "
+            f"ON CONFLICT ({', '.join(RESPONSE_KEY)}) DO NOTHING"
+        )
+
+    def abort(self) -> None:
+        self.aborted = True
+
+    def timestamp(self, when: datetime) -> Any:
+        """``when`` as the raw insert path must pass it (the ``ingested_at`` column of a row)."""
+        return db_timestamp(self.dialect, when)
+
+    def record_run(self, **values: Any) -> None:
+        """Record the ingest run of the current source file (options and rubric as JSON)."""
+        values = dict(values)
+        for key in ("options", "rubric"):
+            if not isinstance(values.get(key), str):
+                values[key] = json.dumps(values.get(key), sort_keys=True)
+        self._conn.execute(m.INGEST_RUN.insert(), {"source_id": self.source_id, **values})
+
+    def use_source(self, *, sha256: str, path: str, fmt: str, size_bytes: int) -> int:
+        """Select (registering it when new) the source file the next rows come from."""
+        t = m.SOURCE_FILE
+        src = self._conn.execute(select(t.c.id).where(t.c.sha256 == sha256)).scalar()
+        if src is None:
+            src = self._conn.execute(
+                t.insert().returning(t.c.id),
+                {
+                    "sha256": sha256,
+                    "path": path,
+                    "format": fmt,
+                    "size_bytes": size_bytes,
+                    "first_ingested_at": utcnow(),
+                },
+            ).scalar_one()
+        self.source_id = src
+        return src
+
+    def insert_batch(self, rows: Sequence[tuple[Any, ...]], *, write: bool = True) -> BatchResult:
+        """Insert rows whose key is new; classify the others as duplicates or conflicts.
+
+        With ``write=False`` nothing is inserted: only conflicts with stored rows are found
+        (used to keep validating a file that is already known to be refused).
+        """
+        if not rows:
+            return BatchResult()
+        if write:
+            cur = self._dbapi.cursor()
+            cur.executemany(self._insert_sql, rows)
+            inserted = cur.rowcount if cur.rowcount is not None and cur.rowcount >= 0 else -1
+            cur.close()
+        else:
+            inserted = 0
+        result = BatchResult(inserted=inserted)
+        if inserted == len(rows):
+            return result
+        # Some keys existed: look them up and compare content hashes. Rows inserted by this
+        # batch compare equal to themselves, so only differing hashes are conflicts.
+        key_idx = [RESPONSE_COLUMNS.index(c) for c in RESPONSE_KEY]
+        sha_idx = RESPONSE_COLUMNS.index("content_sha")
+        existing = self._lookup([tuple(r[i] for i in key_idx) for r in rows])
+        for i, row in enumerate(rows):
+            found = existing.get(i)
+            if found is None:  # only possible with write=False: a new key
+                continue
+            rid, sha, src = found
+            if sha != row[sha_idx]:
+                result.conflicts.append((i, rid, src))
+        if inserted < 0:  # the driver could not count: every non-conflicting new key went in
+            inserted = len(rows) - len(existing)
+        result.inserted = inserted
+        result.duplicates = len(rows) - inserted - len(result.conflicts)
+        return result
+
+    def _lookup(self, keys: list[tuple[Any, ...]]) -> dict[int, tuple[int, str, int]]:
+        """Stored (id, content_sha, source_id) per position in ``keys``, for keys that exist.
+
+        Goes through a temporary key table joined on the unique key: a row-value
+        ``IN (VALUES ...)`` list makes SQLite scan, about 20x slower.
+        """
+        cur = self._dbapi.cursor()
+        if not self._keys_table:
+            cur.execute(
+                "CREATE TEMPORARY TABLE ingest_keys (idx INTEGER, benchmark TEXT, model TEXT, "
+                "prompt_id TEXT, epoch INTEGER, judge TEXT)"
+            )
+            self._keys_table = True
+        cur.execute("DELETE FROM ingest_keys")
+        ph = ", ".join([self._ph] * 6)
+        cur.executemany(f"INSERT INTO ingest_keys VALUES ({ph})", [(i, *k) for i, k in enumerate(keys)])
+        # CROSS JOIN pins SQLite's join order (small key table outside, unique index inside);
+        # PostgreSQL plans it as an ordinary join.
+        cur.execute(
+            "SELECT k.idx, r.id, r.content_sha, r.source_id FROM ingest_keys k CROSS JOIN response r "
+            "WHERE r.benchmark = k.benchmark AND r.model = k.model AND r.prompt_id = k.prompt_id "
+            "AND r.epoch = k.epoch AND r.judge = k.judge"
+        )
+        out = {row[0]: (row[1], row[2], row[3]) for row in cur.fetchall()}
+        cur.close()
+        return out
+
+    def max_response_id(self) -> int:
+        return self._conn.execute(select(func.max(m.RESPONSE.c.id))).scalar() or 0
+
+    def describe_difference(self, response_id: int, row: tuple[Any, ...]) -> str:
+        """Which of prompt / response / verdict / score / label differ from the stored row."""
+        fields = ("prompt", "response", "judge_verdict", "judge_score", "judge_label")
+        stored = self._conn.execute(
+            text(f"SELECT {', '.join(fields)} FROM response WHERE id = :id"), {"id": response_id}
+        ).one()
+        new = dict(zip(RESPONSE_COLUMNS, row, strict=True))
+        diffs = []
+        for name, old in zip(fields, stored, strict=True):
+            if old != new[name]:
+                if name in ("prompt", "response"):
+                    diffs.append(name)
+                else:
+                    diffs.append(f"{name} ({old!r} stored, {new[name]!r} here)")
+        return ", ".join(diffs) or "content"
+
+    def replace(self, response_id: int, row: tuple[Any, ...], now: datetime) -> None:
+        """Overwrite an existing response, keeping its previous values in response_history."""
+        t = m.RESPONSE
+        kept = (
+            "prompt",
+            "response",
+            "judge_verdict",
+            "judge_score",
+            "judge_label",
+            "label_reason",
+            "category",
+            "meta",
+            "content_sha",
+            "source_id",
+            "ingested_at",
+        )
+        old = self._conn.execute(select(*[t.c[c] for c in kept]).where(t.c.id == response_id)).mappings().one()
+        self._conn.execute(
+            m.RESPONSE_HISTORY.insert(),
+            {**dict(old), "response_id": response_id, "replaced_at": now, "replaced_by_source_id": self.source_id},
+        )
+        values = dict(zip(RESPONSE_COLUMNS, row, strict=True))
+        for k in RESPONSE_KEY:
+            values.pop(k)
+        values["ingested_at"] = now
+        self._conn.execute(
+            m.RESPONSE.update().where(m.RESPONSE.c.id == response_id),
+            values,
+        )

@@ -1,0 +1,93 @@
+"""The schema's versions: an ordered list of migrations, applied in place when a store opens.
+
+``schema_version`` holds one row per applied migration. Opening a store applies the missing
+ones in order and refuses a database written by a newer annotate.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+from sqlalchemy import func, inspect, select
+from sqlalchemy.engine import Connection, Engine
+from sqlmodel import SQLModel
+
+from annotate.db import models as m
+from annotate.db.engine import utcnow
+from annotate.errors import StoreError
+
+SCHEMA_VERSION = 4
+
+
+def _v1(conn: Connection) -> None:
+    tables = [
+        m.SOURCE_FILE,
+        m.INGEST_RUN,
+        m.RESPONSE,
+        m.RESPONSE_HISTORY,
+    ]
+    SQLModel.metadata.create_all(conn, tables=tables)
+
+
+def _v2(conn: Connection) -> None:
+    tables = [
+        m.ANNOTATOR,
+        m.REVIEW_ROUND,
+        m.ROUND_WAVE,
+        m.ROUND_STRATUM,
+        m.ROUND_ITEM,
+        m.LS_PROJECT,
+        m.LS_TASK,
+        m.ANNOTATION,
+        m.ANNOTATION_HISTORY,
+        m.QUARANTINE,
+    ]
+    SQLModel.metadata.create_all(conn, tables=tables)
+
+
+def _v3(conn: Connection) -> None:
+    SQLModel.metadata.create_all(conn, tables=[m.FINAL_LABEL, m.ESCALATION])
+
+
+def _v4(conn: Connection) -> None:
+    SQLModel.metadata.create_all(conn, tables=[m.RESPONSE_FEATURE, m.DIAGNOSIS])
+
+
+# (version, description, apply). Later schema changes append here; never edit a shipped step.
+MIGRATIONS: list[tuple[int, str, Callable[[Connection], None]]] = [
+    (1, "responses, source files, ingest runs, response history", _v1),
+    (2, "annotators, review rounds, design, Label Studio tasks, annotations, quarantine", _v2),
+    (3, "final labels (append-only) and escalations to the expert", _v3),
+    (4, "response text features and diagnoses", _v4),
+]
+assert MIGRATIONS[-1][0] == SCHEMA_VERSION
+
+
+def schema_version(engine: Engine) -> int:
+    with engine.connect() as conn:
+        if not inspect(conn).has_table("schema_version"):
+            return 0
+        return conn.execute(select(func.max(m.SCHEMA_VERSION_T.c.version))).scalar() or 0
+
+
+def migrate(engine: Engine, *, create: bool) -> None:
+    """Apply the missing migrations, each in its own transaction."""
+    current = schema_version(engine)
+    if current > SCHEMA_VERSION:
+        raise StoreError(
+            f"the database has schema version {current}, newer than this annotate "
+            f"understands ({SCHEMA_VERSION}). Upgrade annotate (pip install -U annotate)."
+        )
+    if current == 0 and not create:
+        raise StoreError("the database has no annotate schema. Run `annotate init` first.")
+    for version, description, apply in MIGRATIONS:
+        if version <= current:
+            continue
+        with engine.begin() as conn:
+            if version == 1:
+                SQLModel.metadata.create_all(conn, tables=[m.SCHEMA_VERSION_T])
+            apply(conn)
+            conn.execute(
+                m.SCHEMA_VERSION_T.insert(),
+                {"version": version, "description": description, "applied_at": utcnow()},
+            )

@@ -1,0 +1,123 @@
+"""Reads of the ingested responses, their sources and ingest runs; the ingest transaction."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
+
+import pandas as pd
+from sqlalchemy import func, select
+
+from annotate.db import models as m
+from annotate.db.engine import frame
+from annotate.db.ingest_tx import IngestTransaction
+from annotate.db.store_base import Component
+
+
+class ResponseTables(Component):
+    """Responses (one per judged model answer), source files and ingest runs."""
+
+    @contextmanager
+    def ingest_transaction(self) -> Iterator[IngestTransaction]:
+        """One transaction for one `annotate ingest` run: commits on normal exit unless aborted."""
+        with self.engine.connect() as conn:
+            trans = conn.begin()
+            try:
+                tx = IngestTransaction(conn, self.dialect)
+                yield tx
+                if tx.aborted:
+                    trans.rollback()
+                else:
+                    trans.commit()
+            except BaseException:
+                trans.rollback()
+                raise
+
+    # -- reads --------------------------------------------------------------------------
+    def label_counts(self, *, judge: str | None = None) -> pd.DataFrame:
+        """Responses per (model, benchmark, judge, judge_label): a long DataFrame with column n."""
+        r = m.RESPONSE.c
+        stmt = select(r.model, r.benchmark, r.judge, r.judge_label, func.count().label("n")).group_by(
+            r.model, r.benchmark, r.judge, r.judge_label
+        )
+        if judge:
+            stmt = stmt.where(r.judge == judge)
+        with self.engine.connect() as conn:
+            rows = conn.execute(stmt).all()
+        return pd.DataFrame(rows, columns=["model", "benchmark", "judge", "judge_label", "n"])
+
+    def count_responses(self) -> int:
+        with self.engine.connect() as conn:
+            return conn.execute(select(func.count()).select_from(m.RESPONSE)).scalar_one()
+
+    def responses(self, columns: Sequence[str] | None = None) -> pd.DataFrame:
+        t = m.RESPONSE
+        cols = [t.c[c] for c in columns] if columns else list(t.c)
+        with self.engine.connect() as conn:
+            rows = conn.execute(select(*cols).order_by(t.c.id)).all()
+        return pd.DataFrame(rows, columns=[c.name for c in cols])
+
+    def history(self) -> pd.DataFrame:
+        t = m.RESPONSE_HISTORY
+        with self.engine.connect() as conn:
+            rows = conn.execute(select(t).order_by(t.c.id)).all()
+        return pd.DataFrame(rows, columns=[c.name for c in t.c])
+
+    def source_files(self) -> pd.DataFrame:
+        t = m.SOURCE_FILE
+        with self.engine.connect() as conn:
+            rows = conn.execute(select(t).order_by(t.c.id)).all()
+        return pd.DataFrame(rows, columns=[c.name for c in t.c])
+
+    def ingest_runs(self) -> pd.DataFrame:
+        t = m.INGEST_RUN
+        with self.engine.connect() as conn:
+            rows = conn.execute(select(t).order_by(t.c.id)).all()
+        return pd.DataFrame(rows, columns=[c.name for c in t.c])
+
+    def judges(self) -> list[str]:
+        r = m.RESPONSE
+        with self.engine.connect() as conn:
+            return list(conn.execute(select(r.c.judge).distinct().order_by(r.c.judge)).scalars())
+
+    def max_response_id(self) -> int:
+        r = m.RESPONSE
+        with self.engine.connect() as conn:
+            return conn.execute(select(func.max(r.c.id))).scalar() or 0
+
+    def routing_population(self, judge: str, after_id: int, up_to_id: int) -> pd.DataFrame:
+        """Responses of one judge with after_id < id <= up_to_id (one wave's population)."""
+        r = m.RESPONSE
+        stmt = (
+            select(
+                r.c.id.label("response_id"),
+                r.c.model,
+                r.c.benchmark,
+                r.c.prompt_id,
+                r.c.epoch,
+                r.c.judge,
+                r.c.judge_label,
+            )
+            .where(r.c.judge == judge, r.c.id > after_id, r.c.id <= up_to_id)
+            .order_by(r.c.id)
+        )
+        with self.engine.connect() as conn:
+            return frame(conn, stmt)
+
+    def responses_for_diagnosis(self, judge: str) -> pd.DataFrame:
+        r = m.RESPONSE
+        stmt = (
+            select(
+                r.c.id.label("response_id"),
+                r.c.model,
+                r.c.benchmark,
+                r.c.prompt_id,
+                r.c.prompt,
+                r.c.response,
+                r.c.judge_label,
+            )
+            .where(r.c.judge == judge)
+            .order_by(r.c.id)
+        )
+        with self.engine.connect() as conn:
+            return frame(conn, stmt)

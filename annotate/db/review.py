@@ -1,0 +1,366 @@
+"""Review rounds: annotators, the recorded design, Label Studio projects and tasks, annotations, quarantine."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+import pandas as pd
+from sqlalchemy import func, select
+
+from annotate.db import models as m
+from annotate.db.engine import bulk_insert, frame, utcnow
+from annotate.db.store_base import Component
+
+
+class ReviewTables(Component):
+    """Annotators, rounds (waves, strata, items), Label Studio projects and tasks, annotations."""
+
+    # annotators ---------------------------------------------------------------------------------
+    def annotators(self) -> pd.DataFrame:
+        t = m.ANNOTATOR
+        with self.engine.connect() as conn:
+            return frame(conn, select(t).order_by(t.c.id))
+
+    def add_annotator(self, email: str, name: str | None, role: str = "annotator") -> tuple[str, bool]:
+        """(pseudonym, created). An e-mail already registered keeps its pseudonym."""
+        t = m.ANNOTATOR
+        prefix = "E" if role == "expert" else "A"
+        with self.engine.begin() as conn:
+            row = conn.execute(select(t.c.pseudonym).where(func.lower(t.c.email) == email.lower())).first()
+            if row:
+                return row[0], False
+            taken = conn.execute(select(t.c.pseudonym).where(t.c.pseudonym.like(f"{prefix}%"))).scalars().all()
+            numbers = [int(p[1:]) for p in taken if p[1:].isdigit()]
+            pseudonym = f"{prefix}{max(numbers, default=0) + 1}"
+            conn.execute(
+                t.insert(), {"pseudonym": pseudonym, "email": email, "name": name, "role": role, "created_at": utcnow()}
+            )
+            return pseudonym, True
+
+    def set_annotator_user(self, pseudonym: str, ls_user_id: int) -> None:
+        t = m.ANNOTATOR
+        with self.engine.begin() as conn:
+            conn.execute(t.update().where(t.c.pseudonym == pseudonym).values(ls_user_id=ls_user_id))
+
+    # rounds -------------------------------------------------------------------------------------
+    def get_round(self, name: str) -> dict[str, Any] | None:
+        t = m.REVIEW_ROUND
+        with self.engine.connect() as conn:
+            row = conn.execute(select(t).where(t.c.name == name)).mappings().first()
+            return dict(row) if row else None
+
+    def rounds(self) -> pd.DataFrame:
+        t = m.REVIEW_ROUND
+        with self.engine.connect() as conn:
+            return frame(conn, select(t).order_by(t.c.id))
+
+    def round_waves(self, round_id: int) -> pd.DataFrame:
+        t = m.ROUND_WAVE
+        with self.engine.connect() as conn:
+            return frame(conn, select(t).where(t.c.round_id == round_id).order_by(t.c.wave))
+
+    def create_round_wave(
+        self,
+        *,
+        round_row: dict[str, Any] | None,
+        new_round: dict[str, Any] | None,
+        wave: int,
+        max_response_id: int,
+        items: Any,
+        strata: Any,
+    ) -> int:
+        """Record a round (when new) and one wave of its design in one transaction; the round id."""
+        now = utcnow()
+        with self.engine.begin() as conn:
+            if round_row is None:
+                assert new_round is not None, "a new round needs its row"
+                t = m.REVIEW_ROUND
+                round_id = conn.execute(t.insert().returning(t.c.id), {**new_round, "created_at": now}).scalar_one()
+            else:
+                round_id = round_row["id"]
+            conn.execute(
+                m.ROUND_WAVE.insert(),
+                {"round_id": round_id, "wave": wave, "max_response_id": max_response_id, "routed_at": now},
+            )
+            if len(strata):
+                conn.execute(
+                    m.ROUND_STRATUM.insert(),
+                    [
+                        {
+                            "round_id": round_id,
+                            "wave": wave,
+                            "model": s.model,
+                            "benchmark": s.benchmark,
+                            "stratum": s.stratum,
+                            "population": int(s.population),
+                            "sample": int(s.sample),
+                        }
+                        for s in strata.itertuples()
+                    ],
+                )
+            if len(items):
+                bulk_insert(
+                    conn,
+                    m.ROUND_ITEM,
+                    ("round_id", "response_id", "wave", "stratum", "inclusion_prob", "ext_id"),
+                    list(
+                        zip(
+                            [round_id] * len(items),
+                            items.response_id.astype(int).tolist(),
+                            [wave] * len(items),
+                            items.stratum.tolist(),
+                            items.inclusion_prob.astype(float).tolist(),
+                            items.ext_id.tolist(),
+                            strict=True,
+                        )
+                    ),
+                )
+        return round_id
+
+    def round_strata(self, round_id: int) -> pd.DataFrame:
+        t = m.ROUND_STRATUM
+        with self.engine.connect() as conn:
+            return frame(conn, select(t).where(t.c.round_id == round_id).order_by(t.c.id))
+
+    def round_items(self, round_id: int, *, with_text: bool = False) -> pd.DataFrame:
+        """Items of a round joined with their response (model, benchmark, prompt_id, ...)."""
+        i, r = m.ROUND_ITEM, m.RESPONSE
+        cols = [
+            i.c.id.label("round_item_id"),
+            i.c.response_id,
+            i.c.wave,
+            i.c.stratum,
+            i.c.inclusion_prob,
+            i.c.ext_id,
+            i.c.gold_label,
+            r.c.model,
+            r.c.benchmark,
+            r.c.prompt_id,
+            r.c.epoch,
+            r.c.judge,
+            r.c.category,
+            r.c.judge_label,
+            r.c.judge_verdict,
+        ]
+        if with_text:
+            cols += [r.c.prompt, r.c.response]
+        stmt = select(*cols).join(r, r.c.id == i.c.response_id).where(i.c.round_id == round_id).order_by(i.c.id)
+        with self.engine.connect() as conn:
+            return frame(conn, stmt)
+
+    def set_gold(self, round_id: int, labels: dict[int, str]) -> None:
+        """round_item_id -> known correct verdict (gold items), in one transaction."""
+        t = m.ROUND_ITEM
+        with self.engine.begin() as conn:
+            for item, label in labels.items():
+                conn.execute(t.update().where(t.c.round_id == round_id, t.c.id == item).values(gold_label=label))
+
+    # Label Studio projects and tasks ------------------------------------------------------------
+    def ls_project(self, round_id: int, annotator_id: int) -> dict[str, Any] | None:
+        t = m.LS_PROJECT
+        with self.engine.connect() as conn:
+            row = (
+                conn.execute(select(t).where(t.c.round_id == round_id, t.c.annotator_id == annotator_id))
+                .mappings()
+                .first()
+            )
+            return dict(row) if row else None
+
+    def ls_projects(self, round_id: int | None = None) -> pd.DataFrame:
+        p, a, rr = m.LS_PROJECT, m.ANNOTATOR, m.REVIEW_ROUND
+        stmt = (
+            select(p, a.c.pseudonym, a.c.ls_user_id, rr.c.name.label("round"))
+            .join(a, a.c.id == p.c.annotator_id)
+            .join(rr, rr.c.id == p.c.round_id)
+            .order_by(p.c.id)
+        )
+        if round_id is not None:
+            stmt = stmt.where(p.c.round_id == round_id)
+        with self.engine.connect() as conn:
+            return frame(conn, stmt)
+
+    def add_ls_project(self, round_id: int, annotator_id: int, title: str, project_id: int | None) -> int:
+        t = m.LS_PROJECT
+        with self.engine.begin() as conn:
+            return conn.execute(
+                t.insert().returning(t.c.id),
+                {
+                    "round_id": round_id,
+                    "annotator_id": annotator_id,
+                    "title": title,
+                    "project_id": project_id,
+                    "created_at": utcnow(),
+                },
+            ).scalar_one()
+
+    def set_ls_project_id(self, ls_project_id: int, project_id: int) -> None:
+        t = m.LS_PROJECT
+        with self.engine.begin() as conn:
+            conn.execute(t.update().where(t.c.id == ls_project_id).values(project_id=project_id))
+
+    def set_last_pulled(self, ls_project_id: int, when: str) -> None:
+        t = m.LS_PROJECT
+        with self.engine.begin() as conn:
+            conn.execute(t.update().where(t.c.id == ls_project_id).values(last_pulled_at=when))
+
+    def ls_tasks(self, ls_project_id: int) -> pd.DataFrame:
+        t = m.LS_TASK
+        with self.engine.connect() as conn:
+            return frame(conn, select(t).where(t.c.ls_project_id == ls_project_id).order_by(t.c.position))
+
+    def add_ls_tasks(self, rows: list[dict[str, Any]]) -> None:
+        if rows:
+            cols = ("ls_project_id", "round_item_id", "ext_id", "position")
+            with self.engine.begin() as conn:
+                bulk_insert(conn, m.LS_TASK, cols, [tuple(r[c] for c in cols) for r in rows])
+
+    def item_texts(self, round_item_ids: Sequence[int]) -> dict[int, tuple[str, str]]:
+        """round_item_id -> (prompt, response), for building tasks batch by batch."""
+        i, r = m.ROUND_ITEM, m.RESPONSE
+        out: dict[int, tuple[str, str]] = {}
+        ids = [int(x) for x in round_item_ids]
+        with self.engine.connect() as conn:
+            for start in range(0, len(ids), 900):
+                chunk = ids[start : start + 900]
+                rows = conn.execute(
+                    select(i.c.id, r.c.prompt, r.c.response).join(r, r.c.id == i.c.response_id).where(i.c.id.in_(chunk))
+                ).all()
+                out.update({row[0]: (row[1], row[2]) for row in rows})
+        return out
+
+    def set_task_ids(self, ls_project_id: int, mapping: dict[str, int]) -> None:
+        """Record ext_id -> task id for imported tasks (one transaction)."""
+        if not mapping:
+            return
+        now = utcnow()
+        with self.engine.begin() as conn:
+            ph = "?" if conn.dialect.name == "sqlite" else "%s"
+            stamp = self.db_timestamp(now)
+            cur = conn.connection.driver_connection.cursor()  # type: ignore[union-attr]
+            cur.executemany(
+                f"UPDATE ls_task SET task_id = {ph}, imported_at = {ph} WHERE ls_project_id = {ph} AND ext_id = {ph}",
+                [(int(tid), stamp, int(ls_project_id), ext) for ext, tid in mapping.items()],
+            )
+            cur.close()
+
+    # annotations --------------------------------------------------------------------------------
+    def annotations_of_project(self, ls_project_id: int) -> dict[int, dict[str, Any]]:
+        t = m.ANNOTATION
+        with self.engine.connect() as conn:
+            rows = conn.execute(select(t).where(t.c.ls_project_id == ls_project_id)).mappings().all()
+        return {r["ls_annotation_id"]: dict(r) for r in rows}
+
+    def apply_pull(
+        self,
+        ls_project_id: int,
+        *,
+        inserts: list[dict[str, Any]],
+        updates: list[dict[str, Any]],
+        deletions: list[int],
+        quarantine: list[dict[str, Any]],
+        pulled_at_server: str | None,
+    ) -> int:
+        """Write one project's pull in one transaction; returns the number of new quarantine rows.
+
+        ``updates`` carry the annotation ``id`` and the new values; the old values go to
+        annotation_history first. ``deletions`` are annotation ids no longer in Label Studio.
+        """
+        a, h, q, p = (
+            m.ANNOTATION,
+            m.ANNOTATION_HISTORY,
+            m.QUARANTINE,
+            m.LS_PROJECT,
+        )
+        now = utcnow()
+        kept = ("verdict", "refusal", "confidence", "rationale", "skipped", "deleted", "updated_at", "result")
+        new_quarantine = 0
+        with self.engine.begin() as conn:
+            if inserts:
+                conn.execute(a.insert(), [{**row, "pulled_at": now} for row in inserts])
+            for row in updates:
+                old = conn.execute(select(*[a.c[k] for k in kept]).where(a.c.id == row["id"])).mappings().one()
+                conn.execute(
+                    h.insert(),
+                    {
+                        **dict(old),
+                        "annotation_id": row["id"],
+                        "replaced_at": now,
+                        "change": row.pop("change", "updated"),
+                    },
+                )
+                conn.execute(
+                    a.update()
+                    .where(a.c.id == row["id"])
+                    .values(**{k: v for k, v in row.items() if k != "id"}, pulled_at=now)
+                )
+            for annotation_id in deletions:
+                old = conn.execute(select(*[a.c[k] for k in kept]).where(a.c.id == annotation_id)).mappings().one()
+                conn.execute(
+                    h.insert(), {**dict(old), "annotation_id": annotation_id, "replaced_at": now, "change": "deleted"}
+                )
+                conn.execute(a.update().where(a.c.id == annotation_id).values(deleted=True, pulled_at=now))
+            for row in quarantine:
+                exists = conn.execute(
+                    select(q.c.id).where(q.c.ls_project_id == ls_project_id, q.c.fingerprint == row["fingerprint"])
+                ).first()
+                if not exists:
+                    conn.execute(q.insert(), {**row, "ls_project_id": ls_project_id, "pulled_at": now})
+                    new_quarantine += 1
+            if pulled_at_server:
+                conn.execute(p.update().where(p.c.id == ls_project_id).values(last_pulled_at=pulled_at_server))
+        return new_quarantine
+
+    def annotations(self, round_id: int | None = None, *, include_inactive: bool = False) -> pd.DataFrame:
+        """Long table of annotations: round, item, annotator pseudonym, verdict, ... ."""
+        a, p, an, i, rr = (
+            m.ANNOTATION,
+            m.LS_PROJECT,
+            m.ANNOTATOR,
+            m.ROUND_ITEM,
+            m.REVIEW_ROUND,
+        )
+        stmt = (
+            select(
+                rr.c.name.label("round"),
+                a.c.id.label("annotation_id"),
+                a.c.round_item_id,
+                i.c.response_id,
+                i.c.stratum,
+                an.c.pseudonym.label("annotator"),
+                a.c.ls_annotation_id,
+                a.c.verdict,
+                a.c.refusal,
+                a.c.confidence,
+                a.c.rationale,
+                a.c.skipped,
+                a.c.deleted,
+                a.c.lead_time,
+                a.c.created_at,
+                a.c.updated_at,
+            )
+            .join(p, p.c.id == a.c.ls_project_id)
+            .join(an, an.c.id == a.c.annotator_id)
+            .join(i, i.c.id == a.c.round_item_id)
+            .join(rr, rr.c.id == p.c.round_id)
+            .order_by(a.c.id)
+        )
+        if round_id is not None:
+            stmt = stmt.where(p.c.round_id == round_id)
+        if not include_inactive:
+            stmt = stmt.where(a.c.deleted == False)  # noqa: E712 (SQL expression)
+        with self.engine.connect() as conn:
+            return frame(conn, stmt)
+
+    def annotation_history(self) -> pd.DataFrame:
+        t = m.ANNOTATION_HISTORY
+        with self.engine.connect() as conn:
+            return frame(conn, select(t).order_by(t.c.id))
+
+    def quarantined(self, round_id: int | None = None) -> pd.DataFrame:
+        q, p = m.QUARANTINE, m.LS_PROJECT
+        stmt = select(q, p.c.round_id).join(p, p.c.id == q.c.ls_project_id).order_by(q.c.id)
+        if round_id is not None:
+            stmt = stmt.where(p.c.round_id == round_id)
+        with self.engine.connect() as conn:
+            return frame(conn, stmt)
