@@ -12,7 +12,7 @@ from annotate.errors import StoreError
 
 
 def _row(i: int, response: str = "r", source_id: int = 1, label: str = "safe"):
-    from annotate.ingest import content_sha
+    from annotate.ingest.run import content_sha
 
     return (
         "b",

@@ -194,7 +194,7 @@ def ingest(
     Error: FILE:LINE: ... for every problem and exits 2 with the store unchanged. Ingesting
     the same file twice adds nothing.
     """
-    from annotate.ingest import ingest_paths, reader_module
+    from annotate.ingest.run import ingest_paths, reader_module
     from annotate.ingest.rubric import Rubric
 
     ws, store = _open(ctx)

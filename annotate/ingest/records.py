@@ -16,10 +16,10 @@ record starts) and the 1-based item number otherwise; messages read ``FILE:LINE:
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Generator, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Protocol, Union
+from typing import Any, Protocol
 
 
 @dataclass(slots=True)
@@ -55,7 +55,7 @@ class SetAside:
     data: dict[str, Any] = field(default_factory=dict)
 
 
-Item = Union[Record, Problem, SetAside]
+Item = Record | Problem | SetAside
 
 
 @dataclass(slots=True)
@@ -145,7 +145,7 @@ def json_lines(
 
 def csv_records(
     path: Path, ctx: ReadContext, *, delimiter: str = ",", tick_every: int = 1024
-) -> Iterator[tuple[int, list[str]] | Problem]:
+) -> Generator[tuple[int, list[str]] | Problem, None, None]:
     """The header, then each record of a CSV file with the line it starts on, or a Problem.
 
     Yields ``(1, header)`` first (or one Problem and stops: empty file, unreadable or non-UTF-8
@@ -218,3 +218,9 @@ def csv_records(
                 continue
             yield line, cells
     ctx.tick(consumed)
+
+
+def object_field(obj: dict[str, Any], key: str) -> dict[str, Any]:
+    """``obj[key]`` when it is a JSON object, else an empty dict (a missing or malformed optional part)."""
+    value = obj.get(key)
+    return value if isinstance(value, dict) else {}

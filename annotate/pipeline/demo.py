@@ -88,7 +88,7 @@ def run_demo(
 
     from annotate.config import default_db_url, open_workspace
     from annotate.db.store import open_store
-    from annotate.ingest import ingest_paths
+    from annotate.ingest.run import ingest_paths
     from annotate.ingest.rubric import Rubric
     from annotate.labelstudio import server as ls_server
     from annotate.pipeline.init import init_workspace

@@ -111,7 +111,9 @@ def _read_csv(path: Path, ctx: ReadContext) -> Iterator[Item]:
             yield record
             continue
         line, cells = record
-        obj = {k: (None if v == "" and k not in ("prompt", "response") else v) for k, v in zip(header, cells)}
+        obj = {
+            k: (None if v == "" and k not in ("prompt", "response") else v) for k, v in zip(header, cells, strict=True)
+        }
         yield _row_to_item(obj, line, ctx)
 
 
@@ -171,6 +173,8 @@ def _row_to_item(obj: dict[str, Any], line: int, ctx: ReadContext) -> Item:
         model, benchmark, prompt_id, verdict, score, epoch = checked
     elif score is not None and (score != score or score in (_INF, -_INF)):
         return Problem(line, "field 'judge_score' must be a finite number")
+    # Both paths above have checked these (the fast one by type, _checked_fields with a message).
+    assert isinstance(prompt, str) and isinstance(response, str)
     category = obj.get("category")
     extra = {k: v for k, v in obj.items() if k not in KNOWN}
     return Record(

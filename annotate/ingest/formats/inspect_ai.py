@@ -41,7 +41,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-from annotate.ingest.records import Item, Problem, ReadContext, Record, SetAside, load_json_object
+from annotate.ingest.records import Item, Problem, ReadContext, Record, SetAside, load_json_object, object_field
 
 NAME = "inspect"
 DESCRIPTION = "Inspect AI eval log (.json or .eval) with per-sample scores"
@@ -199,7 +199,7 @@ def _sample(sample: Any, line: int, where: str, header: dict[str, Any], ctx: Rea
         message = error.get("message") if isinstance(error, dict) else error
         yield SetAside(line, f"the sample errored: {message}", aside)
         return
-    attachments = sample.get("attachments") if isinstance(sample.get("attachments"), dict) else {}
+    attachments = object_field(sample, "attachments")
     try:
         prompt = _prompt_text(sample["input"], attachments)
         response = _response_text(sample.get("output"), attachments)
@@ -227,7 +227,7 @@ def _sample(sample: Any, line: int, where: str, header: dict[str, Any], ctx: Rea
             yield Problem(line, f"{where}: no scorer named {ctx.judge!r} (scorers: {', '.join(scores)})")
             return
 
-    metadata = sample.get("metadata") if isinstance(sample.get("metadata"), dict) else {}
+    metadata = object_field(sample, "metadata")
     category = metadata.get("category")
     for scorer, judge in selected:
         score = scores[scorer]

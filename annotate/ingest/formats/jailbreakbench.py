@@ -38,7 +38,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-from annotate.ingest.records import Item, Problem, ReadContext, Record, SetAside, load_json_object
+from annotate.ingest.records import Item, Problem, ReadContext, Record, SetAside, load_json_object, object_field
 
 NAME = "jailbreakbench"
 DESCRIPTION = "JailbreakBench artifact JSON (parameters + jailbreaks[]) or evaluate_prompts evaluation.json"
@@ -119,7 +119,7 @@ def _read_artifact(data: dict[str, Any], ctx: ReadContext) -> Iterator[Item]:
 
 
 def _read_evaluation(data: dict[str, Any], ctx: ReadContext, path: Path) -> Iterator[Item]:
-    details = data.get("details") if isinstance(data.get("details"), dict) else {}
+    details = object_field(data, "details")
     judge = ctx.judge or _nonempty(details.get("llm_provider")) or _DEFAULT_JUDGE
     run_meta = {"defense": details["defense"]} if details.get("defense") is not None else {}
     # evaluation.json does not name the attack; JailbreakBench's artifact layout keeps it in the

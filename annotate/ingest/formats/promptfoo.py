@@ -37,7 +37,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-from annotate.ingest.records import Item, Problem, ReadContext, Record, SetAside, load_json_object
+from annotate.ingest.records import Item, Problem, ReadContext, Record, SetAside, load_json_object, object_field
 
 NAME = "promptfoo"
 DESCRIPTION = "promptfoo eval -o json export (results.results[] with gradingResult)"
@@ -84,7 +84,7 @@ def read(path: Path, ctx: ReadContext) -> Iterator[Item]:
     if not isinstance(results, list):
         yield Problem(1, "missing field 'results.results' (expected a promptfoo eval -o json export)")
         return
-    config = data.get("config") if isinstance(data.get("config"), dict) else {}
+    config = object_field(data, "config")
     description = config.get("description")
     benchmark = ctx.benchmark or (description if isinstance(description, str) and description else "promptfoo")
     prompt_ids = {r.get("promptId") for r in results if isinstance(r, dict)}
@@ -119,8 +119,10 @@ def _result(result: Any, line: int, benchmark: str, several_prompts: bool, ctx: 
         return
     prompt_id = str(test_idx)
     if several_prompts:
-        key = result.get("promptId")
-        prompt_id += f":{key[:8]}" if isinstance(key, str) and key else f":p{result.get('promptIdx')}"
+        prompt_key = result.get("promptId")
+        prompt_id += (
+            f":{prompt_key[:8]}" if isinstance(prompt_key, str) and prompt_key else f":p{result.get('promptIdx')}"
+        )
 
     response = result.get("response")
     output = response.get("output") if isinstance(response, dict) else None
@@ -136,7 +138,7 @@ def _result(result: Any, line: int, benchmark: str, several_prompts: bool, ctx: 
         yield Problem(line, f"{where}: missing field 'gradingResult'")
         return
     base_meta: dict[str, Any] = {"testIdx": test_idx, "promptIdx": result.get("promptIdx")}
-    grading_meta = grading.get("metadata") if isinstance(grading.get("metadata"), dict) else {}
+    grading_meta = object_field(grading, "metadata")
     for key in ("pluginId", "strategyId"):  # red-team runs: e.g. harmful:hate / jailbreak
         if grading_meta.get(key) is not None:
             base_meta[key] = grading_meta[key]

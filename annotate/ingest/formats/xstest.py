@@ -123,7 +123,7 @@ def read(path: Path, ctx: ReadContext) -> Iterator[Item]:
             yield record
             continue
         line, cells = record
-        yield from _row(dict(zip(header, cells)), line, model, benchmark, judges)
+        yield from _row(dict(zip(header, cells, strict=True)), line, model, benchmark, judges)
 
 
 def _check_header(header: list[str]) -> str | None:
