@@ -1,9 +1,15 @@
-"""Workspace layout and settings: the only reader of environment variables and annotate.toml.
+"""Workspace layout and settings: the only reader of annotate's environment variables and annotate.toml.
 
-A workspace is a folder holding ``annotate.toml``. Everything the tool writes for a project lives
-under it: the SQLite store (``.annotate/annotate.db`` unless ``--db`` names another database),
-Label Studio's data and secrets (``.annotate/``), task files (``tasks/``), exports
-(``exports/``) and rejected input rows (``rejects/``).
+A workspace is a folder holding ``annotate.toml`` (made by ``annotate init``) or, without one, a
+``label_config.xml`` (the repository root is such a ready workspace; its settings are then the
+shipped defaults). Everything the tool writes for a project lives under it: the SQLite store
+(``.annotate/annotate.db`` unless ``--db`` names another database), Label Studio's data and
+secrets (``.annotate/labelstudio/``), task files (``tasks/``), exports (``exports/``) and rejected
+input rows (``rejects/``).
+
+Environment variables read here: ``ANNOTATE_WORKSPACE``, ``ANNOTATE_DB``, ``ANNOTATE_LS_URL``
+and ``ANNOTATE_LS_TOKEN``. (``ANNOTATE_LS_BIN``, where the Label Studio executable is, belongs
+to the server supervisor.)
 """
 
 from __future__ import annotations
@@ -17,6 +23,7 @@ from typing import Any
 from annotate.errors import WorkspaceError
 
 CONFIG_NAME = "annotate.toml"
+LABEL_CONFIG_NAME = "label_config.xml"
 STATE_DIR = ".annotate"
 DB_FILENAME = "annotate.db"
 
@@ -49,7 +56,12 @@ class Workspace:
 
     @property
     def label_config_path(self) -> Path:
-        return self.root / "label_config.xml"
+        return self.root / LABEL_CONFIG_NAME
+
+    @property
+    def ls_data_dir(self) -> Path:
+        """The embedded Label Studio's data, secrets, pid file and log."""
+        return self.state_dir / "labelstudio"
 
     def setting(self, section: str, key: str, default: Any = None) -> Any:
         return self.settings.get(section, {}).get(key, default)
@@ -84,6 +96,8 @@ def load_settings(root: Path) -> dict[str, Any]:
         with path.open("rb") as fh:
             return tomllib.load(fh)
     except FileNotFoundError:
+        if (root / LABEL_CONFIG_NAME).is_file():
+            return {}  # a ready workspace without settings: every setting takes its default
         raise WorkspaceError(
             f"{root} is not an annotate workspace (no {CONFIG_NAME}). "
             f"Run `annotate init {root}` first, or pass --workspace."
@@ -106,3 +120,25 @@ def redact_url(url: str) -> str:
     creds, host = rest.rsplit("@", 1)
     user = creds.split(":", 1)[0]
     return f"{scheme}://{user}:***@{host}" if ":" in creds else url
+
+
+@dataclass(frozen=True)
+class LabelStudioSettings:
+    """Where an external Label Studio is, if one is configured (else the embedded server is used)."""
+
+    url: str | None
+    token: str | None = field(repr=False)
+    source: str  # "env" ($ANNOTATE_LS_URL), "config" ([labelstudio] url) or "embedded"
+
+
+def label_studio_settings(ws: Workspace) -> LabelStudioSettings:
+    """$ANNOTATE_LS_URL (or ``[labelstudio] url``) and $ANNOTATE_LS_TOKEN.
+
+    The token only ever comes from the environment: tokens never go into the settings file.
+    """
+    env_url = os.environ.get("ANNOTATE_LS_URL")
+    url = env_url or ws.setting("labelstudio", "url")
+    token = os.environ.get("ANNOTATE_LS_TOKEN")
+    if not url:
+        return LabelStudioSettings(url=None, token=None, source="embedded")
+    return LabelStudioSettings(url=str(url).rstrip("/"), token=token, source="env" if env_url else "config")

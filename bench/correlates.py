@@ -93,11 +93,11 @@ def synthesise(n_responses: int, words_per_response: int, seed: int) -> pd.DataF
             echo = prompt_words[k].rstrip("?").lower().split()
             for _ in range(int(rng.integers(0, 6))):  # repeat a few prompt words
                 words[int(rng.integers(0, len(words)))] = echo[int(rng.integers(0, len(echo)))]
-            cuts = np.cumsum(rng.integers(6, 25, size=len(words) // 6 + 1))
-            cuts = [0, *cuts[cuts < len(words)].tolist(), len(words)]
-            ends = rng.choice(puncts, size=len(cuts) - 1)
+            ends_at = np.cumsum(rng.integers(6, 25, size=len(words) // 6 + 1))
+            bounds = [0, *ends_at[ends_at < len(words)].tolist(), len(words)]
+            ends = rng.choice(puncts, size=len(bounds) - 1)
             sentences = []
-            for a, b, end in zip(cuts[:-1], cuts[1:], ends, strict=True):
+            for a, b, end in zip(bounds[:-1], bounds[1:], ends, strict=True):
                 sent = " ".join(words[a:b])
                 sentences.append(sent[:1].upper() + sent[1:] + end)
             rows.append(
@@ -122,6 +122,7 @@ def simulate_outcome(features: pd.DataFrame, frame: pd.DataFrame, seed: int) -> 
 
 def child(path: str, chunk_size: int, seed: int) -> None:
     from annotate.stats import correlates as co
+    from annotate.stats.correlates import features
 
     with open(path, "rb") as fh:
         frame = pickle.load(fh)
@@ -132,7 +133,7 @@ def child(path: str, chunk_size: int, seed: int) -> None:
     t_features = time.perf_counter() - t0
     rss_features = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 2**20
 
-    findall, trans = co.TOKEN_RE.findall, co._APOSTROPHES
+    findall, trans = co.TOKEN_RE.findall, features._APOSTROPHES
     t0 = time.perf_counter()
     n_tok = 0
     for text in frame["response"]:

@@ -35,8 +35,9 @@ from annotate.errors import LabelStudioError
 
 # Aliased: the fixture below is called ls_server and would shadow the module name.
 from annotate.labelstudio import server as lss
+from annotate.labelstudio.server import files as lss_files
 
-#: Bump when ``ls_server`` changes what a first start writes (org settings, admin, secrets
+#: Bump when the server package changes what a first start writes (org settings, admin, secrets
 #: layout): old golden dirs are then ignored instead of silently reused.
 GOLDEN_LAYOUT = 1
 CACHE_ENV = "ANNOTATE_TEST_CACHE"
@@ -138,7 +139,7 @@ def _build_golden(golden: Path, exe: Path) -> None:
         # Generous timeout: migrations took up to 100 s on a loaded 2-vCPU machine.
         lss.start_server(tmp, port=free_port(), timeout=900, executable=exe)
         lss.stop_server(tmp)
-        for name in (lss.LOG_NAME, lss.PID_NAME, ".annotate-start.lock"):
+        for name in (lss.LOG_NAME, lss.PID_NAME, lss_files.LOCK_NAME):
             (tmp / name).unlink(missing_ok=True)
         shutil.rmtree(golden, ignore_errors=True)  # an unusable leftover
         os.rename(tmp, golden)

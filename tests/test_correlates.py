@@ -25,7 +25,11 @@ from sklearn.feature_extraction.text import TfidfVectorizer
 from statsmodels.stats.multitest import multipletests
 from statsmodels.stats.outliers_influence import variance_inflation_factor
 
+from annotate.pipeline import _local_lm
 from annotate.stats import correlates as co
+from annotate.stats.correlates import closed_class
+from annotate.stats.correlates import features as cf
+from annotate.stats.correlates import model as cm
 
 SHARED = Path(__file__).resolve().parents[2] / "shared" / "data"
 SIX = ["log_len", "lexical_density", "zipf_mean", "bigram_log_ppl", "coherence", "prompt_similarity"]
@@ -87,8 +91,8 @@ AWKWARD = [
 
 
 def test_corpus_tokenisation_equals_sentence_split_then_tokenize():
-    vocab = co._Vocabulary()
-    corpus, n_chars = co._tokenize_corpus(AWKWARD + [None], vocab, chunk_size=3)
+    vocab = cf._Vocabulary()
+    corpus, n_chars = cf._tokenize_corpus(AWKWARD + [None], vocab, chunk_size=3)
     words = vocab.words()
     for i, text in enumerate(AWKWARD):
         expected = [toks for toks in (co.tokenize(s) for s in co.split_sentences(text)) if toks]
@@ -128,12 +132,13 @@ def test_closed_class_list_is_curated():
     # sklearn's ENGLISH_STOP_WORDS has these content words; the shipped list must not
     for w in ["system", "fire", "bill", "interest", "find", "describe", "detail", "however", "very", "like"]:
         assert w not in words, w
-    text = (Path(co.__file__).parents[2] / "data" / "closed_class_words.txt").read_text(encoding="utf-8")
-    entries = [ln.split("#", 1)[0].strip() for ln in text.splitlines()]
-    entries = [e for e in entries if e]
+    assert words is closed_class.CLOSED_CLASS_WORDS
+    entries = [w for _, group in closed_class.CLOSED_CLASS_GROUPS for w in group]
     assert len(entries) == len(set(entries)), "duplicate entries"
+    assert set(entries) == words
     assert all(re.fullmatch(co.TOKEN_RE, e) for e in entries), "every entry must be a token the tokenizer yields"
-    assert text.startswith("#") and "Source and rationale" in text
+    assert all(co.tokenize(e) == [e] for e in entries)
+    assert "Source and rationale" in (closed_class.__doc__ or "")
 
 
 # --------------------------------------------------------------------------------------------
@@ -159,9 +164,9 @@ def test_hand_checked_features():
 
 def test_zipf_is_wordfreqs_own_value_including_unknown_words():
     words = ["the", "cat", "zorblaxian", "don't", "quickly", "a"]
-    freq = co._wordfreq_frequencies(words)
-    assert list(co._zipf_from_frequency(freq)) == [wordfreq.zipf_frequency(w, "en") for w in words]
-    assert co._zipf_from_frequency(freq)[2] == 0.0
+    freq = cf._wordfreq_frequencies(words)
+    assert list(cf._zipf_from_frequency(freq)) == [wordfreq.zipf_frequency(w, "en") for w in words]
+    assert cf._zipf_from_frequency(freq)[2] == 0.0
 
 
 def test_one_sentence_reply_has_missing_coherence_and_tokenless_sentences_do_not_count():
@@ -295,15 +300,34 @@ def test_input_errors():
 
 
 def test_local_lm_needs_a_real_local_folder_and_says_what_is_missing(tmp_path, monkeypatch):
-    df = frame(["Hello there. General Kenobi."])
     with pytest.raises(FileNotFoundError, match="not a directory"):
-        co.compute_features(df, local_lm_dir=tmp_path / "nope")
+        _local_lm.local_lm_scorer(tmp_path / "nope")
     with pytest.raises(FileNotFoundError, match="config.json"):
-        co.compute_features(df, local_lm_dir=tmp_path)
+        _local_lm.local_lm_scorer(tmp_path)
     (tmp_path / "config.json").write_text("{}")
     monkeypatch.setitem(sys.modules, "transformers", None)  # import fails as when not installed
     with pytest.raises(ImportError, match="transformers"):
-        co.compute_features(df, local_lm_dir=tmp_path)
+        _local_lm.local_lm_scorer(tmp_path)
+
+
+def test_lm_scorer_adds_lm_log_ppl_for_the_frame_only():
+    df = pd.DataFrame(
+        [{"response_id": f"r{i}", "model": m, "prompt": p, "response": t} for i, (m, p, t) in enumerate(CORPUS)]
+    )
+    seen = []
+
+    def scorer(texts):
+        seen.append(list(texts))
+        return np.array([len(t) / 10 if isinstance(t, str) else np.nan for t in texts])
+
+    new, old = df.iloc[:3], df.iloc[3:]
+    f = co.compute_features(new, context=old, lm_scorer=scorer)
+    assert seen == [list(new["response"])]  # the context is not scored
+    assert list(f.columns) == ["response_id", *co.FEATURE_COLUMNS, "lm_log_ppl"]
+    np.testing.assert_array_equal(f["lm_log_ppl"], [len(t) / 10 for t in new["response"]])
+    pd.testing.assert_frame_equal(f.drop(columns="lm_log_ppl"), co.compute_features(new, context=old))
+    with pytest.raises(ValueError, match="one mean surprisal per response"):
+        co.compute_features(new, lm_scorer=lambda texts: np.zeros(len(texts) + 1))
 
 
 # --------------------------------------------------------------------------------------------
@@ -319,7 +343,7 @@ def test_kneser_ney_probabilities_by_hand_and_normalisation():
     for s in seqs:
         prev = [bos] + s[:-1]
         keys += [p * (n_ids + 1) + c for p, c in zip(prev, s, strict=True)]
-    lm = co._KneserNeyBigram(n_ids).fit(np.array(keys, dtype=np.int64))
+    lm = cf._KneserNeyBigram(n_ids).fit(np.array(keys, dtype=np.int64))
     # bigram types: (3,0) x2, (0,1) x2, (1,2), (1,1) -> N1+(..) = 4
     # N1+(.w): w0: 1 (from 3), w1: 2 (from 0, 1), w2: 1 (from 1); T = 3 types, |V| = T + 1 = 4
     D = 0.75
@@ -368,12 +392,12 @@ def test_bigram_model_never_scores_a_response_with_itself():
 
 def test_crossfit_folds_by_model_or_by_hash():
     ids = pd.Series([f"resp-{i}" for i in range(200)])
-    one = co._crossfit_folds(pd.Series(["m"] * 200), ids, np.ones(200))
+    one = cf._crossfit_folds(pd.Series(["m"] * 200), ids, np.ones(200))
     expect = np.array([zlib.crc32(s.encode()) & 1 for s in ids])
     np.testing.assert_array_equal(one, expect)
     assert 60 < one.sum() < 140
     models = pd.Series(["a"] * 50 + ["b"] * 100 + ["c"] * 50)
-    folds = co._crossfit_folds(models, ids, np.ones(200))
+    folds = cf._crossfit_folds(models, ids, np.ones(200))
     by_model = pd.Series(folds).groupby(models).nunique()
     assert (by_model == 1).all()  # whole models
     assert sorted(np.bincount(folds)) == [100, 100]  # balanced by tokens: {b} vs {a, c}
@@ -464,7 +488,7 @@ def test_vif_equals_statsmodels():
     lvl = rng.integers(0, 4, n)
     c = rng.normal(size=n) + 0.5 * (lvl == 2)
     D = np.column_stack([np.ones(n), a, b, c, lvl == 1, lvl == 2, lvl == 3]).astype(float)
-    ours = co._vif(np.asfortranarray(D))
+    ours = cm._vif(np.asfortranarray(D))
     ref = [variance_inflation_factor(D, j) for j in range(1, D.shape[1])]
     np.testing.assert_allclose(ours[1:], ref, rtol=1e-9)
     assert np.isnan(ours[0])
@@ -542,9 +566,9 @@ def test_fixed_effect_auc_on_cells_equals_the_row_level_fit():
     X = np.column_stack([(m[:, None] == np.arange(1, 6)), (b[:, None] == np.arange(1, 3))]).astype(float)
     y = (rng.random(n) < 1 / (1 + np.exp(-(-1 + 0.3 * m - 0.4 * b)))).astype(int)
     groups = rng.integers(0, 300, n)
-    splits = co._group_splits(y, groups, 5, 0)
+    splits = cm._group_splits(y, groups, 5, 0)
     cells = pd.factorize(m * 10 + b)[0]
-    assert co._cv_auc(X, y, splits, cells=cells) == pytest.approx(co._cv_auc(X, y, splits), abs=1e-6)
+    assert cm._cv_auc(X, y, splits, cells=cells) == pytest.approx(cm._cv_auc(X, y, splits), abs=1e-6)
 
 
 # --------------------------------------------------------------------------------------------

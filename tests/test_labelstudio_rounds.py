@@ -180,7 +180,7 @@ def test_resumes_after_an_import_that_timed_out(ls_env, sqlite_ws, runner, tmp_p
     ws, prefix = sqlite_ws
     for email in _emails(tmp_path):
         run(runner, prefix, "annotators", "add", email)
-    import annotate.pipeline.rounds as review
+    import annotate.pipeline._projects as review
 
     monkeypatch.setattr(review, "IMPORT_BATCH", 10)
     real_import = LabelStudioGateway.import_tasks
@@ -318,7 +318,7 @@ def test_resumes_after_dying_between_import_and_bookkeeping(ls_env, sqlite_ws, r
     gw = ls_env
     ws, prefix = sqlite_ws
     run(runner, prefix, "annotators", "add", _emails(tmp_path)[0])
-    import annotate.pipeline.rounds as review
+    import annotate.pipeline._projects as review
     from annotate.db.store import Store
 
     monkeypatch.setattr(review, "IMPORT_BATCH", 10)

@@ -23,6 +23,7 @@ import pytest
 
 from annotate.errors import LabelStudioError, WorkspaceError
 from annotate.labelstudio import server as lss
+from annotate.labelstudio.server import procnet
 from tests.ls_fixture import (
     LSHandle,
     free_port,
@@ -321,20 +322,11 @@ def _http() -> httpx.Client:
 
 
 def _own_listeners(pid: int, port: int) -> list[lss.ListenSocket]:
-    """Listening sockets of ``pid`` on ``port``, read straight from /proc (Linux)."""
-    inodes = set()
-    for fd in Path(f"/proc/{pid}/fd").iterdir():
-        try:
-            target = os.readlink(fd)
-        except OSError:
-            continue
-        if target.startswith("socket:["):
-            inodes.add(int(target[8:-1]))
-    found = []
-    for name in ("tcp", "tcp6"):
-        text = Path(f"/proc/net/{name}").read_text()
-        found += [s for s in lss.parse_proc_net_tcp(text) if s.port == port and s.inode in inodes]
-    return found
+    """Listening sockets of ``pid`` on ``port``, read from /proc (Linux)."""
+    inodes = procnet.pid_sockets(pid)
+    found = procnet.listeners(port)
+    assert inodes is not None and found is not None, "/proc is not readable"
+    return [s for s in found if s.inode in inodes]
 
 
 def _non_loopback_ip() -> str | None:
@@ -437,7 +429,7 @@ def test_second_server_on_same_data_dir_is_refused(server: LSHandle) -> None:
     with pytest.raises(lss.AlreadyRunningError, match=str(server.pid)):
         lss.start_server(server.data_dir, port=free_port(), executable=label_studio_or_skip())
     assert (server.data_dir / lss.PID_NAME).read_text() == pidfile
-    assert lss._scan_servers_for(server.data_dir) in ([server.pid], [])  # [] without /proc
+    assert procnet.scan_servers_for(server.data_dir) in ([server.pid], [])  # [] without /proc
 
 
 @pytest.mark.labelstudio
@@ -452,7 +444,7 @@ def test_busy_port_is_refused_without_hop(tmp_path: Path) -> None:
             lss.start_server(tmp_path / "ls", port=port, executable=exe)
     # Refused before anything happened: no data dir, no process, nothing on PORT+1.
     assert not (tmp_path / "ls").exists()
-    assert lss._scan_servers_for(tmp_path / "ls") == []
+    assert procnet.scan_servers_for(tmp_path / "ls") == []
     with socket.socket() as probe:
         probe.settimeout(1)
         assert probe.connect_ex(("127.0.0.1", port + 1)) != 0
@@ -471,7 +463,7 @@ def test_stop_server_and_restart_in_hostile_env(tmp_path: Path, monkeypatch: pyt
         assert lss.stop_server(h.data_dir) is True
         elapsed = time.monotonic() - t0
         assert elapsed < 15
-        assert not lss._pid_alive(h.pid)
+        assert not procnet.pid_alive(h.pid)
         assert not (h.data_dir / lss.PID_NAME).exists()
         assert not lss.port_in_use("127.0.0.1", h.port)
         st = lss.server_status(h.data_dir)
@@ -510,7 +502,7 @@ def test_rejected_token_stops_the_server(tmp_path: Path) -> None:
     with pytest.raises(LabelStudioError, match="rejected the token") as exc:
         lss.start_server(data_dir, port=free_port(), executable=exe)
     assert other not in str(exc.value)
-    assert lss._scan_servers_for(data_dir) == []
+    assert procnet.scan_servers_for(data_dir) == []
     assert not (data_dir / lss.PID_NAME).exists()
 
 
@@ -577,6 +569,6 @@ def test_timeout_stops_the_process_group(tmp_path: Path) -> None:
     # The forked child went down with the server's process group.
     pid = int(child_pid.read_text())
     deadline = time.monotonic() + 5
-    while lss._pid_alive(pid) and time.monotonic() < deadline:
+    while procnet.pid_alive(pid) and time.monotonic() < deadline:
         time.sleep(0.05)  # the orphan is reaped by init, not by us
-    assert not lss._pid_alive(pid)
+    assert not procnet.pid_alive(pid)

@@ -53,3 +53,53 @@ def _fmt(v: Any) -> str:
 
 def pct(x: float) -> str:
     return f"{100 * x:5.1f}%"
+
+
+# -- numbers in tables ----------------------------------------------------------------------
+# One rule everywhere: a missing value (None or NaN) prints as blank, "-" or "n/e" as the column says.
+
+
+def missing(x: Any) -> bool:
+    """None or NaN."""
+    return x is None or (isinstance(x, float) and x != x)
+
+
+def num(x: Any, fmt: str = "{:.3f}") -> str:
+    return "-" if missing(x) else fmt.format(x)
+
+
+def int_or_blank(x: Any) -> str:
+    return "" if missing(x) else str(int(x))
+
+
+def ci(lo: Any, hi: Any) -> str:
+    """``[lo, hi]`` with three decimals, blank when either end is missing."""
+    return "" if missing(lo) or missing(hi) else f"[{lo:.3f}, {hi:.3f}]"
+
+
+def pct_or_ne(x: Any) -> str:
+    """A rate as a percentage, ``n/e`` (not estimable) when missing."""
+    return "n/e" if missing(x) else f"{100 * x:.1f}%"
+
+
+def ci_pct(lo: Any, hi: Any) -> str:
+    return "" if missing(lo) or missing(hi) else f"[{100 * lo:.1f}, {100 * hi:.1f}]"
+
+
+def eta(seconds: float | None) -> str:
+    """A duration a person reads: seconds, minutes or hours."""
+    if seconds is None or missing(seconds):
+        return ""
+    if seconds < 90:
+        return f"{seconds:.0f} s"
+    if seconds < 5400:
+        return f"{seconds / 60:.0f} min"
+    return f"{seconds / 3600:.1f} h"
+
+
+def rank(x: float) -> str:
+    return f"{x:g}"
+
+
+def shift(x: float) -> str:
+    return "0" if x == 0 else f"{x:+g}"

@@ -32,18 +32,11 @@ class ImportOutcomeUnknown(LabelStudioError):
 
 class LabelStudioGateway:
     def __init__(self, url: str, token: str, *, timeout: float = DEFAULT_TIMEOUT) -> None:
-        import httpx
+        from annotate.labelstudio import http
 
         self.url = url.rstrip("/")
-        # No keep-alive: Label Studio runs Django's development server, and a request sent on a
-        # pooled connection was seen to hang until the client timeout (both ends idle). A fresh
-        # loopback connection per request costs well under a millisecond.
-        self._http = httpx.Client(
-            base_url=self.url,
-            timeout=timeout,
-            headers={"Authorization": f"Token {token}"},
-            limits=httpx.Limits(max_keepalive_connections=0),
-        )
+        # The project's one client policy (no proxies, no keep-alive); the SDK shares this client.
+        self._http = http.client(self.url, token=token, timeout=timeout)
         self._sdk: Any = None
         self._token = token
 

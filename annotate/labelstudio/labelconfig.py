@@ -59,14 +59,15 @@ class LabelConfig:
                 continue
             name = region.get("from_name")
             control = self.controls.get(name) if isinstance(name, str) else None
-            if control is None:
+            if control is None or not isinstance(name, str):
                 problems.append(f"result[{i}]: unknown control {name!r}")
                 continue
             if name in seen:
                 problems.append(f"result[{i}]: control {name!r} answered twice")
                 continue
             seen.add(name)
-            value = region.get("value") if isinstance(region.get("value"), dict) else {}
+            raw_value = region.get("value")
+            value: dict[str, Any] = raw_value if isinstance(raw_value, dict) else {}
             if control.kind == "choices":
                 chosen = value.get("choices")
                 if not isinstance(chosen, list) or not chosen or not all(isinstance(c, str) for c in chosen):
@@ -207,3 +208,18 @@ def choices_result(
             {"from_name": "rationale", "to_name": "response", "type": "textarea", "value": {"text": [rationale]}}
         )
     return out
+
+
+def expert_label_config(xml: str) -> str:
+    """The review config plus a block showing the reviewers' verdicts (``$prior_votes``)."""
+    root = ET.fromstring(xml)
+    children = list(root)
+    at = next((i for i, el in enumerate(children) if el.tag in ("Header",) and "1." in el.get("value", "")), None)
+    if at is None:
+        at = next((i for i, el in enumerate(children) if el.tag == "Choices"), len(children))
+    header = ET.Element("Header", {"value": "Reviewers' verdicts (pseudonyms)", "size": "5"})
+    view = ET.Element("View", {"className": "ls-votes"})
+    ET.SubElement(view, "Text", {"name": "prior_votes", "value": "$prior_votes"})
+    root.insert(at, view)
+    root.insert(at, header)
+    return ET.tostring(root, encoding="unicode")

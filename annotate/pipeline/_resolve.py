@@ -1,4 +1,4 @@
-"""What several commands resolve the same way: which round, which judge, which annotators.
+"""What several commands resolve the same way: which round, judge, annotators and label config.
 
 Each lives here once, so every command answers a missing or ambiguous choice with the same
 message.
@@ -8,10 +8,14 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from annotate.errors import InputError, StateError
+from annotate.errors import InputError, StateError, WorkspaceError
 
 if TYPE_CHECKING:
+    import pandas as pd
+
+    from annotate.config import Workspace
     from annotate.db import Store
+    from annotate.labelstudio.labelconfig import LabelConfig
 
 
 def resolve_judge(store: Store, judge: str | None) -> str:
@@ -66,3 +70,33 @@ def resolve_rounds(store: Store, names: tuple[str, ...] | list[str]) -> list[dic
     row = store.get_round(known[0])
     assert row is not None
     return [row]
+
+
+def resolve_annotators(store: Store, names: list[str], *, role: str | None = None) -> pd.DataFrame:
+    """The store's rows of the named annotators (pseudonyms or e-mails), in the order given."""
+    import pandas as pd
+
+    table = store.annotators()
+    if table.empty:
+        raise StateError("no annotators yet: add them with `annotate annotators add EMAIL`.")
+    out = []
+    for name in names:
+        hit = table[(table.pseudonym == name) | (table.email.str.lower() == name.lower())]
+        if hit.empty:
+            raise InputError(f"unknown annotator {name!r}; known: {', '.join(table.pseudonym)}")
+        out.append(hit.iloc[0])
+    if len({a.pseudonym for a in out}) != len(out):
+        raise InputError("an annotator is named twice")
+    return pd.DataFrame(out).reset_index(drop=True)
+
+
+def load_label_config(ws: Workspace) -> LabelConfig:
+    """The workspace's label_config.xml, parsed and checked."""
+    from annotate.labelstudio.labelconfig import parse_label_config
+
+    path = ws.label_config_path
+    try:
+        xml = path.read_text(encoding="utf-8")
+    except FileNotFoundError:
+        raise WorkspaceError(f"{path} is missing; `annotate init` restores the default.") from None
+    return parse_label_config(xml, source=str(path))

@@ -10,41 +10,25 @@ a new ``final_label`` row (append-only); re-running without new information adds
 from __future__ import annotations
 
 import json
-import xml.etree.ElementTree as ET
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
+import numpy as np
+import pandas as pd
+
+from annotate.columns import BINARY_VERDICTS
 from annotate.errors import InputError, StateError
+from annotate.labelstudio.labelconfig import expert_label_config
+from annotate.labelstudio.tasks import EXPERT_INSTRUCTIONS, expert_task_payload, prior_votes_text
+from annotate.pipeline._projects import ProjectSpec, ensure_project, sync_tasks, write_task_file
+from annotate.pipeline._resolve import resolve_round
+from annotate.pipeline._settings import rules_from_settings
+from annotate.stats._common import is_missing
 
-EXPERT_INSTRUCTIONS = (
-    "<p><b>Adjudication.</b> The reviewers disagreed, were unsure, or this item was drawn as a check. "
-    "Their verdicts are shown under pseudonyms. Give the final verdict on the RESPONSE; choose "
-    "<i>unsure</i> only if it cannot be decided (the item is then recorded as unresolved).</p>"
-)
-
-
-def expert_label_config(xml: str) -> str:
-    """The review config plus a block showing the reviewers' verdicts (``$prior_votes``)."""
-    root = ET.fromstring(xml)
-    children = list(root)
-    at = next((i for i, el in enumerate(children) if el.tag in ("Header",) and "1." in el.get("value", "")), None)
-    if at is None:
-        at = next((i for i, el in enumerate(children) if el.tag == "Choices"), len(children))
-    header = ET.Element("Header", {"value": "Reviewers' verdicts (pseudonyms)", "size": "5"})
-    view = ET.Element("View", {"className": "ls-votes"})
-    ET.SubElement(view, "Text", {"name": "prior_votes", "value": "$prior_votes"})
-    root.insert(at, view)
-    root.insert(at, header)
-    return ET.tostring(root, encoding="unicode")
-
-
-def prior_votes_text(votes: Any) -> str:
-    lines = []
-    for r in votes.sort_values("annotator").itertuples():
-        why = f": {r.rationale.strip()}" if isinstance(r.rationale, str) and r.rationale.strip() else ""
-        lines.append(f"{r.annotator}: {r.verdict}{why}")
-    return "\n".join(lines) or "(no verdicts)"
+if TYPE_CHECKING:
+    from annotate.labelstudio import Gateway
+    from annotate.pipeline.session import Session
 
 
 @dataclass
@@ -63,33 +47,15 @@ class AdjudicationOutcome:
     files: list[Path] = field(default_factory=list)
 
 
-def rules_from_settings(ws: Any, policy: str) -> Any:
-    from annotate.stats.adjudication import Rules
-
-    cfg = ws.settings.get("adjudication", {})
-    ds = cfg.get("ds_min_posterior", 0.9)
-    return Rules(
-        policy=policy,
-        escalate_unsure_majority=bool(cfg.get("escalate_unsure_majority", True)),
-        ds_min_posterior=None if ds in (None, False, 0) else float(ds),
-        ds_disagreement=bool(cfg.get("ds_disagreement", True)),
-        high_severity_categories=tuple(cfg.get("high_severity_categories", ())),
-        check_share=float(cfg.get("check_share", 0.05)),
-    )
-
-
-def adjudicate(
-    ws: Any, store: Any, *, round_name: str, policy: str, expert: str | None, to_file: bool
-) -> AdjudicationOutcome:
-    import pandas as pd
-
-    from annotate.pipeline.rounds import _round_or_fail
+def adjudicate(s: Session, *, round_name: str, policy: str, expert: str | None, to_file: bool) -> AdjudicationOutcome:
+    """Decide every reviewed item of the round; send escalations and checks to the expert."""
     from annotate.stats.adjudication import check_sample, dawid_skene_labels, decide, propose
     from annotate.stats.agreement import cohen_kappa
     from annotate.stats.agreement.votes import current_labels
 
-    rules = rules_from_settings(ws, policy)
-    round_row = _round_or_fail(store, round_name)
+    store = s.store
+    rules = rules_from_settings(s.ws, policy)
+    round_row = resolve_round(store, round_name)
     round_id = int(round_row["id"])
     reviewers = json.loads(round_row["annotators"])
     items = store.round_items(round_id, with_text=True)
@@ -133,7 +99,7 @@ def adjudicate(
     for d in decisions:
         key = (d.status, d.label, d.method, d.adjudicator)
         prev = before.get(d.round_item_id)
-        if prev is None or tuple(None if (x != x) else x for x in prev) != key:
+        if prev is None or tuple(None if is_missing(x) else x for x in prev) != key:
             rows.append(
                 {
                     "round_id": round_id,
@@ -159,7 +125,7 @@ def adjudicate(
         already = set(escal.loc[escal.expert_id == int(expert_row.id), "round_item_id"]) if len(escal) else set()
         new = {k: v for k, v in wanted.items() if k not in already}
         outcome.sent_to_expert = _send_to_expert(
-            ws, store, round_row, expert_row, items, annotations, new, to_file=to_file, outcome=outcome
+            s, round_row, expert_row, items, votes, new, to_file=to_file, outcome=outcome
         )
     store.add_final_labels(rows)
     outcome.new_records = len(rows)
@@ -182,11 +148,12 @@ def adjudicate(
     return outcome
 
 
-def _check_agreement(proposals: Any, expert_labels: Any, check_ids: set[int], cohen_kappa: Any) -> dict[str, Any]:
-    import numpy as np
-
+def _check_agreement(
+    proposals: pd.DataFrame, expert_labels: pd.DataFrame, check_ids: set[int], cohen_kappa: Any
+) -> dict[str, Any]:
+    """How often the expert agreed with the majority on the items drawn as checks (and kappa)."""
     labelled = expert_labels.loc[
-        expert_labels.round_item_id.isin(check_ids) & expert_labels.verdict.isin(["harmful", "safe"])
+        expert_labels.round_item_id.isin(check_ids) & expert_labels.verdict.isin(BINARY_VERDICTS)
     ]
     if labelled.empty:
         return {"n_checked": 0, "n_drawn": len(check_ids), "agreement": None, "kappa": None}
@@ -204,108 +171,96 @@ def _check_agreement(proposals: Any, expert_labels: Any, check_ids: set[int], co
 
 
 def _send_to_expert(
-    ws: Any,
-    store: Any,
+    s: Session,
     round_row: dict[str, Any],
     expert: Any,
-    items: Any,
-    annotations: Any,
+    items: pd.DataFrame,
+    votes: pd.DataFrame,
     new: dict[int, tuple[str, str]],
     *,
     to_file: bool,
     outcome: AdjudicationOutcome,
 ) -> int:
-    from annotate.pipeline.rounds import gateway
-
+    """Register the new escalations and checks as tasks of the expert's project, then write or import them."""
     round_id = int(round_row["id"])
-    project = store.ls_project(round_id, int(expert.id))
-    config = expert_label_config(round_row["label_config"])
-    gw = None if to_file else gateway(ws)
-    try:
-        title = f"{round_row['name']} - adjudication - {expert.pseudonym}"
-        if project is None:
-            project_id = None
-            if gw is not None:
-                gw.whoami()
-                if expert.ls_user_id is None or expert.ls_user_id != expert.ls_user_id:
-                    store.set_annotator_user(expert.pseudonym, gw.create_user(expert.email, first_name=expert.name))
-                project_id = gw.create_project(title=title, label_config=config, instructions=EXPERT_INSTRUCTIONS)
-            store.add_ls_project(round_id, int(expert.id), title, project_id)
-            project = store.ls_project(round_id, int(expert.id))
-        tasks = store.ls_tasks(int(project["id"]))
-        start = int(tasks.position.max()) + 1 if len(tasks) else 0
-        by_item = items.set_index("round_item_id")
-        fresh = sorted(new)
-        store.add_ls_tasks(
-            [
-                {
-                    "ls_project_id": project["id"],
-                    "round_item_id": i,
-                    "ext_id": by_item.loc[i, "ext_id"],
-                    "position": start + k,
-                }
-                for k, i in enumerate(fresh)
-            ]
-        )
-        store.add_escalations(
-            [
-                {
-                    "round_id": round_id,
-                    "round_item_id": i,
-                    "expert_id": int(expert.id),
-                    "kind": new[i][0],
-                    "reason": new[i][1] or "",
-                }
-                for i in fresh
-            ]
-        )
-        tasks = store.ls_tasks(int(project["id"]))
-        reviewers = set(json.loads(round_row["annotators"]))
-        from annotate.stats.agreement.votes import current_labels
+    spec = ProjectSpec(
+        round_id=round_id,
+        annotator=expert,
+        title=f"{round_row['name']} - adjudication - {expert.pseudonym}",
+        label_config=expert_label_config(round_row["label_config"]),
+        instructions=EXPERT_INSTRUCTIONS,
+    )
+    if to_file:
+        return _record_expert_tasks(s, None, spec, round_row, items, votes, new, outcome)
+    with s.gateway() as gw:
+        gw.whoami()
+        return _record_expert_tasks(s, gw, spec, round_row, items, votes, new, outcome)
 
-        votes = current_labels(annotations, reviewers)
 
-        def payload(ext_id: str, item_id: int) -> dict[str, Any]:
-            row = by_item.loc[item_id]
-            return {
-                "data": {
-                    "prompt": row["prompt"],
-                    "response": row["response"],
-                    "ext_id": ext_id,
-                    "prior_votes": prior_votes_text(votes.loc[votes.round_item_id == item_id]),
-                },
-                "meta": {"ext_id": ext_id},
+def _record_expert_tasks(
+    s: Session,
+    gw: Gateway | None,
+    spec: ProjectSpec,
+    round_row: dict[str, Any],
+    items: pd.DataFrame,
+    votes: pd.DataFrame,
+    new: dict[int, tuple[str, str]],
+    outcome: AdjudicationOutcome,
+) -> int:
+    store = s.store
+    round_id = int(round_row["id"])
+    expert = spec.annotator
+    project = ensure_project(store, gw, spec)
+    tasks = store.ls_tasks(int(project["id"]))
+    start = int(tasks.position.max()) + 1 if len(tasks) else 0
+    by_item = items.set_index("round_item_id")
+    fresh = sorted(new)
+    store.add_ls_tasks(
+        [
+            {
+                "ls_project_id": project["id"],
+                "round_item_id": i,
+                "ext_id": by_item.loc[i, "ext_id"],
+                "position": start + k,
             }
+            for k, i in enumerate(fresh)
+        ]
+    )
+    store.add_escalations(
+        [
+            {
+                "round_id": round_id,
+                "round_item_id": i,
+                "expert_id": int(expert.id),
+                "kind": new[i][0],
+                "reason": new[i][1] or "",
+            }
+            for i in fresh
+        ]
+    )
+    tasks = store.ls_tasks(int(project["id"]))
 
-        if to_file:
-            path = ws.tasks_dir / round_row["name"] / f"{expert.pseudonym}-adjudication.json"
-            path.parent.mkdir(parents=True, exist_ok=True)
-            path.write_text(
-                json.dumps(
-                    [payload(t.ext_id, int(t.round_item_id)) for t in tasks.itertuples()], ensure_ascii=False, indent=1
-                ),
-                encoding="utf-8",
-            )
-            outcome.files.append(path)
-            return len(fresh)
-        pending = tasks.loc[tasks.task_id.isna()]
-        if len(pending) and project["project_id"] is None:
-            project_id = gw.create_project(title=title, label_config=config, instructions=EXPERT_INSTRUCTIONS)
-            store.set_ls_project_id(int(project["id"]), project_id)
-            project = store.ls_project(round_id, int(expert.id))
-        if len(pending):
-            known = (
-                gw.task_ids_by_ext_id(int(project["project_id"])) if gw.task_count(int(project["project_id"])) else {}
-            )
-            recovered = {e: known[e] for e in pending.ext_id if e in known}
-            store.set_task_ids(int(project["id"]), recovered)
-            pending = pending.loc[~pending.ext_id.isin(recovered)]
-            if len(pending):
-                ids = gw.import_tasks(
-                    int(project["project_id"]), [payload(t.ext_id, int(t.round_item_id)) for t in pending.itertuples()]
-                )
-                store.set_task_ids(int(project["id"]), dict(zip(pending.ext_id, ids)))
+    def build(chunk: pd.DataFrame) -> list[dict[str, Any]]:
+        out = []
+        for ext_id, item_id in zip(chunk.ext_id, chunk.round_item_id, strict=True):
+            row = by_item.loc[int(item_id)]
+            prior = prior_votes_text(votes.loc[votes.round_item_id == int(item_id)])
+            out.append(expert_task_payload(row["prompt"], row["response"], ext_id, prior))
+        return out
+
+    if gw is None:
+        path = s.ws.tasks_dir / round_row["name"] / f"{expert.pseudonym}-adjudication.json"
+        outcome.files.append(write_task_file(path, build(tasks)))
         return len(fresh)
-    finally:
-        if gw is not None:
-            gw.close()
+    waiting = tasks.loc[tasks.task_id.isna(), ["ext_id", "round_item_id", "position"]]
+    sync_tasks(
+        store,
+        gw,
+        project,
+        str(expert.pseudonym),
+        waiting,
+        build,
+        already=len(tasks) - len(waiting),
+        command="annotate adjudicate",
+    )
+    return len(fresh)

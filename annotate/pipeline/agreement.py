@@ -12,33 +12,42 @@ by annotators (never the adjudication expert).
 
 from __future__ import annotations
 
-from typing import Any
+import json
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
 
 from annotate.columns import BINARY_VERDICTS as BINARY
 from annotate.columns import VERDICTS as THREE_WAY
+from annotate.errors import InputError
+from annotate.pipeline._resolve import resolve_round
+from annotate.pipeline._settings import thresholds_from_settings
+from annotate.stats._common import jsonable
 from annotate.stats.agreement.votes import Thresholds, current_labels, verdict_for, vote_matrix
+
+if TYPE_CHECKING:
+    from annotate.db import Store
+    from annotate.pipeline.session import Session
 
 GROUPINGS = ("stratum", "benchmark", "model", "category")
 
 
 def agreement_report(
-    store: Any,
+    store: Store,
     *,
     round_name: str | None,
     by: str,
     n_boot: int = 2000,
     seed: int = 0,
-    thresholds: Thresholds = Thresholds(),
+    thresholds: Thresholds | None = None,
 ) -> dict[str, Any]:
     """Everything `annotate agreement` prints, as plain data (also exported as agreement.json)."""
-    import json
-
-    from annotate.pipeline.rounds import _round_or_fail
     from annotate.stats import agreement as ag
 
+    thresholds = thresholds or Thresholds()
     if by not in GROUPINGS:
-        raise ValueError(f"--by must be one of {', '.join(GROUPINGS)}")
-    round_row = _round_or_fail(store, round_name)
+        raise InputError(f"--by must be one of {', '.join(GROUPINGS)}")
+    round_row = resolve_round(store, round_name)
     annotators = json.loads(round_row["annotators"])
     items = store.round_items(int(round_row["id"]))
     labels = current_labels(store.annotations(int(round_row["id"])), set(annotators))
@@ -73,12 +82,12 @@ def agreement_report(
                 "fleiss_n_complete": summary.fleiss_kappa.n_units,
                 "percent_agreement": summary.percent_agreement.value,
                 "percent_agreement_ci": [summary.percent_agreement.ci_low, summary.percent_agreement.ci_high],
-                "category_agreement": {c: k.value for c, k in zip(cats, summary.category_agreement)},
+                "category_agreement": {c: k.value for c, k in zip(cats, summary.category_agreement, strict=True)},
                 "prevalence_warning": summary.prevalence_warning,
                 "pairwise_cohen": _pairwise(summary.pairwise_cohen, annotators),
                 "annotators": _annotators(ag, codes, cats, annotators, subset, thresholds),
             }
-            groups.append(ag._jsonable(group))
+            groups.append(jsonable(group))
     return {
         "round": round_row["name"],
         "by": by,
@@ -100,8 +109,6 @@ def _pairwise(pk: Any, annotators: list[str]) -> list[dict[str, Any]]:
 def _annotators(
     ag: Any, codes: Any, cats: tuple[str, ...], annotators: list[str], subset: Any, th: Thresholds
 ) -> list[dict[str, Any]]:
-    import numpy as np
-
     if codes.size == 0 or codes.shape[0] < 2:
         return []
     ds = None
@@ -141,3 +148,10 @@ def _annotators(
             }
         )
     return out
+
+
+def agreement(s: Session, *, round_name: str | None, by: str, n_boot: int = 2000, seed: int = 0) -> dict[str, Any]:
+    """`annotate agreement`: the report with the workspace's thresholds (``[agreement]``)."""
+    return agreement_report(
+        s.store, round_name=round_name, by=by, n_boot=n_boot, seed=seed, thresholds=thresholds_from_settings(s.ws)
+    )

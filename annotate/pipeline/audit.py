@@ -1,4 +1,4 @@
-"""The two tables every score is computed from, and from which a reader can recompute it.
+"""The two audit tables every score is computed from, built from the store (and exported).
 
 ``labels_frame`` is ``labels.csv`` of an export: one row per reviewed (routed) response, with
 its stratum, inclusion probability, final label and every annotator's verdict. ``design`` is
@@ -11,15 +11,19 @@ scores can be re-derived from its own files without the database.
 from __future__ import annotations
 
 import json
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import pandas as pd
 
 from annotate.columns import LABEL_COLUMNS
+from annotate.pipeline._resolve import resolve_round
 from annotate.stats.scoring.strata import stratum_key
 
+if TYPE_CHECKING:
+    from annotate.db import Store
 
-def labels_frame(store: Any, round_names: list[str]) -> pd.DataFrame:
+
+def labels_frame(store: Store, round_names: list[str]) -> pd.DataFrame:
     """One row per routed response of the rounds (labels.csv). Annotator columns by pseudonym."""
     from annotate.stats.adjudication import dawid_skene_labels
     from annotate.stats.agreement.votes import current_labels
@@ -27,7 +31,7 @@ def labels_frame(store: Any, round_names: list[str]) -> pd.DataFrame:
     frames = []
     pseudonyms: list[str] = []
     for name in round_names:
-        row = store.get_round(name)
+        row = resolve_round(store, name)
         rid = int(row["id"])
         reviewers = json.loads(row["annotators"])
         items = store.round_items(rid)
@@ -35,7 +39,7 @@ def labels_frame(store: Any, round_names: list[str]) -> pd.DataFrame:
         final = store.final_labels(rid)
         df = items.rename(columns={"stratum": "judge_stratum"})
         df["round"] = name
-        df["stratum"] = [stratum_key(s, w) for s, w in zip(df.judge_stratum, df.wave)]
+        df["stratum"] = [stratum_key(s, w) for s, w in zip(df.judge_stratum, df.wave, strict=True)]
         df = df.merge(
             final[["round_item_id", "label", "status", "method", "adjudicator", "reason"]].rename(
                 columns={"label": "final_label", "status": "final_status", "method": "final_method"}
@@ -62,11 +66,11 @@ def labels_frame(store: Any, round_names: list[str]) -> pd.DataFrame:
     return out[cols].sort_values(["round", "model", "benchmark", "prompt_id", "epoch"]).reset_index(drop=True)
 
 
-def design(store: Any, round_names: list[str], *, label_config_sha: str | None = None) -> dict[str, Any]:
+def design(store: Store, round_names: list[str], *, label_config_sha: str | None = None) -> dict[str, Any]:
     """design.json: rounds, seeds, and per (model, benchmark, stratum) N_h and n_h."""
     rounds = []
     for name in round_names:
-        row = store.get_round(name)
+        row = resolve_round(store, name)
         rid = int(row["id"])
         strata = store.round_strata(rid)
         waves = store.round_waves(rid)

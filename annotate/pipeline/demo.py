@@ -21,10 +21,17 @@ import socket
 import tempfile
 import time
 from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from importlib import resources
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+from annotate.stats._common import is_missing
+
+if TYPE_CHECKING:
+    from annotate.labelstudio import Gateway
+    from annotate.pipeline.session import Session
 
 ANNOTATORS = ("xstest-annotator-1@demo.invalid", "xstest-annotator-2@demo.invalid")
 EXPERT = "xstest-adjudicator@demo.invalid"
@@ -87,12 +94,19 @@ def run_demo(
     """Run the demo. ``seed_from`` (tests) starts Label Studio from a copy of a migrated data dir."""
 
     from annotate.config import default_db_url, open_workspace
-    from annotate.db.store import open_store
-    from annotate.ingest.run import ingest_paths
     from annotate.ingest.rubric import Rubric
+    from annotate.ingest.run import ingest_paths
     from annotate.labelstudio import server as ls_server
+    from annotate.pipeline._resolve import resolve_round
+    from annotate.pipeline.adjudicate import adjudicate
+    from annotate.pipeline.agreement import agreement_report
+    from annotate.pipeline.annotators import add_annotator
+    from annotate.pipeline.export import export, verify
     from annotate.pipeline.init import init_workspace
-    from annotate.pipeline.rounds import add_annotator, ls_data_dir, pull, route
+    from annotate.pipeline.pull import pull
+    from annotate.pipeline.route import route
+    from annotate.pipeline.score import score_from_store
+    from annotate.pipeline.session import session_for
 
     started = time.perf_counter()
     root = Path(directory) if directory else Path(tempfile.mkdtemp(prefix="annotate-demo-"))
@@ -105,14 +119,15 @@ def run_demo(
         )
     init_workspace(root, default_db_url(root))
     ws = open_workspace(str(root), None)
-    store = open_store(ws.db_url)
+    s = session_for(ws)
+    store = s.store
     result = DemoResult(workspace=root)
     echo(f"[1/10] workspace {root}")
     server_started = False
     try:
         if not offline:
             chosen = port or _free_port()
-            info = ls_server.start_server(ls_data_dir(ws), port=chosen, timeout=600, seed_from=seed_from)
+            info = ls_server.start_server(ws.ls_data_dir, port=chosen, timeout=600, seed_from=seed_from)
             server_started = True
             result.url, result.admin_email, result.secrets_file = info.url, info.admin_email, info.secrets_path
             echo(f"[2/10] Label Studio ready at {info.url} ({info.startup_seconds:.0f} s)")
@@ -125,11 +140,10 @@ def run_demo(
             f"({len(outcomes)} models; {amb} judged ambiguous)"
         )
         for email in ANNOTATORS:
-            add_annotator(ws, store, email, None, offline=offline)
-        add_annotator(ws, store, EXPERT, None, role="expert", offline=offline)
+            add_annotator(s, email, None, offline=offline)
+        add_annotator(s, EXPERT, None, role="expert", offline=offline)
         routed = route(
-            ws,
-            store,
+            s,
             round_name=ROUND,
             annotator_names=["A1", "A2"],
             clear_per_cell=CLEAR_PER_CELL,
@@ -143,23 +157,21 @@ def run_demo(
             f"and model) to A1 and A2, one Label Studio project each"
         )
 
-        round_row = store.get_round(ROUND)
+        round_row = resolve_round(store, ROUND)
         items = store.round_items(int(round_row["id"]))
         meta = store.responses(["id", "meta", "category"]).rename(columns={"id": "response_id"})
         items = items.merge(meta, on="response_id", how="left", suffixes=("", "_r"))
         parsed = items.meta.map(lambda m: json.loads(m) if isinstance(m, str) else {})
         items["type"] = items.category
         for col in ("annotation_1", "annotation_2", "final_label"):
-            items[col] = [xstest_verdict(p.get(col), t) for p, t in zip(parsed, items.type)]
-        _replay(ws, store, round_row, items, {"A1": "annotation_1", "A2": "annotation_2"}, offline=offline)
-        pulled = pull(ws, store, round_name=ROUND, from_files=[], annotator=None) if not offline else None
+            items[col] = [xstest_verdict(p.get(col), t) for p, t in zip(parsed, items.type, strict=True)]
+        _replay(s, round_row, items, {"A1": "annotation_1", "A2": "annotation_2"}, offline=offline)
+        pulled = pull(s, round_name=ROUND, from_files=[], annotator=None) if not offline else None
         n_labels = len(store.annotations(int(round_row["id"])))
         echo(
             f"[5/10] replayed the two real XSTest annotations as A1 and A2 and pulled {n_labels} labels back"
             + ("" if pulled is None else " from Label Studio")
         )
-
-        from annotate.pipeline.agreement import agreement_report
 
         report = agreement_report(store, round_name=ROUND, by="stratum", n_boot=1000, seed=SEED)
         pooled = next(g for g in report["groups"] if g["pooled"] and g["labels"] == "3-way")
@@ -171,13 +183,11 @@ def run_demo(
             f"{result.alpha_direct:.4f} computed directly from the CSV columns"
         )
 
-        from annotate.pipeline.adjudicate import adjudicate
-
-        first = adjudicate(ws, store, round_name=ROUND, policy="escalate", expert="E1", to_file=offline)
-        _replay(ws, store, round_row, items, {"E1": "final_label"}, offline=offline, only_expert_tasks=True)
+        first = adjudicate(s, round_name=ROUND, policy="escalate", expert="E1", to_file=offline)
+        _replay(s, round_row, items, {"E1": "final_label"}, offline=offline, only_expert_tasks=True)
         if not offline:
-            pull(ws, store, round_name=ROUND, from_files=[], annotator=None)
-        final = adjudicate(ws, store, round_name=ROUND, policy="escalate", expert="E1", to_file=offline)
+            pull(s, round_name=ROUND, from_files=[], annotator=None)
+        final = adjudicate(s, round_name=ROUND, policy="escalate", expert="E1", to_file=offline)
         echo(
             f"[7/10] adjudicated: {first.counts.get('escalated', 0)} escalated to the expert, who answered with "
             f"XSTest's final label; now {final.counts.get('resolved', 0)} resolved, "
@@ -192,8 +202,6 @@ def run_demo(
         result.final_matches = int((ours == labels.final_label_xstest).sum())
         result.final_total = len(labels)
 
-        from annotate.pipeline.score import score_from_store
-
         scored, _, _ = score_from_store(store, (ROUND,), seed=SEED)
         overall = scored.scores[scored.scores.benchmark == "ALL"]
         pivot = overall.pivot_table(index="model", columns="treatment", values="rank")
@@ -205,9 +213,7 @@ def run_demo(
             f"({int(moved.flips.sum())} flipped pairs, {int(moved.credible_flips.sum())} credible)"
         )
 
-        from annotate.pipeline.export import export, verify
-
-        out = export(ws, store, EXPORT, round_names=(ROUND,), seed=SEED, argv=["annotate", "demo"])
+        out = export(s, EXPORT, round_names=(ROUND,), seed=SEED, argv=["annotate", "demo"])
         result.export, result.report = out.path, out.report
         echo(f"[9/10] exported the audited score set to {out.path}")
         checked = verify(out.path)
@@ -219,10 +225,19 @@ def run_demo(
     finally:
         store.close()
         if server_started and not keep_server:
-            ls_server.stop_server(ls_data_dir(ws))
+            ls_server.stop_server(ws.ls_data_dir)
             result.url = None
     result.seconds = time.perf_counter() - started
     return result
+
+
+def _submit(job: tuple[Gateway, int, str | None, int]) -> None:
+    """One replayed annotation (none when the dataset has no label for the task)."""
+    from annotate.labelstudio.labelconfig import choices_result
+
+    gw, task_id, verdict, user = job
+    if verdict is not None:
+        gw.create_annotation(task_id, choices_result(verdict), completed_by=user, lead_time=20.0)
 
 
 def direct_alpha(items: Any) -> float:
@@ -239,8 +254,7 @@ def direct_alpha(items: Any) -> float:
 
 
 def _replay(
-    ws: Any,
-    store: Any,
+    s: Session,
     round_row: dict[str, Any],
     items: Any,
     who: dict[str, str],
@@ -250,12 +264,13 @@ def _replay(
 ) -> None:
     """Submit each routed response's XSTest label as the given annotators' annotations."""
     from annotate.labelstudio.labelconfig import choices_result
-    from annotate.pipeline.rounds import gateway, pull
+    from annotate.pipeline.pull import pull
 
+    ws, store = s.ws, s.store
     projects = store.ls_projects(int(round_row["id"])).set_index("pseudonym")
     team = store.annotators().set_index("pseudonym")
     by_item = items.set_index("round_item_id")
-    gw = None if offline else gateway(ws)
+    gw = None if offline else s.connect(ws)
     try:
         for pseudonym, column in who.items():
             project = projects.loc[pseudonym]
@@ -285,23 +300,17 @@ def _replay(
                         {"id": k + 1, "data": {"ext_id": t.ext_id}, "meta": {"ext_id": t.ext_id}, "annotations": anns}
                     )
                 path.write_text(json.dumps(export), encoding="utf-8")
-                pull(ws, store, round_name=round_row["name"], from_files=[path], annotator=pseudonym)
+                pull(s, round_name=round_row["name"], from_files=[path], annotator=pseudonym)
                 continue
+            assert gw is not None
             user = int(team.loc[pseudonym, "ls_user_id"])
             jobs = [
-                (int(t.task_id), by_item.loc[int(t.round_item_id), column])
+                (gw, int(t.task_id), by_item.loc[int(t.round_item_id), column], user)
                 for t in tasks.itertuples()
-                if t.task_id == t.task_id
+                if not is_missing(t.task_id)
             ]
-            from concurrent.futures import ThreadPoolExecutor
-
-            def submit(job: tuple[int, str | None]) -> None:
-                task_id, verdict = job
-                if verdict is not None:
-                    gw.create_annotation(task_id, choices_result(verdict), completed_by=user, lead_time=20.0)
-
             with ThreadPoolExecutor(max_workers=4) as pool:
-                list(pool.map(submit, jobs))
+                list(pool.map(_submit, jobs))
     finally:
         if gw is not None:
             gw.close()

@@ -9,31 +9,23 @@ fixed effects and prompt-clustered standard errors, is ``annotate.stats.correlat
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import pandas as pd
+
+from annotate.errors import StateError
+from annotate.pipeline._resolve import resolve_judge
+
+if TYPE_CHECKING:
+    from annotate.db import Store
+    from annotate.stats.correlates import AmbiguityModel
 
 FEATURES_VERSION = "1"  # bump when annotate.stats.correlates changes what a feature means
 MIN_HUMAN_ROWS = 30  # human-labelled judge-ambiguous responses needed before that regression is fitted
 
 
-def _judge(store: Any, judge: str | None) -> str:
-    from annotate.errors import InputError, StateError
-
-    judges = store.judges()
-    if not judges:
-        raise StateError("the store holds no responses: run `annotate ingest` first.")
-    if judge is None:
-        if len(judges) > 1:
-            raise InputError(f"several judges ({', '.join(judges)}); choose one with --judge.")
-        return judges[0]
-    if judge not in judges:
-        raise InputError(f"no responses judged by {judge!r}; judges: {', '.join(judges)}")
-    return judge
-
-
-def features_for(store: Any, judge: str) -> pd.DataFrame:
+def features_for(store: Store, judge: str) -> pd.DataFrame:
     """The judge's responses with their features; computes and stores what is missing."""
     from annotate.stats.correlates import compute_features
 
@@ -50,7 +42,13 @@ def features_for(store: Any, judge: str) -> pd.DataFrame:
     return responses.drop(columns=["prompt", "response"]).merge(stored, on="response_id", how="inner")
 
 
-def fit(frame: pd.DataFrame, *, null_band: tuple[float, float], seed: int = 0) -> Any:
+def fit(frame: pd.DataFrame, *, null_band: tuple[float, float], seed: int = 0) -> AmbiguityModel:
+    """The ambiguity model on ``features_for``'s frame: judge said ambiguous ~ features, with model
+    and benchmark fixed effects and standard errors clustered on (benchmark, prompt).
+
+    Raises ``ValueError`` (from the statistics) when the data cannot support the fit; callers
+    turn it into a user-facing error or a reported one.
+    """
     from annotate.stats.correlates import fit_ambiguity_model
 
     return fit_ambiguity_model(
@@ -64,7 +62,7 @@ def fit(frame: pd.DataFrame, *, null_band: tuple[float, float], seed: int = 0) -
     )
 
 
-def _result_dict(res: Any, outcome: str) -> dict[str, Any]:
+def _result_dict(res: AmbiguityModel, outcome: str) -> dict[str, Any]:
     from annotate.stats.correlates import compare_with_study
 
     table = res.table.replace({np.nan: None}).to_dict("records")
@@ -78,13 +76,13 @@ def _result_dict(res: Any, outcome: str) -> dict[str, Any]:
         "study": study,
         "auc_features": res.auc_features,
         "auc_fixed_effects": res.auc_fixed_effects,
-        "auc_combined": getattr(res, "auc_combined", None),
+        "auc_combined": res.auc_combined,
         "notes": list(res.notes),
-        "dropped": res.dropped if isinstance(res.dropped, (dict, list)) else str(res.dropped),
+        "dropped": res.dropped,
     }
 
 
-def human_labels(store: Any) -> pd.Series:
+def human_labels(store: Store) -> pd.Series:
     """response_id -> 1 (harmful) / 0 (safe) from the latest final labels of every round."""
     rounds = store.rounds()
     out = {}
@@ -94,18 +92,27 @@ def human_labels(store: Any) -> pd.Series:
             continue
         items = store.round_items(int(r.id))[["round_item_id", "response_id"]]
         merged = final.merge(items, on="round_item_id")
-        for rid, label in zip(merged.response_id, merged.label):
+        for rid, label in zip(merged.response_id, merged.label, strict=True):
             if label in ("harmful", "safe"):
                 out[int(rid)] = 1 if label == "harmful" else 0
     return pd.Series(out, dtype=float)
 
 
 def diagnose(
-    store: Any, *, judge: str | None, by: str | None, null_band: tuple[float, float], seed: int = 0
+    store: Store, *, judge: str | None, by: str | None, null_band: tuple[float, float], seed: int = 0
 ) -> dict[str, Any]:
+    """Fit the ambiguity model for ``judge`` (the store's only judge when None), save and return it.
+
+    The result holds the table, the study comparison and the AUCs of the main fit; with
+    ``by="benchmark"`` one fit per benchmark (an ``error`` entry where it cannot be fitted); and
+    the human-harmful model among judge-ambiguous responses once enough are adjudicated.
+
+    Raises ``InputError``/``StateError`` (``resolve_judge``) for an unknown or ambiguous judge or
+    an empty store, and ``StateError`` when the main model cannot be fitted.
+    """
     from annotate.stats.correlates import fit_human_harmful_model
 
-    judge = _judge(store, judge)
+    judge = resolve_judge(store, judge)
     frame = features_for(store, judge)
     try:
         result = {
@@ -115,8 +122,6 @@ def diagnose(
             **_result_dict(fit(frame, null_band=null_band, seed=seed), "judge said ambiguous"),
         }
     except ValueError as exc:
-        from annotate.errors import StateError
-
         raise StateError(f"cannot fit the ambiguity model: {exc}") from None
     result["by_benchmark"] = []
     if by == "benchmark":
@@ -159,10 +164,17 @@ def diagnose(
     return result
 
 
-def ambiguity_priority(store: Any, judge: str, response_ids: list[int], *, seed: int) -> dict[int, float]:
-    """Predicted probability that the judge calls each response ambiguous (for route --prioritize)."""
+def ambiguity_priority(store: Store, judge: str, response_ids: list[int], *, seed: int) -> dict[int, float]:
+    """Predicted probability that the judge calls each response ambiguous (for route --prioritize).
+
+    Raises ``StateError`` when the ambiguity model cannot be fitted on the store's responses
+    (e.g. the judge never, or always, says ambiguous).
+    """
     frame = features_for(store, judge)
-    model = fit(frame, null_band=(0.9, 1.1), seed=seed)
+    try:
+        model = fit(frame, null_band=(0.9, 1.1), seed=seed)
+    except ValueError as exc:
+        raise StateError(f"cannot fit the ambiguity model to prioritise the review order: {exc}") from None
     sub = frame.loc[frame.response_id.isin(response_ids)]
     p = model.predict_proba(sub, sub.model.to_numpy(), sub.benchmark.to_numpy())
-    return {int(r): float(x) for r, x in zip(sub.response_id, p)}
+    return {int(r): float(x) for r, x in zip(sub.response_id, p, strict=True)}

@@ -13,9 +13,7 @@ URL or prompt/response text is written.
 
 from __future__ import annotations
 
-import hashlib
 import json
-import math
 import os
 import re
 import shutil
@@ -24,10 +22,21 @@ import tempfile
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+import pandas as pd
 
 from annotate import __version__
+from annotate.columns import ALL, TREATMENTS
 from annotate.errors import InputError, StateError
+from annotate.fileio import sha256_bytes, sha256_file
+from annotate.stats._common import jsonable
+
+if TYPE_CHECKING:
+    from annotate.config import Workspace
+    from annotate.db import Store
+    from annotate.pipeline.session import Session
+    from annotate.stats.scoring.tables import ScoreOutput
 
 EXPORT_SCHEMA = "annotate-export/1"
 NAME_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,99}$")
@@ -44,29 +53,8 @@ REQUIRED_FILES = (
 )
 
 
-def sha256_file(path: Path) -> str:
-    with open(path, "rb") as fh:
-        return hashlib.file_digest(fh, "sha256").hexdigest()
-
-
-def _clean(obj: Any) -> Any:
-    """JSON-safe: NaN/inf -> None, numpy scalars -> Python."""
-    if isinstance(obj, dict):
-        return {str(k): _clean(v) for k, v in obj.items()}
-    if isinstance(obj, (list, tuple)):
-        return [_clean(v) for v in obj]
-    if hasattr(obj, "item") and not isinstance(obj, (str, bytes)):
-        try:
-            obj = obj.item()
-        except (ValueError, AttributeError):
-            pass
-    if isinstance(obj, float) and not math.isfinite(obj):
-        return None
-    return obj
-
-
 def _dump_json(path: Path, data: Any) -> None:
-    path.write_text(json.dumps(_clean(data), indent=2, ensure_ascii=False, allow_nan=False) + "\n", encoding="utf-8")
+    path.write_text(json.dumps(jsonable(data), indent=2, ensure_ascii=False, allow_nan=False) + "\n", encoding="utf-8")
 
 
 def _redacted_argv(argv: list[str]) -> list[str]:
@@ -88,8 +76,7 @@ class ExportOutcome:
 
 
 def export(
-    ws: Any,
-    store: Any,
+    s: Session,
     name: str,
     *,
     round_names: tuple[str, ...],
@@ -100,12 +87,14 @@ def export(
     n_boot: int = 2000,
     argv: list[str] | None = None,
 ) -> ExportOutcome:
+    from annotate.pipeline._settings import thresholds_from_settings
     from annotate.pipeline.agreement import agreement_report
     from annotate.pipeline.audit import design, labels_frame
     from annotate.pipeline.score import rounds_to_score
     from annotate.report import render_report
     from annotate.stats.scoring.tables import score_tables
 
+    ws, store = s.ws, s.store
     if not NAME_RE.match(name):
         raise InputError(
             f"export name {name!r}: use letters, digits, '.', '_' or '-' (no slashes), starting with a letter or digit."
@@ -120,10 +109,11 @@ def export(
         scored = score_tables(labels, doc, draws=draws, seed=seed, min_reviewed=min_reviewed, estimand=estimand)
     except ValueError as exc:
         raise InputError(str(exc)) from None
+    thresholds = thresholds_from_settings(ws)
     groups: list[dict[str, Any]] = []
     for rnd in rounds:
         for by in ("stratum", "benchmark"):
-            rep = agreement_report(store, round_name=rnd, by=by, n_boot=n_boot, seed=seed)
+            rep = agreement_report(store, round_name=rnd, by=by, n_boot=n_boot, seed=seed, thresholds=thresholds)
             for g in rep["groups"]:
                 if by == "benchmark" and g["pooled"]:
                     continue  # the pooled groups are already in from the stratum pass
@@ -150,7 +140,7 @@ def export(
         report_data = _report_data(store, rounds, name, created, scored, groups, doc, source_list, labels)
         if diagnosis is not None:
             report_data["diagnostics"] = diagnosis
-        (tmp / "report.html").write_text(render_report(_clean(report_data)), encoding="utf-8")
+        (tmp / "report.html").write_text(render_report(jsonable(report_data)), encoding="utf-8")
         files = {p.name: sha256_file(p) for p in sorted(tmp.iterdir()) if p.is_file()}
         from annotate.db.store import SCHEMA_VERSION
 
@@ -179,33 +169,32 @@ def export(
     return ExportOutcome(path=target, files=files, n_labels=len(labels), report=target / "report.html")
 
 
-def _label_config_sha(ws: Any) -> str | None:
+def _label_config_sha(ws: Workspace) -> str | None:
     try:
-        return hashlib.sha256(ws.label_config_path.read_bytes()).hexdigest()
+        return sha256_bytes(ws.label_config_path.read_bytes())
     except FileNotFoundError:
         return None
 
 
 def _report_data(
-    store: Any,
+    store: Store,
     rounds: list[str],
     name: str,
     created: str,
-    scored: Any,
+    scored: ScoreOutput,
     groups: list[dict[str, Any]],
     doc: dict[str, Any],
     sources: list[dict[str, Any]],
-    labels: Any,
+    labels: pd.DataFrame,
 ) -> dict[str, Any]:
-    from annotate.stats.scoring import TREATMENTS
     from annotate.stats.shares import cell_shares
 
     judges = {r["judge"] for r in doc["rounds"]}
     counts = store.label_counts()
     counts = counts[counts.judge.isin(judges)]
     cells = cell_shares(counts)
-    ranking = scored.ranking[scored.ranking.benchmark == "ALL"]
-    flips = scored.flips[scored.flips.benchmark == "ALL"]
+    ranking = scored.ranking[scored.ranking.benchmark == ALL]
+    flips = scored.flips[scored.flips.benchmark == ALL]
     present = [t for t in TREATMENTS if t in set(scored.scores.treatment)]
     return {
         "title": f"annotate audit: {name}",
@@ -274,8 +263,6 @@ class VerifyOutcome:
 
 def verify(path: Path, *, tolerance: float = 1e-9) -> VerifyOutcome:
     """Check every hash against the manifest and re-derive scores.csv from labels.csv + design.json."""
-    import pandas as pd
-
     path = Path(path)
     out = VerifyOutcome(path=path)
     manifest_path = path / "manifest.json"

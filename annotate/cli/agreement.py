@@ -1,0 +1,123 @@
+"""`annotate agreement`: how far the reviewers agree."""
+
+from __future__ import annotations
+
+import click
+
+from annotate.cli._format import ci, num, table
+from annotate.cli._options import echo_json, open_session, workspace_options
+
+
+@click.command()
+@click.option("--round", "round_name", default=None, help="Round (default: the only one).")
+@click.option(
+    "--by",
+    "by",
+    type=click.Choice(["stratum", "benchmark", "model", "category"]),
+    default="stratum",
+    show_default=True,
+    help="Report per group of this kind (and pooled).",
+)
+@click.option(
+    "--labels",
+    "label_set",
+    type=click.Choice(["binary", "3-way", "both"]),
+    default="both",
+    show_default=True,
+    help="binary: harmful/safe with unsure as missing; 3-way: harmful/safe/unsure.",
+)
+@click.option("--boot", default=2000, show_default=True, help="Bootstrap replicates for the intervals.")
+@click.option("--seed", default=0, show_default=True, help="Bootstrap seed.")
+@click.option("--json", "as_json", is_flag=True, help="Print JSON (everything, both label sets).")
+@workspace_options
+def agreement(
+    ctx: click.Context, round_name: str | None, by: str, label_set: str, boot: int, seed: int, as_json: bool
+) -> None:
+    """How far the reviewers agree: alpha with its interval, AC1, kappa, per-annotator flags.
+
+    Per group and pooled (a mixture of strata: ambiguous items are hard by construction, so
+    read the per-stratum rows). The verdict applies Krippendorff's thresholds to the lower end
+    of alpha's 95 % interval: reliable >= .800, tentative >= .667, else unreliable.
+
+    \b
+    Example:
+      annotate agreement --round r1
+      annotate agreement --round r1 --by benchmark --json
+    """
+    from annotate.pipeline.agreement import agreement as do_agreement
+
+    with open_session(ctx) as s:
+        report = do_agreement(s, round_name=round_name, by=by, n_boot=boot, seed=seed)
+    if as_json:
+        echo_json(report)
+        return
+    groups = [g for g in report["groups"] if label_set == "both" or g["labels"] == label_set]
+    click.echo(
+        f"Round {report['round']}: {report['n_labels']} labels by {', '.join(report['annotators'])}; "
+        f"{report['n_boot']} bootstrap replicates."
+    )
+    rows = [
+        [
+            g["group"],
+            g["labels"],
+            g["n_units"],
+            num(g["alpha"]),
+            ci(*g["alpha_ci"]),
+            num(g["q_below_0667"], "{:.2f}"),
+            num(g["ac1"]),
+            num(g["fleiss_kappa"]),
+            num(g["percent_agreement"]),
+            g["verdict"] + (" !" if g["prevalence_warning"] else ""),
+        ]
+        for g in groups
+    ]
+    click.echo(
+        table(
+            ["group", "labels", "units", "alpha", "95% CI", "P(a<.667)", "AC1", "Fleiss", "% agree", "verdict"],
+            rows,
+            align="llrrrrrrrl",
+        )
+    )
+    warned = [g for g in groups if g["prevalence_warning"]]
+    if warned:
+        click.echo("! " + warned[0]["prevalence_warning"] + " Read AC1 beside alpha there (kappa paradox).")
+    undefined = [g for g in groups if g["alpha_undefined_reason"]]
+    for g in undefined[:5]:
+        click.echo(f"  {g['group']} ({g['labels']}): alpha undefined: {g['alpha_undefined_reason']}")
+    pooled = next((g for g in report["groups"] if g["pooled"] and g["labels"] == "binary"), None)
+    if pooled and pooled["annotators"]:
+        click.echo("")
+        click.echo("Per annotator (pooled, binary labels):")
+        arows = [
+            [
+                a["annotator"],
+                a["n_rated"],
+                num(a["agreement_with_consensus"]),
+                num(a["kappa_with_consensus"]),
+                num(a["alpha_if_removed"]),
+                num(a["alpha_delta"], "{:+.3f}"),
+                num(a["ds_sensitivity_harmful"]),
+                num(a["ds_specificity_harmful"]),
+                num(a["gold_accuracy"]) if a["gold_n"] else "-",
+                "; ".join(a["flags"]) or "ok",
+            ]
+            for a in pooled["annotators"]
+        ]
+        click.echo(
+            table(
+                [
+                    "annotator",
+                    "rated",
+                    "agree w/ others",
+                    "kappa w/ others",
+                    "alpha w/o",
+                    "delta",
+                    "DS sens.",
+                    "DS spec.",
+                    "gold acc.",
+                    "flags",
+                ],
+                arows,
+                align="lrrrrrrrrl",
+            )
+        )

@@ -1,0 +1,60 @@
+"""`annotate demo`: the whole workflow on real data in one command."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+import click
+
+
+@click.command()
+@click.option(
+    "--dir",
+    "directory",
+    type=click.Path(file_okay=False, path_type=Path),
+    default=None,
+    help="Workspace folder for the demo (default: a new temporary folder).",
+)
+@click.option("--offline", is_flag=True, help="No server: tasks and labels go through Label Studio files.")
+@click.option("--keep-server", is_flag=True, help="Leave Label Studio running to look at the projects.")
+@click.option("--port", type=int, default=None, help="Port for the demo's Label Studio (default: a free one).")
+def demo(directory: Path | None, offline: bool, keep_server: bool, port: int | None) -> None:
+    """The whole workflow on real data (XSTest v2: 5 models x 450 prompts) in one command.
+
+    Ingests GPT-4's judge labels, routes a round to two annotators, replays the two real
+    human annotations of every routed response as those annotators, pulls, checks agreement
+    against the value computed straight from the CSV, adjudicates with XSTest's final label as
+    the expert, scores under every treatment, exports with the report, and verifies it.
+
+    \b
+    Example:
+      annotate demo
+      annotate demo --offline --dir demo-ws
+      annotate demo --keep-server
+    """
+    from annotate.pipeline.demo import run_demo
+
+    result = run_demo(directory, offline=offline, keep_server=keep_server, port=port, echo=click.echo)
+    click.echo("")
+    click.echo(f"Done in {result.seconds:.0f} s.")
+    click.echo(f"  workspace: {result.workspace}")
+    click.echo(f"  export:    {result.export}")
+    click.echo(f"  report:    {result.report}")
+    ok = (
+        result.alpha_pipeline is not None
+        and result.alpha_direct is not None
+        and abs(result.alpha_pipeline - result.alpha_direct) < 1e-9
+    )
+    click.echo(
+        f"  agreement check: {'equal' if ok else 'DIFFERENT'} "
+        f"({result.alpha_pipeline:.6f} pulled vs {result.alpha_direct:.6f} direct)"
+    )
+    click.echo(f"  final labels equal to XSTest's final label: {result.final_matches} of {result.final_total}")
+    if result.url:
+        click.echo(
+            f"  Label Studio: {result.url} (log in as {result.admin_email}; password in {result.secrets_file}). "
+            f"Stop it with: annotate -w {result.workspace} ls stop"
+        )
+    if not (ok and result.verified and result.final_matches == result.final_total):
+        sys.exit(1)

@@ -1,0 +1,239 @@
+"""`annotate route`, `pull` and `status`: a review round in Label Studio (or its files)."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+from typing import Any
+
+import click
+
+from annotate.cli._format import eta, int_or_blank, missing, table
+from annotate.cli._options import echo_json, open_session, workspace_options
+
+
+@click.command()
+@click.option("--round", "round_name", required=True, help="Round name (new, or one to extend/resume).")
+@click.option("--annotators", required=True, help="Comma-separated pseudonyms (or e-mails), e.g. A1,A2,A3.")
+@click.option(
+    "--clear-per-cell",
+    default=25,
+    show_default=True,
+    help="Responses sampled from each clear stratum (judge harmful, judge safe) per model x benchmark.",
+)
+@click.option("--seed", default=0, show_default=True, help="Seed of the sample and of each annotator's task order.")
+@click.option(
+    "--judge", default=None, help="Whose labels define the strata (needed when the store has several judges)."
+)
+@click.option("--dry-run", is_flag=True, help="Show what would be sent, per cell and stratum; send nothing.")
+@click.option(
+    "--to-file", is_flag=True, help="Write tasks/<round>/<annotator>.json (Label Studio import format) instead."
+)
+@click.option(
+    "--prioritize",
+    is_flag=True,
+    help="Order each annotator's tasks by predicted probability of ambiguity (see `annotate diagnose`); "
+    "the selection is unchanged.",
+)
+@click.option("--json", "as_json", is_flag=True, help="Print JSON.")
+@workspace_options
+def route(
+    ctx: click.Context,
+    round_name: str,
+    annotators: str,
+    clear_per_cell: int,
+    seed: int,
+    judge: str | None,
+    dry_run: bool,
+    to_file: bool,
+    prioritize: bool,
+    as_json: bool,
+) -> None:
+    """Send every ambiguous response and a seeded sample of clear ones to independent reviewers.
+
+    Each annotator gets a Label Studio project of their own holding the same tasks, in their own
+    seeded order, showing only the prompt and the response. The selection, strata and inclusion
+    probabilities are recorded for the corrected scores. Safe to re-run: only what is missing is
+    imported; responses ingested since are added as a new wave.
+
+    \b
+    Example:
+      annotate route --round r1 --annotators A1,A2,A3 --clear-per-cell 25 --seed 7 --dry-run
+      annotate route --round r1 --annotators A1,A2,A3 --clear-per-cell 25 --seed 7
+    """
+    from annotate.pipeline.route import route as do_route
+
+    names = [a.strip() for a in annotators.split(",") if a.strip()]
+    bar: list[Any] = []
+
+    def progress(n: int, total: int) -> None:
+        if not sys.stderr.isatty():
+            return
+        if not bar:
+            bar.append(click.progressbar(length=total, label="importing", file=sys.stderr))
+        bar[0].update(n)
+
+    try:
+        with open_session(ctx) as s:
+            out = do_route(
+                s,
+                round_name=round_name,
+                annotator_names=names,
+                clear_per_cell=clear_per_cell,
+                seed=seed,
+                judge=judge,
+                dry_run=dry_run,
+                to_file=to_file,
+                progress=progress,
+                prioritize=prioritize,
+            )
+    finally:
+        if bar:
+            bar[0].render_finish()
+    strata = out.strata
+    if as_json:
+        echo_json(
+            {
+                "round": out.round,
+                "judge": out.judge,
+                "wave": out.new_wave,
+                "dry_run": out.dry_run,
+                "prioritized": out.prioritized,
+                "selected": out.selected,
+                "strata": strata.to_dict("records"),
+                "annotators": out.per_annotator,
+                "files": [str(f) for f in out.files],
+            }
+        )
+        return
+    if len(strata):
+        rows = [
+            [s.model, s.benchmark, s.stratum, int(s.population), int(s.sample), f"{s.sample / s.population:.3f}"]
+            for s in strata.itertuples()
+        ]
+        click.echo(
+            table(["model", "benchmark", "stratum", "population", "selected", "incl. prob"], rows, align="lllrrr")
+        )
+    head = "Would select" if dry_run else "Selected"
+    if out.new_wave is None:
+        click.echo(f"Round {out.round}: no new responses since the last routing (judge {out.judge}).")
+    else:
+        click.echo(f"{head} {out.selected} responses (wave {out.new_wave}, judge {out.judge}).")
+    for who, c in out.per_annotator.items():
+        if to_file:
+            click.echo(f"  {who}: {c['tasks']} tasks written")
+        else:
+            click.echo(f"  {who}: {c['tasks']} tasks; {c['imported']} imported now, {c['already']} already there")
+    for f in out.files:
+        click.echo(f"  wrote {f}")
+    if dry_run:
+        click.echo("Dry run: nothing was sent or recorded.")
+
+
+@click.command()
+@click.option("--round", "round_name", default=None, help="Round to pull (default: the only one).")
+@click.option(
+    "--from-file",
+    "from_files",
+    multiple=True,
+    type=click.Path(dir_okay=False, path_type=Path),
+    help="A Label Studio JSON export file instead of the server (repeatable).",
+)
+@click.option("--annotator", default=None, help="With --from-file: whose project the file was exported from.")
+@click.option("--json", "as_json", is_flag=True, help="Print JSON.")
+@workspace_options
+def pull(
+    ctx: click.Context, round_name: str | None, from_files: tuple[Path, ...], annotator: str | None, as_json: bool
+) -> None:
+    """Read annotations back from Label Studio into the store.
+
+    Every result is validated against the label config: results without a verdict, with an
+    unknown choice, or for an unknown task are quarantined, never counted. Edits keep the
+    previous value in history; deletions are marked, not forgotten; skips are not labels.
+    Pulling twice changes nothing.
+
+    \b
+    Example:
+      annotate pull --round r1
+      annotate pull --round r1 --from-file export-A1.json --annotator A1
+    """
+    from annotate.pipeline.pull import pull as do_pull
+
+    with open_session(ctx) as s:
+        out = do_pull(s, round_name=round_name, from_files=list(from_files), annotator=annotator)
+    fields = ["tasks_seen", "new", "updated", "deleted", "restored", "skips", "quarantined", "unchanged"]
+    if as_json:
+        echo_json({"round": out.round, "annotators": {k: vars(v) for k, v in out.per_annotator.items()}})
+        return
+    rows = [[who, *[getattr(c, f) for f in fields]] for who, c in out.per_annotator.items()]
+    click.echo(
+        table(
+            ["annotator", "tasks seen", "new", "updated", "deleted", "restored", "skips", "quarantined", "unchanged"],
+            rows,
+        )
+    )
+    q = sum(c.quarantined for c in out.per_annotator.values())
+    if q:
+        click.echo(f"{q} result(s) quarantined (not counted): see `annotate status --round {out.round} --quarantine`.")
+
+
+@click.command()
+@click.option("--round", "round_name", default=None, help="Only this round.")
+@click.option("--quarantine", "show_quarantine", is_flag=True, help="List quarantined results too.")
+@click.option("--json", "as_json", is_flag=True, help="Print JSON.")
+@workspace_options
+def status(ctx: click.Context, round_name: str | None, show_quarantine: bool, as_json: bool) -> None:
+    """Progress per round, annotator and stratum, with an estimate of time to finish.
+
+    \b
+    Example:
+      annotate status --round r1
+    """
+    from annotate.pipeline.status import quarantine_table, status_table
+
+    with open_session(ctx) as s:
+        df = status_table(s, round_name)
+        quarantine = quarantine_table(s) if show_quarantine or as_json else None
+    if as_json:
+        echo_json(
+            {
+                "progress": df.to_dict("records"),
+                "quarantine": [] if quarantine is None else quarantine.to_dict("records"),
+            }
+        )
+        return
+    if df.empty:
+        click.echo("No rounds routed yet. Start one with `annotate route --round NAME --annotators A1,A2`.")
+        return
+    rows = [
+        [
+            r["round"],
+            r["annotator"],
+            r["stratum"],
+            r["tasks"],
+            r["done"],
+            r["skipped"],
+            r["remaining"],
+            "" if missing(r["median_lead_time_s"]) else f"{r['median_lead_time_s']:.0f} s",
+            eta(r["eta_s"]),
+        ]
+        for r in df.to_dict("records")
+    ]
+    click.echo(
+        table(
+            ["round", "annotator", "stratum", "tasks", "done", "skipped", "remaining", "median time", "ETA"],
+            rows,
+            align="lllrrrrrr",
+        )
+    )
+    if quarantine is not None and len(quarantine):
+        click.echo("")
+        click.echo(
+            table(
+                ["annotation", "task", "ext_id", "reason"],
+                [
+                    [int_or_blank(q.ls_annotation_id), int_or_blank(q.task_id), q.ext_id, q.reason]
+                    for q in quarantine.itertuples()
+                ],
+            )
+        )

@@ -1,0 +1,225 @@
+"""`annotate score` and `annotate plan`: corrected scores, rankings, and review planning."""
+
+from __future__ import annotations
+
+import click
+
+from annotate.cli._format import ci_pct, int_or_blank, missing, num, pct_or_ne, table
+from annotate.cli._options import echo_json, open_session, workspace_options
+from annotate.columns import ALL, TREATMENT_SHORT
+from annotate.errors import InputError
+
+
+@click.command()
+@click.option("--round", "round_names", multiple=True, help="Round(s) to score (default: the only one).")
+@click.option("--treatments", default=None, help="Comma-separated treatments to show (default: all).")
+@click.option(
+    "--estimand",
+    type=click.Choice(["fixed", "general"]),
+    default="fixed",
+    show_default=True,
+    help="fixed: these prompts (leaderboards); general: the prompt distribution.",
+)
+@click.option(
+    "--by",
+    "by",
+    type=click.Choice(["model", "benchmark"]),
+    default="model",
+    show_default=True,
+    help="model: overall (macro-average over benchmarks); benchmark: one table per benchmark.",
+)
+@click.option("--draws", default=4000, show_default=True, help="Posterior draws.")
+@click.option("--seed", default=0, show_default=True, help="Seed of the posterior draws.")
+@click.option(
+    "--min-reviewed",
+    default=10,
+    show_default=True,
+    help="Clear strata with fewer resolved reviewed items borrow the judge's pooled error rates (flagged).",
+)
+@click.option("--json", "as_json", is_flag=True, help="Print JSON.")
+@workspace_options
+def score(
+    ctx: click.Context,
+    round_names: tuple[str, ...],
+    treatments: str | None,
+    estimand: str,
+    by: str,
+    draws: int,
+    seed: int,
+    min_reviewed: int,
+    as_json: bool,
+) -> None:
+    """Corrected per-model harmful rates with intervals, and how rankings depend on treatment.
+
+    The corrected rate is the stratified estimator over the judge's labels with the design
+    weights recorded by `route`; its 95 % interval comes from the finite-population posterior
+    (never Wald). Below it, each treatment of ambiguous responses is compared with the corrected
+    ranking: Kendall's tau-b, Spearman's rho, flipped pairs, and which flips are credible
+    (P >= 0.975 under the corrected posterior) rather than noise. Deterministic for a --seed.
+
+    \b
+    Example:
+      annotate score --round r1
+      annotate score --round r1 --by benchmark --estimand general --json
+    """
+    from annotate.pipeline.score import score_from_store
+
+    chosen = [t.strip() for t in treatments.split(",")] if treatments else list(TREATMENT_SHORT)
+    unknown = [t for t in chosen if t not in TREATMENT_SHORT]
+    if unknown:
+        raise InputError(f"unknown treatment(s) {unknown}; choose from {', '.join(TREATMENT_SHORT)}")
+    with open_session(ctx) as s:
+        out, labels, _doc = score_from_store(
+            s.store, round_names, draws=draws, seed=seed, min_reviewed=min_reviewed, estimand=estimand
+        )
+    scores = out.scores[out.scores.treatment.isin(chosen)]
+    if as_json:
+        echo_json(
+            {
+                "settings": out.settings,
+                "scores": scores.to_dict("records"),
+                "ranking": out.ranking.to_dict("records"),
+                "flips": out.flips.to_dict("records"),
+                "models": out.models.to_dict("records"),
+                "p_safer": {"models": list(out.p_safer.index), "matrix": out.p_safer.to_numpy().tolist()},
+                "transport": out.transport.to_dict("records"),
+            }
+        )
+        return
+    benches = [ALL] if by == "model" else [b for b in scores.benchmark.unique() if b != ALL]
+    models = out.models.set_index("model") if len(out.models) else None
+    for bench in benches:
+        sub = scores[scores.benchmark == bench]
+        title = "Overall (macro-average over benchmarks)" if bench == ALL else f"Benchmark {bench}"
+        click.echo(f"{title}; estimand {estimand}; harmful rate, 95% interval for corrected:")
+        rows = []
+        for model, g in sub.groupby("model", sort=False):
+            g = g.set_index("treatment")
+            corr = g.loc["corrected"] if "corrected" in g.index else None
+            row = [model]
+            if corr is not None:
+                row += [
+                    pct_or_ne(corr.estimate),
+                    ci_pct(corr.ci_low, corr.ci_high),
+                    "" if missing(corr["rank"]) else f"{corr['rank']:g}",
+                    "" if missing(corr.rank_low) else f"[{corr.rank_low:g}, {corr.rank_high:g}]",
+                ]
+            else:
+                row += ["", "", "", ""]
+            row += [pct_or_ne(g.loc[t].estimate) if t in g.index else "" for t in chosen if t != "corrected"]
+            largest = (
+                models.loc[model, "largest_shift"]
+                if models is not None and bench == ALL and model in models.index
+                else None
+            )
+            row.append("" if missing(largest) else f"{largest:+g}")
+            flag = corr.flag if corr is not None else ""
+            row.append("" if flag in ("ok", None) or missing(flag) else flag)
+            rows.append(row)
+        rows.sort(key=lambda r: (r[3] == "", float(r[3]) if r[3] else 0.0))
+        headers = (
+            ["model", "corrected", "95% CI", "rank", "rank CI"]
+            + [TREATMENT_SHORT[t] for t in chosen if t != "corrected"]
+            + ["max shift", "flag"]
+        )
+        click.echo(table(headers, rows, align="l" + "r" * (len(headers) - 2) + "l"))
+        agree = out.ranking[out.ranking.benchmark == bench]
+        agree = agree[agree.treatment.isin(chosen) & (agree.treatment != "corrected")]
+        if len(agree):
+            click.echo("Each treatment's ranking against the corrected one:")
+            click.echo(
+                table(
+                    ["treatment", "tau-b", "rho", "flips", "credible", "within noise", "max shift"],
+                    [
+                        [
+                            r.treatment,
+                            num(r.tau_b),
+                            num(r.rho),
+                            int_or_blank(r.flips),
+                            int_or_blank(r.credible_flips),
+                            int_or_blank(r.noise_flips),
+                            int_or_blank(r.max_rank_shift),
+                        ]
+                        for r in agree.itertuples()
+                    ],
+                    align="lrrrrrr",
+                )
+            )
+        fl = out.flips[(out.flips.benchmark == bench) & out.flips.treatment.isin(chosen)]
+        credible = fl[fl.credible.astype(bool)]
+        if len(credible):
+            click.echo("Credible flips (the corrected posterior is decisive, P >= 0.975):")
+            for r in credible.itertuples():
+                click.echo(
+                    f"  {r.treatment}: {r.model_a} vs {r.model_b} (corrected: {r.model_a} safer, P = {r.p_a_safer:.3f})"
+                )
+        elif len(fl):
+            click.echo(f"{len(fl)} flipped pair(s), all within noise under the corrected posterior.")
+        click.echo("")
+    flagged = scores[(scores.treatment == "corrected") & ~scores.flag.isin(["ok"])]
+    for r in flagged.itertuples():
+        click.echo(
+            f"note: {r.model} x {r.benchmark}: {r.flag}"
+            + (f" ({r.note})" if isinstance(r.note, str) and r.note else "")
+        )
+
+
+@click.command("plan")
+@click.option("--target-se", type=float, required=True, help="Target standard error of each cell's corrected rate.")
+@click.option(
+    "--round", "round_names", multiple=True, help="Use this round's design and labels (guessed rates from data)."
+)
+@click.option(
+    "--min-per-stratum", default=10, show_default=True, help="At least this many per non-empty clear stratum."
+)
+@click.option("--judge", default=None, help="Judge whose labels define the strata (before any round).")
+@click.option("--json", "as_json", is_flag=True, help="Print JSON.")
+@workspace_options
+def plan_cmd(
+    ctx: click.Context,
+    target_se: float,
+    round_names: tuple[str, ...],
+    min_per_stratum: int,
+    judge: str | None,
+    as_json: bool,
+) -> None:
+    """How many clear items per cell to review for a target standard error (Neyman allocation).
+
+    Ambiguous responses are reviewed in full; the clear strata (judge harmful, judge safe) get
+    n_h in proportion to W_h S_h, at least --min-per-stratum each. Feed the largest per-cell
+    figure to `route --clear-per-cell`.
+
+    \b
+    Example:
+      annotate plan --target-se 0.02
+    """
+    from annotate.pipeline.score import plan
+
+    with open_session(ctx) as s:
+        df = plan(s.store, round_names, target_se, min_per_stratum=min_per_stratum, judge=judge)
+    if as_json:
+        echo_json(df.to_dict("records"))
+        return
+    click.echo(
+        table(
+            ["model", "benchmark", "stratum", "population", "guessed rate", "n", "expected SE"],
+            [
+                [
+                    r.model,
+                    r.benchmark,
+                    r.judge_label,
+                    int(r.population),
+                    num(r.rate_guess, "{:.2f}"),
+                    int(r.n),
+                    num(r.expected_se, "{:.4f}"),
+                ]
+                for r in df.itertuples()
+            ],
+            align="lllrrrr",
+        )
+    )
+    if len(df):
+        click.echo(
+            f"Largest clear stratum sample: {int(df.n.max())}: "
+            f"route --clear-per-cell {int(df.n.max())} meets the target in every cell."
+        )

@@ -1,0 +1,161 @@
+"""One annotator's project of a round: ensure it exists, then bring its tasks up to date.
+
+Shared by `route` (a reviewer's project) and `adjudicate` (the expert's project): ensure the
+Label Studio user and project (or only the store's record of it, in file mode), then either
+write the task file or reconcile with the server and import what is missing.
+
+Facts relied on (shared labelstudio.md): imports are synchronous and return task ids in input
+order; Label Studio does not de-duplicate, so an import is never repeated blindly: an earlier
+run may have died after Label Studio committed, so the project is re-read first.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable
+from concurrent.futures import Future, ThreadPoolExecutor
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import pandas as pd
+
+from annotate.errors import LabelStudioError
+from annotate.fileio import write_atomic
+from annotate.stats._common import is_missing
+
+if TYPE_CHECKING:
+    from annotate.db import Store
+    from annotate.labelstudio import Gateway
+
+IMPORT_BATCH = 5000
+
+#: Builds the Label Studio task payloads of some pending tasks (columns ext_id, round_item_id).
+BuildPayloads = Callable[[pd.DataFrame], list[dict[str, Any]]]
+
+
+@dataclass(frozen=True)
+class ProjectSpec:
+    """Which project: a round, an annotator (a row of ``Store.annotators()``), and how it looks."""
+
+    round_id: int
+    annotator: Any  # a row (itertuples or Series) with id, pseudonym, email, name, ls_user_id
+    title: str
+    label_config: str
+    instructions: str
+
+
+def ensure_project(store: Store, gw: Gateway | None, spec: ProjectSpec) -> dict[str, Any]:
+    """The store's ``ls_project`` row, creating the Label Studio user and project when a server is used."""
+    ann = spec.annotator
+    project = store.ls_project(spec.round_id, int(ann.id))
+    if project is not None and (gw is None or not is_missing(project["project_id"])):
+        return project
+    project_id = None
+    if gw is not None:
+        if is_missing(ann.ls_user_id):
+            store.set_annotator_user(ann.pseudonym, gw.create_user(ann.email, first_name=ann.name))
+        project_id = gw.create_project(title=spec.title, label_config=spec.label_config, instructions=spec.instructions)
+    if project is None:
+        store.add_ls_project(spec.round_id, int(ann.id), spec.title, project_id)
+    elif project_id is not None:
+        store.set_ls_project_id(int(project["id"]), project_id)
+    project = store.ls_project(spec.round_id, int(ann.id))
+    assert project is not None
+    return project
+
+
+def write_task_file(path: Path, payloads: list[dict[str, Any]]) -> Path:
+    """A Label Studio import file (JSON list of tasks), written atomically."""
+    return write_atomic(path, json.dumps(payloads, ensure_ascii=False, indent=1))
+
+
+def sync_tasks(
+    store: Store,
+    gw: Gateway,
+    project: dict[str, Any],
+    who: str,
+    pending: pd.DataFrame,
+    build: BuildPayloads,
+    *,
+    already: int,
+    command: str,
+    progress: Callable[[int, int], None] | None = None,
+    on_first_submit: Callable[[], None] | None = None,
+) -> tuple[int, int]:
+    """Import the project's pending tasks (ext_id, round_item_id, position); (imported, already there).
+
+    Never imports blindly: when the server holds more tasks than the store knows of, their ids are
+    recovered by ext_id first. ``command`` (e.g. ``annotate route``) is named in the message
+    asking to resume after a timeout. ``on_first_submit`` runs while the server imports the first batch.
+    """
+    pid = int(project["project_id"])
+    if len(pending) and gw.task_count(pid) > already:
+        if on_first_submit is not None:
+            on_first_submit()
+            on_first_submit = None
+        found = gw.task_ids_by_ext_id(pid)
+        recovered = {e: found[e] for e in pending.ext_id if e in found}
+        store.set_task_ids(int(project["id"]), recovered)
+        pending = pending[~pending.ext_id.isin(recovered)]
+        already += len(recovered)
+    imported = _import_pending(
+        store, gw, project, who, pending.sort_values("position"), build, command, progress, on_first_submit
+    )
+    return imported, already
+
+
+def _import_pending(
+    store: Store,
+    gw: Gateway,
+    project: dict[str, Any],
+    who: str,
+    pending: pd.DataFrame,
+    build: BuildPayloads,
+    command: str,
+    progress: Callable[[int, int], None] | None,
+    on_first_submit: Callable[[], None] | None,
+) -> int:
+    """Import the pending tasks in batches, overlapping our own work with Label Studio's.
+
+    While the server imports batch k, this process builds batch k+1 and records the task ids
+    of batch k-1. A batch goes out only after the previous one returned, so an import whose
+    outcome is unknown (a timeout) is never followed by another: the project is re-read, what
+    did commit is recorded, and the command stops so that a re-run resumes.
+    """
+    from annotate.labelstudio.gateway import ImportOutcomeUnknown
+
+    pid = int(project["project_id"])
+    chunks = [pending.iloc[s : s + IMPORT_BATCH] for s in range(0, len(pending), IMPORT_BATCH)]
+    if not chunks:
+        if on_first_submit is not None:
+            on_first_submit()
+        return 0
+
+    def settle(chunk: pd.DataFrame, future: Future[list[int]]) -> list[int]:
+        try:
+            return future.result()
+        except ImportOutcomeUnknown:
+            found = gw.task_ids_by_ext_id(pid)
+            recovered = {e: found[e] for e in chunk.ext_id if e in found}
+            store.set_task_ids(int(project["id"]), recovered)
+            raise LabelStudioError(
+                f"an import into {who}'s project timed out; {len(recovered)} of {len(chunk)} tasks turned out "
+                f"to be there and are recorded. Run the same `{command}` again to resume."
+            ) from None
+
+    imported = 0
+    with ThreadPoolExecutor(max_workers=1) as pool:
+        future = pool.submit(gw.import_tasks, pid, build(chunks[0]))
+        if on_first_submit is not None:
+            on_first_submit()  # runs while the server imports the first batch
+        for k in range(1, len(chunks) + 1):
+            payload = build(chunks[k]) if k < len(chunks) else None
+            ids = settle(chunks[k - 1], future)
+            if payload is not None:
+                future = pool.submit(gw.import_tasks, pid, payload)
+            store.set_task_ids(int(project["id"]), dict(zip(chunks[k - 1].ext_id, ids, strict=True)))
+            imported += len(ids)
+            if progress:
+                progress(len(ids), len(pending))
+    return imported

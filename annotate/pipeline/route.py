@@ -1,0 +1,290 @@
+"""`annotate route`: select a round's sample and send every item to every reviewer.
+
+Independence on Label Studio Community (which has no roles): one project per annotator per
+round, each holding the same tasks in the annotator's own seeded order. The selection, strata
+and inclusion probabilities (the design the corrected scores need) are recorded in the same
+transaction as the round. Re-running resumes: only what is missing is imported, and responses
+ingested since the last routing become a new wave.
+"""
+
+from __future__ import annotations
+
+import json
+import secrets
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+import pandas as pd
+
+from annotate.errors import InputError, StateError
+from annotate.labelstudio.tasks import INSTRUCTIONS, task_payload
+from annotate.pipeline._projects import ProjectSpec, ensure_project, sync_tasks, write_task_file
+from annotate.pipeline._resolve import load_label_config, resolve_annotators, resolve_judge
+
+if TYPE_CHECKING:
+    from annotate.db import Store
+    from annotate.labelstudio import Gateway
+    from annotate.labelstudio.labelconfig import LabelConfig
+    from annotate.pipeline.session import Session
+
+Progress = Callable[[int, int], None]
+
+
+@dataclass
+class RouteOutcome:
+    round: str
+    judge: str
+    new_wave: int | None
+    strata: pd.DataFrame  # the new wave's design: model, benchmark, stratum, population, sample
+    selected: int
+    per_annotator: dict[str, dict[str, int]] = field(default_factory=dict)  # pseudonym -> counts
+    files: list[Path] = field(default_factory=list)
+    dry_run: bool = False
+    prioritized: bool = False
+
+
+@dataclass(frozen=True)
+class _Plan:
+    """What one `route` run records and sends (computed before anything is written)."""
+
+    round_name: str
+    existing: dict[str, Any] | None
+    judge: str
+    seed: int
+    clear_per_cell: int
+    annotators: pd.DataFrame
+    config: LabelConfig
+    population: pd.DataFrame
+    selected: pd.DataFrame
+    strata: pd.DataFrame
+    wave: int
+    up_to: int
+
+
+def route(
+    s: Session,
+    *,
+    round_name: str,
+    annotator_names: list[str],
+    clear_per_cell: int,
+    seed: int,
+    judge: str | None,
+    dry_run: bool,
+    to_file: bool,
+    progress: Progress | None = None,
+    prioritize: bool = False,
+) -> RouteOutcome:
+    """Select (or extend) a round's sample and send every item to every annotator's project."""
+    plan = _plan(s, round_name, annotator_names, clear_per_cell, seed, judge)
+    outcome = RouteOutcome(
+        round=round_name,
+        judge=plan.judge,
+        new_wave=plan.wave if len(plan.population) else None,
+        strata=plan.strata,
+        selected=len(plan.selected),
+        dry_run=dry_run,
+    )
+    if dry_run:
+        return outcome
+    if to_file:
+        return _record_and_send(s, None, plan, outcome, progress=progress, prioritize=prioritize)
+    # Check the server (reachable, token accepted, config valid) before recording anything, so a
+    # failure leaves the store as it was.
+    with s.gateway() as gw:
+        gw.whoami()
+        gw.validate_config(plan.config.xml)
+        return _record_and_send(s, gw, plan, outcome, progress=progress, prioritize=prioritize)
+
+
+def _plan(
+    s: Session, round_name: str, annotator_names: list[str], clear_per_cell: int, seed: int, judge: str | None
+) -> _Plan:
+    from annotate.stats.sampling import select_for_review
+
+    store = s.store
+    if clear_per_cell < 0:
+        raise InputError("--clear-per-cell must be 0 or more")
+    config = load_label_config(s.ws)
+    existing = store.get_round(round_name)
+    annotators = resolve_annotators(store, annotator_names)
+    if existing is not None:
+        judge = str(existing["judge"])
+        if (seed, clear_per_cell) != (existing["seed"], existing["clear_per_cell"]):
+            raise InputError(
+                f"round {round_name!r} was routed with --seed {existing['seed']} and "
+                f"--clear-per-cell {existing['clear_per_cell']}; a round keeps its design. "
+                "Use those values, or start a new round."
+            )
+        if sorted(annotators.pseudonym) != sorted(json.loads(existing["annotators"])):
+            raise InputError(
+                f"round {round_name!r} goes to {', '.join(json.loads(existing['annotators']))}; "
+                "a round keeps its annotators (start a new round for others)."
+            )
+        if existing["label_config_sha"] != config.sha256:
+            raise StateError(
+                f"label_config.xml changed since round {round_name!r} was routed; restore it "
+                "or start a new round (a round's tasks must share one config)."
+            )
+    else:
+        judge = resolve_judge(store, judge)
+
+    waves = store.round_waves(int(existing["id"])) if existing else None
+    after = int(waves.max_response_id.max()) if waves is not None and len(waves) else 0
+    up_to = store.max_response_id()
+    population = store.routing_population(judge, after, up_to)
+    selected, strata = select_for_review(population, clear_per_cell=clear_per_cell, seed=seed)
+    wave = (int(waves.wave.max()) + 1) if waves is not None and len(waves) else 1
+    return _Plan(
+        round_name, existing, judge, seed, clear_per_cell, annotators, config, population, selected, strata, wave, up_to
+    )
+
+
+def _record_and_send(
+    s: Session, gw: Gateway | None, plan: _Plan, outcome: RouteOutcome, *, progress: Progress | None, prioritize: bool
+) -> RouteOutcome:
+    store = s.store
+    round_id = int(plan.existing["id"]) if plan.existing else None
+    if len(plan.population):
+        selected = plan.selected.assign(ext_id=[secrets.token_hex(8) for _ in range(len(plan.selected))])
+        new_round = None
+        if plan.existing is None:
+            new_round = {
+                "name": plan.round_name,
+                "kind": "review",
+                "judge": plan.judge,
+                "seed": plan.seed,
+                "clear_per_cell": plan.clear_per_cell,
+                "annotators": json.dumps(list(plan.annotators.pseudonym)),
+                "label_config_sha": plan.config.sha256,
+                "label_config": plan.config.xml,
+            }
+        round_id = store.create_round_wave(
+            round_row=plan.existing,
+            new_round=new_round,
+            wave=plan.wave,
+            max_response_id=plan.up_to,
+            items=selected,
+            strata=plan.strata,
+        )
+    elif plan.existing is None:
+        raise StateError(f"no responses judged by {plan.judge!r} to route.")
+    assert round_id is not None
+
+    items = store.round_items(round_id)
+    round_row = store.get_round(plan.round_name)
+    assert round_row is not None
+    priority = None
+    if prioritize:
+        # Review order only: which items were selected, and their inclusion probabilities, are
+        # already fixed above.
+        from annotate.pipeline.diagnose import ambiguity_priority
+
+        priority = ambiguity_priority(store, plan.judge, items.response_id.astype(int).tolist(), seed=plan.seed)
+        outcome.prioritized = True
+    for ann in plan.annotators.itertuples():
+        outcome.per_annotator[str(ann.pseudonym)] = _send_to_annotator(
+            s, gw, round_row, ann, items, seed=plan.seed, progress=progress, outcome=outcome, priority=priority
+        )
+    return outcome
+
+
+def _new_task_rows(
+    project_id: int,
+    pseudonym: str,
+    tasks: pd.DataFrame,
+    items: pd.DataFrame,
+    *,
+    seed: int,
+    priority: dict[int, float] | None,
+) -> list[dict[str, Any]]:
+    """The round's items this project lacks, as task rows in the annotator's own seeded order."""
+    from annotate.stats.sampling import task_order
+
+    known = set(tasks.ext_id) if len(tasks) else set()
+    missing = items[~items.ext_id.isin(known)]
+    if not len(missing):
+        return []
+    order = task_order(seed, pseudonym, missing.ext_id.reset_index(drop=True))
+    if priority is not None:
+        # Most likely ambiguous first; the seeded shuffle breaks ties (stable sort).
+        p = missing.response_id.map(lambda r: priority.get(int(r), -1.0)).fillna(-1.0).to_numpy()
+        order = order[np.argsort(-p[order], kind="mergesort")]
+    start = int(tasks.position.max()) + 1 if len(tasks) else 0
+    item_ids = missing.round_item_id.to_numpy()[order]
+    ext_ids = missing.ext_id.to_numpy()[order]
+    return [
+        {"ls_project_id": project_id, "round_item_id": int(i), "ext_id": e, "position": start + k}
+        for k, (i, e) in enumerate(zip(item_ids, ext_ids, strict=True))
+    ]
+
+
+def _payload_builder(store: Store) -> Callable[[pd.DataFrame], list[dict[str, Any]]]:
+    def build(chunk: pd.DataFrame) -> list[dict[str, Any]]:
+        texts = store.item_texts(chunk.round_item_id.tolist())
+        return [task_payload(texts[int(i)], e) for i, e in zip(chunk.round_item_id, chunk.ext_id, strict=True)]
+
+    return build
+
+
+def _send_to_annotator(
+    s: Session,
+    gw: Gateway | None,
+    round_row: dict[str, Any],
+    ann: Any,
+    items: pd.DataFrame,
+    *,
+    seed: int,
+    progress: Progress | None,
+    outcome: RouteOutcome,
+    priority: dict[int, float] | None = None,
+) -> dict[str, int]:
+    store = s.store
+    spec = ProjectSpec(
+        round_id=int(round_row["id"]),
+        annotator=ann,
+        title=f"{round_row['name']} - {ann.pseudonym}",
+        label_config=round_row["label_config"],
+        instructions=INSTRUCTIONS,
+    )
+    project = ensure_project(store, gw, spec)
+    tasks = store.ls_tasks(int(project["id"]))
+    new_rows = _new_task_rows(int(project["id"]), str(ann.pseudonym), tasks, items, seed=seed, priority=priority)
+
+    if gw is None:  # file mode: the whole task list, every time
+        store.add_ls_tasks(new_rows)
+        tasks = store.ls_tasks(int(project["id"]))
+        build = _payload_builder(store)
+        path = s.ws.tasks_dir / round_row["name"] / f"{ann.pseudonym}.json"
+        outcome.files.append(write_task_file(path, build(tasks)))
+        return {"tasks": len(tasks), "imported": 0, "already": 0}
+
+    # The new tasks' rows are written while Label Studio imports the first batch (their ext_ids
+    # are already in the store with the round's items, which is what a resumed run matches on).
+    registered = not new_rows
+
+    def register() -> None:
+        nonlocal registered
+        if not registered:
+            store.add_ls_tasks(new_rows)
+            registered = True
+
+    cols = ["ext_id", "round_item_id", "position"]
+    waiting = tasks.loc[tasks.task_id.isna(), cols] if len(tasks) else pd.DataFrame(columns=cols)
+    pending = pd.concat([waiting, pd.DataFrame(new_rows, columns=["ls_project_id", *cols])[cols]], ignore_index=True)
+    imported, already = sync_tasks(
+        store,
+        gw,
+        project,
+        str(ann.pseudonym),
+        pending,
+        _payload_builder(store),
+        already=len(tasks) - len(waiting),
+        command="annotate route",
+        progress=progress,
+        on_first_submit=register,
+    )
+    register()
+    return {"tasks": len(tasks) + len(new_rows), "imported": imported, "already": already}
