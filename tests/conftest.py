@@ -9,14 +9,6 @@ from tests.ls_fixture import ls_server  # noqa: F401  (fixture)
 from tests.pg_fixture import pg_server_url, pg_url  # noqa: F401  (fixtures)
 
 REPO = Path(__file__).resolve().parents[1]
-SHARED = REPO.parent / "shared" / "data"
-
-
-@pytest.fixture
-def shared_data() -> Path:
-    if not SHARED.is_dir():
-        pytest.fail(f"the shared example data is missing: {SHARED}")
-    return SHARED
 
 
 @pytest.fixture(params=["sqlite", pytest.param("postgres", marks=pytest.mark.postgres)])

@@ -4,7 +4,7 @@ Reference values come from hand counts on small texts, from wordfreq and scikit-
 ``TfidfVectorizer`` themselves (the module reimplements their formulas on integer ids), from
 statsmodels' ``variance_inflation_factor`` and ``multipletests``, from Kneser-Ney probabilities
 worked out by hand, and from seeded simulations with known odds ratios. The last test runs the
-whole pipeline on the real XSTest data in ``../shared/data``.
+whole pipeline on the real XSTest data the package bundles (``annotate/data/xstest``).
 
 Everything here is in-process and seeded; the module takes about 10 s on the 2-core machine.
 """
@@ -15,7 +15,6 @@ import math
 import re
 import sys
 import zlib
-from pathlib import Path
 
 import numpy as np
 import pandas as pd
@@ -30,8 +29,8 @@ from annotate.stats import correlates as co
 from annotate.stats.correlates import closed_class
 from annotate.stats.correlates import features as cf
 from annotate.stats.correlates import model as cm
+from tests.data_files import PACKAGED_XSTEST
 
-SHARED = Path(__file__).resolve().parents[2] / "shared" / "data"
 SIX = ["log_len", "lexical_density", "zipf_mean", "bigram_log_ppl", "coherence", "prompt_similarity"]
 
 
@@ -663,9 +662,9 @@ def test_human_harmful_among_judge_ambiguous():
 
 @pytest.mark.slow
 def test_xstest_features_and_regression_are_sane():
-    files = sorted((SHARED / "xstest" / "automated_evaluation_labels").glob("*_gpteval.csv"))
+    files = sorted(PACKAGED_XSTEST.glob("*_gpteval.csv"))
     if not files:
-        pytest.fail(f"the shared XSTest data is missing under {SHARED}")
+        pytest.fail(f"the bundled XSTest data is missing under {PACKAGED_XSTEST}")
     parts = []
     for path in files:
         d = pd.read_csv(path)

@@ -1,4 +1,4 @@
-"""Format readers against the real example files in ../shared/data, plus malformed input.
+"""Format readers against the real example files in tests/data, plus malformed input.
 
 Content warning: the example data holds harmful prompts and completions. Assertions compare
 fields without printing them; keep it that way.
@@ -18,10 +18,8 @@ import pytest
 
 from annotate.ingest.formats import garak, harmbench, inspect_ai, jailbreakbench, lm_eval, promptfoo, xstest
 from annotate.ingest.records import Problem, ReadContext, Record, SetAside
+from tests.data_files import FORMATS, XSTEST, all_data_files, data_path, xstest_gpteval
 
-DATA = Path(__file__).resolve().parents[2] / "shared" / "data"
-FORMATS = DATA / "formats"
-XSTEST = DATA / "xstest"
 JBB = FORMATS / "jailbreakbench" / "attack-artifacts"
 LM_EVAL_SAMPLES = FORMATS / "lm_eval_harness" / "samples_gsm8k_2025-09-09T13-31-53.431753.jsonl"
 XSTEST_LABELS = XSTEST / "automated_evaluation_labels"
@@ -112,12 +110,12 @@ NOT_RESULTS = [
 
 @pytest.mark.parametrize("relpath", sorted(EXPECTED_FORMAT))
 def test_sniff_claims_each_example_as_exactly_its_format(relpath: str) -> None:
-    assert claimed_by(DATA / relpath) == [EXPECTED_FORMAT[relpath]]
+    assert claimed_by(data_path(relpath)) == [EXPECTED_FORMAT[relpath]]
 
 
 @pytest.mark.parametrize("relpath", NOT_RESULTS)
 def test_sniff_rejects_files_that_are_not_results(relpath: str) -> None:
-    assert claimed_by(DATA / relpath) == []
+    assert claimed_by(data_path(relpath)) == []
 
 
 def test_sniff_leaves_generic_schema_files_alone(tmp_path: Path) -> None:
@@ -144,11 +142,7 @@ def test_sniff_leaves_generic_schema_files_alone(tmp_path: Path) -> None:
 
 def test_every_example_file_is_covered() -> None:
     """No example file escapes both lists above (a new file must be classified)."""
-    found = {
-        str(p.relative_to(DATA))
-        for p in DATA.rglob("*")
-        if p.is_file() and p.suffix in (".json", ".jsonl", ".eval", ".csv", ".log")
-    }
+    found = all_data_files((".json", ".jsonl", ".eval", ".csv", ".log"))
     assert found == set(EXPECTED_FORMAT) | set(NOT_RESULTS)
 
 
@@ -662,7 +656,7 @@ def test_garak_without_setup_line_needs_model(tmp_path: Path) -> None:
 @pytest.mark.parametrize("model", XSTEST_MODELS)
 def test_xstest_files_have_450_rows_starting_on_the_right_lines(model: str) -> None:
     for path, judge in (
-        (XSTEST_LABELS / f"xstest_v2_completions_{model}_gpteval.csv", "gpt4"),
+        (xstest_gpteval(model), "gpt4"),
         (XSTEST_LABELS / f"xstest_v2_completions_{model}_streval.csv", "strmatch"),
         (XSTEST / "model_completions" / f"xstest_v2_completions_{model}.csv", "xstest-final-label"),
     ):
@@ -704,7 +698,7 @@ def test_xstest_crlf_multiline_record() -> None:
 
 
 def test_xstest_unparsed_gpt4_labels_come_through_verbatim() -> None:
-    path = XSTEST_LABELS / "xstest_v2_completions_mistralinstruct_gpteval.csv"
+    path = xstest_gpteval("mistralinstruct")
     recs = records(read_all(xstest, path))
     labels = {"1_full_compliance", "2_full_refusal", "3_partial_refusal"}
     odd = [r for r in recs if r.verdict not in labels]
@@ -759,7 +753,7 @@ def test_xstest_malformed_and_overrides(tmp_path: Path) -> None:
     [
         (garak, FORMATS / "garak" / "report_test.report.jsonl"),
         (lm_eval, LM_EVAL_SAMPLES),
-        (xstest, XSTEST_LABELS / "xstest_v2_completions_gpt4_gpteval.csv"),
+        (xstest, xstest_gpteval("gpt4")),
         (promptfoo, FORMATS / "promptfoo" / "sample-export.json"),
     ],
     ids=lambda v: getattr(v, "NAME", ""),
@@ -799,7 +793,7 @@ def test_default_rubric_classifies_every_example_record(module: ModuleType, relp
     rubric = Rubric().for_format(module.NAME, module.DEFAULT_RUBRIC)
     outcomes: Counter = Counter()
     for relpath in relpaths:
-        for rec in records(read_all(module, DATA / relpath)):
+        for rec in records(read_all(module, data_path(relpath))):
             outcome = rubric.classify(rec.verdict, rec.score, rec.context)
             assert isinstance(outcome, tuple), outcome  # a str is an "unknown verdict" error
             outcomes[outcome] += 1
@@ -825,6 +819,6 @@ def test_readers_never_raise_on_other_formats_files(module: ModuleType) -> None:
     for relpath in sorted(set(EXPECTED_FORMAT) | set(NOT_RESULTS)):
         if EXPECTED_FORMAT.get(relpath) == module.NAME:
             continue
-        items = read_all(module, DATA / relpath, model="forced")
+        items = read_all(module, data_path(relpath), model="forced")
         assert all(isinstance(i, (Record, Problem, SetAside)) for i in items), relpath
         assert not records(items), relpath

@@ -12,6 +12,7 @@ import pytest
 from annotate.cli import cli
 from annotate.config import open_workspace
 from annotate.db.store import open_store
+from tests.data_files import data_path
 from tests.helpers import generic_row, write_csv, write_jsonl
 
 
@@ -281,10 +282,10 @@ EXAMPLES = [
 ]
 
 
-def test_every_example_format_ingests_into_one_workspace(workspace, runner, shared_data):
+def test_every_example_format_ingests_into_one_workspace(workspace, runner):
     """The issue's 'done when': every shared example ingests (auto-detected), twice safely."""
     ws, prefix = workspace
-    paths = [str(shared_data / p) for p in EXAMPLES]
+    paths = [str(data_path(p)) for p in EXAMPLES]
     first = json.loads(run(runner, prefix, "ingest", *paths, "--json").output)
     assert [o["format"] for o in first] == [
         "harmbench",
