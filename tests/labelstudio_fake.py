@@ -1,0 +1,191 @@
+"""An in-memory Label Studio that satisfies ``annotate.labelstudio.Gateway``, for fast pipeline tests.
+
+It keeps the behaviours the pipeline relies on (shared labelstudio.md), so tests of route, pull
+and adjudicate can exercise them in milliseconds: imports return task ids in input order and are
+never de-duplicated; the JSON export carries every annotation with ``completed_by``, skips as
+``was_cancelled``, and ``meta``; a task's ``updated_at`` moves when one of its annotations is
+created, changed or deleted, and ``changed_task_ids`` filters on it; ``server_time`` is a
+monotonic clock. Failures a real server cannot produce on demand are injected with
+``fail_next_import`` (the import commits, then the outcome is lost, as after a timeout).
+
+The real-server tests (tests/labelstudio/test_rounds_server.py) keep checking the same flows
+against Label Studio itself.
+"""
+
+from __future__ import annotations
+
+import copy
+import itertools
+from dataclasses import dataclass, field
+from datetime import UTC, datetime, timedelta
+from typing import Any
+
+from annotate.errors import LabelStudioError
+from annotate.labelstudio.gateway import ImportOutcomeUnknown
+
+_EPOCH = datetime(2026, 1, 1, tzinfo=UTC)
+
+
+@dataclass
+class _Project:
+    id: int
+    title: str
+    label_config: str
+    instructions: str
+    tasks: list[dict[str, Any]] = field(default_factory=list)
+
+
+class FakeLabelStudio:
+    """One fake server; ``gateway()`` (or calling it as a ``Connect``) gives a client of it."""
+
+    url = "http://fake-label-studio.invalid"
+
+    def __init__(self) -> None:
+        self.users: dict[str, int] = {}
+        self.projects: dict[int, _Project] = {}
+        self.tasks: dict[int, dict[str, Any]] = {}  # task id -> task (shared with the project's list)
+        self.annotations: dict[int, tuple[int, dict[str, Any]]] = {}  # annotation id -> (task id, annotation)
+        self._ids = itertools.count(1)
+        self._tick = 0
+        self.fail_next_import = False
+        self.calls: list[str] = []
+        self.closed = 0
+
+    # A ``Connect``: the pipeline calls ``connect(ws)`` and closes what it gets.
+    def __call__(self, ws: Any) -> FakeLabelStudio:
+        return self
+
+    def _now(self) -> str:
+        self._tick += 1
+        return (_EPOCH + timedelta(seconds=self._tick)).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
+
+    def _project(self, project_id: int) -> _Project:
+        if project_id not in self.projects:
+            raise LabelStudioError(f"Label Studio at {self.url} answered 404 while reading project {project_id}")
+        return self.projects[project_id]
+
+    # -- the Gateway protocol ---------------------------------------------------------------
+    def whoami(self) -> dict[str, Any]:
+        self.calls.append("whoami")
+        return {"id": 1, "email": "admin@fake.invalid"}
+
+    def validate_config(self, label_config: str) -> None:
+        self.calls.append("validate_config")
+        if "<View" not in label_config:
+            raise LabelStudioError("Label Studio answered 400 while validating the label config: not a config")
+
+    def create_user(self, email: str, *, first_name: str | None = None) -> int:
+        self.calls.append("create_user")
+        key = email.lower()
+        if key not in self.users:
+            self.users[key] = 100 + len(self.users)
+        return self.users[key]
+
+    def invite_link(self) -> str:
+        return f"{self.url}/user/signup/?token=fake"
+
+    def create_project(self, *, title: str, label_config: str, instructions: str, maximum_annotations: int = 1) -> int:
+        self.calls.append("create_project")
+        pid = next(self._ids)
+        self.projects[pid] = _Project(pid, title, label_config, instructions)
+        return pid
+
+    def task_count(self, project_id: int) -> int:
+        return len(self._project(project_id).tasks)
+
+    def task_ids_by_ext_id(self, project_id: int) -> dict[str, int]:
+        out: dict[str, int] = {}
+        for task in self._project(project_id).tasks:
+            ext = (task.get("meta") or {}).get("ext_id") or task["data"].get("ext_id")
+            if ext:
+                out[str(ext)] = int(task["id"])
+        return out
+
+    def import_tasks(self, project_id: int, tasks: list[dict[str, Any]]) -> list[int]:
+        self.calls.append("import_tasks")
+        project = self._project(project_id)
+        ids = []
+        for payload in tasks:
+            tid = next(self._ids)
+            task = {
+                "id": tid,
+                "data": copy.deepcopy(payload["data"]),
+                "meta": copy.deepcopy(payload.get("meta") or {}),
+                "annotations": [],
+                "updated_at": self._now(),
+                "project": project_id,
+            }
+            project.tasks.append(task)
+            self.tasks[tid] = task
+            ids.append(tid)
+        if self.fail_next_import:
+            self.fail_next_import = False
+            raise ImportOutcomeUnknown(f"importing {len(tasks)} tasks into project {project_id}: ReadTimeout")
+        return ids
+
+    def export_tasks(
+        self, project_id: int, ids: list[int] | None = None, *, annotated_only: bool = False
+    ) -> list[dict[str, Any]]:
+        self.calls.append("export_tasks")
+        wanted = set(ids) if ids else None
+        out = []
+        for task in self._project(project_id).tasks:
+            if wanted is not None and task["id"] not in wanted:
+                continue
+            if annotated_only and not task["annotations"]:
+                continue
+            out.append(copy.deepcopy({k: v for k, v in task.items() if k != "project"}))
+        return out
+
+    def changed_task_ids(self, project_id: int, since: str) -> list[int]:
+        return [t["id"] for t in self._project(project_id).tasks if t["updated_at"] > since]
+
+    def server_time(self) -> str:
+        return self._now()
+
+    def create_annotation(
+        self,
+        task_id: int,
+        result: list[dict[str, Any]],
+        *,
+        completed_by: int,
+        lead_time: float | None = None,
+        was_cancelled: bool = False,
+        unique_id: str | None = None,
+    ) -> int:
+        task = self.tasks[task_id]
+        aid = next(self._ids)
+        now = self._now()
+        ann = {
+            "id": aid,
+            "result": copy.deepcopy(result),
+            "completed_by": completed_by,
+            "was_cancelled": was_cancelled,
+            "lead_time": lead_time,
+            "created_at": now,
+            "updated_at": now,
+        }
+        task["annotations"].append(ann)
+        task["updated_at"] = now
+        self.annotations[aid] = (task_id, ann)
+        return aid
+
+    def close(self) -> None:
+        self.closed += 1
+
+    # -- what tests do in the Label Studio UI ------------------------------------------------
+    def update_annotation(self, annotation_id: int, result: list[dict[str, Any]]) -> None:
+        task_id, ann = self.annotations[annotation_id]
+        ann["result"] = copy.deepcopy(result)
+        ann["updated_at"] = self._now()
+        self.tasks[task_id]["updated_at"] = ann["updated_at"]
+
+    def delete_annotation(self, annotation_id: int) -> None:
+        task_id, ann = self.annotations.pop(annotation_id)
+        task = self.tasks[task_id]
+        task["annotations"] = [a for a in task["annotations"] if a["id"] != annotation_id]
+        task["updated_at"] = self._now()
+
+    def project_by_title(self, fragment: str) -> _Project:
+        (hit,) = [p for p in self.projects.values() if fragment in p.title]
+        return hit
