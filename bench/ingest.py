@@ -86,7 +86,8 @@ def measure(cmd: list[str]) -> tuple[float, float]:
         "import resource, subprocess, sys, time, json; t=time.perf_counter(); "
         "r=subprocess.run(sys.argv[1:], capture_output=True, text=True); "
         "e=time.perf_counter()-t; "
-        "print(json.dumps({'rc': r.returncode, 's': e, 'rss': resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss / 1024, 'err': r.stderr[-3000:], 'out': r.stdout[-3000:]}))"
+        "rss = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss / 1024\n"
+        "print(json.dumps({'rc': r.returncode, 's': e, 'rss': rss, 'err': r.stderr[-3000:], 'out': r.stdout[-3000:]}))"
     )
     proc = subprocess.run([sys.executable, "-c", wrapper, *cmd], capture_output=True, text=True)
     info = json.loads(proc.stdout)
@@ -110,7 +111,8 @@ def main() -> None:
             t = time.perf_counter()
             generate(data, args.rows)
             print(
-                f"generated {args.rows:,} rows, {data.stat().st_size / 2**20:,.0f} MiB in {time.perf_counter() - t:.1f} s"
+                f"generated {args.rows:,} rows, {data.stat().st_size / 2**20:,.0f} MiB "
+                f"in {time.perf_counter() - t:.1f} s"
             )
         base_db = scratch / "baseline.db"
         for p in scratch.glob("baseline.db*"):

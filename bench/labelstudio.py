@@ -164,7 +164,7 @@ def main() -> None:
             ids = []
             for s in range(0, len(batch), 2000):
                 ids += gw.import_tasks(project_id, batch[s : s + 2000])
-            store.set_task_ids(int(p.id), dict(zip(tasks.ext_id, ids)))
+            store.set_task_ids(int(p.id), dict(zip(tasks.ext_id, ids, strict=True)))
         store.close()
         setup_s = time.perf_counter() - t
         t = time.perf_counter()
@@ -186,18 +186,15 @@ def main() -> None:
         export_s = time.perf_counter() - t
 
         print(f"\n{'step':58s} {'seconds':>8s} {'per second':>11s}")
-        print(
-            f"{'raw import, one call, ' + format(n, ',') + ' tasks (Label Studio limit)':58s} {raw_s:8.1f} {n / raw_s:11,.0f}"
-        )
+        raw_label = f"raw import, one call, {n:,} tasks (Label Studio limit)"
+        print(f"{raw_label:58s} {raw_s:8.1f} {n / raw_s:11,.0f}")
         print(f"{'annotate route, ' + format(n, ',') + ' tasks':58s} {route_s:8.1f} {n / route_s:11,.0f}")
         print(f"{'(setup: import ' + format(m, ',') + ' tasks x 3 with annotations)':58s} {setup_s:8.1f}")
-        print(
-            f"{'annotate pull, ' + format(m, ',') + ' tasks x 3 annotators = ' + format(pulled, ',') + ' annotations':58s} {pull_s:8.1f} {pulled / pull_s:11,.0f}"
-        )
+        pull_label = f"annotate pull, {m:,} tasks x 3 annotators = {pulled:,} annotations"
+        print(f"{pull_label:58s} {pull_s:8.1f} {pulled / pull_s:11,.0f}")
         print(f"{'annotate pull again (incremental, nothing changed)':58s} {repull_s:8.1f}")
-        print(
-            f"{'Label Studio JSON export of the same 3 projects (limit)':58s} {export_s:8.1f} {pulled / export_s:11,.0f}"
-        )
+        export_label = "Label Studio JSON export of the same 3 projects (limit)"
+        print(f"{export_label:58s} {export_s:8.1f} {pulled / export_s:11,.0f}")
         print(f"\nroute rate / raw import rate: {raw_s / route_s:.2f}  (target >= 0.80)")
         print(
             f"pull of {pulled:,} annotations: {pull_s:.1f} s  (target < 90 s); "

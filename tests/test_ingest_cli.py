@@ -124,8 +124,8 @@ def test_skip_invalid_writes_rejects(workspace, runner, tmp_path):
     result = run(runner, prefix, "ingest", str(bad), "--skip-invalid")
     assert "1 added" in result.output and "2 rejected" in result.output
     (rejects,) = list((ws / "rejects").glob("*.rejects.jsonl"))
-    lines = [json.loads(l) for l in rejects.read_text().splitlines()]
-    assert [l["line"] for l in lines] == [2, 3]
+    lines = [json.loads(text) for text in rejects.read_text().splitlines()]
+    assert [row["line"] for row in lines] == [2, 3]
     assert lines[1]["record"]["judge_verdict"] == "??"
 
 

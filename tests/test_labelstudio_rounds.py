@@ -88,7 +88,7 @@ def test_round_trip_on_a_real_server(ls_env, sqlite_ws, runner, tmp_path):
     projects = store.ls_projects()
     annotators = store.annotators().set_index("pseudonym")
     store.close()
-    pids = dict(zip(projects.pseudonym, projects.project_id.astype(int)))
+    pids = dict(zip(projects.pseudonym, projects.project_id.astype(int), strict=True))
     for pid in pids.values():
         assert gw.task_count(pid) == 26
 
@@ -218,7 +218,7 @@ def test_resumes_after_an_import_that_timed_out(ls_env, sqlite_ws, runner, tmp_p
     for p in projects.itertuples():
         ext_ids = gw.task_ids_by_ext_id(int(p.project_id))
         assert gw.task_count(int(p.project_id)) == 26 == len(ext_ids)  # no duplicates
-        assert dict(zip(tasks[p.pseudonym].ext_id, tasks[p.pseudonym].task_id.astype(int))) == ext_ids
+        assert dict(zip(tasks[p.pseudonym].ext_id, tasks[p.pseudonym].task_id.astype(int), strict=True)) == ext_ids
 
 
 def test_server_down_or_wrong_token_leaves_the_store_unchanged(ls_server, sqlite_ws, runner, tmp_path, monkeypatch):
@@ -358,4 +358,4 @@ def test_resumes_after_dying_between_import_and_bookkeeping(ls_env, sqlite_ws, r
     store.close()
     found = gw.task_ids_by_ext_id(int(project.project_id))
     assert gw.task_count(int(project.project_id)) == 26 == len(found)
-    assert dict(zip(mapping.ext_id, mapping.task_id.astype(int))) == found
+    assert dict(zip(mapping.ext_id, mapping.task_id.astype(int), strict=True)) == found

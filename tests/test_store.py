@@ -123,10 +123,9 @@ def test_an_older_store_is_migrated_in_place(tmp_path):
     """A version-1 database (as the first release wrote it) opens and migrates, data intact."""
     from sqlmodel import SQLModel
 
-    from annotate.db import models
     from annotate.columns import RESPONSE_COLUMNS
     from annotate.db import engine as engine_mod
-    from annotate.db import migrations
+    from annotate.db import migrations, models
 
     url = f"sqlite:///{tmp_path / 'old.db'}"
     engine = engine_mod.make_engine(url)
@@ -142,7 +141,7 @@ def test_an_older_store_is_migrated_in_place(tmp_path):
         ).scalar_one()
         conn.execute(
             models.Response.__table__.insert(),
-            {**dict(zip(RESPONSE_COLUMNS, _row(1, source_id=src))), "ingested_at": utcnow()},
+            {**dict(zip(RESPONSE_COLUMNS, _row(1, source_id=src), strict=True)), "ingested_at": utcnow()},
         )
     engine.dispose()
     store = open_store(url)

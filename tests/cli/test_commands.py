@@ -33,8 +33,25 @@ COMMANDS = _commands(cli)
 
 def test_the_workflow_commands_are_all_there():
     names = {c[0] for c in COMMANDS}
-    assert {"init", "ingest", "summary", "ls", "annotators", "route", "pull", "status", "gold", "agreement",
-            "adjudicate", "score", "plan", "export", "verify", "demo", "diagnose"} <= names
+    assert {
+        "init",
+        "ingest",
+        "summary",
+        "ls",
+        "annotators",
+        "route",
+        "pull",
+        "status",
+        "gold",
+        "agreement",
+        "adjudicate",
+        "score",
+        "plan",
+        "export",
+        "verify",
+        "demo",
+        "diagnose",
+    } <= names
 
 
 @pytest.mark.parametrize("path", COMMANDS, ids=lambda p: " ".join(p))
@@ -45,8 +62,11 @@ def test_help_exits_0_and_shows_an_example(runner, path):
     assert "Example" in result.output, f"`annotate {' '.join(path)} --help` shows no example"
 
 
-@pytest.mark.parametrize("path", [c for c in COMMANDS if not isinstance(cli.get_command(None, c[0]), click.Group)
-                                  or len(c) > 1], ids=lambda p: " ".join(p))
+@pytest.mark.parametrize(
+    "path",
+    [c for c in COMMANDS if not isinstance(cli.get_command(None, c[0]), click.Group) or len(c) > 1],
+    ids=lambda p: " ".join(p),
+)
 def test_an_unknown_option_exits_2_with_a_usage_error(runner, path):
     result = runner.invoke(cli, [*path, "--no-such-option"])
     assert result.exit_code == 2

@@ -46,8 +46,22 @@ def run(runner, ws, fake, *args, ok=True):
 
 def _route(runner, ws, fake, *extra):
     return json.loads(
-        run(runner, ws, fake, "route", "--round", "r1", "--annotators", "A1,A2", "--clear-per-cell", "4",
-            "--seed", "11", "--json", *extra).output
+        run(
+            runner,
+            ws,
+            fake,
+            "route",
+            "--round",
+            "r1",
+            "--annotators",
+            "A1,A2",
+            "--clear-per-cell",
+            "4",
+            "--seed",
+            "11",
+            "--json",
+            *extra,
+        ).output
     )
 
 
@@ -110,8 +124,21 @@ def test_a_lost_import_outcome_is_recovered_by_ext_id_and_never_duplicated(runne
     monkeypatch.setattr(projects, "IMPORT_BATCH", 10)
     _add_reviewers(runner, ws, fake)
     fake.fail_next_import = True  # the first batch commits, then its outcome is lost
-    failed = run(runner, ws, fake, "route", "--round", "r1", "--annotators", "A1,A2", "--clear-per-cell", "4",
-                 "--seed", "11", ok=False)
+    failed = run(
+        runner,
+        ws,
+        fake,
+        "route",
+        "--round",
+        "r1",
+        "--annotators",
+        "A1,A2",
+        "--clear-per-cell",
+        "4",
+        "--seed",
+        "11",
+        ok=False,
+    )
     assert failed.exit_code == 1 and "Run the same `annotate route` again" in failed.stderr
     assert "10 of 10 tasks turned out to be there" in failed.stderr
     out = _route(runner, ws, fake)
@@ -132,9 +159,12 @@ def test_escalations_go_to_the_experts_project_with_the_reviewers_votes_only(run
             by_ext.setdefault(task["data"]["ext_id"], {})[who] = task["id"]
     disagree = set(sorted(by_ext)[:3])
     for ext, tasks in by_ext.items():
-        fake.create_annotation(tasks["A1"], choices_result("harmful", rationale="gives steps"), completed_by=users["A1"])
-        fake.create_annotation(tasks["A2"], choices_result("safe" if ext in disagree else "harmful"),
-                               completed_by=users["A2"])
+        fake.create_annotation(
+            tasks["A1"], choices_result("harmful", rationale="gives steps"), completed_by=users["A1"]
+        )
+        fake.create_annotation(
+            tasks["A2"], choices_result("safe" if ext in disagree else "harmful"), completed_by=users["A2"]
+        )
     run(runner, ws, fake, "pull", "--round", "r1")
     first = json.loads(run(runner, ws, fake, "adjudicate", "--round", "r1", "--expert", "E1", "--json").output)
     assert first["counts"]["escalated"] == 3 and first["sent_to_expert"] >= 3
