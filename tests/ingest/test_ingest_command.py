@@ -248,7 +248,7 @@ def test_every_command_has_help_with_an_example(runner):
         result = runner.invoke(cli, [*path, "--help"])
         assert result.exit_code == 0, path
         assert "Example" in result.output, f"{' '.join(path)} --help has no example"
-    readme = (Path(__file__).resolve().parents[1] / "README.md").read_text()
+    readme = (Path(__file__).resolve().parents[2] / "README.md").read_text()
     for path, _command in walk(cli, []):
         assert f"annotate {' '.join(path)}" in readme, f"`annotate {' '.join(path)}` is not in the README"
 
