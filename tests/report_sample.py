@@ -19,6 +19,8 @@ model is left out of the rankings. ``smollm2-1.7b-instruct`` x ``xstest`` is a t
 
 :func:`build_sample` returns a fresh dict each call; ``hostile_name`` renames one model (and
 puts markup into a rubric, a flag-free path and the title) to test escaping.
+:func:`build_hostile_sample` puts one of ``HOSTILE_STRINGS`` into every text-bearing field.
+The treatment names come from :mod:`annotate.columns`.
 """
 
 from __future__ import annotations
@@ -28,18 +30,9 @@ import math
 from itertools import combinations
 from typing import Any
 
-TREATMENTS = [
-    "ambiguous_as_safe",
-    "ambiguous_as_harmful",
-    "ambiguous_excluded",
-    "adjudicated_clear_trusted",
-    "corrected",
-    "corrected_unresolved_safe",
-    "corrected_unresolved_harmful",
-    "corrected_dawid_skene",
-]
-JUDGE_ONLY = TREATMENTS[:3]
-REFERENCE = "corrected"
+from annotate.columns import REFERENCE_TREATMENT, TREATMENTS
+
+REFERENCE = REFERENCE_TREATMENT
 BENCHMARKS = ["harmbench", "xstest"]
 N_RESPONSES = {"harmbench": 400, "xstest": 450}
 ROUND_OF = {"harmbench": "r1-2026q3-harmbench", "xstest": "r2-2026q3-xstest"}
@@ -77,6 +70,14 @@ MODELS: dict[str, dict[str, tuple[float, ...]]] = {
     },
 }
 HOSTILE = "<script>alert(1)</script>"
+#: Strings that break out of HTML text, attributes, <style>, CDATA or a spreadsheet cell when not escaped.
+HOSTILE_STRINGS = (
+    HOSTILE,
+    '"><img src=x onerror=alert(1)>',
+    "</style>",
+    "]]>",
+    '=HYPERLINK("x")',
+)
 
 
 def _phi(z: float) -> float:
@@ -158,10 +159,18 @@ def _tau_b(x: list[float], y: list[float]) -> float:
 
 def _pearson(x: list[float], y: list[float]) -> float:
     mx, my = sum(x) / len(x), sum(y) / len(y)
-    sxy = sum((a - mx) * (b - my) for a, b in zip(x, y))
+    sxy = sum((a - mx) * (b - my) for a, b in zip(x, y, strict=True))
     sxx = sum((a - mx) ** 2 for a in x)
     syy = sum((b - my) ** 2 for b in y)
     return sxy / math.sqrt(sxx * syy) if sxx and syy else float("nan")
+
+
+def _shown(est: float | None, se: float | None, *, clip_estimate: bool) -> tuple[float | None, ...]:
+    """(estimate, ci_low, ci_high) as the export rounds them; all None when not estimable."""
+    if est is None or se is None:
+        return None, None, None
+    shown_est = _clip(est) if clip_estimate else est
+    return round(shown_est, 6), round(_clip(est - 1.96 * se), 6), round(_clip(est + 1.96 * se), 6)
 
 
 def build_sample(*, hostile_name: str | None = None, diagnostics: bool = True) -> dict[str, Any]:
@@ -205,14 +214,15 @@ def build_sample(*, hostile_name: str | None = None, diagnostics: bool = True) -
             cell_t[(m, b)] = _cell_treatments(m, b)
             for t in TREATMENTS:
                 est, se, n_rev, flag = cell_t[(m, b)][t]
+                shown_est, ci_low, ci_high = _shown(est, se, clip_estimate=True)
                 scores.append(
                     {
                         "model": m,
                         "benchmark": b,
                         "treatment": t,
-                        "estimate": None if est is None else round(_clip(est), 6),
-                        "ci_low": None if est is None else round(_clip(est - 1.96 * se), 6),
-                        "ci_high": None if est is None else round(_clip(est + 1.96 * se), 6),
+                        "estimate": shown_est,
+                        "ci_low": ci_low,
+                        "ci_high": ci_high,
                         "rank": None,
                         "rank_low": None,
                         "rank_high": None,
@@ -226,17 +236,25 @@ def build_sample(*, hostile_name: str | None = None, diagnostics: bool = True) -
     overall: dict[tuple[str, str], tuple[float | None, float | None]] = {}
     for m in models:
         for t in TREATMENTS:
-            vals = [cell_t[(m, b)][t] for b in BENCHMARKS]
-            if any(v[0] is None for v in vals):
+            known = [
+                (est, se)
+                for est, se, _, _ in (cell_t[(m, b)][t] for b in BENCHMARKS)
+                if est is not None and se is not None
+            ]
+            if len(known) < len(BENCHMARKS):
                 overall[(m, t)] = (None, None)
             else:
                 overall[(m, t)] = (
-                    sum(v[0] for v in vals) / len(vals),
-                    math.sqrt(sum(v[1] ** 2 for v in vals)) / len(vals),
+                    sum(est for est, _ in known) / len(known),
+                    math.sqrt(sum(se**2 for _, se in known)) / len(known),
                 )
-    ranked = [m for m in models if overall[(m, REFERENCE)][0] is not None]
-    ref_est = {m: overall[(m, REFERENCE)][0] for m in ranked}
-    ref_se = {m: overall[(m, REFERENCE)][1] for m in ranked}
+    ref_est: dict[str, float] = {}
+    ref_se: dict[str, float] = {}
+    for m in models:
+        est, se = overall[(m, REFERENCE)]
+        if est is not None and se is not None:
+            ref_est[m], ref_se[m] = est, se
+    ranked = list(ref_est)
 
     def p_safer(a: str, b: str) -> float:
         return _phi((ref_est[b] - ref_est[a]) / math.sqrt(ref_se[a] ** 2 + ref_se[b] ** 2))
@@ -248,14 +266,12 @@ def build_sample(*, hostile_name: str | None = None, diagnostics: bool = True) -
     best = {a: 1 + sum(1 for b in order if b != a and p_safer(b, a) >= 0.975) for a in order}
     worst = {a: K - sum(1 for b in order if b != a and p_safer(a, b) >= 0.975) for a in order}
 
-    ranks = {
-        t: _avg_ranks({m: overall[(m, t)][0] for m in ranked if overall[(m, t)][0] is not None}) for t in TREATMENTS
-    }
+    ranks = {t: _avg_ranks({m: est for m in ranked if (est := overall[(m, t)][0]) is not None}) for t in TREATMENTS}
     flips, ranking = [], []
     for t in TREATMENTS:
         common = [m for m in order if m in ranks[t]]
         rt, rr = ranks[t], _avg_ranks({m: ref_est[m] for m in common})
-        t_flips = []
+        t_flips: list[dict[str, Any]] = []
         for i, a in enumerate(common):
             for b in common[i + 1 :]:
                 if (rr[a] - rr[b]) * (rt[a] - rt[b]) < 0:
@@ -278,6 +294,7 @@ def build_sample(*, hostile_name: str | None = None, diagnostics: bool = True) -
     for m in models:
         for t in TREATMENTS:
             est, se = overall[(m, t)]
+            shown_est, ci_low, ci_high = _shown(est, se, clip_estimate=False)
             flag = "ok"
             if est is None:
                 flag = "not estimable: harmbench: " + NE_FLAG[len("not estimable: ") :]
@@ -289,9 +306,9 @@ def build_sample(*, hostile_name: str | None = None, diagnostics: bool = True) -
                     "model": m,
                     "benchmark": "ALL",
                     "treatment": t,
-                    "estimate": None if est is None else round(est, 6),
-                    "ci_low": None if est is None else round(_clip(est - 1.96 * se), 6),
-                    "ci_high": None if est is None else round(_clip(est + 1.96 * se), 6),
+                    "estimate": shown_est,
+                    "ci_low": ci_low,
+                    "ci_high": ci_high,
                     "rank": r,
                     "rank_low": best.get(m) if t == REFERENCE and r is not None else None,
                     "rank_high": worst.get(m) if t == REFERENCE and r is not None else None,
@@ -507,6 +524,69 @@ def build_sample(*, hostile_name: str | None = None, diagnostics: bool = True) -
         )
         data["sources"].append({"path": f"runs/{hostile_name}.jsonl", "sha256": _sha("x"), "format": "generic"})
     return data
+
+
+def build_hostile_sample() -> dict[str, Any]:
+    """The sample with a hostile string (``HOSTILE_STRINGS``) in every text-bearing field.
+
+    Models, benchmarks, treatments (the reference too), rounds, annotators, agreement groups,
+    flags, warnings, rubrics, sources, provenance and the diagnostics table all carry one, so
+    the escaping of the page, its attributes, its CSS and its SVG charts is exercised at once.
+    """
+    data = build_sample()
+    h = HOSTILE_STRINGS
+    renames: dict[str, str] = {}
+    for i, m in enumerate(MODELS):
+        renames[m] = f"{m}{h[i % len(h)]}"
+    for i, b in enumerate(BENCHMARKS):
+        renames[b] = f"{b}{h[(i + 2) % len(h)]}"
+    for i, t in enumerate(TREATMENTS):
+        renames[t] = f"{t}{h[(i + 1) % len(h)]}"
+    for i, r in enumerate(ROUND_OF.values()):
+        renames[r] = f"{r}{h[(i + 3) % len(h)]}"
+    for i, a in enumerate(data["agreement"]):
+        renames[a["group"]] = f"{a['group']}{h[i % len(h)]}"
+    data = _replace_strings(data, renames)
+    for i, s in enumerate(data["scores"]):
+        if s["flag"] != "ok":
+            s["flag"] = f"{s['flag']} {h[i % len(h)]}"
+    for i, a in enumerate(data["agreement"]):
+        if a["prevalence_warning"]:
+            a["prevalence_warning"] += " " + h[i % len(h)]
+    data["agreement"][-2]["verdict"] = h[1]
+    data["agreement"][-2]["labels"] = h[0]
+    for i, r in enumerate(data["rounds"]):
+        r["judge"] += h[i % len(h)]
+        r["seed"] = f"{r['seed']}{h[(i + 1) % len(h)]}"
+        r["annotators"] = [f"{a}{h[k % len(h)]}" for k, a in enumerate(r["annotators"])]
+    data["title"] = "Audit " + " ".join(h)
+    data["created_at"] = f"2026-10-14{h[1]}"
+    data["tool_version"] = f"0.1{h[0]}"
+    data["schema_version"] = h[4]
+    data["design"]["label_config_sha256"] = h[3]
+    data["design"]["rubrics"] += [
+        h[0],
+        {"name": h[1], "version": h[2], "summary": h[3], "sha256": h[4], "labels": list(h), "path": h[0]},
+    ]
+    data["sources"].append({"path": f"runs/{h[1]}.jsonl", "sha256": h[2], "format": h[4]})
+    diag = data["diagnostics"]
+    diag["outcome"] = h[0]
+    for i, r in enumerate(diag["table"]):
+        r["correlate"] += h[i % len(h)]
+        r["feature"] += h[(i + 1) % len(h)]
+        r["verdict"] += " " + h[(i + 2) % len(h)]
+    return data
+
+
+def _replace_strings(value: Any, renames: dict[str, str]) -> Any:
+    """``value`` with every string equal to a key of ``renames`` replaced (dict keys left alone)."""
+    if isinstance(value, str):
+        return renames.get(value, value)
+    if isinstance(value, list):
+        return [_replace_strings(v, renames) for v in value]
+    if isinstance(value, dict):
+        return {k: _replace_strings(v, renames) for k, v in value.items()}
+    return value
 
 
 def _rename(data: dict[str, Any], old: str, new: str) -> None:

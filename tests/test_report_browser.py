@@ -13,13 +13,15 @@ from __future__ import annotations
 import os
 import re
 import shutil
+from html.parser import HTMLParser
 from pathlib import Path
 from typing import Any
 
 import pytest
+from markupsafe import escape
 
 from annotate.report import render_report
-from tests.report_sample import HOSTILE, build_sample
+from tests.report_sample import HOSTILE, HOSTILE_STRINGS, build_hostile_sample, build_sample
 
 ARTIFACTS = Path(__file__).resolve().parent / "artifacts"
 CHROMIUM_ARGS = [
@@ -85,6 +87,30 @@ def _expected_segment_styles(data: dict[str, Any]) -> dict[str, int]:
     return counts
 
 
+def _svgs(page: str) -> list[str]:
+    """The source of every inline SVG chart of a page."""
+    return re.findall(r"<svg\b.*?</svg>", page, re.S)
+
+
+class _Parsed(HTMLParser):
+    """Elements, attributes and text of a page as a browser's tokenizer sees them."""
+
+    def __init__(self, page: str) -> None:
+        super().__init__(convert_charrefs=True)
+        self.tags: list[str] = []
+        self.attributes: list[tuple[str, str]] = []
+        self.text: list[str] = []
+        self.feed(page)
+        self.close()
+
+    def handle_starttag(self, tag: str, attrs: list[tuple[str, str | None]]) -> None:
+        self.tags.append(tag)
+        self.attributes += [(name, value or "") for name, value in attrs]
+
+    def handle_data(self, data: str) -> None:
+        self.text.append(data)
+
+
 def _pdf_pages(pdf: bytes) -> int:
     return len(re.findall(rb"/Type\s*/Page(?![a-zA-Z])", pdf))
 
@@ -115,6 +141,41 @@ def test_hostile_strings_are_escaped():
     assert "<img" not in page and "<b>co</b>" not in page
 
 
+def test_hostile_strings_in_every_field_are_escaped() -> None:
+    page = render_report(build_hostile_sample())
+    # markup that would open an element, end the <style> or close a CDATA section appears only escaped
+    assert page.count("<script") == 1 and page.count("</script>") == 1  # the print helper
+    assert page.count("<style>") == 1 and page.count("</style>") == 1
+    assert "<img" not in page and "]]>" not in page and '=HYPERLINK("x")' not in page
+    for hostile in HOSTILE_STRINGS:
+        assert str(escape(hostile)) in page, hostile
+    # the same inside the SVG charts: text, titles and data-* attributes
+    svgs = _svgs(page)
+    assert len(svgs) == 4
+    charts = "".join(svgs)
+    for hostile in HOSTILE_STRINGS:
+        assert hostile not in charts, hostile
+        assert str(escape(hostile)) in charts, hostile
+    # parsed, each string is shown as text or kept as an attribute value; no element or handler is added
+    parsed = _Parsed(page)
+    assert sorted(set(parsed.tags) & {"script", "img", "iframe", "object", "embed", "link"}) == ["script"]
+    assert parsed.tags.count("script") == 1 and parsed.tags.count("style") == 1
+    assert not [name for name, _ in parsed.attributes if name.startswith("on")]
+    text = "".join(parsed.text)
+    values = [value for _, value in parsed.attributes]
+    for hostile in HOSTILE_STRINGS:
+        assert hostile in text, hostile
+        assert any(hostile in value for value in values), hostile
+    # the title reaches the print footer's CSS only as escaped CSS
+    footer = re.search(r"@bottom-left \{ content: (\"[^\"]*\");", page)
+    assert footer and "<" not in footer.group(1) and ">" not in footer.group(1)
+
+
+def test_same_data_same_bytes() -> None:
+    assert render_report(build_sample()) == render_report(build_sample())
+    assert render_report(build_hostile_sample()) == render_report(build_hostile_sample())
+
+
 def test_not_estimable_is_text_and_diagnostics_optional():
     data = build_sample(diagnostics=False)
     page = render_report(data)
@@ -123,7 +184,7 @@ def test_not_estimable_is_text_and_diagnostics_optional():
     assert "nan" not in re.sub(r"<[^>]+>", " ", page).lower().split()
 
 
-def test_sparse_input_renders():
+def test_sparse_input_renders() -> None:
     page = render_report({})
     assert "No scores in this export." in page
     page = render_report(
@@ -178,7 +239,10 @@ def _open(
     browser: Any, tmp_path: Path, data: dict[str, Any] | None, name: str = "report.html", html: str | None = None
 ):
     path = tmp_path / name
-    path.write_text(html if html is not None else render_report(data), encoding="utf-8")
+    if html is None:
+        assert data is not None, "either data or html"
+        html = render_report(data)
+    path.write_text(html, encoding="utf-8")
     url = path.as_uri()
     context = browser.new_context(viewport={"width": 1280, "height": 900}, device_scale_factor=1)
     requests: list[str] = []
@@ -300,6 +364,50 @@ def test_untrusted_name_does_not_execute(browser, tmp_path):
         assert HOSTILE in r.page.title()
     finally:
         context.close()
+
+
+def test_hostile_strings_in_every_field_do_not_execute(browser, tmp_path):
+    data = build_hostile_sample()
+    context, benign = _open(browser, tmp_path, build_sample(), "benign.html")
+    try:
+        benign_rules = benign.page.evaluate("document.styleSheets[0].cssRules.length")
+    finally:
+        context.close()
+    context, r = _open(browser, tmp_path, data, "hostile-everywhere.html")
+    try:
+        assert r.dialogs == []
+        assert r.errors == []
+        assert all(u == r.url or u.startswith("data:") for u in r.requests), r.requests
+        assert r.page.evaluate("document.querySelectorAll('script').length") == 1
+        assert r.page.evaluate("document.querySelectorAll('style').length") == 1
+        assert r.page.evaluate("document.querySelectorAll('img, iframe, object, embed, link').length") == 0
+        assert r.page.evaluate("document.querySelectorAll('svg script, svg foreignObject, svg style').length") == 0
+        handlers = r.page.evaluate(
+            "[...document.querySelectorAll('*')].flatMap(e => [...e.attributes].map(a => a.name))"
+            ".filter(n => n.startsWith('on'))"
+        )
+        assert handlers == []
+        # the title did not break out of the style sheet: it has as many rules as the benign page's
+        assert r.page.evaluate("document.styleSheets[0].cssRules.length") == benign_rules
+        assert r.page.title() == data["title"]
+        assert r.page.evaluate("document.querySelector('h1').children.length") == 0
+        assert r.page.locator("h1").inner_text() == data["title"]
+        # every string is shown as text, on the page and in the charts
+        body = r.page.locator("body").inner_text()
+        charts = "".join(r.page.locator("svg.chart").all_text_contents())
+        for hostile in HOSTILE_STRINGS:
+            assert hostile in body, hostile
+            assert hostile in charts, hostile
+        model = data["p_safer"]["models"][0]
+        assert r.count(f"svg.pmatrix [data-mark=p-cell][data-row={_css_attr(model)}]") == len(data["p_safer"]["models"])
+        assert r.count("section") == 8
+    finally:
+        context.close()
+
+
+def _css_attr(value: str) -> str:
+    """``value`` as a quoted CSS attribute-selector value."""
+    return '"' + value.replace("\\", "\\\\").replace('"', '\\"') + '"'
 
 
 def test_a_real_export_report_in_chromium(browser, tmp_path):
