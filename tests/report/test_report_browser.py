@@ -21,9 +21,9 @@ import pytest
 from markupsafe import escape
 
 from annotate.report import render_report
-from tests.report_sample import HOSTILE, HOSTILE_STRINGS, build_hostile_sample, build_sample
+from tests.report.report_sample import HOSTILE, HOSTILE_STRINGS, build_hostile_sample, build_sample
 
-ARTIFACTS = Path(__file__).resolve().parent / "artifacts"
+ARTIFACTS = Path(__file__).resolve().parents[1] / "artifacts"
 CHROMIUM_ARGS = [
     "--headless",
     "--no-sandbox",
