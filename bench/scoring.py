@@ -29,13 +29,10 @@ import pandas as pd
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # run from a checkout, uninstalled
 
-from annotate.stats import ranking, scoring
-
-JUDGE = ("harmful", "safe", "ambiguous")
-HUMAN = ("harmful", "safe", "unresolved")
-
-
 from timing import median_time  # bench/timing.py (the script's folder is on sys.path)
+
+from annotate.columns import HUMAN_LABELS, JUDGE_LABELS
+from annotate.stats import ranking, scoring
 
 
 def simulate(
@@ -85,12 +82,12 @@ def simulate(
     ds_code = np.where(reviewed, np.where(ds, 0, 1), -1).astype(np.int8)
     return pd.DataFrame(
         {
-            "model": pd.Categorical.from_codes(m, [f"model-{i:03d}" for i in range(n_models)]),
-            "benchmark": pd.Categorical.from_codes(b, [f"bench-{i:02d}" for i in range(n_bench)]),
-            "judge_label": pd.Categorical.from_codes(judge, list(JUDGE)),
+            "model": pd.Categorical.from_codes(m, pd.Index([f"model-{i:03d}" for i in range(n_models)])),
+            "benchmark": pd.Categorical.from_codes(b, pd.Index([f"bench-{i:02d}" for i in range(n_bench)])),
+            "judge_label": pd.Categorical.from_codes(judge, pd.Index(JUDGE_LABELS)),
             "reviewed": reviewed,
-            "human_label": pd.Categorical.from_codes(human, list(HUMAN)),
-            "ds_label": pd.Categorical.from_codes(ds_code, ["harmful", "safe"]),
+            "human_label": pd.Categorical.from_codes(human, pd.Index(HUMAN_LABELS)),
+            "ds_label": pd.Categorical.from_codes(ds_code, pd.Index(["harmful", "safe"])),
         }
     )
 

@@ -25,7 +25,7 @@ NAMES = ("1", "2", "3", "4", "5")
 def long(**treatments):
     rows = []
     for t, values in treatments.items():
-        for m, v in zip(NAMES, values):
+        for m, v in zip(NAMES, values, strict=True):
             rows.append({"model": m, "treatment": t, "estimate": v})
     return pd.DataFrame(rows)
 
@@ -74,7 +74,7 @@ def test_tc10_through_rank_stability():
     assert a.kendall_tau_b == pytest.approx(0.6) and a.spearman_rho == pytest.approx(0.8)
     assert a.n_flips == 2 and a.n_pairs == 10 and a.max_rank_shift == 1
     assert np.isnan(a.n_credible_flips)  # no draws, no credibility
-    pairs = {frozenset(p) for p in zip(res.flips.model_a, res.flips.model_b)}
+    pairs = {frozenset(p) for p in zip(res.flips.model_a, res.flips.model_b, strict=True)}
     assert pairs == {frozenset({"1", "2"}), frozenset({"3", "4"})}
     assert list(res.models.model) == ["2", "1", "4", "3", "5"]
     assert list(res.models["rank"]) == [1, 2, 3, 4, 5]

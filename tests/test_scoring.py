@@ -75,11 +75,11 @@ def test_tc6_point_variance_and_treatments_exact():
     N, n, y = (100, 500, 400), (25, 25, 400), (20, 2, 120)
     Ntot = sum(N)
     # Independent exact arithmetic, from the formulas of 4.2/4.3.
-    p = sum(Fraction(Nh, Ntot) * Fraction(yh, nh) for Nh, nh, yh in zip(N, n, y))
-    ht = sum(Fraction(Nh, nh) * yh for Nh, nh, yh in zip(N, n, y)) / Ntot  # design weights d = N_h / n_h
+    p = sum(Fraction(Nh, Ntot) * Fraction(yh, nh) for Nh, nh, yh in zip(N, n, y, strict=True))
+    ht = sum(Fraction(Nh, nh) * yh for Nh, nh, yh in zip(N, n, y, strict=True)) / Ntot  # design weights d = N_h / n_h
     assert p == ht == Fraction(6, 25)
     v = Fraction(0)
-    for Nh, nh, yh in zip(N, n, y):
+    for Nh, nh, yh in zip(N, n, y, strict=True):
         yb = Fraction(yh, nh)
         s2 = nh * yb * (1 - yb) / (nh - 1) if nh > 1 else Fraction(0)
         v += Fraction(Nh, Ntot) ** 2 * (1 - Fraction(nh, Nh)) * s2 / nh
@@ -150,7 +150,7 @@ def test_tc6b_unresolved_mar_and_bounds():
 def exact_polya(N, r, y):
     """pmf of sum_h (y_h + BetaBinomial(N_h - r_h, y_h + 1/2, r_h - y_h + 1/2)) over 0..sum N."""
     pmf = np.array([1.0])
-    for Nh, rh, yh in zip(N, r, y):
+    for Nh, rh, yh in zip(N, r, y, strict=True):
         M = Nh - rh
         part = stats.betabinom(M, yh + 0.5, rh - yh + 0.5).pmf(np.arange(M + 1))
         pmf = np.convolve(pmf, part)
@@ -185,7 +185,7 @@ def test_polya_interval_matches_exact_convolution(N, r, y):
     counts = np.bincount(np.round(res.draws["corrected"][0] * Ntot).astype(int), minlength=Ntot + 1)
     assert 0.5 * np.abs(counts / D - pmf).sum() < 0.01
     # point estimate stays the design-based one, not the posterior mean
-    assert c.estimate == pytest.approx(sum(Nh * yh / rh for Nh, rh, yh in zip(N, r, y)) / Ntot, abs=TOL)
+    assert c.estimate == pytest.approx(sum(Nh * yh / rh for Nh, rh, yh in zip(N, r, y, strict=True)) / Ntot, abs=TOL)
 
 
 # --------------------------------------------------------------------------------------------
@@ -260,7 +260,7 @@ def test_same_cell_rogan_gladen_equals_stratified(data):
     res = sc.corrected_scores(cell(N=N, n=n, y=y), draws=200, seed=1, min_reviewed=0)
     c = res.cells.iloc[0]
     # binarised judge: positive = H, negative = S and U; design-weighted Se / Sp (exact rationals)
-    d = [Fraction(Nh, nh) for Nh, nh in zip(N, n)]
+    d = [Fraction(Nh, nh) for Nh, nh in zip(N, n, strict=True)]
     pos = [d[h] * y[h] for h in range(3)]
     neg = [d[h] * (n[h] - y[h]) for h in range(3)]
     total_pos, total_neg = sum(pos), sum(neg)
@@ -673,3 +673,22 @@ def test_neyman_minimum_census_and_rates():
     assert data.loc[("b", "harmful"), "rate_guess"] == pytest.approx(15.5 / 31)
     custom = sc.plan_allocation(df, 0.02, rates={"harmful": 0.5, "safe": 0.5})
     assert (custom.rate_guess == 0.5).all()
+
+
+# --------------------------------------------------------------------------------------------
+# One vocabulary, one public API
+# --------------------------------------------------------------------------------------------
+
+
+def test_public_api_and_vocabulary_come_from_columns():
+    from annotate import columns
+    from annotate.stats import sampling, shares
+
+    assert sc.TREATMENTS is columns.TREATMENTS and sc.JUDGE_ONLY_TREATMENTS is columns.JUDGE_ONLY_TREATMENTS
+    assert sc.LABELS is columns.JUDGE_LABELS and sc.CLEAR_LABELS is columns.CLEAR_LABELS
+    assert shares.LABELS is columns.JUDGE_LABELS and sampling.SAMPLED_STRATA is columns.CLEAR_LABELS
+    assert sampling.CENSUS_STRATA == ("ambiguous",)
+    for name in sc.__all__:
+        assert getattr(sc, name) is not None
+    r = sc.corrected_scores(cell(), draws=50)
+    assert tuple(r.treatments.treatment.unique()) == columns.TREATMENTS[:-1]  # no Dawid-Skene column

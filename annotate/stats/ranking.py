@@ -42,6 +42,9 @@ import pandas as pd
 from numpy.typing import ArrayLike, NDArray
 from scipy import stats
 
+from annotate.columns import REFERENCE_TREATMENT
+from annotate.stats._common import NAN
+
 __all__ = [
     "RankComparison",
     "RankingResult",
@@ -137,6 +140,13 @@ def rank_scores(values: ArrayLike) -> NDArray[np.float64]:
     -------
     ndarray of float64, shape (K,)
         Ranks among the finite values.
+
+    Examples
+    --------
+    The two 0.3s share ranks 2 and 3:
+
+    >>> rank_scores([0.3, np.nan, 0.1, 0.3])
+    array([2.5, nan, 1. , 2.5])
     """
     v = np.asarray(values, dtype=np.float64)
     out = np.full(v.shape, np.nan)
@@ -148,7 +158,7 @@ def rank_scores(values: ArrayLike) -> NDArray[np.float64]:
 
 def _corr(x: NDArray[np.float64], y: NDArray[np.float64]) -> tuple[float, float]:
     if len(x) < 2 or np.all(x == x[0]) or np.all(y == y[0]):
-        return float("nan"), float("nan")
+        return NAN, NAN
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         tau = stats.kendalltau(x, y, variant="b").statistic
@@ -176,6 +186,19 @@ def compare_rankings(reference: ArrayLike, other: ArrayLike, names: Sequence[Any
     Returns
     -------
     RankComparison
+
+    Examples
+    --------
+    methods.md TC10. Reference ranks (2, 1, 4, 3, 5), other ranks (1, 2, 3, 4, 5): the pairs
+    (a, b) and (c, d) are discordant, so of the 10 pairs 8 agree and 2 disagree,
+    tau_b = (8 - 2)/10 = 0.6; the rank differences are (-1, 1, -1, 1, 0), so
+    rho = 1 - 6 * 4 / (5 * 24) = 0.8:
+
+    >>> c = compare_rankings([0.14, 0.11, 0.22, 0.18, 0.25], [0.10, 0.12, 0.15, 0.20, 0.30], names="abcde")
+    >>> round(c.tau_b, 12), round(c.rho, 12), c.n_pairs, c.flips
+    (0.6, 0.8, 10, [('b', 'a'), ('d', 'c')])
+    >>> c.shifts, c.max_shift
+    (array([-1.,  1., -1.,  1.,  0.]), 1.0)
     """
     a = np.asarray(reference, dtype=np.float64)
     b = np.asarray(other, dtype=np.float64)
@@ -192,7 +215,7 @@ def compare_rankings(reference: ArrayLike, other: ArrayLike, names: Sequence[Any
         tau_b=tau,
         rho=rho,
         n_pairs=len(a) * (len(a) - 1) // 2,
-        flips=[(names[x], names[y]) for x, y in zip(i, j)],
+        flips=[(names[x], names[y]) for x, y in zip(i, j, strict=True)],
         shifts=shifts,
         max_shift=float(np.max(np.abs(shifts))) if len(a) else 0.0,
     )
@@ -212,6 +235,14 @@ def p_safer_matrix(draws: ArrayLike, *, chunk: int = 16) -> NDArray[np.float64]:
     -------
     ndarray of float64, shape (K, K)
         Diagonal NaN.
+
+    Examples
+    --------
+    Model 0 is below model 1 in draws 1 and 3 of 3:
+
+    >>> p_safer_matrix([[0.1, 0.2, 0.3], [0.2, 0.1, 0.4]]).round(4)
+    array([[   nan, 0.6667],
+           [0.3333,    nan]])
     """
     d = np.asarray(draws, dtype=np.float64)
     K, D = d.shape
@@ -282,7 +313,7 @@ def rank_stability(
     draws: ArrayLike | None = None,
     draw_models: Sequence[Any] | None = None,
     *,
-    reference: str = "corrected",
+    reference: str = REFERENCE_TREATMENT,
     confidence: float = 0.95,
     simultaneous: bool = False,
     credible: float = CREDIBLE,
@@ -358,7 +389,7 @@ def rank_stability(
                 {"model": m, "treatment": "all", "reason": f"no finite posterior draws for {reference}"}
             )
     keep = ~bad_ref & ~no_draw
-    models = [m for m, k in zip(models_all, keep) if k]
+    models = [m for m, k in zip(models_all, keep, strict=True) if k]
     K = len(models)
     ref_v = ref_vals[keep]
     ref_rank = rank_scores(ref_v)
@@ -531,8 +562,12 @@ def ranking_from_scores(scores: Any, *, benchmark: Any = None, **kwargs: Any) ->
         ``scores.draws["corrected"]``).
     **kwargs
         Passed to :func:`rank_stability`.
+
+    Returns
+    -------
+    RankingResult
     """
-    ref = kwargs.get("reference", "corrected")
+    ref = kwargs.get("reference", REFERENCE_TREATMENT)
     if benchmark is None:
         est = scores.overall[["model", "treatment", "estimate", "flag"]]
         d = scores.overall_draws.get(ref)

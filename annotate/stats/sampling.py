@@ -18,20 +18,42 @@ import hashlib
 
 import numpy as np
 import pandas as pd
+from numpy.typing import NDArray
 
-CENSUS_STRATA = ("ambiguous",)
-SAMPLED_STRATA = ("harmful", "safe")
+from annotate.columns import CLEAR_LABELS, JUDGE_LABELS
+
+__all__ = ["CENSUS_STRATA", "SAMPLED_STRATA", "select_for_review", "stable_uniform", "task_order"]
+
+#: Judge-label strata sampled (simple random samples of ``clear_per_cell``): the clear labels.
+SAMPLED_STRATA = CLEAR_LABELS
+#: Judge-label strata reviewed in full: every other judge label (``ambiguous``).
+CENSUS_STRATA = tuple(label for label in JUDGE_LABELS if label not in CLEAR_LABELS)
 
 
-def stable_uniform(seed: int, keys: pd.Series) -> np.ndarray:
+def stable_uniform(seed: int, keys: pd.Series) -> NDArray[np.float64]:
     """A reproducible U(0, 1) draw per key: the first 8 bytes of sha256(seed|key).
 
-    Args:
-        seed: the round's seed.
-        keys: (N,) strings identifying the items.
+    Parameters
+    ----------
+    seed : int
+        The round's seed.
+    keys : Series of str, length N
+        Strings identifying the items.
 
-    Returns:
-        (N,) float64 in [0, 1).
+    Returns
+    -------
+    ndarray of float64, shape (N,)
+        ``int.from_bytes(sha256(f"{seed}|{key}")[:8], "big") / 2**64``, in [0, 1); the same for
+        the same (seed, key) on any machine, whatever the other keys.
+
+    Examples
+    --------
+    >>> u = stable_uniform(7, pd.Series(["a", "b"]))
+    >>> digest = hashlib.sha256(b"7|a").digest()
+    >>> bool(u[0] == int.from_bytes(digest[:8], "big") / 2.0**64)
+    True
+    >>> bool(stable_uniform(7, pd.Series(["b"]))[0] == u[1]), bool(stable_uniform(8, pd.Series(["b"]))[0] == u[1])
+    (True, False)
     """
     prefix = f"{seed}|".encode()
     out = np.empty(len(keys), dtype=np.float64)
@@ -44,16 +66,48 @@ def stable_uniform(seed: int, keys: pd.Series) -> np.ndarray:
 def select_for_review(responses: pd.DataFrame, *, clear_per_cell: int, seed: int) -> tuple[pd.DataFrame, pd.DataFrame]:
     """Draw one wave of the design.
 
-    Args:
-        responses: the wave's population, one row per response, columns ``response_id, model,
-            benchmark, prompt_id, epoch, judge, judge_label``.
-        clear_per_cell: n for each clear stratum of each cell (all of it when N_h <= n).
-        seed: the round's seed.
+    Parameters
+    ----------
+    responses : DataFrame, one row per response
+        The wave's population: ``response_id, model, benchmark, prompt_id, epoch, judge,
+        judge_label``.
+    clear_per_cell : int
+        n for each clear stratum of each cell (all of it when N_h <= n).
+    seed : int
+        The round's seed.
 
-    Returns:
-        (selected, strata). ``selected``: response_id, model, benchmark, stratum,
-        inclusion_prob, sort_key. ``strata``: model, benchmark, stratum, population (N_h),
-        sample (n_h), one row per non-empty stratum.
+    Returns
+    -------
+    selected : DataFrame
+        ``response_id, model, benchmark, stratum, inclusion_prob, sort_key``, one row per
+        selected response: the ``clear_per_cell`` responses with the smallest
+        :func:`stable_uniform` key of each clear stratum, and every census-stratum response;
+        inclusion_prob = n_h / N_h.
+    strata : DataFrame
+        ``model, benchmark, stratum, population`` (N_h), ``sample`` (n_h), one row per
+        non-empty stratum.
+
+    Examples
+    --------
+    >>> responses = pd.DataFrame(
+    ...     {
+    ...         "response_id": range(6),
+    ...         "model": "m",
+    ...         "benchmark": "b",
+    ...         "prompt_id": ["p0", "p1", "p2", "p3", "p4", "p5"],
+    ...         "epoch": 1,
+    ...         "judge": "j",
+    ...         "judge_label": ["safe", "safe", "safe", "safe", "harmful", "ambiguous"],
+    ...     }
+    ... )
+    >>> selected, strata = select_for_review(responses, clear_per_cell=2, seed=1)
+    >>> strata
+      model benchmark    stratum  population  sample
+    0     m         b  ambiguous           1       1
+    1     m         b    harmful           1       1
+    2     m         b       safe           4       2
+    >>> selected.groupby("stratum").inclusion_prob.first().to_dict()
+    {'ambiguous': 1.0, 'harmful': 1.0, 'safe': 0.5}
     """
     if clear_per_cell < 0:
         raise ValueError("clear_per_cell must be >= 0")
@@ -89,6 +143,19 @@ def select_for_review(responses: pd.DataFrame, *, clear_per_cell: int, seed: int
     return chosen[cols].reset_index(drop=True), strata
 
 
-def task_order(seed: int, annotator: str, ext_ids: pd.Series) -> np.ndarray:
-    """Positions that shuffle one annotator's tasks reproducibly (a different order per annotator)."""
+def task_order(seed: int, annotator: str, ext_ids: pd.Series) -> NDArray[np.intp]:
+    """Positions that shuffle one annotator's tasks reproducibly (a different order per annotator).
+
+    Parameters
+    ----------
+    seed : int
+    annotator : str
+    ext_ids : Series, length N
+        The tasks' external ids.
+
+    Returns
+    -------
+    ndarray of intp, shape (N,)
+        ``argsort`` of :func:`stable_uniform` over ``annotator + "\\x1f" + ext_id``.
+    """
     return np.argsort(stable_uniform(seed, annotator + "\x1f" + ext_ids.astype(str)), kind="mergesort")

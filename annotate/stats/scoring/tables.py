@@ -13,12 +13,19 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from annotate.columns import RANKING_COLUMNS, SCORE_COLUMNS
+from annotate.columns import ALL, RANKING_COLUMNS, REFERENCE_TREATMENT, SCORE_COLUMNS, TREATMENTS
+from annotate.stats.ranking import rank_stability
+from annotate.stats.scoring.scores import corrected_scores
+from annotate.stats.scoring.strata import strata_table
+
+__all__ = ["ScoreOutput", "score_tables"]
 
 
 @dataclass
 class ScoreOutput:
-    scores: pd.DataFrame  # SCORE_COLUMNS, cells and benchmark == "ALL"
+    """What :func:`score_tables` returns (the tables of ``annotate score`` and of an export)."""
+
+    scores: pd.DataFrame  # SCORE_COLUMNS, cells and benchmark == ALL
     ranking: pd.DataFrame  # RANKING_COLUMNS, per benchmark (and ALL) x treatment
     flips: pd.DataFrame  # benchmark, treatment, model_a, model_b, credible, p_a_safer
     models: pd.DataFrame  # per model (overall): rank, rank CI, dominance range, largest shift
@@ -37,11 +44,33 @@ def score_tables(
     estimand: str = "fixed",
     confidence: float = 0.95,
 ) -> ScoreOutput:
-    """Corrected scores under every treatment and the ranking analysis (pure)."""
-    from annotate.stats.ranking import rank_stability
-    from annotate.stats.scoring import corrected_scores
-    from annotate.stats.scoring.strata import strata_table
+    """Corrected scores under every treatment and the ranking analysis (pure).
 
+    Parameters
+    ----------
+    labels : DataFrame
+        ``labels.csv`` of an export (see :func:`.strata.strata_table`).
+    design_doc : dict
+        ``design.json`` of an export.
+    draws, seed, min_reviewed, confidence
+        Passed to :func:`corrected_scores`.
+    estimand : {"fixed", "general"}
+        Which interval fills ``ci_low`` / ``ci_high`` (the fixed-prompt one where the general
+        one is missing).
+
+    Returns
+    -------
+    ScoreOutput
+        ``scores`` (SCORE_COLUMNS; each cell and, as benchmark ``ALL``, each model's
+        macro-average, under every treatment, with ranks), ``ranking`` (RANKING_COLUMNS, each
+        treatment against the corrected ranking per benchmark and overall), ``flips``,
+        ``models``, ``p_safer``, ``transport``, ``settings``.
+
+    Raises
+    ------
+    ValueError
+        An unknown ``estimand``, or a cell covered by more than one round.
+    """
     if estimand not in ("fixed", "general"):
         raise ValueError("estimand must be 'fixed' or 'general'")
     strata = strata_table(labels, design_doc)
@@ -62,29 +91,29 @@ def score_tables(
         return df
 
     cells = interval(result.treatments.copy())
-    overall = interval(result.overall.copy()).assign(benchmark="ALL")
+    overall = interval(result.overall.copy()).assign(benchmark=ALL)
     rank_frames, agree_frames, flip_frames = [], [], []
     models_summary = pd.DataFrame()
     p_safer = pd.DataFrame()
-    for bench in [*sorted(cells.benchmark.unique()), "ALL"]:
-        if bench == "ALL":
+    for bench in [*sorted(cells.benchmark.unique()), ALL]:
+        if bench == ALL:
             est = overall[["model", "treatment", "estimate", "flag"]]
-            d = result.overall_draws.get("corrected")
+            d = result.overall_draws.get(REFERENCE_TREATMENT)
             names = list(result.models)
         else:
             est = cells.loc[cells.benchmark == bench, ["model", "treatment", "estimate", "flag"]]
             mask = (result.cells.benchmark == bench).to_numpy()
-            d = result.draws["corrected"][mask] if "corrected" in result.draws else None
+            d = result.draws[REFERENCE_TREATMENT][mask] if REFERENCE_TREATMENT in result.draws else None
             names = list(result.cells.model[mask])
         rk = rank_stability(est, d, names if d is not None else None, confidence=confidence)
         ranks = rk.ranks.assign(benchmark=bench)
         ci = rk.models.set_index("model")[["rank_ci_low", "rank_ci_high"]]
         ranks = ranks.join(ci, on="model")
-        ranks.loc[ranks.treatment != "corrected", ["rank_ci_low", "rank_ci_high"]] = np.nan
+        ranks.loc[ranks.treatment != REFERENCE_TREATMENT, ["rank_ci_low", "rank_ci_high"]] = np.nan
         rank_frames.append(ranks[["benchmark", "model", "treatment", "rank", "rank_ci_low", "rank_ci_high"]])
         agree_frames.append(rk.agreement.assign(benchmark=bench))
         flip_frames.append(rk.flips.assign(benchmark=bench))
-        if bench == "ALL":
+        if bench == ALL:
             models_summary = rk.models
             names_sorted = list(rk.models.sort_values("rank").model) if len(rk.models) else []
             p_safer = (
@@ -133,11 +162,10 @@ def score_tables(
 
 
 def _treatment_order(col: pd.Series) -> pd.Series:
-    from annotate.stats.scoring import TREATMENTS
-
+    """Sort key: treatments in TREATMENTS order, benchmarks by name with ALL last."""
     if col.name == "treatment":
         order = {t: i for i, t in enumerate(TREATMENTS)}
         return col.map(lambda t: order.get(t, len(order)))
     if col.name == "benchmark":
-        return col.map(lambda b: (1, "") if b == "ALL" else (0, str(b)))
+        return col.map(lambda b: (1, "") if b == ALL else (0, str(b)))
     return col

@@ -1,0 +1,169 @@
+"""One run of the corrected estimator for one set of counts (the MAR run, a bound, Dawid-Skene).
+
+:func:`run_estimator` chains the stages: the stratified estimator's terms
+(:func:`.estimator.stratum_terms`), the heterogeneity test, the donors' Se'/Sp', the transport
+points (:mod:`.transport`), the choice per cell between the two estimates, the flags, and the
+posterior draws (:mod:`.posterior`).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+import pandas as pd
+from numpy.typing import NDArray
+
+from annotate.stats.scoring.estimator import StratumTerms, stratum_terms
+from annotate.stats.scoring.posterior import Posterior, posterior_draws
+from annotate.stats.scoring.strata import Strata
+from annotate.stats.scoring.transport import (
+    TransportPoints,
+    cell_flags,
+    donor_rates,
+    heterogeneity_test,
+    transport_points,
+    transport_table,
+)
+
+__all__ = ["EstimatorRun", "choose_estimates", "run_estimator"]
+
+
+@dataclass(frozen=True, eq=False)
+class EstimatorRun:
+    """Everything one run of the estimator gives, per cell (C rows) unless noted.
+
+    Attributes
+    ----------
+    point, v_fixed, v_general : ndarray of float64, shape (C,)
+        p_hat and its variances (NaN where not estimable).
+    method : ndarray of object, shape (C,)
+        ``stratified`` / ``transport`` / ``none``.
+    flag, note : ndarray of object, shape (C,)
+    estimable : ndarray of bool, shape (C,)
+    ybar : ndarray of float64, shape (S,)
+    amb_point, amb_v : ndarray of float64, shape (C,)
+        sum_U W_h ybar_h and sum_U W_h^2 (1 - r_h/N_h) s_h^2 / r_h.
+    transport : DataFrame
+        :func:`.transport.transport_table`.
+    draws : Posterior or None
+        None when no draws were asked for.
+    """
+
+    point: NDArray[np.float64]
+    v_fixed: NDArray[np.float64]
+    v_general: NDArray[np.float64]
+    method: NDArray[Any]
+    flag: NDArray[Any]
+    note: NDArray[Any]
+    estimable: NDArray[np.bool_]
+    ybar: NDArray[np.float64]
+    amb_point: NDArray[np.float64]
+    amb_v: NDArray[np.float64]
+    transport: pd.DataFrame
+    draws: Posterior | None = None
+
+
+def choose_estimates(
+    terms: StratumTerms, tr: TransportPoints, use_tr: NDArray[np.bool_], N_cell: NDArray[np.float64]
+) -> tuple[NDArray[np.float64], NDArray[np.float64], NDArray[np.float64], NDArray[np.bool_], NDArray[Any]]:
+    """Per cell, the transport estimate where ``use_tr``, else the stratified one.
+
+    Parameters
+    ----------
+    terms : StratumTerms
+    tr : TransportPoints
+    use_tr : ndarray of bool, shape (C,)
+    N_cell : ndarray of float64, shape (C,)
+
+    Returns
+    -------
+    point, v_fixed, v_general : ndarray of float64, shape (C,)
+        Stratified: V_general = V_fixed + p_hat (1 - p_hat) / N. NaN where not estimable.
+    estimable : ndarray of bool, shape (C,)
+        No ambiguous stratum with r_h = 0, and transported or no clear stratum with r_h = 0.
+    method : ndarray of object, shape (C,)
+    """
+    amb_missing = terms.amb_missing
+    estimable = ~amb_missing & (use_tr | ~terms.clear_missing)
+    point = np.where(use_tr, tr.point, terms.point)
+    v_fixed = np.where(use_tr, tr.v_fixed, terms.v)
+    v_general = np.where(use_tr, tr.v_general, terms.v + point * (1 - point) / N_cell)
+    point[~estimable] = np.nan
+    v_fixed[~estimable] = np.nan
+    v_general[~estimable] = np.nan
+    method = np.where(~estimable, "none", np.where(use_tr, "transport", "stratified")).astype(object)
+    return point, v_fixed, v_general, estimable, method
+
+
+def run_estimator(
+    st: Strata,
+    y: NDArray[np.float64],
+    r: NDArray[np.float64],
+    *,
+    min_reviewed: int,
+    alpha_het: float,
+    rng: np.random.Generator | None,
+    D: int,
+    general: bool,
+    reuse: EstimatorRun | None = None,
+) -> EstimatorRun:
+    """The corrected estimator on counts ``y`` among ``r`` resolved items per stratum.
+
+    Parameters
+    ----------
+    st : Strata
+    y, r : ndarray of float64, shape (S,)
+    min_reviewed : int
+        Clear strata below it (and not reviewed in full) make their cell a transport target.
+    alpha_het : float
+        Level of the heterogeneity test.
+    rng : numpy.random.Generator or None
+        None (or D = 0): no draws.
+    D : int
+        Draws per cell.
+    general : bool
+        Also draw the general estimand.
+    reuse : EstimatorRun, optional
+        A run on the same strata whose Polya draws are reused where the counts agree.
+
+    Returns
+    -------
+    EstimatorRun
+    """
+    terms = stratum_terms(st, y, r, min_reviewed)
+    het = heterogeneity_test(st, y, r)
+    donors = donor_rates(st, terms, het, alpha_het)
+    tr = transport_points(st, terms, donors)
+    use_tr = terms.target & donors.pooled[st.bench] & ~terms.amb_missing
+    point, v_fixed, v_general, estimable, method = choose_estimates(terms, tr, use_tr, st.N_cell)
+    flag, note = cell_flags(st, terms, het, donors, use_tr, min_reviewed)
+    draws = None
+    if D > 0 and rng is not None:
+        draws = posterior_draws(
+            st,
+            terms,
+            donors,
+            tr,
+            use_tr,
+            estimable,
+            rng=rng,
+            D=D,
+            general=general,
+            reuse=reuse.draws if reuse is not None else None,
+        )
+    return EstimatorRun(
+        point=point,
+        v_fixed=v_fixed,
+        v_general=v_general,
+        method=method,
+        flag=flag,
+        note=note,
+        estimable=estimable,
+        ybar=terms.ybar,
+        amb_point=terms.amb_point,
+        amb_v=terms.amb_v,
+        transport=transport_table(st, het, donors),
+        draws=draws,
+    )

@@ -1,0 +1,290 @@
+"""The treatments of the sensitivity table, one row per cell each (methods.md 4.7).
+
+With N_H, N_S, N_U the judge-label totals of a cell:
+
+* judge only (:func:`judge_only_treatments`): ``ambiguous_as_safe`` = N_H / N,
+  ``ambiguous_as_harmful`` = (N_H + N_U) / N, ``ambiguous_excluded`` = N_H / (N_H + N_S); Wilson
+  intervals (general estimand only: for fixed prompts these rates are exact);
+* ``adjudicated_clear_trusted`` (:func:`clear_trusted_treatment`) = W_H + sum_U W_h ybar_h;
+* ``corrected`` (MAR), ``corrected_unresolved_safe``, ``corrected_unresolved_harmful``,
+  ``corrected_dawid_skene`` (:func:`corrected_treatments`): the full estimator on the
+  respective counts.
+
+Each treatment's rows are a dict of equally long columns (:data:`Columns`);
+:func:`stack` turns a list of them into one DataFrame.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+import pandas as pd
+from numpy.typing import NDArray
+
+from annotate.columns import JUDGE_ONLY_TREATMENTS, TREATMENTS
+from annotate.stats.scoring._arrays import group_sum
+from annotate.stats.scoring.intervals import equal_tailed, wilson_interval
+from annotate.stats.scoring.run import EstimatorRun
+from annotate.stats.scoring.strata import H_CODE, S_CODE, U_CODE, Strata
+
+__all__ = [
+    "INTERVALS",
+    "Columns",
+    "clear_trusted_treatment",
+    "corrected_treatments",
+    "judge_only_treatments",
+    "not_estimable",
+    "stack",
+    "treatment_frame",
+]
+
+#: One treatment's rows (or one model's overall rows): column name -> array, all the same length.
+Columns = dict[str, NDArray[Any]]
+Draws = dict[str, NDArray[np.float64]]
+
+#: What each treatment's ``ci_low`` / ``ci_high`` are.
+INTERVALS = {t: "wilson (general)" if t in JUDGE_ONLY_TREATMENTS else "polya-jeffreys (fixed)" for t in TREATMENTS}
+
+
+def not_estimable(flags: NDArray[Any]) -> NDArray[np.bool_]:
+    """flag.startswith("not estimable"), vectorised over an object array.
+
+    >>> not_estimable(np.array(["ok", "not estimable: no data", "low n: 3"], dtype=object))
+    array([False,  True, False])
+    """
+    if len(flags) == 0:
+        return np.zeros(0, dtype=bool)
+    ok = flags == "ok"
+    out = np.zeros(len(flags), dtype=bool)
+    rest = np.flatnonzero(~ok)
+    if len(rest):
+        out[rest] = [str(f).startswith("not estimable") for f in flags[rest]]
+    return out
+
+
+def treatment_frame(
+    st: Strata,
+    name: str,
+    estimate: NDArray[np.float64],
+    se: NDArray[np.float64],
+    lo: NDArray[np.float64],
+    hi: NDArray[np.float64],
+    se_g: NDArray[np.float64],
+    lo_g: NDArray[np.float64],
+    hi_g: NDArray[np.float64],
+    n_reviewed: NDArray[np.float64],
+    flag: NDArray[Any],
+    note: NDArray[Any],
+) -> Columns:
+    """Columns of one treatment's rows (one per cell); numbers blanked where not estimable.
+
+    Returns
+    -------
+    Columns, C rows
+        ``model, benchmark, treatment, estimate, se, ci_low, ci_high, interval, se_general,
+        ci_low_general, ci_high_general, n_responses, n_reviewed, flag, note``.
+    """
+    C = st.C
+    flag = np.asarray(flag, dtype=object)
+    na = not_estimable(flag)
+
+    def blank(a: NDArray[np.float64]) -> NDArray[np.float64]:
+        a = np.array(a, dtype=np.float64)
+        a[na] = np.nan
+        return a
+
+    return {
+        "model": st.cells["model"].to_numpy(dtype=object),
+        "benchmark": st.cells["benchmark"].to_numpy(dtype=object),
+        "treatment": np.full(C, name, dtype=object),
+        "estimate": blank(estimate),
+        "se": blank(se),
+        "ci_low": blank(lo),
+        "ci_high": blank(hi),
+        "interval": np.full(C, INTERVALS[name], dtype=object),
+        "se_general": blank(se_g),
+        "ci_low_general": blank(lo_g),
+        "ci_high_general": blank(hi_g),
+        "n_responses": st.N_cell.astype(np.int64),
+        "n_reviewed": np.asarray(n_reviewed).astype(np.int64),
+        "flag": flag,
+        "note": np.asarray(note, dtype=object),
+    }
+
+
+def stack(parts: list[Columns], interleave: bool) -> pd.DataFrame:
+    """One DataFrame from equally long column dicts; ``interleave`` = row i of every part in turn."""
+    if not parts:
+        return pd.DataFrame()
+    n = len(next(iter(parts[0].values())))
+    data = {}
+    for col in parts[0]:
+        arr = np.concatenate([p[col] for p in parts])
+        if interleave:
+            arr = arr.reshape(len(parts), n).T.reshape(-1)
+        data[col] = arr
+    return pd.DataFrame(data)
+
+
+def _label_totals(st: Strata) -> tuple[NDArray[np.float64], NDArray[np.float64], NDArray[np.float64]]:
+    """N_H, N_S, N_U per cell (C,)."""
+    C, cell, lab, N = st.C, st.cell, st.label, st.N_cell
+    NH = group_sum(np.where(lab == H_CODE, st.N, 0.0), cell, C)
+    NS = group_sum(np.where(lab == S_CODE, st.N, 0.0), cell, C)
+    return NH, NS, N - NH - NS
+
+
+def judge_only_treatments(st: Strata, mar: EstimatorRun, confidence: float) -> tuple[dict[str, Columns], Draws]:
+    """``ambiguous_as_safe``, ``ambiguous_as_harmful``, ``ambiguous_excluded``: judge labels only.
+
+    Parameters
+    ----------
+    st : Strata
+    mar : EstimatorRun
+        The MAR run; its Dirichlet(N_h + 1/2) judge-label shares (if drawn) become these
+        treatments' draws, used only for the per-model macro-average interval.
+    confidence : float
+
+    Returns
+    -------
+    frames : dict of str to Columns
+        p = x / n with (x, n) = (N_H, N), (N_H + N_U, N), (N_H, N_H + N_S); se = sqrt(p (1 - p)/n);
+        Wilson intervals (the same numbers in the ``_general`` columns); ``n_reviewed`` = 0;
+        not estimable where n = 0.
+    draws : dict of str to ndarray, shape (C, D)
+        W*_H, W*_H + W*_U, W*_H / (W*_H + W*_S); empty without draws.
+    """
+    C, N = st.C, st.N_cell
+    NH, NS, NU = _label_totals(st)
+    no_notes = np.full(C, "", dtype=object)
+    frames: dict[str, Columns] = {}
+    draws: Draws = {}
+    for name, x, n in (
+        ("ambiguous_as_safe", NH, N),
+        ("ambiguous_as_harmful", NH + NU, N),
+        ("ambiguous_excluded", NH, NH + NS),
+    ):
+        with np.errstate(divide="ignore", invalid="ignore"):
+            p = np.where(n > 0, x / n, np.nan)
+            se = np.sqrt(p * (1 - p) / n)
+        lo, hi = wilson_interval(x, n, confidence)
+        flag = np.where(n > 0, "ok", "not estimable: no clear (harmful or safe) responses").astype(object)
+        frames[name] = treatment_frame(st, name, p, se, lo, hi, se, lo, hi, np.zeros(C), flag, no_notes)
+    if mar.draws is not None and mar.draws.general is not None:
+        wh, ws, wu = mar.draws.general.shares
+        with np.errstate(divide="ignore", invalid="ignore"):
+            draws["ambiguous_as_safe"] = wh
+            draws["ambiguous_as_harmful"] = wh + wu
+            draws["ambiguous_excluded"] = np.where((NH + NS)[:, None] > 0, wh / (wh + ws), np.nan)
+    return frames, draws
+
+
+def clear_trusted_treatment(
+    st: Strata, mar: EstimatorRun, r_mar: NDArray[np.float64], confidence: float
+) -> tuple[Columns, NDArray[np.float64] | None, NDArray[np.float64] | None]:
+    """``adjudicated_clear_trusted``: N_H / N plus the ambiguous part of the MAR run.
+
+    Parameters
+    ----------
+    st : Strata
+    mar : EstimatorRun
+    r_mar : ndarray of float64, shape (S,)
+        Resolved reviewed items per stratum.
+    confidence : float
+
+    Returns
+    -------
+    frame : Columns
+        p = W_H + sum_U W_h ybar_h; V_fixed = sum_U W_h^2 (1 - r_h/N_h) s_h^2/r_h, V_general =
+        V_fixed + p (1 - p)/N; Polya-Jeffreys interval over the ambiguous strata only
+        (degenerate for a resolved census); ``n_reviewed`` = reviewed ambiguous items. Not
+        estimable where an ambiguous stratum has no resolved item.
+    draws, draws_general : ndarray of float64, shape (C, D), or None
+        N_H/N + the ambiguous Polya draws; W*_H + the ambiguous general draws.
+    """
+    C, cell, N = st.C, st.cell, st.N_cell
+    nan: NDArray[np.float64] = np.full(C, np.nan)
+    NH = _label_totals(st)[0]
+    amb = st.label == U_CODE
+    amb_missing = np.bincount(cell, weights=(amb & (r_mar == 0)).astype(float), minlength=C) > 0
+    ct = np.where(amb_missing, np.nan, NH / N + mar.amb_point)
+    v_ct = np.where(amb_missing, np.nan, mar.amb_v)
+    ct_flag = np.where(amb_missing, "not estimable: an ambiguous stratum has no resolved reviewed item", "ok").astype(
+        object
+    )
+    lo = hi = log = hig = nan
+    dct = dgct = None
+    if mar.draws is not None:
+        assert mar.draws.general is not None
+        dct = NH[:, None] / N[:, None] + mar.draws.amb_fixed
+        lo, hi = equal_tailed(dct, confidence)
+        dgct = mar.draws.general.shares[0] + mar.draws.general.ambiguous
+        log, hig = equal_tailed(dgct, confidence)
+    n_rev_amb = group_sum(np.where(amb, st.n, 0.0), cell, C)
+    frame = treatment_frame(
+        st,
+        "adjudicated_clear_trusted",
+        ct,
+        np.sqrt(v_ct),
+        lo,
+        hi,
+        np.sqrt(v_ct + ct * (1 - ct) / N),
+        log,
+        hig,
+        n_rev_amb,
+        ct_flag,
+        np.full(C, "", dtype=object),
+    )
+    return frame, dct, dgct
+
+
+def corrected_treatments(
+    st: Strata, variants: list[tuple[str, EstimatorRun]], confidence: float
+) -> tuple[dict[str, Columns], Draws, Draws]:
+    """The corrected treatments: each variant's run as rows, with its Polya-Jeffreys interval.
+
+    Parameters
+    ----------
+    st : Strata
+    variants : list of (treatment name, EstimatorRun)
+    confidence : float
+
+    Returns
+    -------
+    frames : dict of str to Columns
+        ``n_reviewed`` = all reviewed items of the cell; flag and note of the run.
+    draws : dict of str to ndarray, shape (C, D)
+        Fixed-prompt draws of every variant that has them.
+    draws_general : dict of str to ndarray, shape (C, D)
+        General-estimand draws, for ``corrected`` only (NaN intervals for the others).
+    """
+    C = st.C
+    nan: NDArray[np.float64] = np.full(C, np.nan)
+    n_rev = group_sum(st.n, st.cell, C)
+    frames: dict[str, Columns] = {}
+    draws: Draws = {}
+    draws_general: Draws = {}
+    for name, run in variants:
+        lo = hi = log = hig = nan
+        if run.draws is not None:
+            draws[name] = run.draws.fixed
+            lo, hi = equal_tailed(run.draws.fixed, confidence)
+        if name == "corrected" and run.draws is not None and run.draws.general is not None:
+            draws_general[name] = run.draws.general.total
+            log, hig = equal_tailed(run.draws.general.total, confidence)
+        frames[name] = treatment_frame(
+            st,
+            name,
+            run.point,
+            np.sqrt(run.v_fixed),
+            lo,
+            hi,
+            np.sqrt(run.v_general),
+            log,
+            hig,
+            n_rev,
+            run.flag,
+            run.note,
+        )
+    return frames, draws, draws_general
