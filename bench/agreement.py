@@ -20,13 +20,12 @@ import numpy as np
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # run from a checkout, uninstalled
 
 import krippendorff  # noqa: E402
+from timing import median_time  # noqa: E402  (bench/timing.py; the script's folder is on sys.path)
 
 from annotate.stats import agreement as ag  # noqa: E402
+from annotate.stats.aggregation import dawid_skene  # noqa: E402
 
 CATEGORIES = ("harmful", "safe", "unsure")
-
-
-from timing import median_time  # bench/timing.py (the script's folder is on sys.path)
 
 
 def simulate(
@@ -91,7 +90,7 @@ def main() -> None:
     rows.append(("agreement_summary (all coefficients, all CIs)", t_sum))
 
     ds_labels = simulate(args.ds_units, seed=7)
-    t_ds, ds = median_time(lambda: ag.dawid_skene(ds_labels, 3), max(1, min(R, 3)))
+    t_ds, ds = median_time(lambda: dawid_skene(ds_labels, 3), max(1, min(R, 3)))
     rows.append((f"Dawid-Skene, {args.ds_units:,} units x 3 annotators", t_ds))
 
     width = max(len(name) for name, _ in rows)

@@ -231,7 +231,7 @@ def test_agreement_and_adjudication_end_to_end(workspace, runner, tmp_path):
         store.close()
     assert len(latest) == len(items) and (latest.status == "resolved").all()
     merged = latest.merge(items[["round_item_id", "ext_id"]], on="round_item_id")
-    assert all(truth[e] == lab for e, lab in zip(merged.ext_id, merged.label))
+    assert all(truth[e] == lab for e, lab in zip(merged.ext_id, merged.label, strict=True))
     assert len(history) > len(latest)  # escalated rows were kept, the expert's rows appended
     expert_rows = latest.loc[latest.method == "expert"]
     assert (expert_rows.adjudicator == "E1").all() and expert_rows.reason.str.contains("escalated").all()

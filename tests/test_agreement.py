@@ -1,4 +1,4 @@
-"""Tests for annotate.stats.agreement.
+"""Tests for annotate.stats.agreement (and Dawid-Skene in annotate.stats.aggregation).
 
 Reference values come from three independent places:
 
@@ -21,7 +21,7 @@ import time
 import warnings
 from fractions import Fraction
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal, cast
 
 import krippendorff
 import numpy as np
@@ -30,7 +30,9 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from annotate.stats import adjudication, aggregation
 from annotate.stats import agreement as ag
+from annotate.stats.agreement import votes
 
 # --------------------------------------------------------------------------------------------
 # Published vectors
@@ -47,7 +49,7 @@ VECTOR_DIR = next(
     None,
 )
 
-LEVELS = ("nominal", "ordinal", "interval", "ratio")
+LEVELS: tuple[ag.Level, ...] = ("nominal", "ordinal", "interval", "ratio")
 
 # Coefficient kinds the module deliberately does not implement. Everything else in the JSON
 # must be reproduced; an unclassified key fails (see _classify).
@@ -116,7 +118,7 @@ def _reliability(v: dict[str, Any]) -> ag.LabelMatrix:
     layout = v["layout"]
     if "data_file" in v:
         # CSV: one row per unit, first column the unit id, '.' = missing -> transpose.
-        with open(VECTOR_DIR / v["data_file"], newline="") as fh:  # type: ignore[operator]
+        with open(VECTOR_DIR / v["data_file"], newline="") as fh:
             rows = list(csv.reader(fh))[1:]
         grid = [[math.nan if x == "." else float(x) for x in r[1:]] for r in rows]
         return ag.label_matrix_from_reliability_data(np.array(grid).T)
@@ -164,21 +166,6 @@ def _compute(v: dict[str, Any], kind: tuple[str, ...]) -> float:
         counts = lm.counts()
 
     what = kind[0]
-    if what == "alpha":
-        level = kind[1]
-        values = np.array(lm.categories, dtype=float) if lm is not None and level != "nominal" else None
-        return ag.krippendorff_alpha(counts, level=level, values=values, n_boot=0).value
-    if what == "fleiss":
-        m = counts.sum(axis=1)
-        # Vectors with missing ratings publish irrCAC's fleiss.kappa.raw, i.e. Gwet's
-        # missing-data generalisation; on complete data both conventions coincide.
-        missing = "drop" if (m == m.max()).all() else "gwet"
-        res = ag.fleiss_kappa(counts, missing=missing, n_boot=0)
-        return res.value if kind[1] == "value" else res.components[kind[1]]
-    if what == "ac1":
-        return ag.gwet_ac1(counts, n_boot=0).value
-    if what == "percent":
-        return ag.percent_agreement(counts, n_boot=0).value
     if what == "cohen":
         if table is not None:
             res = ag.cohen_kappa_table(table)
@@ -191,6 +178,22 @@ def _compute(v: dict[str, Any], kind: tuple[str, ...]) -> float:
             ja, jb = int(kind[3]) - 1, int(kind[4]) - 1
             res = ag.cohen_kappa(lm.codes[:, ja], lm.codes[:, jb], len(lm.categories))
         return res.value if kind[1] == "value" else res.components[kind[1]]
+    assert counts is not None, f"no count matrix for {v['id']}"
+    if what == "alpha":
+        level = cast(ag.Level, kind[1])
+        values = np.array(lm.categories, dtype=float) if lm is not None and level != "nominal" else None
+        return ag.krippendorff_alpha(counts, level=level, values=values, n_boot=0).value
+    if what == "fleiss":
+        m = counts.sum(axis=1)
+        # Vectors with missing ratings publish irrCAC's fleiss.kappa.raw, i.e. Gwet's
+        # missing-data generalisation; on complete data both conventions coincide.
+        missing: Literal["drop", "gwet"] = "drop" if (m == m.max()).all() else "gwet"
+        res = ag.fleiss_kappa(counts, missing=missing, n_boot=0)
+        return res.value if kind[1] == "value" else res.components[kind[1]]
+    if what == "ac1":
+        return ag.gwet_ac1(counts, n_boot=0).value
+    if what == "percent":
+        return ag.percent_agreement(counts, n_boot=0).value
     raise AssertionError(kind)
 
 
@@ -228,7 +231,7 @@ K2011_C = [
     [1, 2, 3, 3, 2, 4, 4, 1, 2, 5, 1, None],
 ]
 # irrCAC's cac.raw4raters: the same data as units x raters, with unit 12's lone value moved.
-RAW4 = [
+RAW4: list[list[int | None]] = [
     [1, 1, None, 1],
     [2, 2, 3, 2],
     [3, 3, 3, 3],
@@ -366,7 +369,7 @@ def reliability_data(draw: st.DrawFn, max_categories: int = 4) -> tuple[np.ndarr
     return rel, K
 
 
-def _kripp(rel: np.ndarray, level: str) -> float | None:
+def _kripp(rel: np.ndarray, level: ag.Level) -> float | None:
     try:
         with warnings.catch_warnings(), np.errstate(all="ignore"):
             warnings.simplefilter("ignore")
@@ -377,7 +380,7 @@ def _kripp(rel: np.ndarray, level: str) -> float | None:
 
 @settings(max_examples=300, deadline=None, derandomize=True, suppress_health_check=[HealthCheck.too_slow])
 @given(reliability_data(), st.sampled_from(LEVELS))
-def test_alpha_matches_krippendorff_package(data: tuple[np.ndarray, int], level: str) -> None:
+def test_alpha_matches_krippendorff_package(data: tuple[np.ndarray, int], level: ag.Level) -> None:
     rel, K = data
     counts = ag.counts_from_reliability_data(rel, categories=range(K))
     res = ag.krippendorff_alpha(counts, level=level, values=np.arange(K, dtype=float), n_boot=0)
@@ -480,13 +483,14 @@ def test_bootstrap_se_agrees_with_jackknife_and_naive_loop(sim_counts: np.ndarra
 
 def test_intervals_contain_point_estimate(sim_counts: np.ndarray) -> None:
     summary = ag.agreement_summary(sim_counts, ["safe", "harmful"], n_boot=1000, seed=2)
-    for c in (
+    estimates: tuple[ag.AlphaResult | ag.Coefficient, ...] = (
         summary.alpha,
         summary.ac1,
         summary.fleiss_kappa,
         summary.percent_agreement,
         *summary.category_agreement,
-    ):
+    )
+    for c in estimates:
         assert c.ci_low <= c.value <= c.ci_high, c
         assert c.n_boot == 1000 and c.n_boot_undefined == 0
     # q = P*(alpha < t) is a distribution function: monotone in t.
@@ -600,7 +604,7 @@ def test_invalid_arguments_raise_value_error() -> None:
         lambda: ag.counts_from_codes(np.array([[0, 2]]), 2),
         lambda: ag.counts_from_codes(np.array([[0, -2]]), 2),
         lambda: ag.cohen_kappa_table(np.ones((2, 3), dtype=int)),
-        lambda: ag.dawid_skene(np.array([[0, 5]]), 2),
+        lambda: aggregation.dawid_skene(np.array([[0, 5]]), 2),
         lambda: ag.counts_from_reliability_data([[1, 2, 9]], categories=[1, 2]),
     ]
     for call in calls:
@@ -687,7 +691,7 @@ ACC = (0.92, 0.87, 0.80)
 
 def test_dawid_skene_recovers_accuracies() -> None:
     labels, truth = _simulate(5000, ACC, 0.4, seed=21)
-    res = ag.dawid_skene(labels, 2)
+    res = aggregation.dawid_skene(labels, 2)
     assert res.converged and res.n_iter < 100
     for j, acc in enumerate(ACC):
         assert res.confusion[j, 0, 0] == pytest.approx(acc, abs=0.03)
@@ -701,7 +705,7 @@ def test_dawid_skene_recovers_accuracies() -> None:
     sens, spec = res.sensitivity_specificity(positive=1)
     np.testing.assert_allclose(sens, ACC, atol=0.03)
     np.testing.assert_allclose(spec, ACC, atol=0.03)
-    again = ag.dawid_skene(labels, 2)  # deterministic
+    again = aggregation.dawid_skene(labels, 2)  # deterministic
     np.testing.assert_array_equal(again.posteriors, res.posteriors)
     json.dumps(res.to_dict(), allow_nan=False)
 
@@ -709,18 +713,18 @@ def test_dawid_skene_recovers_accuracies() -> None:
 def test_dawid_skene_with_missing_and_unrated_units() -> None:
     labels, _ = _simulate(5000, ACC, 0.4, seed=22, missing=0.2)
     labels[:10] = -1  # ten units nobody rated
-    res = ag.dawid_skene(labels.astype(float) * np.where(labels < 0, np.nan, 1.0), 2)
+    res = aggregation.dawid_skene(labels.astype(float) * np.where(labels < 0, np.nan, 1.0), 2)
     for j, acc in enumerate(ACC):
         assert np.diag(res.confusion[j]) == pytest.approx([acc, acc], abs=0.04)
     np.testing.assert_allclose(res.posteriors[:10], np.tile(res.priors, (10, 1)))
-    empty = ag.dawid_skene(np.full((3, 2), -1), 2)
+    empty = aggregation.dawid_skene(np.full((3, 2), -1), 2)
     assert empty.n_iter == 0 and not empty.converged
 
 
 def test_dawid_skene_is_fast_on_60k_units() -> None:
     labels, _ = _simulate(60_000, ACC, 0.4, seed=23, missing=0.03)
     start = time.perf_counter()
-    res = ag.dawid_skene(labels, 2)
+    res = aggregation.dawid_skene(labels, 2)
     assert time.perf_counter() - start < 10.0
     assert res.posteriors.shape == (60_000, 2)
 
@@ -729,7 +733,7 @@ def test_annotator_diagnostics_flag_random_annotator() -> None:
     labels, _ = _simulate(2000, (0.92, 0.9, 0.88, 0.5), 0.4, seed=31, missing=0.03)
     rng = np.random.default_rng(0)
     labels[:, 3] = np.where(labels[:, 3] >= 0, rng.integers(0, 2, len(labels)), -1)  # pure noise
-    ds = ag.dawid_skene(labels, 2)
+    ds = aggregation.dawid_skene(labels, 2)
     diag = ag.annotator_diagnostics(labels, 2, annotators=["a", "b", "c", "noise"], dawid_skene_result=ds, positive=1)
     assert diag.flagged == ("noise",)
     noisy = diag.annotators[3]
@@ -748,3 +752,92 @@ def test_leave_one_out_consensus_excludes_self() -> None:
     assert d0.n_consensus_units == 3 and d0.agreement_with_consensus == pytest.approx(2 / 3)
     # With min_others=1 unit 2 counts as well (the single other rating is its own majority).
     assert ag.annotator_diagnostics(labels, 2, min_others=1).annotators[0].n_consensus_units == 4
+
+
+# --------------------------------------------------------------------------------------------
+# Votes from the store: vote_matrix is the vectorised builder; the old loop is the reference
+# --------------------------------------------------------------------------------------------
+
+
+def _vote_matrix_loop(labels: pd.DataFrame, categories: tuple[str, ...], annotators: list[str]) -> tuple[Any, ...]:
+    """vote_matrix as it was before it called label_matrix_from_long (a loop over the rows)."""
+    keep = labels.loc[labels.verdict.isin(categories)]
+    items = sorted(labels.round_item_id.unique())
+    row = {item: i for i, item in enumerate(items)}
+    col = {a: j for j, a in enumerate(annotators)}
+    codes = np.full((len(items), len(annotators)), -1, dtype=np.int64)
+    cat = {c: k for k, c in enumerate(categories)}
+    for r in keep.itertuples():
+        if r.annotator in col:
+            codes[row[r.round_item_id], col[r.annotator]] = cat[r.verdict]
+    counts = np.zeros((len(items), len(categories)), dtype=np.int64)
+    for k in range(len(categories)):
+        counts[:, k] = (codes == k).sum(axis=1)
+    return codes, counts, items
+
+
+_VOTE_ROWS = st.lists(
+    st.tuples(
+        st.integers(1, 8),
+        st.sampled_from(["A1", "A2", "A3", "X", None]),
+        st.sampled_from(["harmful", "safe", "unsure", "skip", None]),
+    ),
+    max_size=40,
+)
+
+
+@settings(max_examples=300, deadline=None, derandomize=True)
+@given(
+    _VOTE_ROWS,
+    st.permutations(["A1", "A2", "A3"]).flatmap(lambda p: st.integers(0, 3).map(lambda n: list(p[:n]))),
+    st.sampled_from([("harmful", "safe", "unsure"), ("harmful", "safe"), ("safe", "harmful")]),
+)
+def test_vote_matrix_matches_the_loop(
+    rows: list[tuple[int, str | None, str | None]], annotators: list[str], categories: tuple[str, ...]
+) -> None:
+    # Duplicate (item, annotator) rows, verdicts outside the categories, unlisted annotators and
+    # missing values are all drawn: the loop lets the last row with a known verdict win.
+    table = pd.DataFrame(rows, columns=["round_item_id", "annotator", "verdict"], dtype=object)
+    table["round_item_id"] = table["round_item_id"].astype("int64")
+    want = _vote_matrix_loop(table, categories, annotators)
+    got = votes.vote_matrix(table, categories, annotators)
+    for w, g in zip(want[:2], got[:2], strict=True):
+        assert g.dtype == w.dtype and g.shape == w.shape
+        np.testing.assert_array_equal(g, w)
+    assert got[2] == want[2]
+
+
+def test_vote_matrix_keeps_annotator_order_and_empty_items() -> None:
+    table = pd.DataFrame(
+        {
+            "round_item_id": [9, 9, 4, 6],
+            "annotator": ["A2", "A1", "A1", "X"],
+            "verdict": ["safe", "harmful", "skip", "safe"],
+        }
+    )
+    codes, counts, items = votes.vote_matrix(table, ("harmful", "safe"), ["A2", "A1"])
+    assert items == [4, 6, 9]  # item 6 has only an unlisted annotator's vote, item 4 an unknown verdict
+    assert codes.tolist() == [[-1, -1], [-1, -1], [1, 0]] and counts.tolist() == [[0, 0], [0, 0], [1, 1]]
+    with pytest.raises(ValueError, match="annotators must be distinct"):
+        votes.vote_matrix(table, ("harmful", "safe"), ["A1", "A1"])
+
+
+def test_label_matrix_from_long_fixed_annotators_and_unknown_labels() -> None:
+    df = pd.DataFrame({"item_id": [1, 1, 2], "annotator": ["b", "a", "c"], "label": ["safe", "maybe", "harmful"]})
+    lm = ag.label_matrix_from_long(df, ["harmful", "safe"], annotators=["a", "b"], unknown="missing")
+    assert lm.annotators == ("a", "b") and lm.items == (1, 2)
+    assert lm.codes.tolist() == [[-1, 1], [-1, -1]]
+    with pytest.raises(ValueError, match="not among the categories"):
+        ag.label_matrix_from_long(df, ["harmful", "safe"], annotators=["a", "b"])
+    dup = pd.DataFrame({"item_id": [1, 1], "annotator": ["a", "a"], "label": ["safe", "harmful"]})
+    with pytest.raises(ValueError, match="more than one row"):
+        ag.label_matrix_from_long(dup, ["harmful", "safe"], annotators=["a"])
+    assert ag.label_matrix_from_long(dup, ["harmful", "safe"], duplicates="last").codes.tolist() == [[0]]
+
+
+def test_the_public_names_are_where_they_belong() -> None:
+    # Dawid-Skene is label aggregation, not agreement: one home, no copies.
+    assert not hasattr(ag, "dawid_skene") and not hasattr(adjudication, "dawid_skene_labels")
+    assert callable(aggregation.dawid_skene) and callable(aggregation.dawid_skene_labels)
+    assert {"Thresholds", "verdict_for", "current_labels", "vote_matrix"} <= set(ag.__all__)
+    assert all(hasattr(ag, name) for name in ag.__all__)

@@ -49,7 +49,8 @@ class AdjudicationOutcome:
 
 def adjudicate(s: Session, *, round_name: str, policy: str, expert: str | None, to_file: bool) -> AdjudicationOutcome:
     """Decide every reviewed item of the round; send escalations and checks to the expert."""
-    from annotate.stats.adjudication import check_sample, dawid_skene_labels, decide, propose
+    from annotate.stats.adjudication import check_sample, decide, propose
+    from annotate.stats.aggregation import dawid_skene_labels
     from annotate.stats.agreement import cohen_kappa
     from annotate.stats.agreement.votes import current_labels
 

@@ -23,6 +23,7 @@ from annotate.errors import InputError
 from annotate.pipeline._resolve import resolve_round
 from annotate.pipeline._settings import thresholds_from_settings
 from annotate.stats._common import jsonable
+from annotate.stats.aggregation import dawid_skene
 from annotate.stats.agreement.votes import Thresholds, current_labels, verdict_for, vote_matrix
 
 if TYPE_CHECKING:
@@ -114,7 +115,7 @@ def _annotators(
     ds = None
     positive = cats.index("harmful")
     try:
-        ds = ag.dawid_skene(codes, len(cats))
+        ds = dawid_skene(codes, len(cats))
     except ValueError:
         ds = None
     diag = ag.annotator_diagnostics(

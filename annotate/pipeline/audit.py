@@ -25,7 +25,7 @@ if TYPE_CHECKING:
 
 def labels_frame(store: Store, round_names: list[str]) -> pd.DataFrame:
     """One row per routed response of the rounds (labels.csv). Annotator columns by pseudonym."""
-    from annotate.stats.adjudication import dawid_skene_labels
+    from annotate.stats.aggregation import dawid_skene_labels
     from annotate.stats.agreement.votes import current_labels
 
     frames = []

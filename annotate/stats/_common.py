@@ -1,4 +1,4 @@
-"""Small pieces every statistics module shares: seeds, NaN, JSON-ready values.
+"""Small pieces every statistics module shares: seeds, NaN, JSON-ready values, label codes.
 
 Pure: numpy only.
 """
@@ -11,6 +11,7 @@ from dataclasses import fields, is_dataclass
 from typing import Any
 
 import numpy as np
+from numpy.typing import ArrayLike, NDArray
 
 #: What every seeded function accepts: an int, a Generator (used as is) or None (fresh entropy).
 SeedLike = int | np.random.Generator | None
@@ -64,3 +65,55 @@ def jsonable(obj: Any) -> Any:
     if isinstance(obj, float) and not math.isfinite(obj):
         return None
     return obj
+
+
+def as_codes(labels: ArrayLike, n_categories: int) -> NDArray[np.int64]:
+    """Validate a label matrix of category codes; NaN and -1 both become -1 (no rating).
+
+    Parameters
+    ----------
+    labels : array_like, shape (U, J)
+        One row per unit, one column per annotator; codes ``0 .. V-1``, ``-1`` or NaN = missing.
+    n_categories : int
+        V.
+
+    Returns
+    -------
+    ndarray of int64, shape (U, J)
+
+    Raises
+    ------
+    ValueError
+        For a non-2-D array, a non-numeric dtype, non-integer codes or codes outside ``-1 .. V-1``.
+
+    >>> as_codes([[0.0, float("nan")], [1.0, 0.0]], 2).tolist()
+    [[0, -1], [1, 0]]
+    """
+    if int(n_categories) != n_categories or n_categories < 1:
+        raise ValueError(f"n_categories must be a positive integer; got {n_categories!r}.")
+    arr = np.asarray(labels)
+    if arr.ndim != 2:
+        raise ValueError(
+            f"The label matrix must be two-dimensional (units x annotators); got an array with shape {arr.shape}."
+        )
+    if arr.dtype.kind == "f":
+        missing = np.isnan(arr)
+        filled = np.where(missing, -1.0, arr)
+        if (filled != np.round(filled)).any():
+            raise ValueError("The label matrix contains non-integer codes; use 0..V-1, with -1 or NaN for missing.")
+        codes = filled.astype(np.int64)
+    elif arr.dtype.kind in "iu":
+        codes = arr.astype(np.int64)
+    else:
+        raise ValueError(
+            f"The label matrix must hold integer codes (dtype {arr.dtype} given); "
+            "build it with label_matrix_from_long or label_matrix_from_reliability_data."
+        )
+    bad = (codes < -1) | (codes >= n_categories)
+    if bad.any():
+        u, j = np.argwhere(bad)[0]
+        raise ValueError(
+            f"Label codes must lie in 0..{n_categories - 1} (or -1 / NaN for missing); "
+            f"found {codes[u, j]} at unit {u}, annotator {j}."
+        )
+    return codes

@@ -19,17 +19,47 @@ process; the majority stays the label of record for them and the agreement is re
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from dataclasses import dataclass, field
+from typing import Any
 
 import numpy as np
 import pandas as pd
 
-POLICIES = ("escalate", "harmful", "safe", "unresolved")
-VERDICTS = ("harmful", "safe", "unsure")
+from annotate.columns import POLICIES, VERDICTS
+from annotate.stats.sampling import stable_uniform
 
 
 @dataclass(frozen=True)
 class Rules:
+    """The configurable adjudication rules (module docstring, rules 1-4, and the tie policy).
+
+    Attributes
+    ----------
+    policy : {"escalate", "harmful", "safe", "unresolved"}
+        What an escalated item without an expert decision becomes.
+    escalate_unsure_majority : bool
+        Rule 2: escalate when ``unsure`` votes outnumber the harmful and safe ones together.
+    ds_min_posterior : float or None
+        Rule 3: escalate when the Dawid-Skene posterior of the most likely class is below this;
+        None turns the rule off.
+    ds_disagreement : bool
+        Rule 3: escalate when the Dawid-Skene label differs from the majority.
+    high_severity_categories : tuple of str
+        Rule 4: categories in which one ``harmful`` vote against a ``safe`` majority escalates.
+    check_share : float
+        Share of majority-resolved items drawn for the expert's check, in [0, 1].
+
+    Examples
+    --------
+    >>> Rules().policy, Rules(policy="safe").ds_min_posterior
+    ('escalate', 0.9)
+    >>> Rules(policy="coin flip")
+    Traceback (most recent call last):
+    ...
+    ValueError: policy must be one of escalate, harmful, safe, unresolved, not 'coin flip'
+    """
+
     policy: str = "escalate"
     escalate_unsure_majority: bool = True
     ds_min_posterior: float | None = 0.9  # None: rule 3 off
@@ -47,19 +77,40 @@ class Rules:
 def majority(
     harmful: np.ndarray, safe: np.ndarray, unsure: np.ndarray, *, unsure_rule: bool = True
 ) -> tuple[np.ndarray, np.ndarray]:
-    """Majority label and the reason for escalation per item.
+    """Majority label and the reason for escalation per item (rules 1 and 2).
 
-    Args:
-        harmful, safe, unsure: (N,) vote counts per item.
+    Only harmful and safe votes form a majority: ``label`` is the larger of the two, a tie
+    (``harmful == safe``, also 0-0) escalates, and with ``unsure_rule`` so does an item whose
+    ``unsure`` votes outnumber the other two together.
 
-    Returns:
-        (label, reason): (N,) object arrays; label is "harmful" / "safe" / None, reason is
-        None when the majority stands, else "tie" or "majority unsure".
+    Parameters
+    ----------
+    harmful, safe, unsure : ndarray of int, shape (N,)
+        Vote counts per item.
+    unsure_rule : bool
+        Apply rule 2 (``majority unsure``).
 
-    >>> majority(np.array([1, 2, 1]), np.array([1, 1, 0]), np.array([1, 0, 2]))[1].tolist()
-    ['tie', None, 'majority unsure']
+    Returns
+    -------
+    label : ndarray of object, shape (N,)
+        ``"harmful"``, ``"safe"`` or None (escalated).
+    reason : ndarray of object, shape (N,)
+        None when the majority stands, else ``"tie"`` or ``"majority unsure"``.
+
+    Examples
+    --------
+    Votes (H, S, U) per item: (1, 1, 1), (2, 1, 0), (1, 0, 2) and (1, 0, 0), the last a
+    single harmful vote with the other ratings missing:
+
+    >>> label, reason = majority(np.array([1, 2, 1, 1]), np.array([1, 1, 0, 0]), np.array([1, 0, 2, 0]))
+    >>> label.tolist()
+    [None, 'harmful', None, 'harmful']
+    >>> reason.tolist()
+    ['tie', None, 'majority unsure', None]
     """
-    label = np.where(harmful > safe, "harmful", np.where(safe > harmful, "safe", None)).astype(object)
+    label = np.full(len(harmful), None, dtype=object)
+    label[harmful > safe] = "harmful"
+    label[safe > harmful] = "safe"
     reason = np.full(len(harmful), None, dtype=object)
     reason[harmful == safe] = "tie"
     if unsure_rule:
@@ -73,16 +124,49 @@ def majority(
 def propose(
     votes: pd.DataFrame, rules: Rules, *, ds: pd.DataFrame | None = None, categories: pd.Series | None = None
 ) -> pd.DataFrame:
-    """Majority labels and escalations for every item with at least one vote.
+    """Majority labels and escalations for every item with at least one vote (rules 1-4).
 
-    Args:
-        votes: one row per (round_item_id, annotator) with ``verdict`` in harmful/safe/unsure.
-        ds: optional, indexed by round_item_id, columns ``ds_label``, ``ds_posterior``.
-        categories: optional, round_item_id -> category (for the severity rule).
+    Parameters
+    ----------
+    votes : pandas.DataFrame
+        One row per (round_item_id, annotator) with ``verdict`` in harmful / safe / unsure.
+    rules : Rules
+    ds : pandas.DataFrame, optional
+        Indexed by round_item_id, columns ``ds_label``, ``ds_posterior`` (as
+        :func:`annotate.stats.aggregation.dawid_skene_labels` gives); for rule 3.
+    categories : pandas.Series, optional
+        round_item_id -> category; for rule 4.
 
-    Returns:
+    Returns
+    -------
+    pandas.DataFrame
         Indexed by round_item_id: harmful, safe, unsure (counts), majority (label or None),
-        escalate (bool), reasons (a "; "-joined string or None), ds_label, ds_posterior.
+        ds_label, ds_posterior, reasons (a "; "-joined string or None), escalate (bool).
+
+    Examples
+    --------
+    The tie-policy cases of methods.md TC13: (safe, harmful, missing), (harmful, safe,
+    unsure), (harmful, harmful, safe) and (unsure, unsure, harmful):
+
+    >>> votes = pd.DataFrame(
+    ...     {
+    ...         "round_item_id": [1, 1, 2, 2, 2, 3, 3, 3, 4, 4, 4],
+    ...         "annotator": ["A1", "A2", "A1", "A2", "A3", "A1", "A2", "A3", "A1", "A2", "A3"],
+    ...         "verdict": ["safe", "harmful", "harmful", "safe", "unsure", "harmful", "harmful",
+    ...                     "safe", "unsure", "unsure", "harmful"],
+    ...     }
+    ... )
+    >>> out = propose(votes, Rules(ds_min_posterior=None, ds_disagreement=False))
+    >>> out["majority"].tolist()
+    [None, None, 'harmful', None]
+    >>> out["reasons"].tolist()
+    ['tie', 'tie', None, 'majority unsure']
+
+    With a Dawid-Skene fit that is unsure of item 3 (rule 3), it is escalated too:
+
+    >>> ds = pd.DataFrame({"ds_label": ["harmful"], "ds_posterior": [0.75]}, index=[3])
+    >>> propose(votes, Rules(), ds=ds).loc[3, "reasons"]
+    'dawid-skene posterior 0.75 < 0.90'
     """
     counts = votes.pivot_table(
         index="round_item_id", columns="verdict", values="annotator", aggfunc="count", fill_value=0
@@ -99,7 +183,7 @@ def propose(
         joined = ds.reindex(out.index)
         out["ds_label"] = pd.Series(joined["ds_label"].to_numpy(), index=out.index, dtype=object)
         out["ds_posterior"] = joined["ds_posterior"].to_numpy()
-        for i, (lab, post, mv) in enumerate(zip(out["ds_label"], out["ds_posterior"], label)):
+        for i, (lab, post, mv) in enumerate(zip(out["ds_label"], out["ds_posterior"], label, strict=True)):
             if rules.ds_min_posterior is not None and post == post and post < rules.ds_min_posterior:
                 reasons[i].append(f"dawid-skene posterior {post:.2f} < {rules.ds_min_posterior:.2f}")
             elif rules.ds_disagreement and isinstance(mv, str) and isinstance(lab, str) and lab != mv:
@@ -115,9 +199,32 @@ def propose(
 
 
 def check_sample(resolved_ids: pd.Series, keys: pd.Series, share: float, seed: int) -> set[int]:
-    """A seeded share (rounded up) of majority-resolved items for the expert's check."""
-    from annotate.stats.sampling import stable_uniform
+    """A seeded share (rounded up) of majority-resolved items for the expert's check.
 
+    Parameters
+    ----------
+    resolved_ids : pandas.Series, length N
+        round_item_ids of the items the majority resolved.
+    keys : pandas.Series, length N
+        A stable key per item (its external id), in the same order; the draw depends on the keys
+        and the seed only, not on the order of the items.
+    share : float
+        Share to draw; ``ceil(share * N)`` items.
+    seed : int
+        The round's seed.
+
+    Returns
+    -------
+    set of int
+        The items with the smallest ``stable_uniform(seed, "check" + key)`` values.
+
+    Examples
+    --------
+    >>> ids, keys = pd.Series([11, 12, 13]), pd.Series(["a", "b", "c"])
+    >>> picked = check_sample(ids, keys, 0.5, seed=1)
+    >>> len(picked), picked == check_sample(ids[::-1], keys[::-1], 0.5, seed=1)
+    (2, True)
+    """
     if share <= 0 or len(resolved_ids) == 0:
         return set()
     n = int(np.ceil(share * len(resolved_ids)))
@@ -127,6 +234,24 @@ def check_sample(resolved_ids: pd.Series, keys: pd.Series, share: float, seed: i
 
 @dataclass
 class Decision:
+    """The final record of one item, with the votes it was decided on.
+
+    Attributes
+    ----------
+    round_item_id : int
+    status : {"resolved", "escalated", "unresolved"}
+    label : str or None
+        ``"harmful"`` / ``"safe"`` when resolved, else None.
+    method : str
+        ``majority``, ``expert``, ``policy:<policy>`` or ``pending``.
+    adjudicator : str
+        Who decided: ``majority vote``, the expert's pseudonym, ``policy`` or ``expert (pending)``.
+    reason : str
+        Why, with the tally of the votes.
+    votes : dict of str to str
+        Annotator -> verdict.
+    """
+
     round_item_id: int
     status: str  # resolved / escalated / unresolved
     label: str | None
@@ -139,16 +264,55 @@ class Decision:
 def decide(proposals: pd.DataFrame, votes: pd.DataFrame, expert: pd.DataFrame, rules: Rules) -> list[Decision]:
     """The final record per item.
 
-    Args:
-        proposals: from ``propose``.
-        votes: the annotators' votes (round_item_id, annotator, verdict), recorded with each decision.
-        expert: the expert's current labels (round_item_id, annotator, verdict).
+    A majority stands; an escalated item takes the expert's label (an ``unsure`` expert leaves
+    it unresolved), else ``rules.policy`` decides it.
+
+    Parameters
+    ----------
+    proposals : pandas.DataFrame
+        From :func:`propose`.
+    votes : pandas.DataFrame
+        The annotators' votes (round_item_id, annotator, verdict), recorded with each decision.
+    expert : pandas.DataFrame
+        The expert's current labels (round_item_id, annotator, verdict).
+    rules : Rules
+
+    Returns
+    -------
+    list of Decision
+        One per row of ``proposals``, in its order.
+
+    Examples
+    --------
+    Item 1 is a tie the expert labelled, item 2 a tie without an expert label, item 3 a
+    majority:
+
+    >>> votes = pd.DataFrame(
+    ...     {
+    ...         "round_item_id": [1, 1, 2, 2, 3, 3, 3],
+    ...         "annotator": ["A1", "A2", "A1", "A2", "A1", "A2", "A3"],
+    ...         "verdict": ["safe", "harmful", "harmful", "safe", "harmful", "harmful", "safe"],
+    ...     }
+    ... )
+    >>> rules = Rules(policy="unresolved", ds_min_posterior=None)
+    >>> expert = pd.DataFrame({"round_item_id": [1], "annotator": ["E1"], "verdict": ["harmful"]})
+    >>> for d in decide(propose(votes, rules), votes, expert, rules):
+    ...     print(d.round_item_id, d.status, d.label, d.method, d.adjudicator)
+    1 resolved harmful expert E1
+    2 unresolved None policy:unresolved policy
+    3 resolved harmful majority majority vote
     """
-    by_item = {k: dict(zip(g.annotator, g.verdict)) for k, g in votes.groupby("round_item_id")}
-    expert_by_item = {int(r.round_item_id): (r.annotator, r.verdict) for r in expert.itertuples()}
+    by_item = {k: dict(zip(g.annotator, g.verdict, strict=True)) for k, g in votes.groupby("round_item_id")}
+    expert_by_item = {
+        int(i): (who, verdict)
+        for i, who, verdict in zip(
+            expert.round_item_id.tolist(), expert.annotator.tolist(), expert.verdict.tolist(), strict=True
+        )
+    }
     out: list[Decision] = []
-    for item, row in proposals.iterrows():
-        item = int(item)
+    rows: Iterable[tuple[Any, Any]] = proposals.iterrows()
+    for key, row in rows:
+        item = int(key)
         v = by_item.get(item, {})
         tally = f"{int(row.harmful)} harmful, {int(row.safe)} safe, {int(row.unsure)} unsure"
         if not row.escalate:
@@ -202,20 +366,3 @@ def decide(proposals: pd.DataFrame, votes: pd.DataFrame, expert: pd.DataFrame, r
                 )
             )
     return out
-
-
-def dawid_skene_labels(votes: pd.DataFrame, annotators: list[str]) -> pd.DataFrame:
-    """Dawid-Skene on harmful/safe/unsure votes: round_item_id -> ds_label, ds_posterior (all classes)."""
-    from annotate.stats.agreement import dawid_skene
-    from annotate.stats.agreement.votes import vote_matrix
-
-    if votes.empty:
-        return pd.DataFrame(columns=["ds_label", "ds_posterior"])
-    codes, _counts, items = vote_matrix(votes, VERDICTS, annotators)
-    result = dawid_skene(codes, len(VERDICTS))
-    post = result.posteriors
-    best = post.argmax(axis=1)
-    return pd.DataFrame(
-        {"ds_label": [VERDICTS[k] for k in best], "ds_posterior": post.max(axis=1)},
-        index=pd.Index(items, name="round_item_id"),
-    )

@@ -8,14 +8,33 @@ alpha, applied to the lower end of its interval.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
+import pandas as pd
+from numpy.typing import NDArray
+
+from annotate.stats.agreement.matrices import label_matrix_from_long
 
 
 @dataclass(frozen=True)
 class Thresholds:
+    """Cut-offs for reading alpha and for flagging annotators (the ``[agreement]`` settings).
+
+    Attributes
+    ----------
+    reliable : float
+        Alpha at or above which data are relied on (Krippendorff 2004: 0.800).
+    tentative : float
+        Alpha at or above which only tentative conclusions are drawn (0.667).
+    kappa_consensus : float
+        Flag an annotator whose kappa with the leave-one-out consensus is below this.
+    alpha_gain : float
+        Flag an annotator whose deletion raises alpha by more than this.
+    """
+
     reliable: float = 0.800
     tentative: float = 0.667
     kappa_consensus: float = 0.6
@@ -23,7 +42,24 @@ class Thresholds:
 
 
 def verdict_for(alpha_low: float | None, th: Thresholds) -> str:
-    """Krippendorff's reading, on the interval's lower end."""
+    """Krippendorff's reading, on the interval's lower end.
+
+    Parameters
+    ----------
+    alpha_low : float or None
+        Lower end of alpha's interval; None or NaN when alpha is undefined.
+    th : Thresholds
+
+    Returns
+    -------
+    str
+        ``"reliable"``, ``"tentative only"``, ``"unreliable"`` or ``"undefined"``.
+
+    Examples
+    --------
+    >>> [verdict_for(a, Thresholds()) for a in (0.81, 0.7, 0.5, None)]
+    ['reliable', 'tentative only', 'unreliable', 'undefined']
+    """
     if alpha_low is None or alpha_low != alpha_low:
         return "undefined"
     if alpha_low >= th.reliable:
@@ -36,9 +72,20 @@ def verdict_for(alpha_low: float | None, th: Thresholds) -> str:
 def current_labels(annotations: Any, reviewers: set[str] | None = None) -> Any:
     """One row per (round_item_id, annotator): the latest usable verdict.
 
-    Args:
-        annotations: Store.annotations() frame.
-        reviewers: pseudonyms to keep (the round's annotators); None keeps every non-expert.
+    Parameters
+    ----------
+    annotations : pandas.DataFrame
+        ``Store.annotations()`` frame: round_item_id, annotator, verdict, deleted, skipped,
+        updated_at, annotation_id, ...
+    reviewers : set of str, optional
+        Pseudonyms to keep (the round's annotators); None keeps every annotator of the frame
+        (there is no filter by role).
+
+    Returns
+    -------
+    pandas.DataFrame
+        The rows that are neither deleted nor skipped and have a verdict, the latest
+        (``updated_at``, then ``annotation_id``) per (round_item_id, annotator).
     """
     df = annotations.loc[
         ~annotations.deleted.astype(bool) & ~annotations.skipped.astype(bool) & annotations.verdict.notna()
@@ -49,18 +96,51 @@ def current_labels(annotations: Any, reviewers: set[str] | None = None) -> Any:
     return df.drop_duplicates(["round_item_id", "annotator"], keep="last")
 
 
-def vote_matrix(labels: Any, categories: tuple[str, ...], annotators: list[str]) -> tuple[Any, Any, list[int]]:
-    """(codes (U, J) with -1 missing, counts (U, V), round_item_ids) for the given categories."""
-    keep = labels.loc[labels.verdict.isin(categories)]
-    items = sorted(labels.round_item_id.unique())
-    row = {item: i for i, item in enumerate(items)}
-    col = {a: j for j, a in enumerate(annotators)}
-    codes = np.full((len(items), len(annotators)), -1, dtype=np.int64)
-    cat = {c: k for k, c in enumerate(categories)}
-    for r in keep.itertuples():
-        if r.annotator in col:
-            codes[row[r.round_item_id], col[r.annotator]] = cat[r.verdict]
-    counts = np.zeros((len(items), len(categories)), dtype=np.int64)
-    for k in range(len(categories)):
-        counts[:, k] = (codes == k).sum(axis=1)
-    return codes, counts, items
+def vote_matrix(
+    labels: pd.DataFrame, categories: Sequence[str], annotators: Sequence[str]
+) -> tuple[NDArray[np.int64], NDArray[np.int64], list[Any]]:
+    """Votes as a label matrix and a count matrix, for the given categories and annotators.
+
+    Parameters
+    ----------
+    labels : pandas.DataFrame
+        Columns round_item_id, annotator and verdict (as :func:`current_labels` gives).
+    categories : sequence of str, length V
+        Verdicts in code order; any other verdict counts as no vote.
+    annotators : sequence of str, length J
+        The columns, in this order; votes by anyone else are left out.
+
+    Returns
+    -------
+    codes : ndarray of int64, shape (U, J)
+        Category code per (item, annotator), ``-1`` = no vote.
+    counts : ndarray of int64, shape (U, V)
+    items : list, length U
+        Every round_item_id of ``labels`` (also one without a kept vote), sorted.
+
+    Notes
+    -----
+    If an (item, annotator) pair has several rows, the last one with a verdict among
+    ``categories`` counts.
+
+    Examples
+    --------
+    >>> votes = pd.DataFrame(
+    ...     {"round_item_id": [5, 5, 2, 2], "annotator": ["A1", "A2", "A1", "A2"],
+    ...      "verdict": ["harmful", "unsure", "safe", "safe"]}
+    ... )
+    >>> codes, counts, items = vote_matrix(votes, ("harmful", "safe"), ["A1", "A2"])
+    >>> codes.tolist(), counts.tolist(), items
+    ([[1, 1], [0, -1]], [[0, 2], [1, 0]], [2, 5])
+    """
+    lm = label_matrix_from_long(
+        labels,
+        categories,
+        item="round_item_id",
+        annotator="annotator",
+        label="verdict",
+        annotators=annotators,
+        unknown="missing",
+        duplicates="last",
+    )
+    return lm.codes, lm.counts(), list(lm.items)
