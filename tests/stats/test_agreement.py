@@ -15,12 +15,10 @@ from __future__ import annotations
 import csv
 import json
 import math
-import os
 import re
 import time
 import warnings
 from fractions import Fraction
-from pathlib import Path
 from typing import Any, Literal, cast
 
 import krippendorff
@@ -33,21 +31,14 @@ from hypothesis import strategies as st
 from annotate.stats import adjudication, aggregation
 from annotate.stats import agreement as ag
 from annotate.stats.agreement import votes
+from tests.data_files import AGREEMENT_VECTORS
 
 # --------------------------------------------------------------------------------------------
 # Published vectors
 # --------------------------------------------------------------------------------------------
 
-_VECTOR_DIRS = [
-    os.environ.get("ANNOTATE_AGREEMENT_VECTORS", ""),
-    str(Path(__file__).parent / "data" / "agreement_vectors"),
-    # The shared data folder beside the repository, as on every machine and in CI.
-    str(Path(__file__).resolve().parents[2] / "shared" / "data" / "agreement_vectors"),
-]
-VECTOR_DIR = next(
-    (Path(d) for d in _VECTOR_DIRS if d and (Path(d) / "agreement_test_vectors.json").is_file()),
-    None,
-)
+# In the repository (tests/data/agreement_vectors, with its provenance): never skipped for want of it.
+VECTOR_DIR = AGREEMENT_VECTORS
 
 LEVELS: tuple[ag.Level, ...] = ("nominal", "ordinal", "interval", "ratio")
 
@@ -98,8 +89,6 @@ def _decimals(x: float) -> int:
 
 
 def _cases() -> list[Any]:
-    if VECTOR_DIR is None:
-        return []
     vectors = json.loads((VECTOR_DIR / "agreement_test_vectors.json").read_text())["vectors"]
     out = []
     for v in vectors:
@@ -197,10 +186,6 @@ def _compute(v: dict[str, Any], kind: tuple[str, ...]) -> float:
     raise AssertionError(kind)
 
 
-@pytest.mark.skipif(
-    VECTOR_DIR is None,
-    reason="agreement_test_vectors.json not found (set ANNOTATE_AGREEMENT_VECTORS)",
-)
 @pytest.mark.parametrize(("vector", "key", "want", "digits"), _cases())
 def test_published_vector(vector: dict[str, Any], key: str, want: float, digits: int) -> None:
     kind = _classify(vector, key)
@@ -216,7 +201,7 @@ def test_published_vector(vector: dict[str, Any], key: str, want: float, digits:
 
 def test_vector_file_is_found_here() -> None:
     """Guard against the whole published suite silently skipping: the vectors must be found."""
-    assert VECTOR_DIR is not None, f"agreement vectors not found in any of {_VECTOR_DIRS}"
+    assert (VECTOR_DIR / "agreement_test_vectors.json").is_file()
     assert len(_cases()) >= 40
 
 
