@@ -16,6 +16,7 @@ import json
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
+import pandas as pd
 
 from annotate.columns import BINARY_VERDICTS as BINARY
 from annotate.columns import VERDICTS as THREE_WAY
@@ -28,6 +29,7 @@ from annotate.stats.agreement.votes import Thresholds, current_labels, verdict_f
 
 if TYPE_CHECKING:
     from annotate.db import Store
+    from annotate.stats.agreement.results import PairwiseKappa
     from annotate.pipeline.session import Session
 
 GROUPINGS = ("stratum", "benchmark", "model", "category")
@@ -86,7 +88,7 @@ def agreement_report(
                 "category_agreement": {c: k.value for c, k in zip(cats, summary.category_agreement, strict=True)},
                 "prevalence_warning": summary.prevalence_warning,
                 "pairwise_cohen": _pairwise(summary.pairwise_cohen, annotators),
-                "annotators": _annotators(ag, codes, cats, annotators, subset, thresholds),
+                "annotators": _annotators(codes, cats, annotators, subset, thresholds),
             }
             groups.append(jsonable(group))
     return {
@@ -101,15 +103,18 @@ def agreement_report(
     }
 
 
-def _pairwise(pk: Any, annotators: list[str]) -> list[dict[str, Any]]:
+def _pairwise(pk: PairwiseKappa | None, annotators: list[str]) -> list[dict[str, Any]]:
     if pk is None:
         return []
     return [{"a": annotators[i], "b": annotators[j], "kappa": coef.value} for i, j, coef in pk.pairs]
 
 
 def _annotators(
-    ag: Any, codes: Any, cats: tuple[str, ...], annotators: list[str], subset: Any, th: Thresholds
+    codes: np.ndarray, cats: tuple[str, ...], annotators: list[str], subset: pd.DataFrame, th: Thresholds
 ) -> list[dict[str, Any]]:
+    """Per-annotator diagnostics of one group (with Dawid-Skene rates and gold accuracy)."""
+    from annotate.stats.agreement import annotator_diagnostics
+
     if codes.size == 0 or codes.shape[0] < 2:
         return []
     ds = None
@@ -118,7 +123,7 @@ def _annotators(
         ds = dawid_skene(codes, len(cats))
     except ValueError:
         ds = None
-    diag = ag.annotator_diagnostics(
+    diag = annotator_diagnostics(
         codes,
         len(cats),
         annotators=annotators,
