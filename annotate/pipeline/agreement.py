@@ -29,8 +29,8 @@ from annotate.stats.agreement.votes import Thresholds, current_labels, verdict_f
 
 if TYPE_CHECKING:
     from annotate.db import Store
-    from annotate.stats.agreement.results import PairwiseKappa
     from annotate.pipeline.session import Session
+    from annotate.stats.agreement.results import PairwiseKappa
 
 GROUPINGS = ("stratum", "benchmark", "model", "category")
 
