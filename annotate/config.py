@@ -7,25 +7,34 @@ shipped defaults). Everything the tool writes for a project lives under it: the 
 secrets (``.annotate/labelstudio/``), task files (``tasks/``), exports (``exports/``) and rejected
 input rows (``rejects/``).
 
-Environment variables read here: ``ANNOTATE_WORKSPACE``, ``ANNOTATE_DB``, ``ANNOTATE_LS_URL``
-and ``ANNOTATE_LS_TOKEN``. (``ANNOTATE_LS_BIN``, where the Label Studio executable is, belongs
-to the server supervisor.)
+The store is private: folders annotate creates for it are 0700 (``ensure_private_dir``) and an
+existing store that other users can open gets a warning with the ``chmod`` that fixes it
+(``loose_permissions``); an existing file's mode is never changed behind the user's back.
+
+Environment variables read here: ``ANNOTATE_WORKSPACE``, ``ANNOTATE_DB``, ``ANNOTATE_BUSY_TIMEOUT``,
+``ANNOTATE_LS_URL`` and ``ANNOTATE_LS_TOKEN``. (``ANNOTATE_LS_BIN``, where the Label Studio
+executable is, belongs to the server supervisor.)
 """
 
 from __future__ import annotations
 
 import os
+import shlex
+import stat
 import tomllib
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from annotate.errors import WorkspaceError
+from annotate.errors import InputError, StoreError, WorkspaceError
 
 CONFIG_NAME = "annotate.toml"
 LABEL_CONFIG_NAME = "label_config.xml"
 STATE_DIR = ".annotate"
 DB_FILENAME = "annotate.db"
+BUSY_TIMEOUT_ENV = "ANNOTATE_BUSY_TIMEOUT"
+DEFAULT_BUSY_TIMEOUT = 30.0  # seconds a writer waits for another command's write transaction
 
 
 @dataclass(frozen=True)
@@ -88,6 +97,70 @@ def resolve_db_url(root: Path, db: str | None, settings: dict[str, Any] | None =
     if "://" not in url:
         return f"sqlite:///{Path(url).expanduser().resolve()}"
     return url
+
+
+def busy_timeout(settings: dict[str, Any] | None = None) -> float:
+    """Seconds a writer waits for another command's write: $ANNOTATE_BUSY_TIMEOUT, else ``[store]
+    busy_timeout`` in annotate.toml, else 30."""
+    raw = os.environ.get(BUSY_TIMEOUT_ENV)
+    source = BUSY_TIMEOUT_ENV
+    if raw is None:
+        raw = (settings or {}).get("store", {}).get("busy_timeout")
+        source = "[store] busy_timeout"
+    if raw is None or raw == "":
+        return DEFAULT_BUSY_TIMEOUT
+    try:
+        value = float(raw)
+    except (TypeError, ValueError):
+        value = -1.0
+    if not value >= 0 or value == float("inf"):  # also NaN
+        raise InputError(f"{source} must be a number of seconds, 0 or more (got {raw!r}); fix or unset it.")
+    return value
+
+
+def ensure_private_dir(path: Path) -> None:
+    """Create ``path`` and its missing parents, each with mode 0700; existing folders are left as they are."""
+    missing: list[Path] = []
+    here = path
+    while not here.exists():
+        missing.append(here)
+        if here.parent == here:
+            break
+        here = here.parent
+    for folder in reversed(missing):
+        try:
+            folder.mkdir(mode=0o700)
+        except FileExistsError:
+            continue  # made by a concurrent command (or a dangling symlink: the next step says so)
+        except OSError as exc:
+            raise StoreError(
+                f"cannot create the folder {folder}: {exc.strerror}. Choose another workspace or --db."
+            ) from None
+        # mkdir's mode passes through the umask, which can only narrow it: make it exactly 0700.
+        os.chmod(folder, 0o700)
+
+
+def loose_permissions(paths: Iterable[Path]) -> str | None:
+    """A warning naming those of ``paths`` that other users can open, with the chmod that makes them
+    private (folders 700, files 600); None when every existing one is private."""
+    loose: list[tuple[Path, int]] = []
+    for path in paths:
+        try:
+            mode = path.stat().st_mode
+        except OSError:
+            continue  # missing: annotate creates it private
+        if mode & 0o077:
+            loose.append((path, mode))
+    if not loose:
+        return None
+    listing = ", ".join(f"{p} (mode {stat.S_IMODE(mode):04o})" for p, mode in loose)
+    folders = [shlex.quote(str(p)) for p, mode in loose if stat.S_ISDIR(mode)]
+    files = [shlex.quote(str(p)) for p, mode in loose if not stat.S_ISDIR(mode)]
+    fixes = [f"chmod {mode} {' '.join(paths)}" for mode, paths in (("700", folders), ("600", files)) if paths]
+    return (
+        f"the store is not private: other users on this machine have access to {listing}. "
+        f"Make it private with: {' && '.join(fixes)}"
+    )
 
 
 def load_settings(root: Path) -> dict[str, Any]:

@@ -3,9 +3,10 @@
     AnnotateError                 base; the CLI prints ``Error: <message>`` and exits 1
     ├── InputError                bad input files or options; exit 2, nothing written
     ├── WorkspaceError            missing or broken workspace / configuration
-    ├── StoreError                database problems (schema version, connection)
+    ├── StoreError                database problems (schema version, connection, a busy store)
     ├── LabelStudioError          Label Studio unreachable, rejected a call, ...
-    └── StateError                the store is not in a state that allows the command
+    └── StateError                the store is not in a state that allows the command (or another
+                                  command holds, or just wrote, what this one needs)
 
 Messages are full sentences that say what to do next.
 """

@@ -5,7 +5,8 @@ function of ``annotate.pipeline``, and renders the result (a table, or JSON with
 Heavy modules (pandas, SQLAlchemy, the Label Studio SDK) are imported inside the command
 bodies so that ``annotate --help`` stays fast. Domain errors (``AnnotateError``) are printed as
 ``Error: ...`` without a traceback, in this one place, and exit with their own status (1, or 2
-for bad input).
+for bad input). So are the database errors that concurrent commands cause (a busy store, a record
+another command wrote at the same moment), should one escape the store's own translation.
 """
 
 from __future__ import annotations
@@ -29,6 +30,7 @@ from annotate.cli import (
     score,
     summary,
 )
+from annotate.cli._options import DB_HELP
 from annotate.errors import AnnotateError
 
 
@@ -37,11 +39,25 @@ class AnnotateGroup(click.Group):
         try:
             return super().invoke(ctx)
         except AnnotateError as exc:
-            problems = getattr(exc, "problems", None) or []
-            for line in problems:
-                click.echo(f"Error: {one_line(line)}", err=True)
-            click.echo(f"Error: {one_line(str(exc))}", err=True)
-            ctx.exit(exc.exit_code)
+            report(ctx, exc)
+        except (click.exceptions.ClickException, click.exceptions.Exit, click.exceptions.Abort):
+            raise
+        except Exception as exc:
+            from annotate.pipeline.session import as_user_error
+
+            error = as_user_error(exc)
+            if error is None:
+                raise
+            report(ctx, error)
+
+
+def report(ctx: click.Context, exc: AnnotateError) -> None:
+    """``Error: ...`` lines on stderr, then exit with the error's status."""
+    problems = getattr(exc, "problems", None) or []
+    for line in problems:
+        click.echo(f"Error: {one_line(line)}", err=True)
+    click.echo(f"Error: {one_line(str(exc))}", err=True)
+    ctx.exit(exc.exit_code)
 
 
 def one_line(text: str) -> str:
@@ -51,7 +67,7 @@ def one_line(text: str) -> str:
 
 @click.group(cls=AnnotateGroup, context_settings={"help_option_names": ["-h", "--help"], "max_content_width": 100})
 @click.option("--workspace", "-w", metavar="DIR", default=None, help="Workspace folder [env ANNOTATE_WORKSPACE].")
-@click.option("--db", metavar="URL", default=None, help="Database URL [env ANNOTATE_DB].")
+@click.option("--db", metavar="URL", default=None, help=f"{DB_HELP} [env ANNOTATE_DB].")
 @click.version_option(__version__, prog_name="annotate")
 def cli(workspace: str | None, db: str | None) -> None:
     """Human review of ambiguous AI-safety judge verdicts, with audited corrected scores.

@@ -12,6 +12,16 @@ import click
 if TYPE_CHECKING:
     from annotate.pipeline.session import Session
 
+DB_HELP = (
+    "Database: a SQLite file path, sqlite:///PATH, or postgresql+psycopg://USER@HOST/DB "
+    "(with the postgres extra); no other database is supported"
+)
+
+
+def notify(message: str) -> None:
+    """A line for the user while a command runs, on stderr (stdout may be --json)."""
+    click.echo(message, err=True)
+
 
 def workspace_options(fn: Callable[..., Any]) -> Callable[..., Any]:
     """--workspace and --db on every command (they may also come before the command name)."""
@@ -29,8 +39,7 @@ def workspace_options(fn: Callable[..., Any]) -> Callable[..., Any]:
         "db",
         metavar="URL",
         default=None,
-        help="Database URL (a SQLite file path, sqlite:///... or postgresql://...) [env ANNOTATE_DB; "
-        "default: .annotate/annotate.db in the workspace].",
+        help=f"{DB_HELP} [env ANNOTATE_DB; default: .annotate/annotate.db in the workspace].",
     )
     @click.pass_context
     @functools.wraps(fn)
@@ -52,7 +61,7 @@ def open_session(ctx: click.Context) -> Session:
     from annotate.pipeline.session import open_session as open_
 
     obj = ctx.ensure_object(dict)
-    return open_(obj.get("workspace"), obj.get("db"), connect_to=obj.get("connect"))
+    return open_(obj.get("workspace"), obj.get("db"), connect_to=obj.get("connect"), notify=notify)
 
 
 def open_ws(ctx: click.Context) -> Any:

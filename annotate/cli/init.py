@@ -6,10 +6,12 @@ from pathlib import Path
 
 import click
 
+from annotate.cli._options import DB_HELP, notify
+
 
 @click.command()
 @click.argument("directory", required=False, type=click.Path(file_okay=False, path_type=Path))
-@click.option("--db", "db", metavar="URL", default=None, help="Database URL [env ANNOTATE_DB].")
+@click.option("--db", "db", metavar="URL", default=None, help=f"{DB_HELP} [env ANNOTATE_DB].")
 @click.pass_context
 def init(ctx: click.Context, directory: Path | None, db: str | None) -> None:
     """Create a workspace in DIRECTORY (default: the workspace option or the current directory).
@@ -27,7 +29,7 @@ def init(ctx: click.Context, directory: Path | None, db: str | None) -> None:
 
     root = resolve_root(directory or ctx.find_root().params.get("workspace"))
     url = resolve_db_url(root, db or ctx.find_root().params.get("db"))
-    created, kept = init_workspace(root, url)
+    created, kept = init_workspace(root, url, notify=notify)
     from annotate.config import redact_url
 
     for path in created:

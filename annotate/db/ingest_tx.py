@@ -1,4 +1,8 @@
-"""The bulk write of one ingested file: one database transaction, raw DBAPI ``executemany``."""
+"""The bulk write of one ingested file: one database transaction, raw DBAPI ``executemany``.
+
+The raw cursor bypasses SQLAlchemy's error handling, so its calls go through ``translating()``:
+a lock timeout there is the same "store is busy" error as anywhere else.
+"""
 
 from __future__ import annotations
 
@@ -13,7 +17,7 @@ from sqlalchemy.engine import Connection
 
 from annotate.columns import RESPONSE_COLUMNS, RESPONSE_KEY
 from annotate.db import models as m
-from annotate.db.engine import db_timestamp, utcnow
+from annotate.db.engine import db_timestamp, translating, utcnow
 
 
 @dataclass
@@ -89,10 +93,11 @@ class IngestTransaction:
         if not rows:
             return BatchResult()
         if write:
-            cur = self._dbapi.cursor()
-            cur.executemany(self._insert_sql, rows)
-            inserted = cur.rowcount if cur.rowcount is not None and cur.rowcount >= 0 else -1
-            cur.close()
+            with translating():
+                cur = self._dbapi.cursor()
+                cur.executemany(self._insert_sql, rows)
+                inserted = cur.rowcount if cur.rowcount is not None and cur.rowcount >= 0 else -1
+                cur.close()
         else:
             inserted = 0
         result = BatchResult(inserted=inserted)
@@ -102,7 +107,8 @@ class IngestTransaction:
         # batch compare equal to themselves, so only differing hashes are conflicts.
         key_idx = [RESPONSE_COLUMNS.index(c) for c in RESPONSE_KEY]
         sha_idx = RESPONSE_COLUMNS.index("content_sha")
-        existing = self._lookup([tuple(r[i] for i in key_idx) for r in rows])
+        with translating():
+            existing = self._lookup([tuple(r[i] for i in key_idx) for r in rows])
         for i, row in enumerate(rows):
             found = existing.get(i)
             if found is None:  # only possible with write=False: a new key

@@ -9,7 +9,7 @@ import pandas as pd
 from sqlalchemy import func, select
 
 from annotate.db import models as m
-from annotate.db.engine import frame
+from annotate.db.engine import begin_write, frame
 from annotate.db.ingest_tx import IngestTransaction
 from annotate.db.store_base import Component
 
@@ -19,10 +19,15 @@ class ResponseTables(Component):
 
     @contextmanager
     def ingest_transaction(self) -> Iterator[IngestTransaction]:
-        """One transaction for one `annotate ingest` run: commits on normal exit unless aborted."""
+        """One transaction for one `annotate ingest` run: commits on normal exit unless aborted.
+
+        It holds the store's write lock from its start (``engine``: another writer waits, then
+        gets "the store is busy"), so nothing is half-written when it cannot have the lock.
+        """
         with self.engine.connect() as conn:
             trans = conn.begin()
             try:
+                begin_write(conn)
                 tx = IngestTransaction(conn, self.dialect)
                 yield tx
                 if tx.aborted:

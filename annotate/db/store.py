@@ -1,8 +1,13 @@
 """The store: the one owner of the database, made of one component per group of tables.
 
-Any SQLAlchemy URL of a supported dialect works; SQLite (the default, one file in the workspace,
-WAL mode) and PostgreSQL (``postgresql+psycopg://...``, for teams sharing one database) are
-tested. Opening a store applies missing migrations (``annotate.db.migrations``).
+Two databases are supported: SQLite (the default, one private file in the workspace, WAL mode)
+and PostgreSQL (``postgresql+psycopg://...``, for teams sharing one database); any other URL is
+refused before anything is created (``engine.check_url``). Opening a store applies missing
+migrations (``annotate.db.migrations``), one opener at a time.
+
+Concurrent commands: writers wait for each other up to ``busy_timeout`` seconds, then fail with
+``StoreError`` ("the store is busy ..."); ``Store.exclusive(name)`` keeps a command from running
+twice on the same thing (one pull of one annotator's project at a time). See ``engine``.
 
 Components (each a class over the shared engine, none calling another):
 
@@ -16,27 +21,45 @@ Components (each a class over the shared engine, none calling another):
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+from contextlib import contextmanager
 from types import TracebackType
 
 from sqlalchemy.exc import OperationalError, ProgrammingError
 
+from annotate.config import DEFAULT_BUSY_TIMEOUT
 from annotate.db.decisions import DecisionTables
 from annotate.db.diagnostics import DiagnosticTables
-from annotate.db.engine import make_engine, utcnow
+from annotate.db.engine import (
+    BUSY_MESSAGE,
+    Notify,
+    advisory_lock,
+    check_url,
+    file_lock,
+    make_engine,
+    sqlite_path,
+    store_error,
+    store_files,
+    utcnow,
+)
 from annotate.db.ingest_tx import BatchResult, IngestTransaction
 from annotate.db.migrations import MIGRATIONS, SCHEMA_VERSION, migrate, schema_version
 from annotate.db.responses import ResponseTables
 from annotate.db.review import ReviewTables
-from annotate.errors import StoreError
+from annotate.errors import StateError, StoreError
 
 __all__ = [
+    "BUSY_MESSAGE",
     "MIGRATIONS",
     "SCHEMA_VERSION",
     "BatchResult",
     "IngestTransaction",
     "Store",
+    "check_url",
     "make_engine",
     "open_store",
+    "store_error",
+    "store_files",
     "utcnow",
 ]
 
@@ -44,14 +67,69 @@ __all__ = [
 class Store(ResponseTables, ReviewTables, DecisionTables, DiagnosticTables):
     """The database of one workspace (or of a team, on PostgreSQL)."""
 
-    def __init__(self, url: str, *, create: bool = True) -> None:
+    def __init__(
+        self,
+        url: str,
+        *,
+        create: bool = True,
+        busy_timeout: float = DEFAULT_BUSY_TIMEOUT,
+        notify: Notify | None = None,
+    ) -> None:
+        """Open (creating and migrating when needed) the store at ``url``.
+
+        ``busy_timeout``: seconds a writer waits for another command's write before giving up;
+        ``notify``: where the lines for the user go (that a writer waits; None: nowhere).
+        """
         self.url = url
-        self.engine = make_engine(url)
+        self.busy_timeout = busy_timeout
+        self.notify = notify
+        self.engine = make_engine(url, busy_timeout=busy_timeout, notify=notify)
         self.dialect = self.engine.dialect.name
         try:
-            migrate(self.engine, create=create)
+            if schema_version(self.engine) != SCHEMA_VERSION:
+                self._migrate(create)
         except OperationalError as exc:
+            self.engine.dispose()
             raise StoreError(f"cannot open the database: {exc.orig}") from None
+        except BaseException:
+            self.engine.dispose()
+            raise
+
+    def _migrate(self, create: bool) -> None:
+        # Two commands opening a new (or older) store at once must not both apply a migration.
+        running = "another annotate command is creating or upgrading the store"
+        try:
+            with self.exclusive("schema", wait=self.busy_timeout, message=running):
+                migrate(self.engine, create=create)
+        except StateError as exc:
+            if str(exc) != running:
+                raise
+            raise StoreError(f"{running}; try again when it has finished.") from None
+
+    @contextmanager
+    def exclusive(self, name: str, *, wait: float = 0, message: str | None = None) -> Iterator[None]:
+        """Hold the named lock for the block: one holder per store across processes and machines.
+
+        For commands that must not run twice on the same thing (``pull:r1:A1``). If another
+        holder keeps it for ``wait`` seconds, raises ``StateError(message)`` (say what is
+        running, e.g. "another pull of A1 (round r1) is running"). SQLite: a ``flock`` on a 0600
+        file in ``<database>.locks/`` beside the database; PostgreSQL: a session advisory lock on
+        a hash of the name. Released when the block ends or the process dies.
+        """
+        running = message or f"another annotate command holds the lock {name!r}"
+
+        def on_wait() -> None:
+            if self.notify is not None:
+                self.notify(f"{running}; waiting up to {wait:g} s...")
+
+        if self.dialect == "sqlite":
+            lock = file_lock(sqlite_path(self.url), name, wait=wait, on_wait=on_wait)
+        else:
+            lock = advisory_lock(self.engine, name, wait=wait, on_wait=on_wait)
+        with lock as got:
+            if not got:
+                raise StateError(running if message else f"{running}; try again when it has finished.")
+            yield
 
     def schema_version(self) -> int:
         return schema_version(self.engine)
@@ -68,8 +146,11 @@ class Store(ResponseTables, ReviewTables, DecisionTables, DiagnosticTables):
         self.close()
 
 
-def open_store(url: str, *, create: bool = True) -> Store:
+def open_store(
+    url: str, *, create: bool = True, busy_timeout: float = DEFAULT_BUSY_TIMEOUT, notify: Notify | None = None
+) -> Store:
+    """The store at ``url`` (see ``Store``); database errors become ``StoreError``."""
     try:
-        return Store(url, create=create)
+        return Store(url, create=create, busy_timeout=busy_timeout, notify=notify)
     except (OperationalError, ProgrammingError) as exc:
         raise StoreError(f"cannot open the database: {getattr(exc, 'orig', exc)}") from None

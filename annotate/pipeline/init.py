@@ -5,13 +5,15 @@ from __future__ import annotations
 from importlib import resources
 from pathlib import Path
 
-from annotate.config import CONFIG_NAME, STATE_DIR
+from annotate.config import CONFIG_NAME, STATE_DIR, Workspace, ensure_private_dir
+from annotate.pipeline.session import Notify, open_workspace_store
 
 GITIGNORE = f"""# annotate: local state that must not be committed
 {STATE_DIR}/
 *.db
 *.db-wal
 *.db-shm
+*.db.locks/
 rejects/
 """
 
@@ -20,10 +22,15 @@ def packaged(name: str) -> str:
     return resources.files("annotate").joinpath("data", name).read_text(encoding="utf-8")
 
 
-def init_workspace(root: Path, db_url: str) -> tuple[list[Path], list[Path]]:
-    """Create the workspace files that are missing; return (created, kept)."""
-    from annotate.db.store import open_store
+def init_workspace(root: Path, db_url: str, *, notify: Notify | None = None) -> tuple[list[Path], list[Path]]:
+    """Create the workspace files that are missing; return (created, kept).
 
+    The database URL is checked before anything is created; the state folder is made 0700 and a
+    new SQLite store 0600 (an existing one that others can open is reported through ``notify``).
+    """
+    from annotate.db import check_url
+
+    check_url(db_url)
     created: list[Path] = []
     kept: list[Path] = []
     root.mkdir(parents=True, exist_ok=True)
@@ -44,7 +51,10 @@ def init_workspace(root: Path, db_url: str) -> tuple[list[Path], list[Path]]:
         if path.exists():
             kept.append(path)
         else:
-            path.mkdir(mode=0o700 if name == STATE_DIR else 0o777)
+            if name == STATE_DIR:
+                ensure_private_dir(path)
+            else:
+                path.mkdir()
             created.append(path)
-    open_store(db_url).close()
+    open_workspace_store(Workspace(root=root, db_url=db_url), notify=notify).close()
     return created, kept

@@ -21,6 +21,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import IO, TYPE_CHECKING
 
+from annotate.config import ensure_private_dir
 from annotate.errors import LabelStudioError, WorkspaceError
 from annotate.labelstudio.server.env import SQLITE_NAME, find_label_studio, redact, server_command, server_env
 from annotate.labelstudio.server.files import (
@@ -333,7 +334,7 @@ def _copy_seed(seed_from: Path, data_dir: Path, secrets_path: Path) -> None:
     external = secrets_path != data_dir / SECRETS_NAME
     if external and secrets_path.exists() and read_secrets(secrets_path).token != seed_secrets.token:
         raise WorkspaceError(f"{secrets_path} already holds a token that does not match the seed {seed_from}.")
-    data_dir.parent.mkdir(parents=True, exist_ok=True)
+    ensure_private_dir(data_dir.parent)
     # Copy beside the target, then rename: a crash mid-copy leaves no half data dir that a later
     # start would take for a real one.
     tmp = data_dir.with_name(f".{data_dir.name}.seed-{os.getpid()}-{_secrets.token_hex(4)}")
@@ -354,7 +355,7 @@ def _copy_seed(seed_from: Path, data_dir: Path, secrets_path: Path) -> None:
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
     if external and not secrets_path.exists():
-        secrets_path.parent.mkdir(parents=True, exist_ok=True)
+        ensure_private_dir(secrets_path.parent)
         write_private_file(secrets_path, (seed_from / SECRETS_NAME).read_bytes(), replace=False)
 
 
@@ -605,7 +606,7 @@ def start_server(
         seeded = True
 
     # LS would create it 0700 too; we need it now for the lock and the secrets.
-    plan.data_dir.mkdir(mode=0o700, parents=True, exist_ok=True)
+    ensure_private_dir(plan.data_dir)
     with start_lock(plan.data_dir):
         # Again, under the lock: a concurrent start may have won the race.
         _refuse_if_running(plan.data_dir)
