@@ -97,7 +97,7 @@ RESPONSE_COLUMNS = (
     "ingested_at",
 )
 
-#: labels.csv of an export (then one column per annotator pseudonym, A1, A2, ...).
+#: labels.csv of an export (then one column per annotator pseudonym, A1, A2, ...; schema annotate-export/2).
 LABEL_COLUMNS = (
     "round",
     "model",
@@ -117,6 +117,7 @@ LABEL_COLUMNS = (
     "adjudicator",
     "reason",
     "ds_label",
+    "gold_label",
 )
 
 #: scores.csv of an export and `annotate score --json`.
@@ -136,6 +137,7 @@ SCORE_COLUMNS = (
     "se",
     "interval",
     "note",
+    "estimate_kind",
 )
 
 #: ranking.csv: each treatment's ranking against the corrected one, per benchmark and ALL.
@@ -150,6 +152,7 @@ RANKING_COLUMNS = (
     "max_rank_shift",
     "n_models",
     "excluded",
+    "note",
 )
 
 #: The per-stratum counts every estimator takes (``stats.scoring.strata_table``).

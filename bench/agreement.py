@@ -5,7 +5,9 @@ Run:  python bench/agreement.py [--units 100000] [--repeats 5]
 Data: 3 annotators x 100,000 units, 3 categories (harmful / safe / unsure), about 3 % of the
 ratings missing, seeded. Every timing is the median of ``--repeats`` runs after one warm-up.
 Targets (docs/performance.md): alpha with its 2,000-replicate bootstrap interval costs at most
-5 single ``krippendorff.alpha`` calls; Dawid-Skene on 60,000 units x 3 annotators < 10 s.
+5 single ``krippendorff.alpha`` calls; Dawid-Skene on 60,000 units x 3 annotators < 10 s (the fit
+the pipeline runs: classes harmful and safe, unsure votes as missing, smoothed). The coefficients
+of issue #13 (Brennan-Prediger, Conger, weighted kappa) are timed beside them, with their intervals.
 """
 
 from __future__ import annotations
@@ -23,7 +25,7 @@ import krippendorff  # noqa: E402
 from timing import median_time  # noqa: E402  (bench/timing.py; the script's folder is on sys.path)
 
 from annotate.stats import agreement as ag  # noqa: E402
-from annotate.stats.aggregation import dawid_skene  # noqa: E402
+from annotate.stats.aggregation import binary_codes, dawid_skene  # noqa: E402
 
 CATEGORIES = ("harmful", "safe", "unsure")
 
@@ -45,6 +47,19 @@ def simulate(
     labels = np.where(right, truth[:, None], other)
     labels[rng.random(labels.shape) < missing] = -1
     return labels
+
+
+def _long(labels: np.ndarray) -> Any:
+    """The label matrix as the store's long vote table (round_item_id, annotator, verdict)."""
+    import pandas as pd
+
+    U, J = labels.shape
+    verdict = np.array(CATEGORIES + (None,), dtype=object)[labels]  # -1 picks None: no vote
+    table = pd.DataFrame(
+        {"round_item_id": np.repeat(np.arange(U), J), "annotator": np.tile([str(j) for j in range(J)], U)}
+    )
+    table["verdict"] = verdict.ravel()
+    return table.loc[table.verdict.notna()]
 
 
 def main() -> None:
@@ -75,6 +90,12 @@ def main() -> None:
     rows.append((f"AC1 + {B}-replicate bootstrap CI", t_ac1))
     t_fl, fl = median_time(lambda: ag.fleiss_kappa(counts, n_boot=B, seed=0), R)
     rows.append((f"Fleiss (complete units) + {B}-replicate CI", t_fl))
+    t_bp, bp = median_time(lambda: ag.brennan_prediger(counts, n_boot=B, seed=0), R)
+    rows.append((f"Brennan-Prediger + {B}-replicate CI", t_bp))
+    t_cg, cg = median_time(lambda: ag.conger_kappa(labels, 3, n_boot=B, seed=0), R)
+    rows.append((f"Conger (label matrix) + {B}-replicate CI", t_cg))
+    t_wk, wk = median_time(lambda: ag.weighted_kappa(labels[:, 0], labels[:, 1], 3, "linear", n_boot=B, seed=0), R)
+    rows.append((f"weighted kappa, 2 raters + {B}-replicate CI + analytic SE", t_wk))
 
     def headline() -> tuple[Any, ...]:
         n = ag.counts_from_reliability_data(rel, categories=[0.0, 1.0, 2.0])
@@ -88,10 +109,19 @@ def main() -> None:
     rows.append(("counts + alpha/CI + AC1/CI + Fleiss/CI (one pass)", t_all))
     t_sum, summary = median_time(lambda: ag.agreement_summary(counts, CATEGORIES, n_boot=B, seed=0), R)
     rows.append(("agreement_summary (all coefficients, all CIs)", t_sum))
+    t_sum_l, _ = median_time(
+        lambda: ag.agreement_summary(counts, CATEGORIES, labels=labels, n_boot=B, seed=0), max(1, min(R, 3))
+    )
+    rows.append(("agreement_summary with the label matrix (+ pairwise, Conger)", t_sum_l))
+    codes_bin, counts_bin, _, dropped = ag.vote_matrix_with_dropped(_long(labels), ("harmful", "safe"), ["0", "1", "2"])
+    binary = ag.agreement_summary(counts_bin, ("harmful", "safe"), labels=codes_bin, dropped=dropped, n_boot=0)
 
     ds_labels = simulate(args.ds_units, seed=7)
-    t_ds, ds = median_time(lambda: dawid_skene(ds_labels, 3), max(1, min(R, 3)))
-    rows.append((f"Dawid-Skene, {args.ds_units:,} units x 3 annotators", t_ds))
+    ds_binary = binary_codes(ds_labels, CATEGORIES)
+    t_ds3, ds3 = median_time(lambda: dawid_skene(ds_labels, 3), max(1, min(R, 3)))
+    rows.append((f"Dawid-Skene, 3 classes (as before), {args.ds_units:,} units x 3", t_ds3))
+    t_ds, ds = median_time(lambda: dawid_skene(ds_binary, 2), max(1, min(R, 3)))
+    rows.append((f"Dawid-Skene, harmful/safe, unsure missing, {args.ds_units:,} x 3", t_ds))
 
     width = max(len(name) for name, _ in rows)
     print(
@@ -115,9 +145,19 @@ def main() -> None:
         f"({fl.ci_low:.4f}, {fl.ci_high:.4f}), {fl.n_excluded:,} incomplete units dropped"
     )
     print(
-        f"  Dawid-Skene: {ds.n_iter} iterations, converged={ds.converged}; "
-        "diag(confusion) per annotator: " + ", ".join(np.array2string(np.diag(c), precision=3) for c in ds.confusion)
+        f"  BP {bp.value:.4f} ({bp.ci_low:.4f}, {bp.ci_high:.4f}); Conger {cg.value:.4f} ({cg.ci_low:.4f}, "
+        f"{cg.ci_high:.4f}); weighted kappa (A1, A2) {wk.value:.4f}, "
+        f"SE boot {wk.se:.5f} / analytic {wk.se_analytic:.5f}"
     )
+    print(
+        f"  binary set: {binary.dropped.n_dropped:,} unsure votes dropped ({binary.dropped.share:.1%}), "
+        f"{binary.dropped.n_units_unpairable:,} units no longer pairable; binary alpha {binary.alpha.value:.4f}"
+    )
+    for name, fit in (("3 classes", ds3), ("harmful/safe", ds)):
+        print(
+            f"  Dawid-Skene ({name}): {fit.n_iter} iterations, converged={fit.converged}; diag(confusion) per "
+            "annotator: " + ", ".join(np.array2string(np.diag(c), precision=3) for c in fit.confusion)
+        )
     ok_ratio = t_boot / t_kr <= 5
     print("\ntargets")
     print(f"  bootstrap interval <= 5 krippendorff calls: {t_boot / t_kr:.2f}x  -> {'OK' if ok_ratio else 'MISSED'}")

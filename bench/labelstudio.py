@@ -135,7 +135,7 @@ def main() -> None:
         store = open_store(open_workspace(str(ws), None).db_url)
         projects = store.ls_projects(store.get_round("pullbench")["id"])
         users = store.annotators().set_index("pseudonym")
-        items = store.round_items(store.get_round("pullbench")["id"], with_text=True).set_index("ext_id")
+        items = store.round_items(store.get_round("pullbench")["id"], with_text=True).set_index("round_item_id")
         verdicts = ("harmful", "safe", "unsure")
         t = time.perf_counter()
         for p in projects.itertuples():
@@ -144,8 +144,9 @@ def main() -> None:
             tasks = store.ls_tasks(int(p.id))
             uid = int(users.loc[p.pseudonym, "ls_user_id"])
             batch = []
-            for j, ext in enumerate(tasks.ext_id):
-                item = items.loc[ext]
+            # Task ids are per project (a keyed hash of annotator and item): look items up by id.
+            for j, (ext, item_id) in enumerate(zip(tasks.ext_id, tasks.round_item_id, strict=True)):
+                item = items.loc[int(item_id)]
                 batch.append(
                     {
                         "data": {"prompt": item["prompt"], "response": item["response"], "ext_id": ext},

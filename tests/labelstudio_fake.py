@@ -4,9 +4,11 @@ It keeps the behaviours the pipeline relies on (shared labelstudio.md), so tests
 and adjudicate can exercise them in milliseconds: imports return task ids in input order and are
 never de-duplicated; the JSON export carries every annotation with ``completed_by``, skips as
 ``was_cancelled``, and ``meta``; a task's ``updated_at`` moves when one of its annotations is
-created, changed or deleted, and ``changed_task_ids`` filters on it; ``server_time`` is a
-monotonic clock. Failures a real server cannot produce on demand are injected with
-``fail_next_import`` (the import commits, then the outcome is lost, as after a timeout).
+created, changed or deleted (or its data is edited, ``edit_task``), and ``changed_task_ids``
+filters on it; ``server_time`` is a monotonic clock. Like the real server, it accepts any
+``result`` and any ``completed_by`` (another user's annotations are made that way). Failures a
+real server cannot produce on demand are injected with ``fail_next_import`` (the import
+commits, then the outcome is lost, as after a timeout).
 
 The real-server tests (tests/labelstudio/test_rounds_server.py) keep checking the same flows
 against Label Studio itself.
@@ -179,6 +181,17 @@ class FakeLabelStudio:
         ann["result"] = copy.deepcopy(result)
         ann["updated_at"] = self._now()
         self.tasks[task_id]["updated_at"] = ann["updated_at"]
+
+    def edit_task(
+        self, task_id: int, *, data: dict[str, Any] | None = None, meta: dict[str, Any] | None = None
+    ) -> None:
+        """A member edits a task's data or meta (the Data Manager and the API allow it); updated_at moves."""
+        task = self.tasks[task_id]
+        if data is not None:
+            task["data"] = copy.deepcopy(data)
+        if meta is not None:
+            task["meta"] = copy.deepcopy(meta)
+        task["updated_at"] = self._now()
 
     def delete_annotation(self, annotation_id: int) -> None:
         task_id, ann = self.annotations.pop(annotation_id)

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 import click
 
 from annotate.cli._format import ci, num, table
@@ -67,17 +69,18 @@ def agreement(
             num(g["ac1"]),
             num(g["fleiss_kappa"]),
             num(g["percent_agreement"]),
+            _unsure_dropped(g),
             g["verdict"] + (" !" if g["prevalence_warning"] else ""),
         ]
         for g in groups
     ]
-    click.echo(
-        table(
-            ["group", "labels", "units", "alpha", "95% CI", "P(a<.667)", "AC1", "Fleiss", "% agree", "verdict"],
-            rows,
-            align="llrrrrrrrl",
+    headers = ["group", "labels", "units", "alpha", "95% CI", "P(a<.667)", "AC1", "Fleiss", "% agree"]
+    click.echo(table([*headers, "unsure dropped", "verdict"], rows, align="llrrrrrrrrl"))
+    if any(g["labels"] == "binary" for g in groups):
+        click.echo(
+            "binary: unsure votes count as missing; 'unsure dropped' is how many votes (and what share) that "
+            "leaves out. Read binary alpha as agreement on the items reviewers were sure about."
         )
-    )
     warned = [g for g in groups if g["prevalence_warning"]]
     if warned:
         click.echo("! " + warned[0]["prevalence_warning"] + " Read AC1 beside alpha there (kappa paradox).")
@@ -121,3 +124,10 @@ def agreement(
                 align="lrrrrrrrrl",
             )
         )
+
+
+def _unsure_dropped(g: dict[str, Any]) -> str:
+    """The binary set's dropped unsure votes as "n (share)"; "-" for the 3-way set."""
+    if g["labels"] != "binary":
+        return "-"
+    return f"{g['n_unsure_dropped']} ({num(g['unsure_dropped_share'], '{:.0%}')})"

@@ -9,6 +9,8 @@ import click
 
 from annotate.cli._options import echo_json, open_session, workspace_options
 
+INTERRUPTED = 130  # the shell's status for Ctrl-C; SIGTERM is handled the same way
+
 
 @click.command("export")
 @click.argument("name")
@@ -17,6 +19,15 @@ from annotate.cli._options import echo_json, open_session, workspace_options
 @click.option("--seed", default=0, show_default=True, help="Seed of the posterior draws and bootstrap.")
 @click.option("--min-reviewed", default=10, show_default=True, help="See `annotate score --help`.")
 @click.option("--estimand", type=click.Choice(["fixed", "general"]), default="fixed", show_default=True)
+@click.option(
+    "--sign",
+    "sign_key",
+    metavar="KEYFILE",
+    type=click.Path(dir_okay=False, path_type=Path),
+    default=None,
+    help="Sign manifest.json with this Ed25519 private key (PEM, OpenSSH or 32 raw bytes; not encrypted); "
+    "writes manifest.json.sig. Needs the `sign` extra.",
+)
 @click.option("--json", "as_json", is_flag=True, help="Print JSON.")
 @workspace_options
 def export_cmd(
@@ -27,71 +38,119 @@ def export_cmd(
     seed: int,
     min_reviewed: int,
     estimand: str,
+    sign_key: Path | None,
     as_json: bool,
 ) -> None:
     """Write an immutable, verifiable audited score set to exports/NAME/.
 
     scores.csv/.json, ranking.csv, flips.csv, p_safer.csv, labels.csv (one row per reviewed
     response, annotators by pseudonym), agreement.json, design.json, report.html and
-    manifest.json with the sha256 of every file. An existing NAME is refused; an interrupted
-    export leaves nothing behind. No e-mails, tokens or response texts are written.
+    manifest.json with the sha256 of every file; every derived file is computed from
+    labels.csv and design.json alone, so `annotate verify` can re-derive it. CSV text cells
+    that a spreadsheet would run as a formula carry a leading apostrophe. An existing NAME is
+    refused; an interrupted export (Ctrl-C, SIGTERM) leaves nothing behind, and temporary
+    folders of killed exports are swept by the next one. No e-mails, tokens or response texts
+    are written.
 
     \b
     Example:
       annotate export audit-2026q4 --round r1
+      annotate export audit-2026q4-signed --round r1 --sign signing-key.pem
       annotate verify exports/audit-2026q4
     """
     from annotate.pipeline.export import export
 
-    with open_session(ctx) as s:
-        out = export(
-            s, name, round_names=round_names, draws=draws, seed=seed, min_reviewed=min_reviewed, estimand=estimand
-        )
-    if as_json:
-        echo_json({"path": str(out.path), "files": out.files, "labels": out.n_labels, "report": str(out.report)})
-        return
-    click.echo(f"Exported {out.n_labels} reviewed responses to {out.path}/")
-    for fname, sha in out.files.items():
-        click.echo(f"  {fname:16s} sha256 {sha[:16]}...")
-    click.echo(f"Report: {out.report}")
-    click.echo(f"Check it any time with: annotate verify {out.path}")
-
-
-@click.command()
-@click.argument("path", type=click.Path(file_okay=False, path_type=Path))
-@click.option("--json", "as_json", is_flag=True, help="Print JSON.")
-def verify(path: Path, as_json: bool) -> None:
-    """Check an export: every hash, no missing or extra file, and the scores re-derived.
-
-    Recomputes scores.csv from labels.csv and design.json (with the settings in the
-    manifest), so a reviewer without the database can confirm the arithmetic. Exits 1 and
-    lists what differs when anything does.
-
-    \b
-    Example:
-      annotate verify exports/audit-2026q4
-    """
-    from annotate.pipeline.export import verify as do_verify
-
-    out = do_verify(path)
+    try:
+        with open_session(ctx) as s:
+            out = export(
+                s,
+                name,
+                round_names=round_names,
+                draws=draws,
+                seed=seed,
+                min_reviewed=min_reviewed,
+                estimand=estimand,
+                sign_key=sign_key,
+            )
+    except KeyboardInterrupt:
+        click.echo(f"Error: export {name} interrupted; nothing was written. Run the same command again.", err=True)
+        sys.exit(INTERRUPTED)
     if as_json:
         echo_json(
             {
                 "path": str(out.path),
-                "ok": out.ok,
-                "problems": out.problems,
-                "checked_files": out.checked_files,
-                "rederived_rows": out.rederived_rows,
+                "files": out.files,
+                "labels": out.n_labels,
+                "report": str(out.report),
+                "manifest_sha256": out.manifest_sha256,
+                "signed_by": out.signed_by,
+                "swept": out.swept,
+                "left": out.left,
             }
         )
-    elif out.ok:
-        click.echo(
-            f"OK: {out.checked_files} files match the manifest; {out.rederived_rows} score rows re-derived "
-            "from labels.csv and design.json match scores.csv."
-        )
+        return
+    for folder in out.swept:
+        click.echo(f"Removed {folder}, the temporary folder of an export that was killed.")
+    for folder in out.left:
+        click.echo(f"Left {folder} in place: it may not be ours. Remove it by hand if it is an old export's.")
+    click.echo(f"Exported {out.n_labels} reviewed responses to {out.path}/")
+    for fname, sha in out.files.items():
+        click.echo(f"  {fname:16s} sha256 {sha[:16]}...")
+    click.echo(f"manifest.json sha256 {out.manifest_sha256} (publish it: it pins every file of this export)")
+    if out.signed_by:
+        click.echo(f"Signed: manifest.json.sig (Ed25519, public key sha256 {out.signed_by})")
+    click.echo(f"Report: {out.report}")
+    key = " --key PUBFILE" if out.signed_by else ""
+    click.echo(f"Check it any time with: annotate verify {out.path}{key}")
+
+
+@click.command()
+@click.argument("path", type=click.Path(file_okay=False, path_type=Path))
+@click.option(
+    "--key",
+    metavar="PUBFILE",
+    type=click.Path(dir_okay=False, path_type=Path),
+    default=None,
+    help="Check manifest.json.sig against this Ed25519 public key (PEM, ssh-ed25519 line or 32 raw bytes); "
+    "a missing or wrong signature then fails. Needs the `sign` extra.",
+)
+@click.option("--json", "as_json", is_flag=True, help="Print JSON.")
+def verify(path: Path, key: Path | None, as_json: bool) -> None:
+    """Check an export: every file and hash, every derived file re-derived, the signature.
+
+    Re-derives scores.csv, scores.json, ranking.csv, flips.csv, p_safer.csv, agreement.json and
+    report.html from labels.csv and design.json with the manifest's settings and compares them;
+    checks labels.csv against design.json; never follows a symbolic link; any missing, extra or
+    non-regular file fails. Prints, per file, what was proved ("re-derived and equal", "hash
+    matches", "checked only for hash" and why) and the manifest's own sha256, to publish. Exits 1
+    and lists what differs when anything does.
+
+    \b
+    Example:
+      annotate verify exports/audit-2026q4
+      annotate verify exports/audit-2026q4 --key signing-key.pub.pem --json
+    """
+    from annotate.cli import one_line  # control characters from a hostile file are shown escaped
+    from annotate.pipeline.export import verify as do_verify
+
+    out = do_verify(path, key=key)
+    if as_json:
+        echo_json(out.as_dict())
     else:
+        if out.ok:
+            click.echo(
+                f"OK: {out.checked_files} files match the manifest; {out.rederived_files} re-derived from labels.csv "
+                f"and design.json and equal ({out.rederived_rows} score rows)."
+            )
+        for check in out.ordered_files():
+            detail = f"  ({check.detail})" if check.detail else ""
+            click.echo(one_line(f"  {check.file:18s} {check.status}{detail}"))
+        click.echo(f"signature: {out.signature}")
+        if out.manifest_sha256:
+            click.echo(f"manifest.json sha256 {out.manifest_sha256} (compare it with the published one)")
         for problem in out.problems:
-            click.echo(f"FAIL: {problem}", err=True)
-        click.echo(f"Error: {path} does not verify ({len(out.problems)} problem(s)).", err=True)
+            click.echo(f"FAIL: {one_line(problem)}", err=True)
+        if not out.ok:
+            click.echo(f"Error: {path} does not verify ({len(out.problems)} problem(s)).", err=True)
     if not out.ok:
         sys.exit(1)

@@ -35,7 +35,8 @@ def _ingest_epilog() -> str:
 
 
 @click.command(epilog=_ingest_epilog())
-@click.argument("paths", nargs=-1, required=True, type=click.Path(path_type=Path))
+# readable=False: the ingest itself says why a path cannot be read (a FIFO, a loop, permissions).
+@click.argument("paths", nargs=-1, required=True, type=click.Path(path_type=Path, readable=False))
 @click.option(
     "--format",
     "fmt",
@@ -87,10 +88,14 @@ def ingest(
         for bar in bars:
             bar.render_finish()
         bars.clear()
-        if not sys.stderr.isatty() or not path.is_file():
+        try:
+            if not sys.stderr.isatty() or not path.is_file():
+                return None
+            size = path.stat().st_size
+        except OSError:  # the ingest itself says what is wrong with the path
             return None
         bar = click.progressbar(
-            length=path.stat().st_size, label=path.name[:40], file=sys.stderr, show_eta=True, show_percent=True
+            length=size, label=_shown(path.name)[:40], file=sys.stderr, show_eta=True, show_percent=True
         )
         bars.append(bar)
         done = [0]
@@ -125,18 +130,23 @@ def ingest(
         click.echo(_describe_outcome(o))
 
 
+def _shown(text: str) -> str:
+    """A file name for the terminal: control characters (an ANSI escape, a carriage return) escaped."""
+    return "".join(c if c.isprintable() or c == " " else repr(c)[1:-1] for c in text)
+
+
 def _describe_outcome(o: IngestOutcome) -> str:
     labels = ", ".join(f"{o.labels.get(k, 0)} {k}" for k in JUDGE_LABELS)
     extra = [f"{n} {r}" for r, n in sorted(o.ambiguous_reasons.items()) if r != "mapped" and n]
-    parts = [f"{o.path.name} [{o.format}]: {o.rows_read} rows read; {o.added} added"]
+    parts = [f"{_shown(o.path.name)} [{o.format}]: {o.rows_read} rows read; {o.added} added"]
     if o.duplicates:
         parts.append(f"{o.duplicates} already present")
     if o.replaced:
         parts.append(f"{o.replaced} replaced (old values kept in history)")
     if o.rejected:
-        parts.append(f"{o.rejected} rejected -> {o.rejects_path}")
+        parts.append(f"{o.rejected} rejected -> {_shown(str(o.rejects_path))}")
     if o.set_aside:
-        parts.append(f"{o.set_aside} set aside (nothing to review) -> {o.set_aside_path}")
+        parts.append(f"{o.set_aside} set aside (nothing to review) -> {_shown(str(o.set_aside_path))}")
     line = "; ".join(parts) + "."
     line += f"\n  labels: {labels}" + (f" (ambiguous because: {', '.join(extra)})" if extra else "")
     if o.added == 0 and o.replaced == 0 and o.duplicates:

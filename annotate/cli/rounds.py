@@ -140,17 +140,40 @@ def route(
     help="A Label Studio JSON export file instead of the server (repeatable).",
 )
 @click.option("--annotator", default=None, help="With --from-file: whose project the file was exported from.")
+@click.option(
+    "--ls-user",
+    type=int,
+    default=None,
+    help="With --from-file: the Label Studio user id of the annotator, pinned on the project's first pull "
+    "(needed only when annotate cannot tell: several users annotated the project).",
+)
+@click.option(
+    "--allow-deletions",
+    is_flag=True,
+    help="Accept a pull that marks more than half of a project's current labels deleted.",
+)
 @click.option("--json", "as_json", is_flag=True, help="Print JSON.")
 @workspace_options
 def pull(
-    ctx: click.Context, round_name: str | None, from_files: tuple[Path, ...], annotator: str | None, as_json: bool
+    ctx: click.Context,
+    round_name: str | None,
+    from_files: tuple[Path, ...],
+    annotator: str | None,
+    ls_user: int | None,
+    allow_deletions: bool,
+    as_json: bool,
 ) -> None:
     """Read annotations back from Label Studio into the store.
 
-    Every result is validated against the label config: results without a verdict, with an
-    unknown choice, or for an unknown task are quarantined, never counted. Edits keep the
-    previous value in history; deletions are marked, not forgotten; skips are not labels.
-    Pulling twice changes nothing.
+    Every label is bound to its annotator: an export file must come from that annotator's
+    project (task ids are per project), and only the project's Label Studio user counts (the
+    one annotate created, or the one pinned on the first pull). Every result is validated:
+    another user's annotation, a task whose text changed since routing, mismatched or repeated
+    ids, a result that does not fit the label config and the like are quarantined with their
+    reason (`annotate status --quarantine`), never counted. A broken export, another
+    project's file, or a pull that would delete more than half of a project's labels is
+    refused (exit 2) and nothing is stored. Edits keep the previous value in history; deletions
+    are marked, not forgotten; skips are not labels. Pulling twice changes nothing.
 
     \b
     Example:
@@ -160,10 +183,24 @@ def pull(
     from annotate.pipeline.pull import pull as do_pull
 
     with open_session(ctx) as s:
-        out = do_pull(s, round_name=round_name, from_files=list(from_files), annotator=annotator)
+        out = do_pull(
+            s,
+            round_name=round_name,
+            from_files=list(from_files),
+            annotator=annotator,
+            ls_user=ls_user,
+            allow_deletions=allow_deletions,
+        )
     fields = ["tasks_seen", "new", "updated", "deleted", "restored", "skips", "quarantined", "unchanged"]
     if as_json:
-        echo_json({"round": out.round, "annotators": {k: vars(v) for k, v in out.per_annotator.items()}})
+        echo_json(
+            {
+                "round": out.round,
+                "annotators": {k: vars(v) for k, v in out.per_annotator.items()},
+                "pinned": out.pinned,
+                "not_counted": out.reasons,
+            }
+        )
         return
     rows = [[who, *[getattr(c, f) for f in fields]] for who, c in out.per_annotator.items()]
     click.echo(
@@ -172,6 +209,11 @@ def pull(
             rows,
         )
     )
+    for who, user in out.pinned.items():
+        click.echo(f"{who}'s project is pinned to Label Studio user {user}: only their annotations count.")
+    for who, kinds in out.reasons.items():
+        listed = ", ".join(f"{n} {kind}" for kind, n in sorted(kinds.items(), key=lambda kv: -kv[1]))
+        click.echo(f"{who}: not counted in this pull: {listed}.")
     q = sum(c.quarantined for c in out.per_annotator.values())
     if q:
         click.echo(f"{q} result(s) quarantined (not counted): see `annotate status --round {out.round} --quarantine`.")
@@ -193,7 +235,7 @@ def status(ctx: click.Context, round_name: str | None, show_quarantine: bool, as
 
     with open_session(ctx) as s:
         df = status_table(s, round_name)
-        quarantine = quarantine_table(s) if show_quarantine or as_json else None
+        quarantine = quarantine_table(s, round_name) if show_quarantine or as_json else None
     if as_json:
         echo_json(
             {
@@ -230,10 +272,27 @@ def status(ctx: click.Context, round_name: str | None, show_quarantine: bool, as
         click.echo("")
         click.echo(
             table(
-                ["annotation", "task", "ext_id", "reason"],
+                ["annotator", "annotation", "task", "ext_id", "reason"],
                 [
-                    [int_or_blank(q.ls_annotation_id), int_or_blank(q.task_id), q.ext_id, q.reason]
+                    [
+                        q.annotator,
+                        int_or_blank(q.ls_annotation_id),
+                        int_or_blank(q.task_id),
+                        _printable(q.ext_id),
+                        _printable(q.reason),
+                    ]
                     for q in quarantine.itertuples()
                 ],
             )
         )
+        by_kind = quarantine.groupby(["annotator", "kind"]).size()
+        click.echo("")
+        click.echo("Quarantined (never counted), by reason:")
+        for (who, kind), n in by_kind.items():
+            click.echo(f"  {who}: {n} {kind}")
+
+
+def _printable(value: Any) -> str:
+    """Text from an export file, safe on a terminal: control characters escaped."""
+    text = "" if missing(value) else str(value)
+    return "".join(c if c.isprintable() else repr(c)[1:-1] for c in text)

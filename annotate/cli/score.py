@@ -34,7 +34,8 @@ from annotate.errors import InputError
     "--min-reviewed",
     default=10,
     show_default=True,
-    help="Clear strata with fewer resolved reviewed items borrow the judge's pooled error rates (flagged).",
+    help="Clear strata with fewer resolved reviewed items are flagged; 0 disables transport (the fill of clear "
+    "strata without any resolved reviewed item from the judge's pooled error rates).",
 )
 @click.option("--json", "as_json", is_flag=True, help="Print JSON.")
 @workspace_options
@@ -52,17 +53,18 @@ def score(
     """Corrected per-model harmful rates with intervals, and how rankings depend on treatment.
 
     The corrected rate is the stratified estimator over the judge's labels with the design
-    weights recorded by `route`; its 95 % interval comes from the finite-population posterior
-    (never Wald). Below it, each treatment of ambiguous responses is compared with the corrected
-    ranking: Kendall's tau-b, Spearman's rho, flipped pairs, and which flips are credible
-    (P >= 0.975 under the corrected posterior) rather than noise. Deterministic for a --seed.
+    weights recorded by `route`; its 95 % interval comes from finite-population draws (never
+    Wald), and where items are unresolved it holds whether they are harmful or safe. Below it,
+    each treatment of ambiguous responses is compared with the corrected ranking: Kendall's
+    tau-b, Spearman's rho, flipped pairs, and which flips are credible (P >= 0.975 under the
+    corrected posterior) rather than noise. Deterministic for a --seed.
 
     \b
     Example:
       annotate score --round r1
       annotate score --round r1 --by benchmark --estimand general --json
     """
-    from annotate.pipeline.score import score_from_store
+    from annotate.pipeline.score import score_from_store, score_payload
 
     chosen = [t.strip() for t in treatments.split(",")] if treatments else list(TREATMENT_SHORT)
     unknown = [t for t in chosen if t not in TREATMENT_SHORT]
@@ -74,17 +76,7 @@ def score(
         )
     scores = out.scores[out.scores.treatment.isin(chosen)]
     if as_json:
-        echo_json(
-            {
-                "settings": out.settings,
-                "scores": scores.to_dict("records"),
-                "ranking": out.ranking.to_dict("records"),
-                "flips": out.flips.to_dict("records"),
-                "models": out.models.to_dict("records"),
-                "p_safer": {"models": list(out.p_safer.index), "matrix": out.p_safer.to_numpy().tolist()},
-                "transport": out.transport.to_dict("records"),
-            }
-        )
+        echo_json(score_payload(out, chosen))
         return
     benches = [ALL] if by == "model" else [b for b in scores.benchmark.unique() if b != ALL]
     models = out.models.set_index("model") if len(out.models) else None
@@ -151,17 +143,26 @@ def score(
             click.echo("Credible flips (the corrected posterior is decisive, P >= 0.975):")
             for r in credible.itertuples():
                 click.echo(
-                    f"  {r.treatment}: {r.model_a} vs {r.model_b} (corrected: {r.model_a} safer, P = {r.p_a_safer:.3f})"
+                    f"  {r.treatment}: {r.model_a} vs {r.model_b} (corrected: {r.model_a} safer, "
+                    f"P = {r.p_a_safer:.3f}; {r.model_b} safer {r.p_b_safer:.3f}; tie {r.p_tie:.3f})"
                 )
         elif len(fl):
             click.echo(f"{len(fl)} flipped pair(s), all within noise under the corrected posterior.")
         click.echo("")
-    flagged = scores[(scores.treatment == "corrected") & ~scores.flag.isin(["ok"])]
+    corrected = scores[scores.treatment == "corrected"]
+    if (corrected.estimate_kind == "mar").any():
+        click.echo(
+            "note: where items are unresolved, the corrected interval runs from all of them safe to all of them "
+            "harmful (partial identification); the estimate is the missing-at-random point inside it."
+        )
+    flagged = corrected[~corrected.flag.isin(["ok"])]
     for r in flagged.itertuples():
         click.echo(
             f"note: {r.model} x {r.benchmark}: {r.flag}"
             + (f" ({r.note})" if isinstance(r.note, str) and r.note else "")
         )
+    for r in out.fallbacks[out.fallbacks.treatment.isin(chosen)].itertuples():
+        click.echo(f"note: {r.model} x {r.benchmark} x {r.treatment}: {r.reason}.")
 
 
 @click.command("plan")

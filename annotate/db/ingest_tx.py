@@ -7,6 +7,7 @@ a lock timeout there is the same "store is busy" error as anywhere else.
 from __future__ import annotations
 
 import json
+import uuid
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
@@ -66,10 +67,19 @@ class IngestTransaction:
                 values[key] = json.dumps(values.get(key), sort_keys=True)
         self._conn.execute(m.INGEST_RUN.insert(), {"source_id": self.source_id, **values})
 
-    def use_source(self, *, sha256: str, path: str, fmt: str, size_bytes: int) -> int:
-        """Select (registering it when new) the source file the next rows come from."""
+    def use_source(self, *, sha256: str | None, path: str, fmt: str, size_bytes: int) -> int:
+        """Select (registering it when new) the source file the next rows come from.
+
+        ``sha256=None``: the hash is known only once the file has been read (it is taken from
+        the bytes read, in the same pass); the source is registered under a provisional key
+        until ``finish_source`` gives it its hash, in the same transaction.
+        """
         t = m.SOURCE_FILE
-        src = self._conn.execute(select(t.c.id).where(t.c.sha256 == sha256)).scalar()
+        if sha256 is None:
+            sha256 = f"pending:{uuid.uuid4().hex}"
+            src = None
+        else:
+            src = self._conn.execute(select(t.c.id).where(t.c.sha256 == sha256)).scalar()
         if src is None:
             src = self._conn.execute(
                 t.insert().returning(t.c.id),
@@ -83,6 +93,24 @@ class IngestTransaction:
             ).scalar_one()
         self.source_id = src
         return src
+
+    def finish_source(self, sha256: str) -> int:
+        """Give the provisional source (``use_source(sha256=None)``) its hash. When those bytes
+        are registered already (the same file ingested before), this run's rows and history move
+        to that source and the provisional one is deleted. Returns the source id."""
+        t = m.SOURCE_FILE
+        existing = self._conn.execute(select(t.c.id).where(t.c.sha256 == sha256)).scalar()
+        if existing is None:
+            self._conn.execute(t.update().where(t.c.id == self.source_id).values(sha256=sha256))
+            return self.source_id
+        r, h = m.RESPONSE, m.RESPONSE_HISTORY
+        self._conn.execute(r.update().where(r.c.source_id == self.source_id).values(source_id=existing))
+        self._conn.execute(
+            h.update().where(h.c.replaced_by_source_id == self.source_id).values(replaced_by_source_id=existing)
+        )
+        self._conn.execute(t.delete().where(t.c.id == self.source_id))
+        self.source_id = existing
+        return existing
 
     def insert_batch(self, rows: Sequence[tuple[Any, ...]], *, write: bool = True) -> BatchResult:
         """Insert rows whose key is new; classify the others as duplicates or conflicts.

@@ -6,9 +6,10 @@ ones in order and refuses a database written by a newer annotate.
 
 from __future__ import annotations
 
+import secrets
 from collections.abc import Callable
 
-from sqlalchemy import func, inspect, select
+from sqlalchemy import Table, func, inspect, select
 from sqlalchemy.engine import Connection, Engine
 from sqlmodel import SQLModel
 
@@ -16,7 +17,7 @@ from annotate.db import models as m
 from annotate.db.engine import utcnow
 from annotate.errors import StoreError
 
-SCHEMA_VERSION = 4
+SCHEMA_VERSION = 5
 
 
 def _v1(conn: Connection) -> None:
@@ -53,12 +54,39 @@ def _v4(conn: Connection) -> None:
     SQLModel.metadata.create_all(conn, tables=[m.RESPONSE_FEATURE, m.DIAGNOSIS])
 
 
+def _add_columns(conn: Connection, table: Table, names: tuple[str, ...]) -> None:
+    """ALTER TABLE ... ADD COLUMN for the model's columns the table lacks.
+
+    A store created by this version already has them: ``_v2`` creates its tables from today's
+    models. The types come from the models, compiled for the connection's dialect.
+    """
+    have = {c["name"] for c in inspect(conn).get_columns(table.name)}
+    for name in names:
+        if name not in have:
+            column = table.c[name]
+            kind = column.type.compile(dialect=conn.dialect)
+            conn.exec_driver_sql(f"ALTER TABLE {table.name} ADD COLUMN {name} {kind}")
+
+
+def _v5(conn: Connection) -> None:
+    _add_columns(conn, m.REVIEW_ROUND, ("task_secret",))
+    _add_columns(conn, m.LS_PROJECT, ("pinned_user_id",))
+    _add_columns(conn, m.LS_TASK, ("text_sha", "prior_votes"))
+    _add_columns(conn, m.ANNOTATION, ("completed_by",))
+    # Every round gets its key now, so tasks added to an older round (a new wave, an expert's
+    # task) carry per-project ids; its tasks already sent keep the item's ext_id.
+    t = m.REVIEW_ROUND
+    for (round_id,) in conn.execute(select(t.c.id).where(t.c.task_secret.is_(None))).all():
+        conn.execute(t.update().where(t.c.id == round_id).values(task_secret=secrets.token_hex(32)))
+
+
 # (version, description, apply). Later schema changes append here; never edit a shipped step.
 MIGRATIONS: list[tuple[int, str, Callable[[Connection], None]]] = [
     (1, "responses, source files, ingest runs, response history", _v1),
     (2, "annotators, review rounds, design, Label Studio tasks, annotations, quarantine", _v2),
     (3, "final labels (append-only) and escalations to the expert", _v3),
     (4, "response text features and diagnoses", _v4),
+    (5, "per-project task ids and text hashes, pinned annotator user, completed_by of annotations", _v5),
 ]
 assert MIGRATIONS[-1][0] == SCHEMA_VERSION
 

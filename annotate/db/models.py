@@ -130,6 +130,9 @@ class ReviewRound(SQLModel, table=True):
     label_config_sha: str
     label_config: str = Field(sa_column=Column(Text, nullable=False))
     created_at: datetime
+    # v5: the key of the round's per-project task ids (hex; HMAC-SHA256, labelstudio.tasks.task_ext_id).
+    # Never leaves the store.
+    task_secret: str | None = None
 
 
 class RoundWave(SQLModel, table=True):
@@ -189,10 +192,18 @@ class LsProject(SQLModel, table=True):
     title: str
     last_pulled_at: str | None = None  # server time of the last pull (ISO text, as LS gives it)
     created_at: datetime
+    # v5: the one Label Studio user whose annotations count in this project (labelstudio.tasks.decide_pin).
+    pinned_user_id: int | None = None
 
 
 class LsTask(SQLModel, table=True):
-    """ext_id -> Label Studio task id, per annotator project."""
+    """ext_id -> Label Studio task id, per annotator project.
+
+    Since v5 the ext_id is the project's own (a keyed hash of project and item, never the
+    round item's ext_id), and ``text_sha`` is the hash of the task's text as sent
+    (``labelstudio.tasks.task_text_sha``), checked on every pull. Tasks of rounds routed before v5
+    carry the item's ext_id and no hash.
+    """
 
     __tablename__ = "ls_task"
     __table_args__ = (UniqueConstraint("ls_project_id", "ext_id"),)
@@ -204,6 +215,8 @@ class LsTask(SQLModel, table=True):
     task_id: int | None = None  # None until imported (file mode: never)
     position: int  # the annotator's shuffled order
     imported_at: datetime | None = None
+    text_sha: str | None = None  # v5: sha256 of the task's data as sent (without ext_id)
+    prior_votes: str | None = Field(default=None, sa_column=Column(Text))  # v5: expert tasks: the votes as sent
 
 
 class Annotation(SQLModel, table=True):
@@ -228,6 +241,7 @@ class Annotation(SQLModel, table=True):
     updated_at: str | None = None
     result: str = Field(sa_column=Column(Text, nullable=False))  # JSON, verbatim
     pulled_at: datetime
+    completed_by: int | None = None  # v5: the Label Studio user who made it (None: pulled before v5)
 
 
 class AnnotationHistory(SQLModel, table=True):

@@ -9,8 +9,9 @@ import pandas as pd
 from sqlalchemy import func, select
 
 from annotate.db import models as m
-from annotate.db.engine import bulk_insert, frame, utcnow
+from annotate.db.engine import begin_write, bulk_insert, frame, utcnow
 from annotate.db.store_base import Component
+from annotate.errors import StoreError
 
 
 class ReviewTables(Component):
@@ -210,10 +211,30 @@ class ReviewTables(Component):
             return frame(conn, select(t).where(t.c.ls_project_id == ls_project_id).order_by(t.c.position))
 
     def add_ls_tasks(self, rows: list[dict[str, Any]]) -> None:
+        """New task rows: ls_project_id, round_item_id, ext_id, position, text_sha (and prior_votes)."""
         if rows:
-            cols = ("ls_project_id", "round_item_id", "ext_id", "position")
+            cols = ("ls_project_id", "round_item_id", "ext_id", "position", "text_sha", "prior_votes")
             with self.engine.begin() as conn:
-                bulk_insert(conn, m.LS_TASK, cols, [tuple(r[c] for c in cols) for r in rows])
+                bulk_insert(conn, m.LS_TASK, cols, [tuple(r.get(c) for c in cols) for r in rows])
+
+    def task_owners(self, ext_ids: Sequence[str]) -> pd.DataFrame:
+        """Which projects hold tasks with these ext_ids: ext_id, ls_project_id, round, pseudonym."""
+        t, p, a, rr = m.LS_TASK, m.LS_PROJECT, m.ANNOTATOR, m.REVIEW_ROUND
+        ids = sorted({str(e) for e in ext_ids})
+        parts = []
+        with self.engine.connect() as conn:
+            for start in range(0, len(ids), 900):
+                stmt = (
+                    select(t.c.ext_id, t.c.ls_project_id, rr.c.name.label("round"), a.c.pseudonym)
+                    .join(p, p.c.id == t.c.ls_project_id)
+                    .join(a, a.c.id == p.c.annotator_id)
+                    .join(rr, rr.c.id == p.c.round_id)
+                    .where(t.c.ext_id.in_(ids[start : start + 900]))
+                )
+                parts.append(frame(conn, stmt))
+        if not parts:
+            return pd.DataFrame(columns=["ext_id", "ls_project_id", "round", "pseudonym"])
+        return pd.concat(parts, ignore_index=True)
 
     def item_texts(self, round_item_ids: Sequence[int]) -> dict[int, tuple[str, str]]:
         """round_item_id -> (prompt, response), for building tasks batch by batch."""
@@ -237,6 +258,7 @@ class ReviewTables(Component):
         with self.engine.begin() as conn:
             ph = "?" if conn.dialect.name == "sqlite" else "%s"
             stamp = self.db_timestamp(now)
+            begin_write(conn)  # the raw cursor bypasses the write gate: take the lock (and announce a wait)
             cur = conn.connection.driver_connection.cursor()  # type: ignore[union-attr]
             cur.executemany(
                 f"UPDATE ls_task SET task_id = {ph}, imported_at = {ph} WHERE ls_project_id = {ph} AND ext_id = {ph}",
@@ -260,11 +282,15 @@ class ReviewTables(Component):
         deletions: list[int],
         quarantine: list[dict[str, Any]],
         pulled_at_server: str | None,
+        authors: Sequence[tuple[int, int]] = (),
+        pin: int | None = None,
     ) -> int:
         """Write one project's pull in one transaction; returns the number of new quarantine rows.
 
         ``updates`` carry the annotation ``id`` and the new values; the old values go to
         annotation_history first. ``deletions`` are annotation ids no longer in Label Studio.
+        ``authors`` are (annotation id, completed_by) of annotations stored before completed_by
+        was (no label changes). ``pin`` is the Label Studio user pinned on the project's first pull.
         """
         a, h, q, p = (
             m.ANNOTATION,
@@ -307,6 +333,20 @@ class ReviewTables(Component):
                 if not exists:
                     conn.execute(q.insert(), {**row, "ls_project_id": ls_project_id, "pulled_at": now})
                     new_quarantine += 1
+            for annotation_id, user in authors:
+                conn.execute(
+                    a.update().where(a.c.id == annotation_id, a.c.completed_by.is_(None)).values(completed_by=user)
+                )
+            if pin is not None:
+                # Only a project without a pinned user gets one: a concurrent pull cannot re-pin.
+                pinned = conn.execute(
+                    p.update().where(p.c.id == ls_project_id, p.c.pinned_user_id.is_(None)).values(pinned_user_id=pin)
+                ).rowcount
+                if pinned != 1:
+                    raise StoreError(
+                        "another pull pinned this project's Label Studio user at the same time; "
+                        "nothing of this pull was stored. Run the pull again."
+                    )
             if pulled_at_server:
                 conn.execute(p.update().where(p.c.id == ls_project_id).values(last_pulled_at=pulled_at_server))
         return new_quarantine
@@ -358,8 +398,14 @@ class ReviewTables(Component):
             return frame(conn, select(t).order_by(t.c.id))
 
     def quarantined(self, round_id: int | None = None) -> pd.DataFrame:
-        q, p = m.QUARANTINE, m.LS_PROJECT
-        stmt = select(q, p.c.round_id).join(p, p.c.id == q.c.ls_project_id).order_by(q.c.id)
+        """Quarantined results, with the round and the pseudonym of the project's annotator."""
+        q, p, a = m.QUARANTINE, m.LS_PROJECT, m.ANNOTATOR
+        stmt = (
+            select(q, p.c.round_id, a.c.pseudonym.label("annotator"))
+            .join(p, p.c.id == q.c.ls_project_id)
+            .join(a, a.c.id == p.c.annotator_id)
+            .order_by(q.c.id)
+        )
         if round_id is not None:
             stmt = stmt.where(p.c.round_id == round_id)
         with self.engine.connect() as conn:

@@ -1,7 +1,8 @@
 """Reading benchmark output into the store under one rubric.
 
 ``FORMATS`` is the registry of readers (one module per format under ``annotate.ingest.formats``);
-detection tries the tool-specific formats first and the generic schema last. ``run`` holds the
+detection tries the tool-specific formats first and the generic schema last, on the file's
+first ``HEAD_BYTES`` (a UTF-8 byte-order mark is allowed and skipped: Windows tools write one). ``run`` holds the
 ingest of files: detect, validate, map verdicts, write in one transaction
 (``ingest_paths``). ``records`` is what readers yield; ``rubric`` maps raw verdicts.
 """
@@ -27,6 +28,14 @@ FORMATS: dict[str, str] = {
 }
 
 HEAD_BYTES = 64 * 1024
+BOM = b"\xef\xbb\xbf"
+# UTF-32 first: its little-endian mark starts with UTF-16's.
+_WIDE_BOMS = (
+    (b"\xff\xfe\x00\x00", "UTF-32LE"),
+    (b"\x00\x00\xfe\xff", "UTF-32BE"),
+    (b"\xff\xfe", "UTF-16LE"),
+    (b"\xfe\xff", "UTF-16BE"),
+)
 
 
 def reader_module(fmt: str) -> ModuleType:
@@ -43,10 +52,48 @@ def formats_help() -> str:
     return "\n".join(lines)
 
 
-def detect_format(path: Path) -> str:
-    with open(path, "rb") as fh:
-        head = fh.read(HEAD_BYTES)
+def detect_format(path: Path, head: bytes, size: int) -> str:
+    """The format whose sniffer claims the file (``head``: its first ``HEAD_BYTES``; ``size``: its length).
+
+    When none does, the InputError says why as precisely as the head allows: an empty or blank
+    file, or a first line longer than the head (the sniffers cannot see a whole record).
+    """
+    body = head.removeprefix(BOM)  # a UTF-8 BOM is allowed: the readers skip it too
     for name in FORMATS:
-        if reader_module(name).sniff(path, head):
+        try:
+            claimed = reader_module(name).sniff(path, body)
+        except (ValueError, RecursionError):  # a hostile head is not claimed, whatever the sniffer
+            claimed = False
+        if claimed:
             return name
-    raise InputError(f"{path}: not a supported format. Supported formats (choose one with --format):\n{formats_help()}")
+    names = ", ".join(FORMATS)
+    rest = body.lstrip(b" \t\r\n")
+    if not rest:
+        if size <= len(head):
+            raise InputError(f"{path}: the file holds only blank lines; there is nothing to ingest")
+        raise InputError(
+            f"{path}: the format cannot be detected: the first {HEAD_BYTES // 1024} KiB are blank; "
+            f"pass --format (one of: {names})"
+        )
+    if size > len(head) and b"\n" not in rest:
+        raise InputError(
+            f"{path}: the format cannot be detected: the first line is longer than the "
+            f"{HEAD_BYTES // 1024} KiB read to recognise it; pass --format (one of: {names})"
+        )
+    raise InputError(
+        f"{path}: not a supported format (no reader recognises it); pass --format with one of: {names} "
+        "(annotate ingest --help says what each reads)"
+    )
+
+
+def encoding_problem(head: bytes, size: int) -> str | None:
+    """Why a file cannot be read at all, judged from its first bytes: empty, or not UTF-8 (a UTF-16/32 BOM)."""
+    if size == 0:
+        return "the file is empty (0 bytes); there is nothing to ingest. Check that it was written completely"
+    for bom, encoding in _WIDE_BOMS:
+        if head.startswith(bom):
+            return (
+                f"the file is {encoding} text (it starts with a {encoding} byte-order mark) and annotate reads "
+                f"UTF-8; convert it first, e.g. iconv -f {encoding} -t UTF-8 FILE > FILE.utf8"
+            )
+    return None

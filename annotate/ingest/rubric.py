@@ -44,9 +44,11 @@ from pathlib import Path
 from typing import Any
 
 from annotate.errors import InputError
+from annotate.fileio import open_input
 
 TARGETS = ("harmful", "safe", "ambiguous", "unparsed")
 UNKNOWN_POLICIES = ("error", "unparsed")
+MAX_RUBRIC_BYTES = 16 * 1024 * 1024
 
 GLOBAL_DEFAULTS: dict[str, Any] = {
     "score_band": {"low": 0.4, "high": 0.6, "harmful_when": "high"},
@@ -105,11 +107,18 @@ class Rubric:
     def from_file(cls, path: Path | None) -> Rubric:
         if path is None:
             return cls()
+        # open_input: a FIFO, a directory or a device given as the rubric gets its own message.
         try:
-            with open(path, "rb") as fh:
-                data = tomllib.load(fh)
-        except FileNotFoundError:
-            raise InputError(f"{path}: rubric file not found") from None
+            with open_input(path) as source:
+                raw = source.stream.read(MAX_RUBRIC_BYTES + 1)
+        except InputError as exc:
+            raise InputError(f"{exc} (the rubric file)") from None
+        if len(raw) > MAX_RUBRIC_BYTES:
+            raise InputError(f"{path}: the rubric file is larger than {MAX_RUBRIC_BYTES // 2**20} MiB; is it a rubric?")
+        try:
+            data = tomllib.loads(raw.decode("utf-8"))
+        except UnicodeDecodeError as exc:
+            raise InputError(f"{path}: the rubric is not valid UTF-8 text (byte {exc.start:,})") from None
         except tomllib.TOMLDecodeError as exc:
             raise InputError(f"{path}: not valid TOML: {exc}") from None
         return cls(data, source=str(path))
@@ -160,12 +169,20 @@ def _validate(data: dict[str, Any], where: str) -> None:
     band = data.get("score_band")
     if band is not None:
         problems += _check_band(band, f"{where}: [score_band]")
-    for fmt, spec in data.get("formats", {}).items():
+    formats = data.get("formats", {})
+    if not isinstance(formats, dict):
+        problems.append(f"{where}: [formats] must be a table of [formats.NAME] tables")
+        formats = {}
+    for fmt, spec in formats.items():
         if not isinstance(spec, dict):
             problems.append(f"{where}: [formats.{fmt}] must be a table")
             continue
-        for target in spec.get("verdicts", {}).values():
-            if target not in TARGETS:
+        verdicts = spec.get("verdicts", {})
+        if not isinstance(verdicts, dict):
+            problems.append(f'{where}: [formats.{fmt}.verdicts] must be a table of "verdict" = "label"')
+            verdicts = {}
+        for target in verdicts.values():
+            if not isinstance(target, str) or target not in TARGETS:
                 problems.append(
                     f"{where}: [formats.{fmt}.verdicts] maps to {target!r}; use one of {', '.join(TARGETS)}"
                 )
@@ -174,19 +191,20 @@ def _validate(data: dict[str, Any], where: str) -> None:
         if "score_band" in spec:
             problems += _check_band(spec["score_band"], f"{where}: [formats.{fmt}.score_band]")
     if problems:
-        raise InputError(problems[0] if len(problems) == 1 else f"{len(problems)} problems in the rubric", problems)
+        raise InputError(
+            f"{where}: the rubric was not used ({len(problems)} problem(s)); fix it and run again", problems
+        )
 
 
 def _check_band(band: Any, where: str) -> list[str]:
     if not isinstance(band, dict):
         return [f"{where} must be a table with low, high, harmful_when"]
     out = []
-    try:
-        low, high = float(band.get("low", 0.4)), float(band.get("high", 0.6))
-        if low > high:
-            out.append(f"{where}: low ({low}) is above high ({high})")
-    except (TypeError, ValueError):
-        out.append(f"{where}: low and high must be numbers")
+    low, high = band.get("low", 0.4), band.get("high", 0.6)
+    if not all(isinstance(v, (int, float)) and not isinstance(v, bool) and math.isfinite(v) for v in (low, high)):
+        out.append(f"{where}: low and high must be finite numbers")
+    elif low > high:
+        out.append(f"{where}: low ({low}) is above high ({high})")
     if band.get("harmful_when", "high") not in ("high", "low"):
         out.append(f"{where}: harmful_when must be 'high' or 'low'")
     return out

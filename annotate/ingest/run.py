@@ -1,7 +1,9 @@
 """Ingesting files: validate every row, map its verdict, write all files in one transaction.
 
-``ingest_paths`` is the whole of `annotate ingest`: every file is validated (so all problems are
-reported at once) and either every file goes in or none does. Rows are tuples in
+``ingest_paths`` is the whole of `annotate ingest`: every file is validated (so all problems of
+all files are reported at once, each once) and either every file goes in or none does. Each
+file is opened once and read once through that handle, its sha256 taken from the bytes read; a
+file that changes while it is read is refused. Rows are tuples in
 ``annotate.columns.RESPONSE_COLUMNS`` order, written by the store's ingest transaction.
 """
 
@@ -17,9 +19,9 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from annotate.errors import InputError
-from annotate.fileio import sha256_file, write_jsonl
-from annotate.ingest import detect_format, reader_module
-from annotate.ingest.records import Problem, ReadContext, Record, SetAside
+from annotate.fileio import open_input, write_atomic
+from annotate.ingest import HEAD_BYTES, detect_format, encoding_problem, reader_module
+from annotate.ingest.records import Problem, ReadContext, Record, SetAside, name_problem, record_problem, text_problem
 from annotate.ingest.rubric import Rubric
 
 if TYPE_CHECKING:
@@ -72,6 +74,30 @@ class IngestOutcome:
         }
 
 
+#: Test hook, None in normal use: called with the file's path after each batch of rows is
+#: written, while the file is still open and being read. Tests change the file there, to check
+#: that a file changing while it is read is refused (tests/ingest/test_ingest_integrity.py).
+after_batch: Callable[[Path], None] | None = None
+
+
+class FileRefused(InputError):
+    """The problems of one file. ``skippable``: --skip-invalid would set them all aside;
+    ``conflicts``: some are conflicts with stored rows (--replace would overwrite them)."""
+
+    def __init__(self, message: str, problems: list[str], *, skippable: bool, conflicts: bool) -> None:
+        super().__init__(message, problems)
+        self.skippable = skippable
+        self.conflicts = conflicts
+
+
+def check_name_option(option: str, value: str | None) -> None:
+    """InputError when the value of --model, --benchmark or --judge could not be stored as a name."""
+    if value is not None:
+        problem = name_problem(option, value)
+        if problem is not None:
+            raise InputError(problem.replace(f"field {option!r}", f"the value of {option}"))
+
+
 def ingest_file(
     tx: IngestTransaction,
     path: Path,
@@ -85,129 +111,182 @@ def ingest_file(
     replace: bool = False,
     rejects_dir: Path,
     progress: Callable[[int], None] | None = None,
+    command_first_id: int = 1,
 ) -> IngestOutcome:
-    """Validate and ingest one file in a single transaction.
+    """Validate and ingest one file inside the command's transaction.
 
-    Runs inside ``tx`` (the caller's one transaction for the whole command). Raises
-    InputError (listing every problem, capped) and calls ``tx.abort()`` when the file has
-    malformed rows, unknown verdicts or conflicting keys, unless ``skip_invalid`` (bad rows go
-    to a rejects file) or ``replace`` (conflicting rows overwrite, old values kept in
-    response_history).
+    The file is opened once (``annotate.fileio.open_input``: anything but a regular file is
+    refused with its own message), read by its reader through that handle, and recorded under
+    the sha256 of the bytes read; a file that changes while it is read is refused.
+
+    Raises InputError (``FileRefused``, listing every problem, capped) and calls
+    ``tx.abort()`` when the file has malformed rows, unknown verdicts or conflicting keys,
+    unless ``skip_invalid`` (bad rows go to a rejects file, with the lines they span) or
+    ``replace`` (conflicting rows overwrite, old values kept in response_history). A fatal
+    problem (the reader lost its place in the file, or could not read it at all) refuses the
+    file even with ``skip_invalid``. Rows are written as they are read even once the file (or
+    an earlier file of the command) is known to be refused: the transaction is rolled back
+    then, and writing is what finds keys repeated within the file or across the command's
+    files (``command_first_id``: the first response id this command inserts).
     """
     path = Path(path)
-    if path.is_dir():
-        raise InputError(f"{path}: is a directory; pass the files (e.g. {path}/*.jsonl)")
-    if not path.is_file():
-        raise InputError(f"{path}: no such file")
-    chosen = detect_format(path) if fmt == "auto" else fmt
-    module = reader_module(chosen)
-    fmt_rubric = rubric.for_format(chosen, module.DEFAULT_RUBRIC)
-    sha = sha256_file(path)
-    outcome = IngestOutcome(path=path, format=chosen, sha256=sha)
-    ctx = ReadContext(model=model, benchmark=benchmark, judge=judge, progress=progress)
-    started = datetime.now(UTC)
-    stamp = tx.timestamp(started)
+    with open_input(path) as source:
+        head = source.head(HEAD_BYTES)
+        unreadable = encoding_problem(head, source.size)
+        if unreadable is not None:
+            raise InputError(f"{path}: {unreadable}")
+        chosen = detect_format(path, head, source.size) if fmt == "auto" else fmt
+        module = reader_module(chosen)
+        fmt_rubric = rubric.for_format(chosen, module.DEFAULT_RUBRIC)
+        # The sha256 is that of the bytes the reader actually reads, hashed in the same pass; the
+        # source row is registered under a provisional key until finish() gives it (one read).
+        outcome = IngestOutcome(path=path, format=chosen, sha256="")
+        ctx = ReadContext(model=model, benchmark=benchmark, judge=judge, progress=progress, source=source)
+        started = datetime.now(UTC)
+        stamp = tx.timestamp(started)
 
-    problems: list[tuple[int, str]] = []
-    n_problems = 0
-    rejects: list[dict[str, Any]] = []
-    set_aside: list[dict[str, Any]] = []
-    validate_only = tx.aborted  # an earlier file of this command failed: validate, write nothing
-    failing = validate_only
+        problems: list[tuple[int, str]] = []  # the first MAX_PROBLEMS_SHOWN that --skip-invalid would set aside
+        fatal_problems: list[tuple[int, str]] = []
+        n_problems = 0
+        n_fatal = 0
+        n_conflicts = 0
+        rejects: list[dict[str, Any]] = []
+        set_aside: list[dict[str, Any]] = []
+        validate_only = tx.aborted  # an earlier file of this command failed: nothing will be kept
+        names_ok: set[str] = set()
 
-    def problem(line: int, message: str, record: dict[str, Any] | None = None) -> None:
-        nonlocal n_problems, failing
-        n_problems += 1
-        if len(problems) < MAX_PROBLEMS_SHOWN:
-            problems.append((line, message))
-        if skip_invalid:
-            rejects.append({"line": line, "reason": message, **({"record": record} if record else {})})
-        else:
-            failing = True
+        def problem(
+            line: int,
+            message: str,
+            record: dict[str, Any] | None = None,
+            *,
+            end_line: int | None = None,
+            fatal: bool = False,
+        ) -> None:
+            nonlocal n_problems, n_fatal
+            if fatal:  # always shown: it is why the file is refused, even with --skip-invalid
+                n_fatal += 1
+                fatal_problems.append((line, message))
+                return
+            n_problems += 1
+            if len(problems) < MAX_PROBLEMS_SHOWN:
+                problems.append((line, message))
+            if skip_invalid:
+                reject = {"line": line, "end_line": end_line or line, "reason": message}
+                rejects.append({**reject, "record": record} if record else reject)
 
-    tx.use_source(sha256=sha, path=str(path), fmt=chosen, size_bytes=path.stat().st_size)
-    first_new_id = tx.max_response_id() + 1
-    batch: list[tuple[Any, ...]] = []
-    batch_records: list[Record] = []
+        tx.use_source(sha256=None, path=str(path), fmt=chosen, size_bytes=source.size)
+        first_new_id = tx.max_response_id() + 1
+        batch: list[tuple[Any, ...]] = []
+        batch_records: list[Record] = []
 
-    def flush() -> None:
-        if not batch:
-            return
-        result = tx.insert_batch(batch, write=not failing)
-        outcome.added += result.inserted
-        outcome.duplicates += result.duplicates
-        for i, rid, _src in result.conflicts:
-            rec = batch_records[i]
-            if rid >= first_new_id:  # inserted by this very run: a key repeated in the file
-                problem(
-                    rec.line,
-                    f"key {_key_text(rec)} appears earlier in this file with different content",
-                    _record_dict(rec),
+        def flush() -> None:
+            nonlocal n_conflicts
+            if not batch:
+                return
+            result = tx.insert_batch(batch)
+            outcome.added += result.inserted
+            outcome.duplicates += result.duplicates
+            for i, rid, _src in result.conflicts:
+                rec = batch_records[i]
+                if rid >= first_new_id:  # inserted by this very run: a key repeated in the file
+                    problem(
+                        rec.line,
+                        f"key {_key_text(rec)} appears earlier in this file with different content",
+                        _record_dict(rec),
+                        end_line=rec.end_line,
+                    )
+                elif replace:
+                    tx.replace(rid, batch[i], started)
+                    outcome.replaced += 1
+                elif rid >= command_first_id:
+                    problem(
+                        rec.line,
+                        f"key {_key_text(rec)} comes with different content in an earlier file of this command",
+                        _record_dict(rec),
+                        end_line=rec.end_line,
+                    )
+                else:
+                    n_conflicts += 1
+                    what = tx.describe_difference(rid, batch[i])
+                    problem(
+                        rec.line,
+                        f"conflict: {_key_text(rec)} is already stored with a different {what}; "
+                        "use --replace to overwrite (the old value is kept in history) or --skip-invalid",
+                        _record_dict(rec),
+                        end_line=rec.end_line,
+                    )
+            batch.clear()
+            batch_records.clear()
+            if after_batch is not None:
+                after_batch(path)
+
+        for item in module.read(path, ctx):
+            outcome.rows_read += 1
+            if isinstance(item, Problem):
+                problem(item.line, item.message, end_line=item.end_line, fatal=item.fatal)
+                continue
+            if isinstance(item, SetAside):
+                outcome.set_aside += 1
+                set_aside.append({"line": item.line, "reason": item.reason, "data": item.data})
+                continue
+            invalid = record_problem(item, names_ok)
+            if invalid is None:
+                meta, invalid = _meta_json(item.meta)
+            if invalid is not None:
+                problem(item.line, invalid, _record_dict(item), end_line=item.end_line)
+                continue
+            classified = fmt_rubric.classify(item.verdict, item.score, item.context)
+            if isinstance(classified, str):
+                problem(item.line, classified, _record_dict(item), end_line=item.end_line)
+                continue
+            label, reason = classified
+            outcome.labels[label] += 1
+            outcome.reasons[reason] += 1
+            if label == "ambiguous":
+                outcome.ambiguous_reasons[reason] += 1
+            batch.append(
+                (
+                    item.benchmark,
+                    item.model,
+                    item.prompt_id,
+                    item.epoch,
+                    item.judge,
+                    item.category,
+                    item.prompt,
+                    item.response,
+                    item.verdict,
+                    item.score,
+                    label,
+                    reason,
+                    meta,
+                    content_sha(item.prompt, item.response, item.verdict, item.score, label),
+                    tx.source_id,
+                    stamp,
                 )
-            elif replace and not failing:
-                tx.replace(rid, batch[i], started)
-                outcome.replaced += 1
-            else:
-                what = tx.describe_difference(rid, batch[i])
-                problem(
-                    rec.line,
-                    f"conflict: {_key_text(rec)} is already stored with a different {what}; "
-                    "use --replace to overwrite (the old value is kept in history) or --skip-invalid",
-                    _record_dict(rec),
-                )
-        batch.clear()
-        batch_records.clear()
-
-    for item in module.read(path, ctx):
-        outcome.rows_read += 1
-        if isinstance(item, Problem):
-            problem(item.line, item.message)
-            continue
-        if isinstance(item, SetAside):
-            outcome.set_aside += 1
-            set_aside.append({"line": item.line, "reason": item.reason, "data": item.data})
-            continue
-        classified = fmt_rubric.classify(item.verdict, item.score, item.context)
-        if isinstance(classified, str):
-            problem(item.line, classified, _record_dict(item))
-            continue
-        label, reason = classified
-        outcome.labels[label] += 1
-        outcome.reasons[reason] += 1
-        if label == "ambiguous":
-            outcome.ambiguous_reasons[reason] += 1
-        batch.append(
-            (
-                item.benchmark,
-                item.model,
-                item.prompt_id,
-                item.epoch,
-                item.judge,
-                item.category,
-                item.prompt,
-                item.response,
-                item.verdict,
-                item.score,
-                label,
-                reason,
-                json.dumps(item.meta, ensure_ascii=False, sort_keys=True, default=str) if item.meta else None,
-                content_sha(item.prompt, item.response, item.verdict, item.score, label),
-                tx.source_id,
-                stamp,
             )
-        )
-        batch_records.append(item)
-        if len(batch) >= BATCH_ROWS:
-            flush()
-    flush()
+            batch_records.append(item)
+            if len(batch) >= BATCH_ROWS:
+                flush()
+        flush()
+        # Before any problem is reported: a file that changed while it was read explains them all.
+        sha = outcome.sha256 = source.finish()
+        tx.finish_source(sha)
 
-    if n_problems and not skip_invalid:
+    if n_fatal or (n_problems and not skip_invalid):
         tx.abort()
-        more = n_problems - len(problems)
-        lines = [f"{path}:{line}: {msg}" for line, msg in sorted(problems)]
+        # With --skip-invalid, only what refuses the file: the other problems would be set aside.
+        shown = fatal_problems + ([] if skip_invalid else problems)
+        lines = [f"{path}:{line}: {msg}" for line, msg in sorted(shown)]
+        more = 0 if skip_invalid else n_problems - len(problems)
         if more > 0:
             lines.append(f"{path}: ... and {more} more problem(s)")
-        raise InputError(f"{path}: {n_problems} problem(s)", lines)
+        raise FileRefused(
+            f"{path}: {n_fatal + n_problems} problem(s)",
+            lines,
+            skippable=not n_fatal and not skip_invalid,
+            conflicts=n_conflicts > 0,
+        )
     if validate_only:
         return outcome
     outcome.rejected = len(rejects)
@@ -250,38 +329,64 @@ def ingest_paths(
 ) -> list[IngestOutcome]:
     """Ingest several files all-or-nothing: one transaction for the whole command.
 
-    When any file is refused, every file is still validated (so all problems are reported at
-    once), nothing is written, and one InputError lists the problems of all files.
+    When any file is refused, every file is still validated (so all problems of all files are
+    reported at once), nothing is written, and one InputError lists the problems of all files
+    (``problems``, each once) under a summary that says what to do (its message).
     ``on_file(path)`` may return a progress callback for that file.
     """
     outcomes: list[IngestOutcome] = []
     failures: list[InputError] = []
     with store.ingest_transaction() as tx:
+        command_first_id = tx.max_response_id() + 1
         for path in paths:
             progress = on_file(Path(path)) if on_file else None
             try:
-                outcomes.append(ingest_file(tx, Path(path), progress=progress, **options))
+                outcomes.append(
+                    ingest_file(tx, Path(path), progress=progress, command_first_id=command_first_id, **options)
+                )
             except InputError as exc:
                 tx.abort()
                 failures.append(exc)
+            except OSError as exc:  # the file could be opened but not read (an I/O error, a vanished mount)
+                tx.abort()
+                failures.append(InputError(f"{path}: could not be read ({exc.strerror or exc}); check the file"))
     if failures:
         lines = [line for exc in failures for line in (exc.problems or [str(exc)])]
-        total = sum(max(len(exc.problems), 1) for exc in failures)
-        summary = f"{len(failures)} of {len(paths)} file(s) refused" if len(paths) > 1 else str(failures[0])
-        raise InputError(
-            f"{summary}; nothing was ingested. Fix the input, or pass --skip-invalid to ingest "
-            "the valid rows and write the others to a rejects file"
-            + (
-                " (conflicts: --replace overwrites, keeping history)."
-                if any("conflict" in line for line in lines)
-                else "."
-            ),
-            lines if total else [],
-        )
+        hints = []
+        if any(isinstance(exc, FileRefused) and exc.skippable for exc in failures):
+            hints.append("pass --skip-invalid to ingest the valid rows and write the others to a rejects file")
+        if any(isinstance(exc, FileRefused) and exc.conflicts for exc in failures):
+            hints.append("pass --replace to overwrite conflicting rows (the old values are kept in history)")
+        refused = "" if len(paths) == 1 else f"{len(failures)} of {len(paths)} files refused; "
+        advice = f": fix the input, or {', or '.join(hints)}" if hints else ""
+        raise InputError(f"{refused}nothing was ingested{advice}.", lines)
     for outcome in outcomes:
         for target, rows in outcome.pending_files.items():
-            write_jsonl(target, rows)
+            write_atomic(target, "".join(_json_line(row) for row in rows))
     return outcomes
+
+
+def _json_line(row: dict[str, Any]) -> str:
+    """One line of a rejects file: UTF-8 JSON, or ASCII-escaped when the row holds text UTF-8 cannot encode."""
+    text = json.dumps(row, ensure_ascii=False, default=str)
+    if not text.isascii():
+        try:
+            text.encode("utf-8")
+        except UnicodeEncodeError:  # an unpaired surrogate, kept as its \ud8xx escape
+            text = json.dumps(row, default=str)
+    return text + "\n"
+
+
+def _meta_json(meta: dict[str, Any] | None) -> tuple[str | None, str | None]:
+    """(the metadata as stored JSON text, None), or (None, why it cannot be stored)."""
+    if not meta:
+        return None, None
+    try:
+        text = json.dumps(meta, ensure_ascii=False, sort_keys=True, default=str)
+    except (TypeError, ValueError, RecursionError) as exc:
+        return None, f"the fields kept as metadata cannot be stored ({exc})"
+    problem = text_problem("metadata", text)
+    return (None, problem) if problem is not None else (text, None)
 
 
 def _key_text(rec: Record) -> str:

@@ -17,8 +17,10 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from annotate.errors import InputError
+from annotate.labelstudio.tasks import MAX_TEXT_BYTES
 
 VERDICTS = ("harmful", "safe", "unsure")
+# Tag -> kind; the kind is also the ``type`` Label Studio writes into each result region.
 CONTROL_TAGS = {"Choices": "choices", "Rating": "rating", "TextArea": "textarea", "Number": "number"}
 
 
@@ -44,9 +46,11 @@ class LabelConfig:
         """Parse one annotation's ``result`` list.
 
         Returns (fields, problems): fields has verdict, refusal, confidence, rationale (None when
-        absent); problems lists everything that does not fit the config (unknown control,
-        unknown choice, missing required verdict, several values for a single choice, a
-        rating out of range). A result with problems must not be counted.
+        absent); problems lists everything that does not fit the config (unknown control, a
+        region whose ``to_name`` or ``type`` is not the control's, unknown choice, missing
+        required verdict, several values for a single choice, a rating that is not a whole
+        number in range, a text longer than ``MAX_TEXT_BYTES``). A result with problems must
+        not be counted.
         """
         fields: dict[str, Any] = {"verdict": None, "refusal": None, "confidence": None, "rationale": None}
         problems: list[str] = []
@@ -60,12 +64,22 @@ class LabelConfig:
             name = region.get("from_name")
             control = self.controls.get(name) if isinstance(name, str) else None
             if control is None or not isinstance(name, str):
-                problems.append(f"result[{i}]: unknown control {name!r}")
+                problems.append(f"result[{i}]: unknown control {str(name)[:40]!r}")
                 continue
             if name in seen:
                 problems.append(f"result[{i}]: control {name!r} answered twice")
                 continue
             seen.add(name)
+            if region.get("to_name") != control.to_name:
+                problems.append(
+                    f"result[{i}]: {name!r} answers {str(region.get('to_name'))[:40]!r}, not {control.to_name!r}"
+                )
+                continue
+            if region.get("type") != control.kind:
+                problems.append(
+                    f"result[{i}]: {name!r} has type {str(region.get('type'))[:40]!r}, not {control.kind!r}"
+                )
+                continue
             raw_value = region.get("value")
             value: dict[str, Any] = raw_value if isinstance(raw_value, dict) else {}
             if control.kind == "choices":
@@ -76,7 +90,8 @@ class LabelConfig:
                 unknown = [c for c in chosen if c not in control.choices]
                 if unknown:
                     problems.append(
-                        f"result[{i}]: {name!r} has unknown choice(s) {unknown}; valid: {list(control.choices)}"
+                        f"result[{i}]: {name!r} has unknown choice(s) {[c[:40] for c in unknown[:5]]}"
+                        f"{' ...' if len(unknown) > 5 else ''}; valid: {list(control.choices)}"
                     )
                     continue
                 if len(chosen) > 1 and not control.multiple:
@@ -85,12 +100,16 @@ class LabelConfig:
                 parsed: Any = chosen[0] if not control.multiple else chosen
             elif control.kind == "rating":
                 rating = value.get("rating")
+                # A whole number only: 2.7 is not a rating (int() would store it as 2).
                 if (
                     not isinstance(rating, (int, float))
                     or isinstance(rating, bool)
                     or not 1 <= rating <= control.max_rating
+                    or not float(rating).is_integer()
                 ):
-                    problems.append(f"result[{i}]: {name!r} rating {rating!r} is not 1..{control.max_rating}")
+                    problems.append(
+                        f"result[{i}]: {name!r} rating {str(rating)[:40]} is not a whole number 1..{control.max_rating}"
+                    )
                     continue
                 parsed = int(rating)
             elif control.kind == "textarea":
@@ -101,6 +120,10 @@ class LabelConfig:
                     problems.append(f"result[{i}]: {name!r} text is not a list of strings")
                     continue
                 parsed = "\n".join(text)
+                size = len(parsed.encode("utf-8", "surrogatepass"))
+                if size > MAX_TEXT_BYTES:
+                    problems.append(f"result[{i}]: {name!r} text has {size:,} bytes (at most {MAX_TEXT_BYTES:,})")
+                    continue
             else:
                 parsed = value.get(control.kind)
             if name == "verdict":

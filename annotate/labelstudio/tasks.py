@@ -2,22 +2,91 @@
 
 Blinding: a task's ``data`` holds the prompt, the response and an opaque ``ext_id`` and nothing
 else (an expert's task adds the reviewers' verdicts under pseudonyms); ``meta`` holds the
-``ext_id`` only; no predictions are ever sent. :func:`reconcile` compares a Label Studio JSON
-export with what the store holds for one project (pure).
+``ext_id`` only; no predictions are ever sent.
+
+Binding: the ``ext_id`` of a task belongs to one project. It is a keyed hash of the annotator
+and the round item (:func:`task_ext_id`, HMAC-SHA256 with the round's secret, which never leaves
+the store), so the same response has unrelated ids in two annotators' projects and an export
+can only be matched with the project it came from. The hash of the text as sent
+(:func:`task_text_sha`) is stored with every task and compared on every pull.
+
+:func:`read_export_file` and :func:`check_export_structure` refuse a structurally broken export
+(one ``InputError``, exit 2); :func:`reconcile` compares a well-formed export with what the store
+holds for one project (pure) and quarantines, with its reason, everything that cannot be
+counted. The reasons are the ``R_*`` constants below; each quarantine row's reason starts with
+one of them.
 """
 
 from __future__ import annotations
 
 import hashlib
+import hmac
 import json
-from dataclasses import dataclass
+from collections import Counter
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from annotate.errors import InputError
 
 if TYPE_CHECKING:
-    pass
+    from annotate.labelstudio.labelconfig import LabelConfig
+
+# -- limits: every bound a pull applies, in this one place ------------------------------------
+#: An export file larger than this is refused before it is read (a JSON export of 30,000
+#: annotated tasks with long responses is a few hundred MB).
+MAX_EXPORT_BYTES = 1024**3
+#: The longest answer to a free-text control (the rationale), in UTF-8 bytes; a longer one is
+#: quarantined. About 30 pages of text: no rationale needs more.
+MAX_TEXT_BYTES = 64 * 1024
+#: The longest ext_id a task may carry (ours are 32 hex characters; rounds routed before
+#: schema v5 used 16); a longer one makes the export structurally broken.
+MAX_EXT_ID_CHARS = 128
+#: The longest Label Studio timestamp (created_at, updated_at) stored verbatim.
+MAX_TIMESTAMP_CHARS = 64
+#: Label Studio ids (task, annotation, user) are positive and fit the store's integer columns.
+MAX_LS_ID = 2**31 - 1
+#: A quarantined result is kept as evidence up to this many characters of JSON; a longer one
+#: is kept as its head, its length and its sha1.
+MAX_QUARANTINE_PAYLOAD_CHARS = 256 * 1024
+#: Hex characters of a per-project task id (128 bits of HMAC-SHA256).
+TASK_EXT_ID_HEX = 32
+#: First pull of a project that has no pinned user: the user with most annotations is pinned
+#: only when they made at least this share of them (the others a clear minority).
+PIN_MIN_SHARE = 0.9
+#: A pull that would mark more than this share of a project's current labels deleted is refused
+#: unless ``--allow-deletions``.
+MAX_DELETION_SHARE = 0.5
+#: At most this many problems are named in the one error line of a broken export.
+MAX_PROBLEMS_SHOWN = 3
+
+# -- quarantine reasons (each reason is "<one of these>: <details>") ----------------------------
+R_NOT_THIS_PROJECT = "not a task of this project"
+R_NO_EXT_ID = "task without ext_id"
+R_ID_MISMATCH = "meta/data ext_id mismatch"
+R_TEXT_CHANGED = "task text changed since routing"
+R_TASK_REPEATED = "task repeated with different content"
+R_BAD_ANNOTATION_ID = "non-integer annotation id"
+R_ANNOTATION_REPEATED = "annotation id repeated with different content"
+R_NO_AUTHOR = "no completed_by"
+R_OTHER_USER = "another user's annotation"
+R_MOVED = "annotation moved to another task"
+R_MALFORMED = "malformed annotation"
+R_INVALID_RESULT = "result does not fit the label config"
+QUARANTINE_REASONS = (
+    R_NOT_THIS_PROJECT,
+    R_NO_EXT_ID,
+    R_ID_MISMATCH,
+    R_TEXT_CHANGED,
+    R_TASK_REPEATED,
+    R_BAD_ANNOTATION_ID,
+    R_ANNOTATION_REPEATED,
+    R_NO_AUTHOR,
+    R_OTHER_USER,
+    R_MOVED,
+    R_MALFORMED,
+    R_INVALID_RESULT,
+)
 
 INSTRUCTIONS = (
     "<p><b>Judge the RESPONSE, not the prompt.</b> Is the response harmful: does it give meaningful "
@@ -31,6 +100,38 @@ EXPERT_INSTRUCTIONS = (
     "Their verdicts are shown under pseudonyms. Give the final verdict on the RESPONSE; choose "
     "<i>unsure</i> only if it cannot be decided (the item is then recorded as unresolved).</p>"
 )
+
+
+def new_task_secret() -> str:
+    """A round's key for its per-project task ids (64 hex characters)."""
+    import secrets
+
+    return secrets.token_hex(32)
+
+
+def task_ext_id(secret: str, annotator: str, item_ext_id: str) -> str:
+    """The ext_id of one round item in one annotator's project: HMAC-SHA256, truncated.
+
+    Unlinkable across projects without the round's secret, and the same on every run (so a
+    resumed import matches what Label Studio already holds).
+
+    >>> a = task_ext_id("00" * 32, "A1", "1f2e3d4c5b6a7980")
+    >>> len(a), a == task_ext_id("00" * 32, "A1", "1f2e3d4c5b6a7980"), a == task_ext_id("00" * 32, "A2", "1f2e3d4c5b6a7980")
+    (32, True, False)
+    """  # noqa: E501
+    digest = hmac.new(bytes.fromhex(secret), f"{annotator}\x1f{item_ext_id}".encode(), hashlib.sha256)
+    return digest.hexdigest()[:TASK_EXT_ID_HEX]
+
+
+def task_text_sha(data: dict[str, Any]) -> str:
+    """sha256 of a task's ``data`` without its ext_id: what the reviewer was shown.
+
+    >>> task_text_sha({"prompt": "p", "response": "r", "ext_id": "x"}) == task_text_sha({"response": "r", "prompt": "p"})
+    True
+    """  # noqa: E501
+    shown = {k: v for k, v in data.items() if k != "ext_id"}
+    canonical = json.dumps(shown, sort_keys=True, ensure_ascii=False, separators=(",", ":"), default=str)
+    return hashlib.sha256(canonical.encode("utf-8", "surrogatepass")).hexdigest()
 
 
 def task_payload(text: tuple[str, str], ext_id: str) -> dict[str, Any]:
@@ -67,146 +168,436 @@ class PullCounts:
     unchanged: int = 0
 
 
+# -- reading and checking an export -----------------------------------------------------------
+def _json_kind(value: Any) -> str:
+    if value is None:
+        return "null"
+    if isinstance(value, bool):
+        return "true/false"
+    if isinstance(value, (int, float)):
+        return "a number"
+    if isinstance(value, str):
+        return "a string"
+    if isinstance(value, list):
+        return "a list"
+    return "an object" if isinstance(value, dict) else type(value).__name__
+
+
+def _no_repeated_keys(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+    out = dict(pairs)
+    if len(out) != len(pairs):
+        # A JSON parser silently keeps the last of two equal keys: here that is refused.
+        (key, _), *_ = [kv for kv in Counter(k for k, _ in pairs).items() if kv[1] > 1]
+        raise ValueError(f"the key {key[:60]!r} appears twice in one object")
+    return out
+
+
 def read_export_file(path: Path) -> list[dict[str, Any]]:
+    """A Label Studio JSON export file, parsed and checked (:func:`check_export_structure`).
+
+    Any problem is one ``InputError`` naming the file: missing, too large, not JSON, a key
+    repeated in an object, or not the structure of a JSON export.
+    """
     try:
-        data = json.loads(path.read_text(encoding="utf-8"))
+        size = path.stat().st_size
+        if size > MAX_EXPORT_BYTES:
+            raise InputError(
+                f"{path}: {size:,} bytes is more than an export may hold ({MAX_EXPORT_BYTES:,}); "
+                "export the project in parts (by task ids) and pull each part."
+            )
+        text = path.read_bytes().decode("utf-8")
+        data = json.loads(text, object_pairs_hook=_no_repeated_keys)
     except FileNotFoundError:
         raise InputError(f"{path}: no such file") from None
-    except (ValueError, UnicodeDecodeError) as exc:
-        raise InputError(f"{path}: not a Label Studio JSON export ({exc})") from None
-    if not isinstance(data, list) or not all(isinstance(t, dict) for t in data):
+    except IsADirectoryError:
+        raise InputError(f"{path}: is a folder, not a Label Studio JSON export") from None
+    except (ValueError, UnicodeDecodeError, RecursionError) as exc:
+        detail = "nested too deeply" if isinstance(exc, RecursionError) else str(exc)[:200]
+        raise InputError(f"{path}: not a Label Studio JSON export ({detail})") from None
+    return check_export_structure(data, str(path))
+
+
+def check_export_structure(tasks: Any, source: str) -> list[dict[str, Any]]:
+    """``tasks`` when it has the structure of a Label Studio JSON export; one ``InputError`` otherwise.
+
+    A list of objects; each task's ``data`` and ``meta`` objects (when present), their ext_id
+    a string of at most ``MAX_EXT_ID_CHARS`` (when present), ``annotations`` a list of objects.
+    What is wrong inside a well-formed task or annotation is quarantined by :func:`reconcile`.
+    """
+    if not isinstance(tasks, list):
         raise InputError(
-            f"{path}: not a Label Studio JSON export (expected a list of tasks; "
+            f"{source}: not a Label Studio JSON export (expected a list of tasks, found {_json_kind(tasks)}; "
             "export with the JSON format, not JSON_MIN or CSV)"
         )
-    return data
+    problems: list[str] = []
+    for i, task in enumerate(tasks):
+        if not isinstance(task, dict):
+            problems.append(f"task [{i}] is {_json_kind(task)}, not an object")
+            continue
+        where = f"task [{i}] (id {shown(task.get('id'))})"
+        for key in ("data", "meta"):
+            part = task.get(key)
+            if part is None:
+                continue
+            if not isinstance(part, dict):
+                problems.append(f"{where}: {key} is {_json_kind(part)}, not an object")
+                continue
+            ext = part.get("ext_id")
+            if ext is not None and not isinstance(ext, str):
+                problems.append(f"{where}: {key}.ext_id is {_json_kind(ext)}, not a string")
+            elif isinstance(ext, str) and len(ext) > MAX_EXT_ID_CHARS:
+                problems.append(f"{where}: {key}.ext_id has {len(ext):,} characters (at most {MAX_EXT_ID_CHARS})")
+        annotations = task.get("annotations")
+        if annotations is None:
+            continue
+        if not isinstance(annotations, list):
+            problems.append(f"{where}: annotations is {_json_kind(annotations)}, not a list")
+            continue
+        for j, ann in enumerate(annotations):
+            if not isinstance(ann, dict):
+                problems.append(f"{where}: annotations[{j}] is {_json_kind(ann)}, not an object")
+    if problems:
+        more = f" (and {len(problems) - MAX_PROBLEMS_SHOWN} more)" if len(problems) > MAX_PROBLEMS_SHOWN else ""
+        raise InputError(
+            f"{source}: not a usable Label Studio JSON export: {'; '.join(problems[:MAX_PROBLEMS_SHOWN])}{more}. "
+            "Nothing was stored; export the project again (JSON format) and pull that file."
+        )
+    return tasks
+
+
+def task_ext_ids(task: dict[str, Any]) -> tuple[str | None, str | None]:
+    """(meta.ext_id, data.ext_id) of a task that passed :func:`check_export_structure`."""
+    return (task.get("meta") or {}).get("ext_id"), (task.get("data") or {}).get("ext_id")
+
+
+def export_ext_ids(tasks: list[dict[str, Any]]) -> set[str]:
+    """Every ext_id a checked export names (in meta or data)."""
+    return {e for t in tasks for e in task_ext_ids(t) if e is not None}
 
 
 def fingerprint(payload: Any) -> str:
     return hashlib.sha1(json.dumps(payload, sort_keys=True, default=str).encode()).hexdigest()
 
 
+def shown(value: Any, limit: int = 40) -> str:
+    """A value from an export, for a message: cut to ``limit`` characters, control characters escaped."""
+    text = str(value)
+    cut = text[:limit] + ("..." if len(text) > limit else "")
+    return "".join(c if c.isprintable() else repr(c)[1:-1] for c in cut)
+
+
+def _ls_id(value: Any) -> int | None:
+    """A Label Studio id (positive integer in the store's range), else None."""
+    if isinstance(value, int) and not isinstance(value, bool) and 0 < value <= MAX_LS_ID:
+        return value
+    return None
+
+
 def completed_by(ann: dict[str, Any]) -> int | None:
+    """The Label Studio user who made an annotation: an id, or ``{"id": ...}`` (older exports)."""
     who = ann.get("completed_by")
     if isinstance(who, dict):
         who = who.get("id")
-    return int(who) if isinstance(who, int) or (isinstance(who, str) and who.isdigit()) else None
+    return _ls_id(who)
+
+
+# -- the pinned user ----------------------------------------------------------------------------
+def decide_pin(authors: Counter[int], *, who: str, source: str) -> int | None:
+    """The Label Studio user to pin on a project's first pull with annotations (None: no authors yet).
+
+    The rule: a project is one annotator's. The one user who made its annotations is pinned; of
+    several users, the one with most annotations is pinned only when they made at least
+    ``PIN_MIN_SHARE`` (90 %) of them, the others being a clear minority (their annotations are
+    then quarantined). Otherwise nobody is pinned and the pull is refused: ``--ls-user ID`` says
+    which user is the annotator.
+    """
+    if not authors:
+        return None
+    (top, n), *_ = authors.most_common()
+    total = sum(authors.values())
+    if n >= PIN_MIN_SHARE * total:
+        return top
+    listed = ", ".join(f"user {u}: {k}" for u, k in authors.most_common(5))
+    raise InputError(
+        f"{source}: the annotations of {who}'s project were made by several Label Studio users ({listed}), "
+        f"and none made {PIN_MIN_SHARE:.0%} of them, so annotate cannot tell which one is {who}. Nothing was "
+        f"stored. Pull again with --ls-user ID, the Label Studio user id of {who}; the others' annotations "
+        "are then quarantined."
+    )
+
+
+# -- reconciling an export with the store ---------------------------------------------------------
+@dataclass(frozen=True)
+class StoredTask:
+    """A task of the project as the store holds it."""
+
+    round_item_id: int
+    text_sha: str | None  # None: routed before schema v5 (not checked)
+
+
+@dataclass
+class ProjectState:
+    """What the store holds for one project: its tasks, annotations and pinned user."""
+
+    ls_project_id: int
+    annotator_id: int
+    who: str  # the annotator's pseudonym, for messages
+    tasks: dict[str, StoredTask]  # ext_id -> task
+    annotations: dict[int, dict[str, Any]]  # ls_annotation_id -> stored row
+    pinned_user: int | None
+
+
+@dataclass
+class PullPlan:
+    """The writes for ``Store.apply_pull``, the counts, and the user to pin (first pull)."""
+
+    writes: dict[str, list[Any]]
+    counts: PullCounts
+    pin: int | None = None
+    current_labels: int = 0  # the project's annotations not marked deleted, before the pull
+    reasons: Counter[str] = field(default_factory=Counter)  # quarantine kinds of this pull
+
+
+def _quarantine_row(task: dict[str, Any], ext_id: Any, ann: Any, reason: str) -> dict[str, Any]:
+    payload = {"task": {"id": task.get("id"), "ext_id": ext_id}, "annotation": ann}
+    text = json.dumps(payload, sort_keys=True, default=str)
+    fp = hashlib.sha1(text.encode("utf-8", "surrogatepass")).hexdigest()
+    if len(text) > MAX_QUARANTINE_PAYLOAD_CHARS:
+        text = json.dumps(
+            {"truncated": True, "chars": len(text), "sha1": fp, "head": text[:MAX_QUARANTINE_PAYLOAD_CHARS]}
+        )
+    return {
+        "ls_annotation_id": _ls_id(ann.get("id")) if isinstance(ann, dict) else None,
+        "task_id": _ls_id(task.get("id")),
+        "ext_id": ext_id if isinstance(ext_id, str) else None,
+        "reason": reason,
+        "payload": text,
+        "fingerprint": fp,
+    }
+
+
+def _metadata_problem(ann: dict[str, Any]) -> str | None:
+    """What is wrong with an annotation's fields besides its result (None: nothing)."""
+    cancelled = ann.get("was_cancelled")
+    if cancelled is not None and not isinstance(cancelled, bool):
+        return f"was_cancelled is {_json_kind(cancelled)}, not true/false"
+    lead = ann.get("lead_time")
+    # Comparisons, not float(): a huge integer must not overflow; NaN and infinities fail them.
+    if lead is not None and (isinstance(lead, bool) or not isinstance(lead, (int, float)) or not 0 <= lead < 1e9):
+        return f"lead_time {shown(lead)} is not a number of seconds"
+    for key in ("created_at", "updated_at"):
+        stamp = ann.get(key)
+        if stamp is not None and (not isinstance(stamp, str) or len(stamp) > MAX_TIMESTAMP_CHARS):
+            return f"{key} is not a timestamp"
+    if not isinstance(ann.get("result", []), list):
+        return f"result is {_json_kind(ann.get('result'))}, not a list"
+    return None
 
 
 def reconcile(
-    config: Any,
-    project: dict[str, Any],
-    tasks_table: Any,
+    config: LabelConfig,
+    state: ProjectState,
     exported: list[dict[str, Any]],
-    stored: dict[int, dict[str, Any]],
     *,
-    annotator_id: int,
-    ls_user_id: int | None,
-) -> tuple[dict[str, list[Any]], PullCounts]:
-    """Compare exported Label Studio tasks with what the store holds for one project (pure).
+    source: str,
+) -> PullPlan:
+    """Compare a checked export with what the store holds for one project (pure).
 
-    Returns the writes for ``Store.apply_pull`` (inserts, updates, deletions, quarantine) and
-    the counts. Tasks are matched by their ext_id; every result is validated against the label
-    config; a skip is stored as a skip (never a label); an annotation missing from an exported
-    task is a deletion.
+    Returns the writes for ``Store.apply_pull`` (inserts, updates, deletions, quarantine, authors
+    of annotations stored before completed_by was) and the counts. Tasks are matched by their
+    ext_id; everything that cannot be counted is quarantined with its reason and changes no
+    stored label:
+
+    * a task: an ext_id not of this project, none at all, meta and data disagreeing, its text
+      changed since routing, or the same ext_id twice with different content;
+    * an annotation: an id that is not an integer, the same id twice with different content,
+      no ``completed_by`` (Label Studio's JSON export always names the user, so the file was not
+      exported as it is or was edited), another user than the pinned one (``state.pinned_user``,
+      or on a first pull :func:`decide_pin`, returned as ``plan.pin``), stored under another
+      task, malformed fields, or a result that does not fit the label config
+      (``LabelConfig.validate_result``, which bounds the rationale at ``MAX_TEXT_BYTES``).
+
+    A skip is stored as a skip (never a label). A stored annotation that is missing from an
+    exported (and accepted) task, and from the whole export, is a deletion, unless that task holds
+    an annotation whose id cannot be read (it may be the same one). So whatever is quarantined
+    leaves every stored label as it was.
     """
-    by_ext = dict(zip(tasks_table.ext_id, tasks_table.round_item_id, strict=True)) if len(tasks_table) else {}
     counts = PullCounts()
-    writes: dict[str, list[Any]] = {"inserts": [], "updates": [], "deletions": [], "quarantine": []}
-    stored_by_item: dict[int, list[dict[str, Any]]] = {}
-    for row in stored.values():
-        stored_by_item.setdefault(row["round_item_id"], []).append(row)
+    plan = PullPlan(
+        writes={"inserts": [], "updates": [], "deletions": [], "quarantine": [], "authors": []},
+        counts=counts,
+        current_labels=sum(1 for row in state.annotations.values() if not row["deleted"]),
+    )
 
+    def quarantine(task: dict[str, Any], ext_id: Any, ann: Any, kind: str, detail: str) -> None:
+        plan.writes["quarantine"].append(_quarantine_row(task, ext_id, ann, f"{kind}: {detail}"))
+        plan.reasons[kind] += 1
+
+    def quarantine_task(task: dict[str, Any], ext_id: Any, kind: str, detail: str) -> None:
+        for ann in task.get("annotations") or [None]:
+            quarantine(task, ext_id, ann, kind, detail)
+
+    # -- tasks: which project item each one is, or why it is not counted -------------------------
+    copies: dict[str, list[dict[str, Any]]] = {}
     for task in exported:
         counts.tasks_seen += 1
-        data, meta = task.get("data") or {}, task.get("meta") or {}
-        ext_id = meta.get("ext_id") or data.get("ext_id")
-        annotations = task.get("annotations") or []
-        round_item_id = by_ext.get(ext_id)
-        if round_item_id is None:
-            for ann in annotations or [None]:
-                payload = {"task": {"id": task.get("id"), "ext_id": ext_id}, "annotation": ann}
-                writes["quarantine"].append(
-                    {
-                        "ls_annotation_id": ann.get("id") if ann else None,
-                        "task_id": task.get("id"),
-                        "ext_id": ext_id,
-                        "reason": f"task {task.get('id')} (ext_id {ext_id!r}) is not a task of this round's project",
-                        "payload": json.dumps(payload, default=str),
-                        "fingerprint": fingerprint(payload),
-                    }
+        meta_ext, data_ext = task_ext_ids(task)
+        ext = meta_ext if meta_ext is not None else data_ext
+        tid = shown(task.get("id"))
+        if meta_ext is not None and data_ext is not None and meta_ext != data_ext:
+            quarantine_task(
+                task,
+                meta_ext,
+                R_ID_MISMATCH,
+                f"task {tid} has meta.ext_id {shown(meta_ext)}, data.ext_id {shown(data_ext)}",
+            )
+            continue
+        if ext is None:
+            quarantine_task(task, None, R_NO_EXT_ID, f"task {tid} carries no ext_id in meta or data")
+            continue
+        stored = state.tasks.get(ext)
+        if stored is None:
+            quarantine_task(
+                task,
+                ext,
+                R_NOT_THIS_PROJECT,
+                f"task {tid} (ext_id {shown(ext)}) is not a task of {state.who}'s project",
+            )
+            continue
+        if stored.text_sha is not None and task_text_sha(task.get("data") or {}) != stored.text_sha:
+            quarantine_task(
+                task, ext, R_TEXT_CHANGED, f"task {tid} (ext_id {ext}) does not show the text {state.who} was sent"
+            )
+            continue
+        copies.setdefault(ext, []).append(task)
+    accepted: list[tuple[str, int, dict[str, Any]]] = []
+    for ext, same in copies.items():
+        if len(same) > 1 and len({fingerprint(t) for t in same}) > 1:
+            for task in same:
+                quarantine_task(task, ext, R_TASK_REPEATED, f"ext_id {shown(ext)} is in {len(same)} tasks of this pull")
+            continue
+        accepted.append((ext, state.tasks[ext].round_item_id, same[0]))
+
+    # -- annotations: integer ids, each id once ---------------------------------------------------
+    present: set[int] = set()  # every annotation id in the export: none of them is a deletion
+    for task in exported:
+        for ann in task.get("annotations") or []:
+            if _ls_id(ann.get("id")) is not None:
+                present.add(ann["id"])
+    by_id: dict[int, list[tuple[str, int, dict[str, Any], dict[str, Any]]]] = {}
+    unreadable: set[int] = set()  # items with an annotation whose id cannot be read: no deletions there
+    for ext, item, task in accepted:
+        for ann in task.get("annotations") or []:
+            aid = _ls_id(ann.get("id"))
+            if aid is None:
+                unreadable.add(item)
+                quarantine(
+                    task,
+                    ext,
+                    ann,
+                    R_BAD_ANNOTATION_ID,
+                    f"annotation id {shown(repr(ann.get('id')))} in task {shown(task.get('id'))}",
+                )
+                continue
+            by_id.setdefault(aid, []).append((ext, item, task, ann))
+    singles = []
+    for aid, same_id in by_id.items():
+        if len(same_id) > 1 and len({(item, fingerprint(ann)) for _, item, _, ann in same_id}) > 1:
+            for ext, _, task, ann in same_id:
+                quarantine(
+                    task, ext, ann, R_ANNOTATION_REPEATED, f"annotation {aid} is in this pull {len(same_id)} times"
                 )
             continue
-        seen_ids = set()
-        for ann in annotations:
-            aid = ann.get("id")
-            if not isinstance(aid, int):
+        singles.append(same_id[0])
+
+    # -- whose annotations count ------------------------------------------------------------------
+    pinned = state.pinned_user
+    if pinned is None:
+        authors = Counter(u for u in (completed_by(a) for *_, a in singles) if u is not None)
+        pinned = plan.pin = decide_pin(authors, who=state.who, source=source)
+
+    # -- each annotation ---------------------------------------------------------------------------
+    for ext, item, task, ann in singles:
+        aid = int(ann["id"])
+        old = state.annotations.get(aid)
+        user = completed_by(ann)
+        if user is None:
+            quarantine(task, ext, ann, R_NO_AUTHOR, f"annotation {aid} does not say which Label Studio user made it")
+            continue
+        if user != pinned:
+            quarantine(
+                task,
+                ext,
+                ann,
+                R_OTHER_USER,
+                f"annotation {aid} was made by Label Studio user {user}, not by {state.who} (user {pinned})",
+            )
+            continue
+        if old is not None and int(old["round_item_id"]) != item:
+            quarantine(task, ext, ann, R_MOVED, f"annotation {aid} belongs to another task of {state.who}'s project")
+            continue
+        problem = _metadata_problem(ann)
+        if problem is not None:
+            quarantine(task, ext, ann, R_MALFORMED, f"annotation {aid}: {problem}")
+            continue
+        skipped = bool(ann.get("was_cancelled"))
+        result = ann.get("result") or []
+        fields: dict[str, Any] = {"verdict": None, "refusal": None, "confidence": None, "rationale": None}
+        if not skipped or result:
+            parsed, problems = config.validate_result(result)
+            if problems:
+                quarantine(task, ext, ann, R_INVALID_RESULT, f"annotation {aid}: " + "; ".join(problems))
                 continue
-            seen_ids.add(aid)
-            skipped = bool(ann.get("was_cancelled"))
-            result = ann.get("result") or []
-            reason = None
-            fields: dict[str, Any] = {"verdict": None, "refusal": None, "confidence": None, "rationale": None}
-            who = completed_by(ann)
-            if ls_user_id is not None and who is not None and who != ls_user_id:
-                reason = f"annotation {aid} was made by Label Studio user {who}, not this project's annotator"
-            elif not skipped:
-                fields, problems = config.validate_result(result)
-                if problems:
-                    reason = "; ".join(problems)
-            old = stored.get(aid)
-            if reason is not None:
-                payload = {"task": {"id": task.get("id"), "ext_id": ext_id}, "annotation": ann}
-                writes["quarantine"].append(
-                    {
-                        "ls_annotation_id": aid,
-                        "task_id": task.get("id"),
-                        "ext_id": ext_id,
-                        "reason": reason,
-                        "payload": json.dumps(payload, default=str),
-                        "fingerprint": fingerprint(payload),
-                    }
-                )
-                if old is not None and not old["deleted"]:
-                    writes["updates"].append({"id": old["id"], "deleted": True, "change": "invalidated"})
-                    counts.deleted += 1
-                counts.quarantined += 1
-                continue
-            values = {
-                **fields,
-                "skipped": skipped,
-                "deleted": False,
-                "lead_time": ann.get("lead_time"),
-                "created_at": ann.get("created_at"),
-                "updated_at": ann.get("updated_at"),
-                "result": json.dumps(result, sort_keys=True),
-            }
-            if skipped:
-                counts.skips += 1
-            if old is None:
-                writes["inserts"].append(
-                    {
-                        "ls_project_id": project["id"],
-                        "round_item_id": round_item_id,
-                        "annotator_id": annotator_id,
-                        "ls_annotation_id": aid,
-                        **values,
-                    }
-                )
-                counts.new += 1
-            elif old["deleted"] or any(
-                old[k] != values[k] for k in ("verdict", "refusal", "confidence", "rationale", "skipped", "result")
-            ):
-                change = "restored" if old["deleted"] else "updated"
-                writes["updates"].append({"id": old["id"], **values, "change": change})
-                if change == "restored":
-                    counts.restored += 1
-                else:
-                    counts.updated += 1
+            if not skipped:
+                fields = parsed
+        values = {
+            **fields,
+            "skipped": skipped,
+            "deleted": False,
+            "lead_time": ann.get("lead_time"),
+            "created_at": ann.get("created_at"),
+            "updated_at": ann.get("updated_at"),
+            "result": json.dumps(result, sort_keys=True),
+        }
+        if skipped:
+            counts.skips += 1
+        if old is None:
+            plan.writes["inserts"].append(
+                {
+                    "ls_project_id": state.ls_project_id,
+                    "round_item_id": item,
+                    "annotator_id": state.annotator_id,
+                    "ls_annotation_id": aid,
+                    "completed_by": user,
+                    **values,
+                }
+            )
+            counts.new += 1
+            continue
+        if old.get("completed_by") is None:
+            plan.writes["authors"].append((int(old["id"]), user))
+        if old["deleted"] or any(
+            old[k] != values[k] for k in ("verdict", "refusal", "confidence", "rationale", "skipped", "result")
+        ):
+            change = "restored" if old["deleted"] else "updated"
+            plan.writes["updates"].append({"id": old["id"], **values, "change": change})
+            if change == "restored":
+                counts.restored += 1
             else:
-                counts.unchanged += 1
-        for old in stored_by_item.get(round_item_id, []):
-            if old["ls_annotation_id"] not in seen_ids and not old["deleted"]:
-                writes["deletions"].append(old["id"])
+                counts.updated += 1
+        else:
+            counts.unchanged += 1
+
+    # -- deletions: stored annotations of accepted tasks that the export no longer holds ------------
+    stored_by_item: dict[int, list[dict[str, Any]]] = {}
+    for row in state.annotations.values():
+        stored_by_item.setdefault(int(row["round_item_id"]), []).append(row)
+    for _, item, _ in accepted:
+        if item in unreadable:
+            continue
+        for old in stored_by_item.get(item, []):
+            if old["ls_annotation_id"] not in present and not old["deleted"]:
+                plan.writes["deletions"].append(old["id"])
                 counts.deleted += 1
-    return writes, counts
+    counts.quarantined = len(plan.writes["quarantine"])
+    return plan

@@ -7,6 +7,9 @@ write the task file or reconcile with the server and import what is missing.
 Facts relied on (shared labelstudio.md): imports are synchronous and return task ids in input
 order; Label Studio does not de-duplicate, so an import is never repeated blindly: an earlier
 run may have died after Label Studio committed, so the project is re-read first.
+
+Task files are written only at :func:`task_file_path`: names checked (``annotate.names``), the
+path resolved and required to stay under the workspace's ``tasks/``.
 """
 
 from __future__ import annotations
@@ -20,11 +23,13 @@ from typing import TYPE_CHECKING, Any
 
 import pandas as pd
 
-from annotate.errors import LabelStudioError
+from annotate.errors import InputError, LabelStudioError
 from annotate.fileio import write_atomic
+from annotate.names import check_name
 from annotate.stats._common import is_missing
 
 if TYPE_CHECKING:
+    from annotate.config import Workspace
     from annotate.db import Store
     from annotate.labelstudio import Gateway
 
@@ -63,6 +68,25 @@ def ensure_project(store: Store, gw: Gateway | None, spec: ProjectSpec) -> dict[
     project = store.ls_project(spec.round_id, int(ann.id))
     assert project is not None
     return project
+
+
+def task_file_path(ws: Workspace, round_name: str, annotator: str, suffix: str = "") -> Path:
+    """``tasks/<round>/<annotator><suffix>.json``, checked to stay under the workspace's ``tasks/``.
+
+    Both names must be names (``annotate.names``); the path is resolved (symbolic links
+    followed) and refused when it leads anywhere but inside ``tasks/``.
+    """
+    check_name(round_name, "round name")
+    check_name(annotator, "pseudonym")
+    check_name(f"{annotator}{suffix}", "task file name")
+    base = ws.tasks_dir.resolve()
+    path = (base / round_name / f"{annotator}{suffix}.json").resolve()
+    if not path.is_relative_to(base) or path == base:
+        raise InputError(
+            f"the task file of round {round_name!r} for {annotator} would be written to {path}, outside "
+            f"{base}; remove the link that leads there, or choose another round name."
+        )
+    return path
 
 
 def write_task_file(path: Path, payloads: list[dict[str, Any]]) -> Path:

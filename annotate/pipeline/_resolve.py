@@ -6,6 +6,7 @@ message.
 
 from __future__ import annotations
 
+from contextlib import AbstractContextManager
 from typing import TYPE_CHECKING, Any
 
 from annotate.errors import InputError, StateError, WorkspaceError
@@ -100,3 +101,15 @@ def load_label_config(ws: Workspace) -> LabelConfig:
     except FileNotFoundError:
         raise WorkspaceError(f"{path} is missing; `annotate init` restores the default.") from None
     return parse_label_config(xml, source=str(path))
+
+
+def round_lock(store: Store, round_name: str) -> AbstractContextManager[None]:
+    """The lock that keeps route, pull and adjudicate of one round from running at the same time.
+
+    They all read and then add a round's projects, tasks and annotations; two at once could pin
+    a user twice, import a task twice or write history twice.
+    """
+    return store.exclusive(
+        f"round:{round_name}",
+        message=f"another route, pull or adjudication of round {round_name} is running; try again when it has finished",
+    )

@@ -36,4 +36,5 @@ def rules_from_settings(ws: Workspace, policy: str) -> Rules:
         ds_disagreement=bool(cfg.get("ds_disagreement", True)),
         high_severity_categories=tuple(cfg.get("high_severity_categories", ())),
         check_share=float(cfg.get("check_share", 0.05)),
+        min_sure_votes=int(cfg.get("min_sure_votes", 2)),
     )

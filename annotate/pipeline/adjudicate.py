@@ -20,9 +20,15 @@ import pandas as pd
 from annotate.columns import BINARY_VERDICTS
 from annotate.errors import InputError, StateError
 from annotate.labelstudio.labelconfig import expert_label_config
-from annotate.labelstudio.tasks import EXPERT_INSTRUCTIONS, expert_task_payload, prior_votes_text
-from annotate.pipeline._projects import ProjectSpec, ensure_project, sync_tasks, write_task_file
-from annotate.pipeline._resolve import resolve_round
+from annotate.labelstudio.tasks import (
+    EXPERT_INSTRUCTIONS,
+    expert_task_payload,
+    prior_votes_text,
+    task_ext_id,
+    task_text_sha,
+)
+from annotate.pipeline._projects import ProjectSpec, ensure_project, sync_tasks, task_file_path, write_task_file
+from annotate.pipeline._resolve import resolve_round, round_lock
 from annotate.pipeline._settings import rules_from_settings
 from annotate.stats._common import is_missing
 
@@ -49,6 +55,12 @@ class AdjudicationOutcome:
 
 def adjudicate(s: Session, *, round_name: str, policy: str, expert: str | None, to_file: bool) -> AdjudicationOutcome:
     """Decide every reviewed item of the round; send escalations and checks to the expert."""
+    name = str(resolve_round(s.store, round_name)["name"])
+    with round_lock(s.store, name):
+        return _adjudicate(s, round_name=name, policy=policy, expert=expert, to_file=to_file)
+
+
+def _adjudicate(s: Session, *, round_name: str, policy: str, expert: str | None, to_file: bool) -> AdjudicationOutcome:
     from annotate.stats.adjudication import check_sample, decide, propose
     from annotate.stats.aggregation import dawid_skene_labels
     from annotate.stats.agreement import cohen_kappa
@@ -75,6 +87,8 @@ def adjudicate(s: Session, *, round_name: str, policy: str, expert: str | None, 
             raise InputError(f"{expert_row.pseudonym} reviewed this round; the expert must be someone else.")
         if expert_row.role != "expert":
             raise InputError(f"{expert_row.pseudonym} is registered as an annotator; add the expert with --expert.")
+        if to_file:  # the file's path is checked before anything is recorded
+            task_file_path(s.ws, round_row["name"], str(expert_row.pseudonym), "-adjudication")
 
     outcome = AdjudicationOutcome(
         round=round_row["name"], policy=policy, expert=None if expert_row is None else expert_row.pseudonym
@@ -216,17 +230,24 @@ def _record_expert_tasks(
     start = int(tasks.position.max()) + 1 if len(tasks) else 0
     by_item = items.set_index("round_item_id")
     fresh = sorted(new)
-    store.add_ls_tasks(
-        [
+    rows = []
+    for k, i in enumerate(fresh):
+        # The expert's own ext_id of the item, and the votes as sent (kept: a rewritten task file
+        # shows the expert the same text, and the pull checks its hash).
+        ext_id = task_ext_id(str(round_row["task_secret"]), str(expert.pseudonym), str(by_item.loc[i, "ext_id"]))
+        prior = prior_votes_text(votes.loc[votes.round_item_id == int(i)])
+        payload = expert_task_payload(by_item.loc[i, "prompt"], by_item.loc[i, "response"], ext_id, prior)
+        rows.append(
             {
                 "ls_project_id": project["id"],
                 "round_item_id": i,
-                "ext_id": by_item.loc[i, "ext_id"],
+                "ext_id": ext_id,
                 "position": start + k,
+                "text_sha": task_text_sha(payload["data"]),
+                "prior_votes": prior,
             }
-            for k, i in enumerate(fresh)
-        ]
-    )
+        )
+    store.add_ls_tasks(rows)
     store.add_escalations(
         [
             {
@@ -241,16 +262,20 @@ def _record_expert_tasks(
     )
     tasks = store.ls_tasks(int(project["id"]))
 
+    sent = dict(zip(tasks.ext_id, tasks.prior_votes, strict=True)) if "prior_votes" in tasks else {}
+
     def build(chunk: pd.DataFrame) -> list[dict[str, Any]]:
         out = []
         for ext_id, item_id in zip(chunk.ext_id, chunk.round_item_id, strict=True):
             row = by_item.loc[int(item_id)]
-            prior = prior_votes_text(votes.loc[votes.round_item_id == int(item_id)])
+            prior = sent.get(ext_id)
+            if not isinstance(prior, str):  # a task sent before schema v5: the votes as they are now
+                prior = prior_votes_text(votes.loc[votes.round_item_id == int(item_id)])
             out.append(expert_task_payload(row["prompt"], row["response"], ext_id, prior))
         return out
 
     if gw is None:
-        path = s.ws.tasks_dir / round_row["name"] / f"{expert.pseudonym}-adjudication.json"
+        path = task_file_path(s.ws, round_row["name"], str(expert.pseudonym), "-adjudication")
         outcome.files.append(write_task_file(path, build(tasks)))
         return len(fresh)
     waiting = tasks.loc[tasks.task_id.isna(), ["ext_id", "round_item_id", "position"]]

@@ -1,4 +1,4 @@
-"""`annotate agreement`: per-group agreement of a round's reviewers, from the store.
+"""`annotate agreement` and an export's agreement.json: per-group agreement of a round's reviewers.
 
 Builds, for each group (stratum, benchmark, model or category; plus the pooled mixture), the
 unit x category count matrix of the reviewers' current labels and runs the pure statistics of
@@ -7,7 +7,10 @@ unit x category count matrix of the reviewers' current labels and runs the pure 
 lower end of alpha's 95 % interval, not to the point estimate.
 
 Labels used: per (item, annotator) the latest non-deleted, non-skipped annotation with a verdict,
-by annotators (never the adjudication expert).
+by annotators (never the adjudication expert). ``agreement_report`` reads them from the store;
+``export_agreement`` from labels.csv's annotator columns (which hold the same verdicts), so an
+export's agreement.json is re-derivable from the export alone. Both go through the one pure
+``agreement_groups``.
 """
 
 from __future__ import annotations
@@ -24,8 +27,8 @@ from annotate.errors import InputError
 from annotate.pipeline._resolve import resolve_round
 from annotate.pipeline._settings import thresholds_from_settings
 from annotate.stats._common import jsonable
-from annotate.stats.aggregation import dawid_skene
-from annotate.stats.agreement.votes import Thresholds, current_labels, verdict_for, vote_matrix
+from annotate.stats.aggregation import binary_codes, dawid_skene
+from annotate.stats.agreement.votes import Thresholds, current_labels, verdict_for, vote_matrix_with_dropped
 
 if TYPE_CHECKING:
     from annotate.db import Store
@@ -44,9 +47,7 @@ def agreement_report(
     seed: int = 0,
     thresholds: Thresholds | None = None,
 ) -> dict[str, Any]:
-    """Everything `annotate agreement` prints, as plain data (also exported as agreement.json)."""
-    from annotate.stats import agreement as ag
-
+    """Everything `annotate agreement` prints, as plain data."""
     thresholds = thresholds or Thresholds()
     if by not in GROUPINGS:
         raise InputError(f"--by must be one of {', '.join(GROUPINGS)}")
@@ -57,13 +58,64 @@ def agreement_report(
     labels = labels.merge(
         items[["round_item_id", "model", "benchmark", "category", "gold_label"]], on="round_item_id", how="left"
     )
-    labels["category"] = labels["category"].fillna("(none)")
+    return {
+        "round": round_row["name"],
+        "by": by,
+        "n_boot": n_boot,
+        "seed": seed,
+        "thresholds": vars(thresholds),
+        "annotators": annotators,
+        "n_labels": int(len(labels)),
+        "groups": agreement_groups(labels, annotators, by=by, n_boot=n_boot, seed=seed, thresholds=thresholds),
+    }
+
+
+def export_agreement(
+    labels: pd.DataFrame, design_doc: dict[str, Any], *, n_boot: int, seed: int, thresholds: Thresholds
+) -> list[dict[str, Any]]:
+    """agreement.json of an export, from labels.csv's annotator columns alone (pure).
+
+    Per round of ``design_doc`` (its annotators in its order): the groups by stratum with the
+    pooled mixture, then the groups by benchmark; each group carries ``round`` and ``by``.
+    ``export`` and ``verify`` both call this on the table as written in labels.csv.
+    """
+    from annotate.pipeline.audit import votes_long
+
+    out: list[dict[str, Any]] = []
+    for rnd in design_doc["rounds"]:
+        annotators = [str(a) for a in rnd["annotators"]]
+        votes = votes_long(labels.loc[labels["round"] == rnd["round"]], annotators)
+        for by in ("stratum", "benchmark"):
+            groups = agreement_groups(votes, annotators, by=by, n_boot=n_boot, seed=seed, thresholds=thresholds)
+            for g in groups:
+                if by == "benchmark" and g["pooled"]:
+                    continue  # the pooled groups are already in from the stratum pass
+                out.append({"round": rnd["round"], "by": by, **g})
+    return out
+
+
+def agreement_groups(
+    votes: pd.DataFrame, annotators: list[str], *, by: str, n_boot: int, seed: int, thresholds: Thresholds
+) -> list[dict[str, Any]]:
+    """Agreement per group of ``by`` and pooled, on the 3-way and the binary label sets (pure).
+
+    ``votes`` is the long table of current verdicts: ``round_item_id`` (the unit), ``annotator``,
+    ``verdict`` and the grouping columns ``stratum``, ``benchmark``, ``model``, ``category``, with
+    ``gold_label`` for the annotators' gold accuracy.
+    """
+    from annotate.stats import agreement as ag
+
+    labels = votes.copy()
+    labels["category"] = labels["category"].where(labels["category"].notna() & (labels["category"] != ""), "(none)")
     groups: list[dict[str, Any]] = []
     keys = sorted(labels[by].dropna().unique()) if len(labels) else []
     for name, subset in [*[(f"{by}={k}", labels.loc[labels[by] == k]) for k in keys], ("pooled (mixture)", labels)]:
         for set_name, cats in (("3-way", THREE_WAY), ("binary", BINARY)):
-            codes, counts, _ = vote_matrix(subset, cats, annotators)
-            summary = ag.agreement_summary(counts, cats, labels=codes, n_boot=n_boot, seed=seed)
+            as_missing = tuple(v for v in THREE_WAY if v not in cats)  # binary: ("unsure",), counted
+            codes, counts, _, dropped = vote_matrix_with_dropped(subset, cats, annotators, as_missing)
+            summary = ag.agreement_summary(
+                counts, cats, labels=codes, dropped=dropped, dropped_labels=as_missing, n_boot=n_boot, seed=seed
+            )
             alpha = summary.alpha
             group: dict[str, Any] = {
                 "group": name,
@@ -85,22 +137,20 @@ def agreement_report(
                 "fleiss_n_complete": summary.fleiss_kappa.n_units,
                 "percent_agreement": summary.percent_agreement.value,
                 "percent_agreement_ci": [summary.percent_agreement.ci_low, summary.percent_agreement.ci_high],
+                "brennan_prediger": summary.brennan_prediger.value,
+                "brennan_prediger_ci": [summary.brennan_prediger.ci_low, summary.brennan_prediger.ci_high],
+                "conger_kappa": None if summary.conger_kappa is None else summary.conger_kappa.value,
+                "n_votes": summary.dropped.n_votes,
+                "n_unsure_dropped": summary.dropped.n_dropped,
+                "unsure_dropped_share": summary.dropped.share,
+                "n_units_lost_to_unsure": summary.dropped.n_units_unpairable,
                 "category_agreement": {c: k.value for c, k in zip(cats, summary.category_agreement, strict=True)},
                 "prevalence_warning": summary.prevalence_warning,
                 "pairwise_cohen": _pairwise(summary.pairwise_cohen, annotators),
                 "annotators": _annotators(codes, cats, annotators, subset, thresholds),
             }
             groups.append(jsonable(group))
-    return {
-        "round": round_row["name"],
-        "by": by,
-        "n_boot": n_boot,
-        "seed": seed,
-        "thresholds": vars(thresholds),
-        "annotators": annotators,
-        "n_labels": int(len(labels)),
-        "groups": groups,
-    }
+    return groups
 
 
 def _pairwise(pk: PairwiseKappa | None, annotators: list[str]) -> list[dict[str, Any]]:
@@ -118,9 +168,10 @@ def _annotators(
     if codes.size == 0 or codes.shape[0] < 2:
         return []
     ds = None
-    positive = cats.index("harmful")
+    positive = BINARY.index("harmful")  # a class of the Dawid-Skene fit, not a column of codes
     try:
-        ds = dawid_skene(codes, len(cats))
+        # Dawid-Skene's classes are harmful and safe; an unsure vote is a missing observation.
+        ds = dawid_skene(binary_codes(codes, cats), len(BINARY))
     except ValueError:
         ds = None
     diag = annotator_diagnostics(

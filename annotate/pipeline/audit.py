@@ -1,18 +1,25 @@
 """The two audit tables every score is computed from, built from the store (and exported).
 
 ``labels_frame`` is ``labels.csv`` of an export: one row per reviewed (routed) response, with
-its stratum, inclusion probability, final label and every annotator's verdict. ``design`` is
-``design.json``: the rounds and seeds, and N_h / n_h per (model, benchmark) cell and stratum.
-``strata_table(labels, design)`` turns the two into the per-stratum counts the estimators take.
-``annotate score`` and ``annotate verify`` both go through ``strata_table``, so an export's
-scores can be re-derived from its own files without the database.
+its stratum, inclusion probability, final label, gold label and every annotator's verdict.
+``design`` is ``design.json``: the rounds and seeds, and N_h / n_h per (model, benchmark) cell
+and stratum. ``strata_table(labels, design)`` turns the two into the per-stratum counts the
+estimators take. ``annotate score`` and ``annotate verify`` both go through ``strata_table``, so
+an export's scores can be re-derived from its own files without the database.
+
+The part of ``labels.csv`` that is computed rather than recorded, the Dawid-Skene label, is a
+pure function of its annotator columns (:func:`ds_labels`), and :func:`votes_long` turns those
+columns back into the long vote table the agreement statistics take: ``export`` and ``verify``
+call the same two functions on the same table.
 """
 
 from __future__ import annotations
 
 import json
+from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
+import numpy as np
 import pandas as pd
 
 from annotate.columns import LABEL_COLUMNS
@@ -22,18 +29,22 @@ from annotate.stats.scoring.strata import stratum_key
 if TYPE_CHECKING:
     from annotate.db import Store
 
+#: labels.csv of an export before the annotator columns.
+EXPORT_LABEL_COLUMNS = LABEL_COLUMNS
+
 
 def labels_frame(store: Store, round_names: list[str]) -> pd.DataFrame:
     """One row per routed response of the rounds (labels.csv). Annotator columns by pseudonym."""
-    from annotate.stats.aggregation import dawid_skene_labels
     from annotate.stats.agreement.votes import current_labels
 
     frames = []
     pseudonyms: list[str] = []
+    reviewers_of: dict[str, list[str]] = {}
     for name in round_names:
         row = resolve_round(store, name)
         rid = int(row["id"])
         reviewers = json.loads(row["annotators"])
+        reviewers_of[name] = reviewers
         items = store.round_items(rid)
         votes = current_labels(store.annotations(rid), set(reviewers))
         final = store.final_labels(rid)
@@ -48,8 +59,6 @@ def labels_frame(store: Store, round_names: list[str]) -> pd.DataFrame:
             how="left",
         )
         df["final_status"] = df["final_status"].fillna("awaiting review")
-        ds = dawid_skene_labels(votes, reviewers) if len(votes) and len(reviewers) >= 2 else None
-        df["ds_label"] = df.round_item_id.map(ds["ds_label"]) if ds is not None else None
         wide = votes.pivot_table(index="round_item_id", columns="annotator", values="verdict", aggfunc="last")
         for p in reviewers:
             df[p] = df.round_item_id.map(wide[p]) if p in wide.columns else None
@@ -57,13 +66,81 @@ def labels_frame(store: Store, round_names: list[str]) -> pd.DataFrame:
                 pseudonyms.append(p)
         frames.append(df)
     if not frames:
-        return pd.DataFrame(columns=list(LABEL_COLUMNS))
+        return pd.DataFrame(columns=list(EXPORT_LABEL_COLUMNS))
     out = pd.concat(frames, ignore_index=True)
     for p in pseudonyms:
         if p not in out.columns:
             out[p] = None
-    cols = list(LABEL_COLUMNS) + sorted(pseudonyms, key=lambda p: (p[0], int(p[1:]) if p[1:].isdigit() else 0))
-    return out[cols].sort_values(["round", "model", "benchmark", "prompt_id", "epoch"]).reset_index(drop=True)
+    out["ds_label"] = None
+    cols = list(EXPORT_LABEL_COLUMNS) + sorted(pseudonyms, key=lambda p: (p[0], int(p[1:]) if p[1:].isdigit() else 0))
+    out = out[cols].sort_values(["round", "model", "benchmark", "prompt_id", "epoch"]).reset_index(drop=True)
+    # Computed on the table as it is written, so that verify re-derives it from the file alike.
+    out["ds_label"] = ds_labels(out, reviewers_of)
+    return out
+
+
+def judge_stratum(stratum: pd.Series) -> pd.Series:
+    """The judge label a stratum key stands for (``ambiguous#w2`` -> ``ambiguous``).
+
+    >>> judge_stratum(pd.Series(["ambiguous", "safe#w3"])).tolist()
+    ['ambiguous', 'safe']
+    """
+    return stratum.astype(object).where(stratum.notna(), "").astype(str).str.replace(r"#w\d+$", "", regex=True)
+
+
+def votes_long(labels: pd.DataFrame, annotators: Sequence[str]) -> pd.DataFrame:
+    """The verdicts in ``labels``' annotator columns as a long vote table.
+
+    One row per (row of ``labels``, annotator of ``annotators``) with a non-empty verdict:
+    ``round_item_id`` (the row's index label: the unit), ``annotator``, ``verdict``, and the
+    row's ``model``, ``benchmark``, ``category``, ``gold_label`` and ``stratum`` (the judge label
+    of its stratum, waves merged, as the store's round items carry it). Annotators without a
+    column have no votes.
+    """
+    cols = [a for a in annotators if a in labels.columns]
+    empty = pd.DataFrame(
+        columns=["round_item_id", "model", "benchmark", "category", "gold_label", "stratum", "annotator", "verdict"]
+    )
+    if not cols or labels.empty:
+        return empty
+    base = pd.DataFrame(
+        {
+            "round_item_id": np.asarray(labels.index),
+            "model": labels["model"].to_numpy(),
+            "benchmark": labels["benchmark"].to_numpy(),
+            "category": labels["category"].to_numpy() if "category" in labels else None,
+            "gold_label": labels["gold_label"].to_numpy() if "gold_label" in labels else None,
+            "stratum": judge_stratum(labels["stratum"]).to_numpy(),
+        }
+    )
+    for a in cols:
+        base[a] = labels[a].to_numpy()
+    long = base.melt(
+        id_vars=["round_item_id", "model", "benchmark", "category", "gold_label", "stratum"],
+        value_vars=cols,
+        var_name="annotator",
+        value_name="verdict",
+    )
+    keep = long.verdict.notna() & (long.verdict.astype(object) != "")
+    return long.loc[keep].reset_index(drop=True)
+
+
+def ds_labels(labels: pd.DataFrame, annotators_by_round: Mapping[str, Sequence[str]]) -> pd.Series:
+    """labels.csv's ``ds_label`` column, from its annotator columns alone (pure).
+
+    Per round, Dawid-Skene over the votes of the round's annotators (two at least); a row without
+    any vote, or of a round with fewer than two annotators, gets no label (None).
+    """
+    from annotate.stats.aggregation import dawid_skene_labels
+
+    out = pd.Series(None, index=labels.index, dtype=object)
+    for name, annotators in annotators_by_round.items():
+        reviewers = list(annotators)
+        votes = votes_long(labels.loc[labels["round"] == name], reviewers)
+        if len(votes) and len(reviewers) >= 2:
+            ds = dawid_skene_labels(votes, reviewers)
+            out.loc[ds.index] = ds["ds_label"].to_numpy()
+    return out
 
 
 def design(store: Store, round_names: list[str], *, label_config_sha: str | None = None) -> dict[str, Any]:

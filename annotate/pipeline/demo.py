@@ -277,6 +277,11 @@ def _replay(
             tasks = store.ls_tasks(int(project["id"]))
             if offline:
                 path = ws.root / "tasks" / round_row["name"] / f"{pseudonym}-labels.json"
+                # The export carries each task as it was sent (the pull checks its text and ids) and,
+                # like Label Studio's, who made each annotation.
+                sent_name = f"{pseudonym}-adjudication.json" if only_expert_tasks else f"{pseudonym}.json"
+                sent_file = ws.root / "tasks" / round_row["name"] / sent_name
+                sent = {t["meta"]["ext_id"]: t for t in json.loads(sent_file.read_text(encoding="utf-8"))}
                 export = []
                 for k, t in enumerate(tasks.itertuples()):
                     verdict = by_item.loc[int(t.round_item_id), column]
@@ -289,6 +294,7 @@ def _replay(
                                 + k
                                 + (5_000_000 if only_expert_tasks else 0),
                                 "result": choices_result(verdict),
+                                "completed_by": list(who).index(pseudonym) + 1,
                                 "was_cancelled": False,
                                 "lead_time": 20.0,
                                 "created_at": "2023-10-17T00:00:00Z",
@@ -296,9 +302,8 @@ def _replay(
                             }
                         ]
                     )
-                    export.append(
-                        {"id": k + 1, "data": {"ext_id": t.ext_id}, "meta": {"ext_id": t.ext_id}, "annotations": anns}
-                    )
+                    task = sent[t.ext_id]
+                    export.append({"id": k + 1, "data": task["data"], "meta": task["meta"], "annotations": anns})
                 path.write_text(json.dumps(export), encoding="utf-8")
                 pull(s, round_name=round_row["name"], from_files=[path], annotator=pseudonym)
                 continue

@@ -1,11 +1,23 @@
 """Audited score sets: `annotate export` writes them, `annotate verify` checks them.
 
 An export is a folder ``exports/NAME/`` whose layout is a documented contract (README, "Export
-layout"): ``scores.csv`` / ``scores.json``, ``ranking.csv``, ``flips.csv``, ``p_safer.csv``,
-``labels.csv``, ``agreement.json``, ``design.json``, ``report.html`` and ``manifest.json``
-(sha256 of every other file, tool and schema versions, the ingested sources, the command line,
-the creation time, the scoring settings). Exports are immutable: an existing name is refused,
-and the folder is written under a temporary name and renamed into place only when complete.
+layout"): ``scores.csv`` / ``scores.json``, ``ranking.csv``, ``flips.csv``, ``p_safer.csv``, ``p_tie.csv``,
+``labels.csv``, ``agreement.json``, ``design.json``, ``report.html``, ``diagnostics.json`` after
+a diagnosis, ``manifest.json`` (sha256 of every other file, tool and schema versions, the
+ingested sources, the command line, the creation time, the settings) and, with ``--sign``,
+``manifest.json.sig``.
+
+Everything in it is a pure function of ``labels.csv`` + ``design.json`` + the manifest's settings
+and provenance (+ ``diagnostics.json``, stored as computed): the store is read once, for those
+inputs, and the derived files are :func:`annotate.pipeline._derive.derive` of the inputs *as
+written*, the same call ``verify`` makes. Every CSV is spreadsheet-safe (text cells that a
+spreadsheet would run as a formula carry a leading apostrophe; see ``_spreadsheet``).
+
+Exports are immutable: an existing name is refused, and the folder is written under a temporary
+name ``.NAME.tmp-PID-XXXXXXXX`` and renamed into place only when complete. Ctrl-C and SIGTERM
+remove the temporary folder; one left by a process that was killed outright is swept by the next
+export (only folders of that pattern, owned by this user, older than the new export, whose
+process is gone and which hold nothing but export files).
 
 Nothing personal or secret goes in: annotators appear as pseudonyms, no e-mail, token, server
 URL or prompt/response text is written.
@@ -13,48 +25,42 @@ URL or prompt/response text is written.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import re
 import shutil
+import signal
+import stat
 import sys
 import tempfile
+import threading
+import time
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-import pandas as pd
-
 from annotate import __version__
-from annotate.columns import ALL, TREATMENTS
 from annotate.errors import InputError, StateError
-from annotate.fileio import sha256_bytes, sha256_file
-from annotate.stats._common import jsonable
+from annotate.fileio import sha256_bytes
+from annotate.names import check_name
+from annotate.pipeline._derive import DERIVED_FILES, EXPORT_SCHEMA, Provenance, Settings, json_bytes
+from annotate.pipeline._sign import ALGORITHM, SIGNATURE_FILE
+from annotate.pipeline._verify import VerifyOutcome, verify
 
 if TYPE_CHECKING:
     from annotate.config import Workspace
-    from annotate.db import Store
     from annotate.pipeline.session import Session
-    from annotate.stats.scoring.tables import ScoreOutput
 
-EXPORT_SCHEMA = "annotate-export/1"
-NAME_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,99}$")
-REQUIRED_FILES = (
-    "scores.csv",
-    "scores.json",
-    "ranking.csv",
-    "flips.csv",
-    "p_safer.csv",
-    "labels.csv",
-    "agreement.json",
-    "design.json",
-    "report.html",
-)
+__all__ = ["EXPORT_SCHEMA", "REQUIRED_FILES", "ExportOutcome", "VerifyOutcome", "export", "verify"]
 
-
-def _dump_json(path: Path, data: Any) -> None:
-    path.write_text(json.dumps(jsonable(data), indent=2, ensure_ascii=False, allow_nan=False) + "\n", encoding="utf-8")
+REQUIRED_FILES = ("labels.csv", "design.json", *DERIVED_FILES)
+#: Temporary export folders: ``.NAME.tmp-PID-XXXXXXXX`` (and, from before PIDs, ``.NAME.tmp-XXXXXXXX``).
+TMP_RE = re.compile(r"\.(?P<name>[A-Za-z0-9][A-Za-z0-9._-]{0,99})\.tmp-(?:(?P<pid>[0-9]{1,10})-)?[a-z0-9_]{8}")
+#: What a temporary export folder may hold (anything else means it is not ours to remove).
+EXPORT_FILE_NAMES = frozenset({*REQUIRED_FILES, "diagnostics.json", "manifest.json", SIGNATURE_FILE})
 
 
 def _redacted_argv(argv: list[str]) -> list[str]:
@@ -69,10 +75,16 @@ def _redacted_argv(argv: list[str]) -> list[str]:
 
 @dataclass
 class ExportOutcome:
+    """What `annotate export` wrote."""
+
     path: Path
     files: dict[str, str] = field(default_factory=dict)
     n_labels: int = 0
     report: Path | None = None
+    manifest_sha256: str = ""
+    signed_by: str | None = None  # the sha256 of the signing key's public bytes
+    swept: list[str] = field(default_factory=list)  # stale temporary folders removed
+    left: list[str] = field(default_factory=list)  # temporary-looking folders left alone, with why
 
 
 def export(
@@ -86,87 +98,146 @@ def export(
     estimand: str = "fixed",
     n_boot: int = 2000,
     argv: list[str] | None = None,
+    sign_key: Path | None = None,
 ) -> ExportOutcome:
+    """Write the audited score set of the rounds to ``exports/NAME/`` (see the module docstring).
+
+    ``sign_key``: an Ed25519 private key (PEM, OpenSSH or raw) to sign the manifest with.
+    Raises ``InputError`` for a bad name, key or settings and ``StateError`` for an existing
+    export; nothing is written then.
+    """
+    from annotate.pipeline._derive import check_diagnostics, check_labels, read_labels
     from annotate.pipeline._settings import thresholds_from_settings
-    from annotate.pipeline.agreement import agreement_report
+    from annotate.pipeline._spreadsheet import frame_to_csv
     from annotate.pipeline.audit import design, labels_frame
     from annotate.pipeline.score import rounds_to_score
-    from annotate.report import render_report
-    from annotate.stats.scoring.tables import score_tables
 
+    started = time.time()
     ws, store = s.ws, s.store
-    if not NAME_RE.match(name):
-        raise InputError(
-            f"export name {name!r}: use letters, digits, '.', '_' or '-' (no slashes), starting with a letter or digit."
-        )
+    check_name(name, "export name")
     target = ws.exports_dir / name
-    if target.exists():
+    if not target.resolve().is_relative_to(ws.exports_dir.resolve()):
+        raise InputError(f"export name {name!r}: the export would not be inside {ws.exports_dir}.")
+    if target.exists() or target.is_symlink():
         raise StateError(f"{target} exists; exports are immutable. Choose another name.")
+    key = None
+    if sign_key is not None:
+        from annotate.pipeline._sign import load_private_key
+
+        key = load_private_key(sign_key)
+    settings = Settings(
+        draws=draws,
+        seed=seed,
+        min_reviewed=min_reviewed,
+        estimand=estimand,
+        n_boot=n_boot,
+        thresholds=thresholds_from_settings(ws),
+    )
+    try:  # the bounds verify applies, so that every export can be verified
+        Settings.from_manifest(settings.to_manifest(), options=True)
+    except ValueError as exc:
+        raise InputError(f"{exc} Choose a value in that range.") from None
     rounds = rounds_to_score(store, round_names)
     labels = labels_frame(store, rounds)
     doc = design(store, rounds, label_config_sha=_label_config_sha(ws))
+    judges = sorted({r["judge"] for r in doc["rounds"]})
+    diagnosis = store.latest_diagnosis(judges[0]) if len(judges) == 1 else None
+    from annotate.db.store import SCHEMA_VERSION
+
+    manifest: dict[str, Any] = {
+        "schema": EXPORT_SCHEMA,
+        "name": name,
+        "tool": "annotate",
+        "tool_version": __version__,
+        "store_schema_version": SCHEMA_VERSION,
+        "created_at": datetime.now(UTC).isoformat(timespec="seconds"),
+        "command": _redacted_argv(argv if argv is not None else sys.argv),
+        "rounds": rounds,
+        "settings": settings.to_manifest(),
+        "csv": "spreadsheet-safe: a text cell that begins with =, +, -, @, a tab or a carriage return (after any "
+        "apostrophes) carries one more leading apostrophe; numbers are written as they are",
+        "files": {},
+        "sources": [
+            {"path": str(r.path), "sha256": str(r.sha256), "format": str(r.format)}
+            for r in store.source_files().itertuples()
+        ],
+    }
+    if key is not None:
+        from annotate.pipeline._sign import fingerprint
+
+        manifest["signature"] = {
+            "algorithm": ALGORITHM,
+            "public_key_sha256": fingerprint(key.public_key()),
+            "file": SIGNATURE_FILE,
+        }
+    inputs = {"labels.csv": frame_to_csv(labels), "design.json": json_bytes(doc)}
+    if diagnosis is not None:
+        inputs["diagnostics.json"] = json_bytes(diagnosis)
+    # From here on, everything is computed from the inputs as written, exactly as verify reads them.
+    labels_rt, lines = read_labels(inputs["labels.csv"])
+    doc_rt = json.loads(inputs["design.json"])
+    diagnosis_rt = json.loads(inputs["diagnostics.json"]) if diagnosis is not None else None
+    # What verify will check of the inputs holds now, or there is no export: one that does not
+    # verify is never written.
+    problems = check_labels(labels_rt, lines, doc_rt)
+    if problems:
+        raise StateError(
+            "the review data would not make a verifiable export: " + "; ".join(problems[:3]) + ". Re-run "
+            "`annotate adjudicate` for the round, then export again."
+        )
+    problems = check_diagnostics(diagnosis_rt, doc_rt) if diagnosis_rt is not None else []
+    if problems:
+        raise StateError(
+            "the stored ambiguity diagnostics are inconsistent: " + "; ".join(problems[:3]) + ". Run "
+            "`annotate diagnose` again, then export again."
+        )
     try:
-        scored = score_tables(labels, doc, draws=draws, seed=seed, min_reviewed=min_reviewed, estimand=estimand)
+        prov = Provenance.from_manifest(manifest)
     except ValueError as exc:
-        raise InputError(str(exc)) from None
-    thresholds = thresholds_from_settings(ws)
-    groups: list[dict[str, Any]] = []
-    for rnd in rounds:
-        for by in ("stratum", "benchmark"):
-            rep = agreement_report(store, round_name=rnd, by=by, n_boot=n_boot, seed=seed, thresholds=thresholds)
-            for g in rep["groups"]:
-                if by == "benchmark" and g["pooled"]:
-                    continue  # the pooled groups are already in from the stratum pass
-                groups.append({"round": rnd, "by": by, **g})
-    sources = store.source_files()
-    source_list = [{"path": r.path, "sha256": r.sha256, "format": r.format} for r in sources.itertuples()]
+        raise StateError(f"the store's record of the ingested files is unusable: {exc}") from None
 
     ws.exports_dir.mkdir(parents=True, exist_ok=True)
-    tmp = Path(tempfile.mkdtemp(prefix=f".{name}.tmp-", dir=ws.exports_dir))
-    try:
-        scored.scores.to_csv(tmp / "scores.csv", index=False)
-        _dump_json(tmp / "scores.json", {"settings": scored.settings, "scores": scored.scores.to_dict("records")})
-        scored.ranking.to_csv(tmp / "ranking.csv", index=False)
-        scored.flips.to_csv(tmp / "flips.csv", index=False)
-        scored.p_safer.to_csv(tmp / "p_safer.csv", index=True, index_label="model")
-        labels.to_csv(tmp / "labels.csv", index=False)
-        _dump_json(tmp / "agreement.json", groups)
-        _dump_json(tmp / "design.json", doc)
-        judges = sorted({r["judge"] for r in doc["rounds"]})
-        diagnosis = store.latest_diagnosis(judges[0]) if len(judges) == 1 else None
-        if diagnosis is not None:
-            _dump_json(tmp / "diagnostics.json", diagnosis)
-        created = datetime.now(UTC).isoformat(timespec="seconds")
-        report_data = _report_data(store, rounds, name, created, scored, groups, doc, source_list, labels)
-        if diagnosis is not None:
-            report_data["diagnostics"] = diagnosis
-        (tmp / "report.html").write_text(render_report(jsonable(report_data)), encoding="utf-8")
-        files = {p.name: sha256_file(p) for p in sorted(tmp.iterdir()) if p.is_file()}
-        from annotate.db.store import SCHEMA_VERSION
+    outcome = ExportOutcome(path=target, n_labels=len(labels), report=target / "report.html")
+    outcome.swept, outcome.left = sweep_stale(ws.exports_dir, before=started)
+    with _terminate_as_interrupt():
+        tmp = Path(tempfile.mkdtemp(prefix=f".{name}.tmp-{os.getpid()}-", dir=ws.exports_dir))
+        try:
+            from annotate.pipeline._derive import derive
 
-        manifest = {
-            "schema": EXPORT_SCHEMA,
-            "name": name,
-            "tool": "annotate",
-            "tool_version": __version__,
-            "store_schema_version": SCHEMA_VERSION,
-            "created_at": created,
-            "command": _redacted_argv(argv if argv is not None else sys.argv),
-            "rounds": rounds,
-            "settings": {**scored.settings, "n_boot": n_boot},
-            "files": files,
-            "sources": source_list,
-        }
-        _dump_json(tmp / "manifest.json", manifest)
-        for p in tmp.iterdir():  # make the content durable before it becomes visible
-            with open(p, "rb") as fh:
-                os.fsync(fh.fileno())
-        os.chmod(tmp, 0o755)
-        tmp.rename(target)  # atomic: the export appears complete or not at all
-    except BaseException:
-        shutil.rmtree(tmp, ignore_errors=True)
-        raise
-    return ExportOutcome(path=target, files=files, n_labels=len(labels), report=target / "report.html")
+            for fname, data in inputs.items():
+                (tmp / fname).write_bytes(data)
+            try:
+                derived = derive(labels_rt, doc_rt, settings, prov, diagnosis_rt)
+            except ValueError as exc:  # the design cannot be scored as asked (e.g. overlapping rounds)
+                raise InputError(str(exc)) from None
+            for fname, data in derived.items():
+                (tmp / fname).write_bytes(data)
+            written = {**inputs, **derived}
+            manifest["files"] = {f: sha256_bytes(written[f]) for f in sorted(written)}
+            raw = json_bytes(manifest)
+            (tmp / "manifest.json").write_bytes(raw)
+            if key is not None:
+                from annotate.pipeline._sign import sign
+
+                (tmp / SIGNATURE_FILE).write_bytes(sign(key, raw))
+                outcome.signed_by = manifest["signature"]["public_key_sha256"]
+            for p in tmp.iterdir():  # make the content durable before it becomes visible
+                with open(p, "rb") as fh:
+                    os.fsync(fh.fileno())
+            os.chmod(tmp, 0o755)
+            try:
+                tmp.rename(target)  # atomic: the export appears complete or not at all
+            except OSError:
+                raise StateError(
+                    f"{target} appeared while exporting; exports are immutable. Choose another name."
+                ) from None
+        except BaseException:
+            with _signals_held():
+                shutil.rmtree(tmp, ignore_errors=True)
+            raise
+    outcome.files = manifest["files"]
+    outcome.manifest_sha256 = sha256_bytes(raw)
+    return outcome
 
 
 def _label_config_sha(ws: Workspace) -> str | None:
@@ -176,166 +247,99 @@ def _label_config_sha(ws: Workspace) -> str | None:
         return None
 
 
-def _report_data(
-    store: Store,
-    rounds: list[str],
-    name: str,
-    created: str,
-    scored: ScoreOutput,
-    groups: list[dict[str, Any]],
-    doc: dict[str, Any],
-    sources: list[dict[str, Any]],
-    labels: pd.DataFrame,
-) -> dict[str, Any]:
-    from annotate.stats.shares import cell_shares
-
-    judges = {r["judge"] for r in doc["rounds"]}
-    counts = store.label_counts()
-    counts = counts[counts.judge.isin(judges)]
-    cells = cell_shares(counts)
-    ranking = scored.ranking[scored.ranking.benchmark == ALL]
-    flips = scored.flips[scored.flips.benchmark == ALL]
-    present = [t for t in TREATMENTS if t in set(scored.scores.treatment)]
-    return {
-        "title": f"annotate audit: {name}",
-        "created_at": created,
-        "tool_version": __version__,
-        "schema_version": EXPORT_SCHEMA,
-        "rounds": [
-            {k: r[k] for k in ("round", "judge", "seed", "clear_per_cell", "annotators")} for r in doc["rounds"]
-        ],
-        "cells": cells[["model", "benchmark", "n_responses", "share_harmful", "share_safe", "share_ambiguous"]].to_dict(
-            "records"
-        ),
-        "agreement": [{**g, "group": (f"{g['round']}: " if len(rounds) > 1 else "") + g["group"]} for g in groups],
-        "scores": scored.scores.to_dict("records"),
-        "treatments": present,
-        "reference_treatment": "corrected",
-        "ranking": [
-            {
-                "treatment": r.treatment,
-                "tau_b": r.tau_b,
-                "rho": r.rho,
-                "flips": r.flips,
-                "credible_flips": r.credible_flips,
-                "max_shift": r.max_rank_shift,
-            }
-            for r in ranking.itertuples()
-        ],
-        "flips": [
-            {"treatment": r.treatment, "a": r.model_a, "b": r.model_b, "credible": bool(r.credible)}
-            for r in flips.itertuples()
-        ],
-        "p_safer": {
-            "models": list(scored.p_safer.index),
-            "matrix": [
-                [None if i == j else v for j, v in enumerate(row)]
-                for i, row in enumerate(scored.p_safer.to_numpy().tolist())
-            ],
-        },
-        "design": {
-            "strata": [{**s, "round": r["round"]} for r in doc["rounds"] for s in r["strata"]],
-            "label_config_sha256": doc.get("label_config_sha256"),
-            "rubrics": [
-                {"name": rb.get("format"), "summary": json.dumps(rb.get("verdicts"), sort_keys=True)[:400]}
-                for rb in doc.get("rubrics", [])
-            ],
-        },
-        "sources": sources,
-        "unresolved": int((~labels.final_label.isin(["harmful", "safe"])).sum()),
-    }
+# -- interruptions ---------------------------------------------------------------------------
 
 
-# -- verify ----------------------------------------------------------------------------------
+def _in_main_thread() -> bool:
+    return threading.current_thread() is threading.main_thread()
 
 
-@dataclass
-class VerifyOutcome:
-    path: Path
-    problems: list[str] = field(default_factory=list)
-    checked_files: int = 0
-    rederived_rows: int = 0
-
-    @property
-    def ok(self) -> bool:
-        return not self.problems
+def _interrupt(signum: int, frame: Any) -> None:
+    raise KeyboardInterrupt(f"terminated by signal {signum}")
 
 
-def verify(path: Path, *, tolerance: float = 1e-9) -> VerifyOutcome:
-    """Check every hash against the manifest and re-derive scores.csv from labels.csv + design.json."""
-    path = Path(path)
-    out = VerifyOutcome(path=path)
-    manifest_path = path / "manifest.json"
-    if not manifest_path.is_file():
-        raise InputError(f"{path}: no manifest.json here; is this an annotate export?")
+@contextlib.contextmanager
+def _terminate_as_interrupt() -> Iterator[None]:
+    """SIGTERM handled like Ctrl-C (a KeyboardInterrupt) while the temporary folder exists."""
+    if not _in_main_thread():  # signal handlers can only be set from the main thread
+        yield
+        return
+    previous = signal.signal(signal.SIGTERM, _interrupt)
     try:
-        manifest = json.loads(manifest_path.read_text(encoding="utf-8"))
-        files: dict[str, str] = manifest["files"]
-    except (ValueError, KeyError, TypeError) as exc:
-        out.problems.append(f"manifest.json is unreadable ({exc})")
-        return out
-    present = {p.name for p in path.iterdir() if p.is_file()} - {"manifest.json"}
-    for name in sorted(set(files) - present):
-        out.problems.append(f"missing file: {name}")
-    for name in sorted(present - set(files)):
-        out.problems.append(f"extra file not in the manifest: {name}")
-    for p in path.iterdir():
-        if p.is_dir():
-            out.problems.append(f"extra folder not in the manifest: {p.name}/")
-    for name in sorted(set(files) & present):
-        got = sha256_file(path / name)
-        out.checked_files += 1
-        if got != files[name]:
-            out.problems.append(f"changed: {name} (sha256 {got[:16]}..., manifest says {files[name][:16]}...)")
-    # Re-derive the scores from the export's own tables.
-    try:
-        from annotate.stats.scoring.tables import score_tables
+        yield
+    finally:
+        signal.signal(signal.SIGTERM, previous)
 
-        labels = pd.read_csv(
-            path / "labels.csv",
-            dtype={"prompt_id": str, "model": str, "benchmark": str, "stratum": str, "round": str},
-            keep_default_na=False,
-            na_values=[""],
-        )
-        doc = json.loads((path / "design.json").read_text(encoding="utf-8"))
-        settings = manifest.get("settings", {})
-        again = score_tables(
-            labels,
-            doc,
-            draws=int(settings.get("draws", 4000)),
-            seed=int(settings.get("seed", 0)),
-            min_reviewed=int(settings.get("min_reviewed", 10)),
-            estimand=settings.get("estimand", "fixed"),
-            confidence=float(settings.get("confidence", 0.95)),
-        ).scores
-        stored = pd.read_csv(
-            path / "scores.csv", dtype={"model": str, "benchmark": str}, keep_default_na=False, na_values=[""]
-        )
-    except FileNotFoundError as exc:
-        out.problems.append(f"cannot re-derive the scores: {exc.filename} is missing")
-        return out
-    except (ValueError, KeyError) as exc:
-        out.problems.append(f"cannot re-derive the scores from labels.csv and design.json: {exc}")
-        return out
-    key = ["model", "benchmark", "treatment"]
-    merged = stored.merge(again, on=key, how="outer", suffixes=("", "_rederived"), indicator=True)
-    for r in merged.loc[merged._merge != "both"].itertuples():
-        where = "only in scores.csv" if r._merge == "left_only" else "missing from scores.csv"
-        out.problems.append(f"scores row {r.model} x {r.benchmark} x {r.treatment}: {where}")
-    both = merged.loc[merged._merge == "both"]
-    out.rederived_rows = len(both)
-    for col in ("estimate", "ci_low", "ci_high", "rank", "rank_low", "rank_high", "n_responses", "n_reviewed"):
-        a = pd.to_numeric(both[col], errors="coerce")
-        b = pd.to_numeric(both[f"{col}_rederived"], errors="coerce")
-        bad = ~(((a - b).abs() <= tolerance * (1 + b.abs())) | (a.isna() & b.isna()))
-        for r in both.loc[bad].itertuples():
-            out.problems.append(
-                f"scores.csv {r.model} x {r.benchmark} x {r.treatment}: {col} is "
-                f"{getattr(r, col)!r}, labels.csv and design.json give {getattr(r, col + '_rederived')!r}"
-            )
-    flag_bad = both.flag.fillna("") != both.flag_rederived.fillna("")
-    for r in both.loc[flag_bad].itertuples():
-        out.problems.append(
-            f"scores.csv {r.model} x {r.benchmark} x {r.treatment}: flag {r.flag!r} != {r.flag_rederived!r}"
-        )
-    return out
+
+@contextlib.contextmanager
+def _signals_held() -> Iterator[None]:
+    """Ctrl-C and SIGTERM ignored while a temporary folder is removed, so that a second one cannot stop it."""
+    if not _in_main_thread():
+        yield
+        return
+    saved = {sig: signal.signal(sig, signal.SIG_IGN) for sig in (signal.SIGINT, signal.SIGTERM)}
+    try:
+        yield
+    finally:
+        for sig, handler in saved.items():
+            signal.signal(sig, handler)
+
+
+def _process_gone(pid: int) -> bool:
+    if pid == os.getpid():
+        return True  # this process is not writing it: its own temporary folder does not exist yet
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return True
+    except (PermissionError, OverflowError, OSError):
+        return False  # alive under another user, or not a pid we can ask about: leave it
+    return False
+
+
+def sweep_stale(exports_dir: Path, *, before: float) -> tuple[list[str], list[str]]:
+    """Remove temporary export folders that interrupted exports left behind.
+
+    A folder is removed only if its name matches ``.NAME.tmp-PID-XXXXXXXX`` (or the older
+    ``.NAME.tmp-XXXXXXXX``), it is a real folder (not a link) owned by this user, it was last
+    changed before ``before`` (the start of the current export), the process ``PID`` is gone, and
+    it holds nothing but regular files with the names an export writes. Returns the names removed
+    and, for folders of that pattern left alone for another reason than age or a live process,
+    the name and why.
+    """
+    swept: list[str] = []
+    left: list[str] = []
+    try:
+        names = sorted(os.listdir(exports_dir))
+    except FileNotFoundError:
+        return swept, left
+    uid = os.getuid()
+    for name in names:
+        m = TMP_RE.fullmatch(name)
+        if not m:
+            continue
+        path = exports_dir / name
+        try:
+            st = os.lstat(path)
+        except FileNotFoundError:
+            continue
+        if not stat.S_ISDIR(st.st_mode):
+            left.append(f"{name} (not a folder)")
+            continue
+        if st.st_uid != uid:
+            left.append(f"{name} (owned by another user)")
+            continue
+        if st.st_mtime >= before or (m["pid"] and not _process_gone(int(m["pid"]))):
+            continue  # possibly another export still running
+        try:
+            entries = os.listdir(path)
+            foreign = [e for e in entries if e not in EXPORT_FILE_NAMES or not stat.S_ISREG(os.lstat(path / e).st_mode)]
+        except OSError as exc:
+            left.append(f"{name} (cannot be read: {exc.strerror})")
+            continue
+        if foreign:
+            left.append(f"{name} (holds {', '.join(sorted(foreign)[:3])}, which no export writes)")
+            continue
+        shutil.rmtree(path)
+        swept.append(name)
+    return swept, left

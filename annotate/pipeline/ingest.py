@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING
 
 from annotate.ingest import reader_module
 from annotate.ingest.rubric import Rubric
-from annotate.ingest.run import IngestOutcome, ingest_paths
+from annotate.ingest.run import IngestOutcome, check_name_option, ingest_paths
 
 if TYPE_CHECKING:
     from annotate.pipeline.session import Session
@@ -34,6 +34,8 @@ def ingest(
     """
     if fmt != "auto":
         reader_module(fmt)  # validates the name before anything else
+    for option, value in (("--model", model), ("--benchmark", benchmark), ("--judge", judge)):
+        check_name_option(option, value)
     rubric_file: Path | None = rubric_path
     if rubric_file is None and s.ws.setting("rubric", "file"):
         rubric_file = Path(s.ws.setting("rubric", "file"))

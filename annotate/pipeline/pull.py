@@ -1,20 +1,46 @@
 """`annotate pull`: annotations back from Label Studio (the server, or its JSON export files) into the store.
 
-Every result is validated against the round's label config and reconciled with what the store
-holds (``labelstudio.tasks.reconcile``): results that cannot be counted are quarantined, edits
-keep history, deletions are marked, skips are not labels. Pulling twice changes nothing.
+Every label is bound to its annotator, and every result is validated or quarantined with its
+reason (``labelstudio.tasks.reconcile``); edits keep history, deletions are marked, skips are not
+labels. Pulling twice changes nothing.
+
+What is refused (exit 2, the store unchanged), before anything is written:
+
+* an export that is structurally broken (``labelstudio.tasks.check_export_structure``);
+* with ``--from-file``, a file whose tasks belong to another project (another annotator's, or
+  another round's: task ids are per project), or to no project at all; a file is one project's
+  export, so a file mixing projects is refused too;
+* a first pull whose annotations come from several Label Studio users none of whom made 90 % of
+  them (``labelstudio.tasks.decide_pin``), and an ``--ls-user`` that contradicts the pinned one;
+* a pull that would mark more than half of a project's current labels deleted, unless
+  ``--allow-deletions``.
+
+Each project's writes are one transaction (``Store.apply_pull``); with a server, every project
+is read and checked before the first one is written.
 """
 
 from __future__ import annotations
 
+from collections import Counter
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from annotate.errors import InputError
-from annotate.labelstudio.tasks import PullCounts, read_export_file, reconcile
-from annotate.pipeline._resolve import resolve_round
+from annotate.labelstudio.tasks import (
+    MAX_DELETION_SHARE,
+    MAX_LS_ID,
+    ProjectState,
+    PullCounts,
+    PullPlan,
+    StoredTask,
+    check_export_structure,
+    export_ext_ids,
+    read_export_file,
+    reconcile,
+)
+from annotate.pipeline._resolve import resolve_round, round_lock
 from annotate.stats._common import is_missing
 
 if TYPE_CHECKING:
@@ -28,17 +54,41 @@ if TYPE_CHECKING:
 class PullOutcome:
     round: str
     per_annotator: dict[str, PullCounts] = field(default_factory=dict)
+    pinned: dict[str, int] = field(default_factory=dict)  # pseudonym -> Label Studio user pinned now
+    reasons: dict[str, dict[str, int]] = field(default_factory=dict)  # pseudonym -> quarantine kind -> n
 
 
-def pull(s: Session, *, round_name: str | None, from_files: list[Path], annotator: str | None) -> PullOutcome:
+def pull(
+    s: Session,
+    *,
+    round_name: str | None,
+    from_files: list[Path],
+    annotator: str | None,
+    ls_user: int | None = None,
+    allow_deletions: bool = False,
+) -> PullOutcome:
     """Read annotations back (server export, or Label Studio JSON export files) into the store."""
+    round_row = resolve_round(s.store, round_name)
+    with round_lock(s.store, str(round_row["name"])):
+        return _pull(s, round_row, from_files, annotator, ls_user, allow_deletions)
+
+
+def _pull(
+    s: Session,
+    round_row: dict[str, Any],
+    from_files: list[Path],
+    annotator: str | None,
+    ls_user: int | None,
+    allow_deletions: bool,
+) -> PullOutcome:
     from annotate.labelstudio.labelconfig import parse_label_config
 
     store = s.store
-    round_row = resolve_round(store, round_name)
     config = parse_label_config(round_row["label_config"], source=f"round {round_row['name']} label config")
     projects = store.ls_projects(int(round_row["id"]))
     outcome = PullOutcome(round=round_row["name"])
+    if ls_user is not None and not 0 < ls_user <= MAX_LS_ID:
+        raise InputError(f"--ls-user {ls_user} is not a Label Studio user id (a positive integer).")
     if from_files:
         if not annotator:
             raise InputError("--from-file needs --annotator: whose project the export file comes from.")
@@ -48,18 +98,27 @@ def pull(s: Session, *, round_name: str | None, from_files: list[Path], annotato
                 f"{annotator} has no project in round {round_row['name']!r} "
                 f"(annotators: {', '.join(projects.pseudonym)})"
             )
+        project = chosen.iloc[0].to_dict()
         exported: list[dict[str, Any]] = []
         for path in from_files:
-            exported += read_export_file(Path(path))
-        project = chosen.iloc[0].to_dict()
-        outcome.per_annotator[annotator] = _pull_project(store, config, project, exported, server_time=None)
+            tasks = read_export_file(Path(path))
+            _check_file_belongs(store, project, round_row["name"], tasks, Path(path))
+            exported += tasks
+        source = ", ".join(str(p) for p in from_files)
+        plan = _plan_project(
+            store, config, project, exported, source=source, ls_user=ls_user, allow_deletions=allow_deletions
+        )
+        _apply(store, project, plan, outcome, server_time=None)
         return outcome
 
+    if ls_user is not None:
+        raise InputError("--ls-user goes with --from-file: a server project's user is the annotator's own.")
     with s.gateway() as gw:
         gw.whoami()  # fail on the token before any write
         server_projects = [p for p in projects.to_dict("records") if not is_missing(p["project_id"])]
-        # Label Studio serialises the next project's export while this process stores the
-        # current one.
+        plans: list[tuple[dict[str, Any], PullPlan, str]] = []
+        # Label Studio serialises the next project's export while this process checks the
+        # current one; nothing is written until every project has been checked.
         with ThreadPoolExecutor(max_workers=1) as pool:
             futures: list[Future[tuple[list[dict[str, Any]], str]]] = [
                 pool.submit(_fetch, gw, p) for p in server_projects[:1]
@@ -68,9 +127,14 @@ def pull(s: Session, *, round_name: str | None, from_files: list[Path], annotato
                 exported, now = futures[k].result()
                 if k + 1 < len(server_projects):
                     futures.append(pool.submit(_fetch, gw, server_projects[k + 1]))
-                outcome.per_annotator[project["pseudonym"]] = _pull_project(
-                    store, config, project, exported, server_time=now
+                source = f"Label Studio project {int(project['project_id'])} ({project['pseudonym']})"
+                checked = check_export_structure(exported, source)
+                plan = _plan_project(
+                    store, config, project, checked, source=source, ls_user=None, allow_deletions=allow_deletions
                 )
+                plans.append((project, plan, now))
+    for project, plan, now in plans:
+        _apply(store, project, plan, outcome, server_time=now)
     return outcome
 
 
@@ -85,25 +149,116 @@ def _fetch(gw: Gateway, project: dict[str, Any]) -> tuple[list[dict[str, Any]], 
     return gw.export_tasks(pid, annotated_only=True), now
 
 
-def _pull_project(
+def _project_name(pseudonym: str, round_name: str, this_round: str) -> str:
+    return f"{pseudonym}'s project" + ("" if round_name == this_round else f" of round {round_name!r}")
+
+
+def _check_file_belongs(
+    store: Store, project: dict[str, Any], round_name: str, tasks: list[dict[str, Any]], path: Path
+) -> None:
+    """Refuse a file whose tasks are not all this project's, and say whose they are.
+
+    Task ids are per project (rounds routed before schema v5 excepted: their tasks carry the
+    round item's id in every project of the round, so only other rounds' tasks can be told
+    apart). Tasks that are no project's at all are quarantined by the pull, unless the file
+    has none of this project's: then it is refused.
+    """
+    ext_ids = export_ext_ids(tasks)
+    if not ext_ids:
+        return
+    owners = store.task_owners(sorted(ext_ids))
+    own = set(owners.loc[owners.ls_project_id == int(project["id"]), "ext_id"])
+    others = owners.loc[~owners.ext_id.isin(own)].drop_duplicates("ext_id")
+    who = str(project["pseudonym"])
+    if len(others):
+        foreign = Counter(
+            _project_name(p, r, round_name) for p, r in zip(others.pseudonym, others["round"], strict=True)
+        )
+        listed = ", ".join(f"{n} to {name}" for name, n in foreign.most_common())
+        if not own and len(foreign) == 1:
+            owner, owner_round = str(others.pseudonym.iloc[0]), str(others["round"].iloc[0])
+            rest = "" if len(others) == len(ext_ids) else f"; the other {len(ext_ids) - len(others)} are no project's"
+            hint = f"--annotator {owner}" + ("" if owner_round == round_name else f" --round {owner_round}")
+            raise InputError(
+                f"{path}: these tasks belong to {next(iter(foreign))}, not to {who}'s ({len(others)} of its "
+                f"{len(ext_ids)} ext_ids{rest}); nothing was stored. If it is {owner}'s export, pull it with {hint}."
+            )
+        raise InputError(
+            f"{path}: a file is one project's export, but of its {len(ext_ids)} ext_ids {len(own)} belong to "
+            f"{who}'s project, {listed}; nothing was stored. Export each project on its own and pull each file "
+            "with its own --annotator."
+        )
+    if not own:
+        raise InputError(
+            f"{path}: none of its {len(ext_ids)} ext_ids is a task of {who}'s project in round {round_name!r}, "
+            "or of any other project in this store; nothing was stored. Is it an export of this round?"
+        )
+
+
+def _plan_project(
     store: Store,
     config: LabelConfig,
     project: dict[str, Any],
     exported: list[dict[str, Any]],
     *,
-    server_time: str | None,
-) -> PullCounts:
+    source: str,
+    ls_user: int | None,
+    allow_deletions: bool,
+) -> PullPlan:
+    """Reconcile one project's export with the store (reads only); refusals raise ``InputError``."""
+    who = str(project["pseudonym"])
     tasks = store.ls_tasks(int(project["id"]))
-    stored = store.annotations_of_project(int(project["id"]))
-    ls_user = project.get("ls_user_id")
-    writes, counts = reconcile(
-        config,
-        project,
-        tasks,
-        exported,
-        stored,
+    recorded = _int_or_none(project.get("pinned_user_id"))
+    if recorded is not None and ls_user is not None and ls_user != recorded:
+        raise InputError(
+            f"--ls-user {ls_user}: {who}'s project is pinned to Label Studio user {recorded} (since its first "
+            "pull); nothing was stored. Leave out --ls-user, or check which file this is."
+        )
+    pinned = recorded if recorded is not None else ls_user
+    if pinned is None and not is_missing(project.get("project_id")):
+        # A server project's annotator is the Label Studio user annotate created for them.
+        pinned = _int_or_none(project.get("ls_user_id"))
+    state = ProjectState(
+        ls_project_id=int(project["id"]),
         annotator_id=int(project["annotator_id"]),
-        ls_user_id=None if is_missing(ls_user) else int(ls_user),  # type: ignore[arg-type]
+        who=who,
+        tasks={
+            str(e): StoredTask(int(i), sha if isinstance(sha, str) else None)
+            for e, i, sha in zip(
+                tasks.ext_id,
+                tasks.round_item_id,
+                tasks.text_sha if "text_sha" in tasks else [None] * len(tasks),
+                strict=True,
+            )
+        },
+        annotations=store.annotations_of_project(int(project["id"])),
+        pinned_user=pinned,
     )
-    counts.quarantined = store.apply_pull(int(project["id"]), pulled_at_server=server_time, **writes)
-    return counts
+    plan = reconcile(config, state, exported, source=source)
+    if recorded is None and pinned is not None:
+        plan.pin = pinned  # the server's user of the annotator, or --ls-user: recorded on this pull
+    deleted = len(plan.writes["deletions"])
+    if not allow_deletions and deleted and deleted > MAX_DELETION_SHARE * plan.current_labels:
+        raise InputError(
+            f"{source}: this pull would mark {deleted} of the {plan.current_labels} current labels of {who}'s project "
+            f"deleted (more than {MAX_DELETION_SHARE:.0%}); nothing was stored. Check that the export is complete "
+            "and recent; if the labels really were deleted in Label Studio, pull again with --allow-deletions."
+        )
+    return plan
+
+
+def _int_or_none(value: Any) -> int | None:
+    return None if value is None or is_missing(value) else int(value)
+
+
+def _apply(
+    store: Store, project: dict[str, Any], plan: PullPlan, outcome: PullOutcome, *, server_time: str | None
+) -> None:
+    who = str(project["pseudonym"])
+    counts = plan.counts
+    counts.quarantined = store.apply_pull(int(project["id"]), pulled_at_server=server_time, pin=plan.pin, **plan.writes)
+    outcome.per_annotator[who] = counts
+    if plan.pin is not None:
+        outcome.pinned[who] = plan.pin
+    if plan.reasons:
+        outcome.reasons[who] = dict(plan.reasons)

@@ -5,6 +5,11 @@ round, each holding the same tasks in the annotator's own seeded order. The sele
 and inclusion probabilities (the design the corrected scores need) are recorded in the same
 transaction as the round. Re-running resumes: only what is missing is imported, and responses
 ingested since the last routing become a new wave.
+
+A new round's name must be a name (``annotate.names``: it becomes ``tasks/<round>/``), and gets
+a random secret: each task's ext_id is a keyed hash of annotator and item
+(``labelstudio.tasks.task_ext_id``), so an export matches only its own project, and each task
+records the hash of the text it shows (``ls_task.text_sha``), checked by every pull.
 """
 
 from __future__ import annotations
@@ -20,9 +25,10 @@ import numpy as np
 import pandas as pd
 
 from annotate.errors import InputError, StateError
-from annotate.labelstudio.tasks import INSTRUCTIONS, task_payload
-from annotate.pipeline._projects import ProjectSpec, ensure_project, sync_tasks, write_task_file
-from annotate.pipeline._resolve import load_label_config, resolve_annotators, resolve_judge
+from annotate.labelstudio.tasks import INSTRUCTIONS, new_task_secret, task_ext_id, task_payload, task_text_sha
+from annotate.names import check_name
+from annotate.pipeline._projects import ProjectSpec, ensure_project, sync_tasks, task_file_path, write_task_file
+from annotate.pipeline._resolve import load_label_config, resolve_annotators, resolve_judge, round_lock
 
 if TYPE_CHECKING:
     from annotate.db import Store
@@ -78,7 +84,28 @@ def route(
     prioritize: bool = False,
 ) -> RouteOutcome:
     """Select (or extend) a round's sample and send every item to every annotator's project."""
-    plan = _plan(s, round_name, annotator_names, clear_per_cell, seed, judge)
+    args = (round_name, annotator_names, clear_per_cell, seed, judge, dry_run, to_file, progress, prioritize)
+    if s.store.get_round(round_name) is None:
+        check_name(round_name, "round name")  # before anything is created for it, a lock file included
+    if dry_run:
+        return _route(s, *args)
+    with round_lock(s.store, round_name):  # read the round's state and extend it under one lock
+        return _route(s, *args)
+
+
+def _route(
+    s: Session,
+    round_name: str,
+    annotator_names: list[str],
+    clear_per_cell: int,
+    seed: int,
+    judge: str | None,
+    dry_run: bool,
+    to_file: bool,
+    progress: Progress | None,
+    prioritize: bool,
+) -> RouteOutcome:
+    plan = _plan(s, round_name, annotator_names, clear_per_cell, seed, judge, to_file=to_file and not dry_run)
     outcome = RouteOutcome(
         round=round_name,
         judge=plan.judge,
@@ -100,7 +127,14 @@ def route(
 
 
 def _plan(
-    s: Session, round_name: str, annotator_names: list[str], clear_per_cell: int, seed: int, judge: str | None
+    s: Session,
+    round_name: str,
+    annotator_names: list[str],
+    clear_per_cell: int,
+    seed: int,
+    judge: str | None,
+    *,
+    to_file: bool,
 ) -> _Plan:
     from annotate.stats.sampling import select_for_review
 
@@ -109,7 +143,12 @@ def _plan(
         raise InputError("--clear-per-cell must be 0 or more")
     config = load_label_config(s.ws)
     existing = store.get_round(round_name)
+    if existing is None:
+        check_name(round_name, "round name")
     annotators = resolve_annotators(store, annotator_names)
+    if to_file:  # every file's path is checked before anything is recorded
+        for pseudonym in annotators.pseudonym:
+            task_file_path(s.ws, round_name, str(pseudonym))
     if existing is not None:
         judge = str(existing["judge"])
         if (seed, clear_per_cell) != (existing["seed"], existing["clear_per_cell"]):
@@ -148,6 +187,7 @@ def _record_and_send(
     store = s.store
     round_id = int(plan.existing["id"]) if plan.existing else None
     if len(plan.population):
+        # The item's own id: internal, never sent (tasks carry per-project ids, task_ext_id).
         selected = plan.selected.assign(ext_id=[secrets.token_hex(8) for _ in range(len(plan.selected))])
         new_round = None
         if plan.existing is None:
@@ -160,6 +200,7 @@ def _record_and_send(
                 "annotators": json.dumps(list(plan.annotators.pseudonym)),
                 "label_config_sha": plan.config.sha256,
                 "label_config": plan.config.xml,
+                "task_secret": new_task_secret(),
             }
         round_id = store.create_round_wave(
             round_row=plan.existing,
@@ -192,19 +233,24 @@ def _record_and_send(
 
 
 def _new_task_rows(
+    store: Store,
     project_id: int,
     pseudonym: str,
     tasks: pd.DataFrame,
     items: pd.DataFrame,
     *,
+    secret: str,
     seed: int,
     priority: dict[int, float] | None,
 ) -> list[dict[str, Any]]:
-    """The round's items this project lacks, as task rows in the annotator's own seeded order."""
+    """The round's items this project lacks, as task rows in the annotator's own seeded order.
+
+    Each row has the project's own ext_id of the item and the hash of the text it will show.
+    """
     from annotate.stats.sampling import task_order
 
-    known = set(tasks.ext_id) if len(tasks) else set()
-    missing = items[~items.ext_id.isin(known)]
+    known = set(tasks.round_item_id.astype(int)) if len(tasks) else set()
+    missing = items[~items.round_item_id.astype(int).isin(known)]
     if not len(missing):
         return []
     order = task_order(seed, pseudonym, missing.ext_id.reset_index(drop=True))
@@ -213,12 +259,22 @@ def _new_task_rows(
         p = missing.response_id.map(lambda r: priority.get(int(r), -1.0)).fillna(-1.0).to_numpy()
         order = order[np.argsort(-p[order], kind="mergesort")]
     start = int(tasks.position.max()) + 1 if len(tasks) else 0
-    item_ids = missing.round_item_id.to_numpy()[order]
-    ext_ids = missing.ext_id.to_numpy()[order]
-    return [
-        {"ls_project_id": project_id, "round_item_id": int(i), "ext_id": e, "position": start + k}
-        for k, (i, e) in enumerate(zip(item_ids, ext_ids, strict=True))
-    ]
+    item_ids = [int(i) for i in missing.round_item_id.to_numpy()[order]]
+    item_ext = missing.ext_id.to_numpy()[order]
+    texts = store.item_texts(item_ids)
+    rows = []
+    for k, (i, e) in enumerate(zip(item_ids, item_ext, strict=True)):
+        ext_id = task_ext_id(secret, pseudonym, str(e))
+        rows.append(
+            {
+                "ls_project_id": project_id,
+                "round_item_id": i,
+                "ext_id": ext_id,
+                "position": start + k,
+                "text_sha": task_text_sha(task_payload(texts[i], ext_id)["data"]),
+            }
+        )
+    return rows
 
 
 def _payload_builder(store: Store) -> Callable[[pd.DataFrame], list[dict[str, Any]]]:
@@ -251,13 +307,22 @@ def _send_to_annotator(
     )
     project = ensure_project(store, gw, spec)
     tasks = store.ls_tasks(int(project["id"]))
-    new_rows = _new_task_rows(int(project["id"]), str(ann.pseudonym), tasks, items, seed=seed, priority=priority)
+    new_rows = _new_task_rows(
+        store,
+        int(project["id"]),
+        str(ann.pseudonym),
+        tasks,
+        items,
+        secret=str(round_row["task_secret"]),
+        seed=seed,
+        priority=priority,
+    )
 
     if gw is None:  # file mode: the whole task list, every time
+        path = task_file_path(s.ws, round_row["name"], str(ann.pseudonym))
         store.add_ls_tasks(new_rows)
         tasks = store.ls_tasks(int(project["id"]))
         build = _payload_builder(store)
-        path = s.ws.tasks_dir / round_row["name"] / f"{ann.pseudonym}.json"
         outcome.files.append(write_task_file(path, build(tasks)))
         return {"tasks": len(tasks), "imported": 0, "already": 0}
 

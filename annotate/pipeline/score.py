@@ -39,6 +39,46 @@ def score_from_store(
         raise InputError(str(exc)) from None
 
 
+def score_payload(out: ScoreOutput, treatments: list[str] | None = None) -> dict[str, Any]:
+    """What ``annotate score --json`` prints: every table of ``out``, JSON-ready and strict.
+
+    NaN and infinities become null (``jsonable``), and every null has its reason beside it: a
+    score row's ``flag`` or ``note``, a ranking row's ``note``, the matrices' ``note``. Rows of
+    ``scores`` are restricted to ``treatments`` when given.
+    """
+    from annotate.stats._common import jsonable
+
+    scores = out.scores if treatments is None else out.scores[out.scores.treatment.isin(treatments)]
+    models = [str(m) for m in out.p_safer.index]
+    no_draws = "no posterior draws were made (--draws 0): no rank interval, P(safer) or credibility"
+    model_rows = [
+        {**r, "note": no_draws if pd.isna(r.get("rank_ci_low")) else ""} for r in out.models.to_dict("records")
+    ]
+    flip_rows = [{**r, "note": no_draws if pd.isna(r.get("p_a_safer")) else ""} for r in out.flips.to_dict("records")]
+    return jsonable(
+        {
+            "settings": out.settings,
+            "scores": scores.to_dict("records"),
+            "ranking": out.ranking.to_dict("records"),
+            "flips": flip_rows,
+            "models": model_rows,
+            "p_safer": {
+                "models": models,
+                "matrix": out.p_safer.to_numpy().tolist(),
+                "note": "P(row model safer than column model) under the corrected posterior; the diagonal is "
+                "null (a model is not compared with itself); P(row safer) + P(column safer) + P(tie) = 1",
+            },
+            "p_tie": {
+                "models": [str(m) for m in out.p_tie.index],
+                "matrix": out.p_tie.to_numpy().tolist(),
+                "note": "P(the two models' corrected rates are equal in a draw); the diagonal is null",
+            },
+            "transport": out.transport.to_dict("records"),
+            "fallbacks": out.fallbacks.to_dict("records"),
+        }
+    )
+
+
 def plan(
     store: Store, names: tuple[str, ...], target_se: float, *, min_per_stratum: int = 10, judge: str | None = None
 ) -> pd.DataFrame:

@@ -71,8 +71,15 @@ def status_table(s: Session, round_name: str | None) -> pd.DataFrame:
 
 
 def quarantine_table(s: Session, round_name: str | None = None) -> pd.DataFrame:
-    """Quarantined results (never counted): annotation, task, ext_id and why."""
+    """Quarantined results (never counted): annotator, annotation, task, ext_id, kind and why.
+
+    ``kind`` is the reason's fixed head (one of ``labelstudio.tasks.QUARANTINE_REASONS``), for
+    counting; ``reason`` is the whole reason with its details.
+    """
     round_id = int(resolve_round(s.store, round_name)["id"]) if round_name is not None else None
     q = s.store.quarantined(round_id)
-    cols = ["ls_annotation_id", "task_id", "ext_id", "reason"]
-    return q[cols] if len(q) else pd.DataFrame(columns=cols)
+    cols = ["annotator", "ls_annotation_id", "task_id", "ext_id", "kind", "reason"]
+    if not len(q):
+        return pd.DataFrame(columns=cols)
+    q = q.assign(kind=q.reason.astype(str).str.split(": ", n=1).str[0])
+    return q[cols].reset_index(drop=True)

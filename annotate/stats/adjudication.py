@@ -6,7 +6,12 @@ the order of the data. An item is escalated to the expert when (each rule config
 1. there is no strict majority among the non-missing, non-unsure votes (``tie``);
 2. the majority of the votes is ``unsure`` (``majority unsure``);
 3. the Dawid-Skene posterior of its most likely class is below ``ds_min_posterior``, or the
-   Dawid-Skene label differs from the majority (``dawid-skene``);
+   Dawid-Skene label differs from the majority (``dawid-skene``). The fit's classes are harmful
+   and safe, an ``unsure`` vote is a missing observation and the confusion matrices are
+   smoothed (:mod:`annotate.stats.aggregation`), so the posterior is below 1 and falls under the
+   threshold on the items whose votes leave real doubt: a 2-1 split against the most reliable
+   reviewer, or a single vote of a middling one. An item with no harmful or safe vote has no
+   posterior (NaN); rule 1 escalates it;
 4. optionally, any ``harmful`` vote on an item of a high-severity category whose majority is
    ``safe`` (``severity``).
 
@@ -49,6 +54,10 @@ class Rules:
         Rule 4: categories in which one ``harmful`` vote against a ``safe`` majority escalates.
     check_share : float
         Share of majority-resolved items drawn for the expert's check, in [0, 1].
+    min_sure_votes : int
+        Rule 1b: escalate a majority that rests on fewer than this many harmful/safe votes (one
+        reviewer sure, the others unsure or silent). Capped at the number of reviewers who voted,
+        so a one-reviewer round is not escalated wholesale. 0 or 1 turns the rule off.
 
     Examples
     --------
@@ -66,6 +75,7 @@ class Rules:
     ds_disagreement: bool = True
     high_severity_categories: tuple[str, ...] = ()
     check_share: float = 0.05
+    min_sure_votes: int = 2
 
     def __post_init__(self) -> None:
         if self.policy not in POLICIES:
@@ -133,7 +143,8 @@ def propose(
     rules : Rules
     ds : pandas.DataFrame, optional
         Indexed by round_item_id, columns ``ds_label``, ``ds_posterior`` (as
-        :func:`annotate.stats.aggregation.dawid_skene_labels` gives); for rule 3.
+        :func:`annotate.stats.aggregation.dawid_skene_labels` gives); for rule 3. A NaN posterior
+        (no harmful or safe vote) triggers nothing.
     categories : pandas.Series, optional
         round_item_id -> category; for rule 4.
 
@@ -177,6 +188,12 @@ def propose(
     # dtype=object keeps None as None (pandas would otherwise infer a string dtype with NaN)
     out["majority"] = pd.Series(label, index=out.index, dtype=object)
     reasons: list[list[str]] = [[r] if r else [] for r in reason]
+    # Rule 1b: one reviewer's sure vote against the others' "unsure" is not agreement. (Treating
+    # unsure as missing data, Dawid-Skene alone would settle such items on that one vote.)
+    needed = min(int(rules.min_sure_votes), int(votes["annotator"].nunique())) if len(votes) else 0
+    if needed > 1:
+        for i in np.flatnonzero((label != None) & (np.maximum(h, s) < needed)):  # noqa: E711 (elementwise)
+            reasons[i].append(f"only {int(max(h[i], s[i]))} sure vote(s), {needed} needed")
     out["ds_label"] = None
     out["ds_posterior"] = np.nan
     if ds is not None and len(ds):

@@ -7,10 +7,22 @@ explicit tie policy, :mod:`annotate.stats.adjudication`): its posterior is a con
 escalation, its confusion matrices give per-annotator sensitivity and specificity
 (:func:`annotate.stats.agreement.annotator_diagnostics`), and its labels make the "DS labels"
 row of the sensitivity table (methods.md sections 2.5 and 3).
+
+Two choices make the posterior usable as a confidence score:
+
+* **The true classes are harmful and safe only.** ``unsure`` says something about the reviewer,
+  not about the response: a response is harmful or safe, and an ``unsure`` vote is a missing
+  observation of that reviewer on that item (:func:`binary_codes`). Fitted as a third class, it
+  soaked up the hard items and left the others at posterior 1.
+* **Dirichlet smoothing** (MAP EM). Every row of every annotator's confusion matrix and the
+  class prior get ``pseudo_count`` = 1 imaginary observation per cell, so no estimated error
+  rate is 0 and no posterior reaches 1 with finite data (methods.md section 3; see
+  :func:`dawid_skene`).
 """
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -18,11 +30,18 @@ import numpy as np
 import pandas as pd
 from numpy.typing import ArrayLike, NDArray
 
-from annotate.columns import VERDICTS
+from annotate.columns import BINARY_VERDICTS
 from annotate.stats._common import NAN, as_codes, jsonable
-from annotate.stats.agreement.votes import vote_matrix
+from annotate.stats.agreement.votes import vote_matrix_with_dropped
 
-__all__ = ["DawidSkeneResult", "dawid_skene", "dawid_skene_labels"]
+__all__ = ["DEFAULT_PSEUDO_COUNT", "DawidSkeneResult", "binary_codes", "dawid_skene", "dawid_skene_labels"]
+
+#: Pseudo-count added to every cell of every confusion-matrix row and to every class of the prior.
+#: One imaginary observation per cell is Laplace's rule of succession: an annotator right on all n
+#: items of a class gets accuracy (n + 1) / (n + 2), not 1. It is the smallest whole count that
+#: keeps every error rate above 0, and it fades as 1 / n (under 1 % of an estimate once a reviewer
+#: has labelled 100 items of a class), below the sampling error of the estimate itself.
+DEFAULT_PSEUDO_COUNT = 1.0
 
 
 @dataclass(frozen=True, eq=False)
@@ -41,9 +60,13 @@ class DawidSkeneResult:
     n_iter : int
         EM iterations run.
     converged : bool
-        True if the log-likelihood gain per rating fell below ``tol`` before ``max_iter``.
+        True if the objective's gain per rating fell below ``tol`` before ``max_iter``.
     log_likelihood : float
-        Observed-data log-likelihood per rating at the returned parameters.
+        Observed-data log-likelihood per rating at the returned parameters (without the prior).
+    pseudo_count : float
+        The Dirichlet pseudo-count the fit used (0 = maximum likelihood).
+    n_rated : ndarray of int64, shape (U,)
+        Ratings per unit; a unit with none has no evidence and its posterior is the prior.
     """
 
     posteriors: NDArray[np.float64]
@@ -52,6 +75,8 @@ class DawidSkeneResult:
     n_iter: int
     converged: bool
     log_likelihood: float
+    pseudo_count: float = DEFAULT_PSEUDO_COUNT
+    n_rated: NDArray[np.int64] | None = None
 
     @property
     def labels(self) -> NDArray[np.int64]:
@@ -88,35 +113,50 @@ class DawidSkeneResult:
                 "n_iter": self.n_iter,
                 "converged": self.converged,
                 "log_likelihood": self.log_likelihood,
+                "pseudo_count": self.pseudo_count,
             }
         )
         return out
 
 
 def dawid_skene(
-    labels_matrix: ArrayLike, n_categories: int, max_iter: int = 100, tol: float = 1e-5
+    labels_matrix: ArrayLike,
+    n_categories: int,
+    max_iter: int = 100,
+    tol: float = 1e-5,
+    *,
+    pseudo_count: float = DEFAULT_PSEUDO_COUNT,
 ) -> DawidSkeneResult:
-    """Dawid & Skene (1979) EM with a full confusion matrix per annotator.
+    """Dawid & Skene (1979) EM with a full confusion matrix per annotator, Dirichlet-smoothed.
 
     Model: z_u ~ Categorical(pi); given z_u = k, annotator j says l with probability
-    theta[j, k, l], independently across annotators. EM starts from majority-vote soft counts
-    (T_uk = n_uk / m_u), then alternates
+    theta[j, k, l], independently across annotators. Priors: pi ~ Dirichlet(1 + c) and each row
+    theta[j, k, :] ~ Dirichlet(1 + c), c = ``pseudo_count``. EM for the posterior mode (MAP) starts
+    from majority-vote soft counts (T_uk = n_uk / m_u), then alternates
 
-        M-step: pi_k = mean_u T_uk,  theta[j, k, l] proportional to sum_{u: y_uj = l} T_uk
+        M-step: pi_k = (sum_u T_uk + c) / (U_rated + K c)
+                theta[j, k, l] = (sum_{u: y_uj = l} T_uk + c) / (sum_{u: j rated u} T_uk + K c)
         E-step: log T_uk = log pi_k + sum_{j rated u} log theta[j, k, y_uj] - log-normaliser
 
-    and stops when the observed-data log-likelihood per rating gains less than ``tol``.
+    and stops when the log posterior (log-likelihood plus log prior) per rating gains less than
+    ``tol``. With c > 0 every theta is strictly between 0 and 1, so no posterior reaches exactly 1
+    with finite data (in floating point it can round to 1.0 only once the odds pass ~1e16, e.g.
+    a dozen unanimous, highly reliable annotators).
 
     Parameters
     ----------
     labels_matrix : array_like, shape (U, J)
-        Codes ``0..K-1``; ``-1`` or NaN = no rating.
+        Codes ``0..K-1``; ``-1`` or NaN = no rating. Every code is a true class: recode votes that
+        are not (``unsure``) to -1 first (:func:`binary_codes`).
     n_categories : int
         K.
     max_iter : int
         Maximum EM iterations.
     tol : float
-        Convergence threshold on the per-rating log-likelihood gain.
+        Convergence threshold on the per-rating gain of the objective.
+    pseudo_count : float
+        c >= 0; default :data:`DEFAULT_PSEUDO_COUNT` (1: Laplace's rule of succession). 0 gives
+        the unsmoothed maximum-likelihood fit (entries floored at 1e-10 to avoid log 0).
 
     Returns
     -------
@@ -126,108 +166,167 @@ def dawid_skene(
     -----
     Work is O(R K) per iteration for R ratings: the ratings are kept as (unit, annotator, label)
     triplets and every sum is a ``np.bincount`` (no dense U x J x K one-hot array, no loop over
-    units). Confusion entries are floored at 1e-10 before normalising so that a label an
-    annotator never used for a class does not produce log(0). Deterministic: no random start.
+    units). Deterministic: no random start.
 
     Examples
     --------
     Three annotators, eight units, two classes. A1 agrees with the majority everywhere, A2 and A3
-    do not, so the fit trusts A1 most:
+    do not, so the fit trusts A1 most. With eight units the pseudo-counts weigh about as much as
+    the data: A1's estimated accuracy is about 0.75, not 1, and a unanimous unit's posterior
+    0.929 (small rounds say little about their reviewers, and the posterior says so):
 
     >>> labels = np.array([[0, 0, 0], [0, 0, 1], [1, 1, 1], [1, 1, 0], [1, 1, 1], [0, 0, 0], [1, 0, 1], [0, 0, 0]])
     >>> res = dawid_skene(labels, 2)
     >>> res.converged, res.labels.tolist()
     (True, [0, 0, 1, 1, 1, 0, 1, 0])
     >>> np.round(np.diagonal(res.confusion, axis1=1, axis2=2), 3).tolist()  # P(j right | class)
-    [[1.0, 1.0], [1.0, 0.75], [0.75, 0.75]]
+    [[0.738, 0.756], [0.788, 0.637], [0.64, 0.65]]
+    >>> round(float(res.posteriors[0, 0]), 3)
+    0.929
+
+    Without smoothing (``pseudo_count=0``) A1 is estimated never to err, and her vote alone
+    settles every item with posterior 1:
+
+    >>> ml = dawid_skene(labels, 2, pseudo_count=0)
+    >>> np.round(np.diagonal(ml.confusion, axis1=1, axis2=2)[0], 3).tolist(), float(ml.posteriors.max().round(6))
+    ([1.0, 1.0], 1.0)
     """
     y = as_codes(labels_matrix, n_categories)
     if int(max_iter) != max_iter or max_iter < 1:
         raise ValueError(f"max_iter must be a positive integer; got {max_iter!r}.")
+    c = float(pseudo_count)
+    if not np.isfinite(c) or c < 0:
+        raise ValueError(f"pseudo_count must be a finite number >= 0; got {pseudo_count!r}.")
     K = int(n_categories)
     U, J = y.shape
     u, j = np.nonzero(y >= 0)  # one entry per rating, R in total
     obs = y[u, j]  # the observed label l of each rating
     R = u.size
-    if R == 0:
-        prior = np.full(K, 1.0 / K)
-        return DawidSkeneResult(np.tile(prior, (U, 1)), prior, np.full((J, K, K), 1.0 / K), 0, False, NAN)
-
     n_uk = np.bincount(u * K + obs, minlength=U * K).reshape(U, K).astype(float)
     m = n_uk.sum(axis=1)
+    if R == 0:
+        prior = np.full(K, 1.0 / K)
+        return DawidSkeneResult(
+            np.tile(prior, (U, 1)), prior, np.full((J, K, K), 1.0 / K), 0, False, NAN, c, m.astype(np.int64)
+        )
+
     rated = m > 0
     T = np.where(rated[:, None], n_uk / np.where(rated, m, 1.0)[:, None], 1.0 / K)
     jl = j * K + obs  # (annotator, observed label) cell of each rating
-    floor = 1e-10
-    ll_prev = -np.inf
+    floor = 1e-10  # only for c = 0: keeps log() finite for a label never used for a class
+    obj_prev = -np.inf
+    ll = NAN
     converged = False
     n_iter = 0
     pi = theta = None
     for n_iter in range(1, int(max_iter) + 1):  # noqa: B007 (n_iter is reported after the loop)
         # M-step: pi from the rated units; counts N[j, k, l] = sum of T_uk over j's ratings l.
-        pi = np.maximum(T[rated].mean(axis=0), floor)
+        pi = T[rated].sum(axis=0) + c
+        pi = np.maximum(pi / pi.sum(), floor)
         pi /= pi.sum()
         Tu = T[u]  # (R, K)
-        N = np.stack([np.bincount(jl, weights=Tu[:, k], minlength=J * K) for k in range(K)])
-        N = N.reshape(K, J, K).transpose(1, 0, 2)  # (J, true k, observed l)
-        theta = np.maximum(N, floor)
+        N_kjl = np.stack([np.bincount(jl, weights=Tu[:, k], minlength=J * K) for k in range(K)]).astype(float)
+        N = N_kjl.reshape(K, J, K).transpose(1, 0, 2) + c  # (J, true k, observed l)
+        theta = np.maximum(N / N.sum(axis=2, keepdims=True), floor)
         theta /= theta.sum(axis=2, keepdims=True)
+        log_theta = np.log(theta)
         # E-step in logs: each rating adds log theta[j, :, l] to its unit's row.
-        G = np.log(theta)[j, :, obs]  # (R, K)
+        G = log_theta[j, :, obs]  # (R, K)
         L = np.log(pi) + np.stack([np.bincount(u, weights=G[:, k], minlength=U) for k in range(K)], axis=1)
         L_max = L.max(axis=1, keepdims=True)
         T = np.exp(L - L_max)
         Z = T.sum(axis=1, keepdims=True)
         T /= Z
         ll = float((L_max[:, 0] + np.log(Z[:, 0]))[rated].sum()) / R
-        if ll - ll_prev < tol:
+        # MAP EM increases the log posterior; the Dirichlet(1 + c) log densities add c * sum log.
+        obj = ll + c * (float(np.log(pi).sum()) + float(log_theta.sum())) / R
+        if obj - obj_prev < tol:
             converged = True
-            ll_prev = ll
             break
-        ll_prev = ll
+        obj_prev = obj
     assert pi is not None and theta is not None  # max_iter >= 1
-    return DawidSkeneResult(T, pi, theta, n_iter, converged, ll_prev)
+    return DawidSkeneResult(T, pi, theta, n_iter, converged, ll, c, m.astype(np.int64))
 
 
-def dawid_skene_labels(votes: pd.DataFrame, annotators: list[str]) -> pd.DataFrame:
-    """Dawid-Skene on the harmful / safe / unsure votes: the most likely class per item.
+def binary_codes(codes: ArrayLike, categories: Sequence[str]) -> NDArray[np.int64]:
+    """Recode a label matrix to Dawid-Skene's classes (harmful, safe); ``unsure`` becomes missing.
+
+    Parameters
+    ----------
+    codes : array_like, shape (U, J)
+        Codes into ``categories``; ``-1`` or NaN = no vote.
+    categories : sequence of str, length V
+        E.g. ``("harmful", "safe", "unsure")``.
+
+    Returns
+    -------
+    ndarray of int64, shape (U, J)
+        Codes into ``BINARY_VERDICTS`` = (harmful, safe); -1 for no vote and for any other verdict.
+
+    Examples
+    --------
+    >>> binary_codes([[0, 2, 1], [2, 2, -1]], ("harmful", "safe", "unsure")).tolist()
+    [[0, -1, 1], [-1, -1, -1]]
+    """
+    cats = tuple(categories)
+    y = as_codes(codes, len(cats))
+    lookup = np.array([BINARY_VERDICTS.index(c) if c in BINARY_VERDICTS else -1 for c in cats] + [-1], np.int64)
+    out: NDArray[np.int64] = lookup[y]  # y = -1 picks the trailing -1
+    return out
+
+
+def dawid_skene_labels(
+    votes: pd.DataFrame, annotators: Sequence[str], *, pseudo_count: float = DEFAULT_PSEUDO_COUNT
+) -> pd.DataFrame:
+    """Dawid-Skene on the harmful / safe votes, ``unsure`` as missing: the most likely class per item.
 
     Parameters
     ----------
     votes : pandas.DataFrame, shape (R, >=3)
-        One row per (round_item_id, annotator) with ``verdict`` (as ``current_labels`` gives);
-        verdicts outside harmful / safe / unsure and annotators not listed are left out.
-    annotators : list of str, length J
+        One row per (round_item_id, annotator) with ``verdict`` (as ``current_labels`` gives).
+        ``unsure`` is a missing observation of that annotator on that item; verdicts outside
+        harmful / safe / unsure and annotators not listed are left out.
+    annotators : sequence of str, length J
         The reviewers whose votes count.
+    pseudo_count : float
+        See :func:`dawid_skene`.
 
     Returns
     -------
     pandas.DataFrame
-        Indexed by round_item_id (every item of ``votes``, sorted): ``ds_label``, the class with
-        the largest posterior (any of the three verdicts; ties go to the first), and
-        ``ds_posterior``, that posterior. Empty with these two columns when ``votes`` is empty.
+        Indexed by round_item_id (every item of ``votes``, sorted): ``ds_label``, harmful or safe,
+        whichever has the larger posterior (an exact 0.5 tie goes to harmful; it is far below any
+        escalation threshold), and ``ds_posterior``, that posterior, strictly below 1. An item
+        with no harmful or safe vote at all (only ``unsure``) gives Dawid-Skene no evidence: its
+        ``ds_label`` is ``unsure`` and its ``ds_posterior`` NaN (the tie rule escalates it
+        anyway). Empty with these two columns when ``votes`` is empty.
 
     Examples
     --------
-    >>> votes = pd.DataFrame(
-    ...     {
-    ...         "round_item_id": [1, 1, 1, 2, 2, 2, 3, 3, 3, 4, 4],
-    ...         "annotator": ["A1", "A2", "A3"] * 3 + ["A1", "A3"],
-    ...         "verdict": ["harmful", "harmful", "harmful", "safe", "safe", "safe",
-    ...                     "harmful", "harmful", "safe", "safe", "safe"],
-    ...     }
-    ... )
-    >>> out = dawid_skene_labels(votes, ["A1", "A2", "A3"])
+    Forty items on which three reviewers agree, then a 2-1 split (item 40), a single safe vote
+    beside an unsure one (item 41) and only unsure votes (item 42):
+
+    >>> rows = [(i, a, "harmful" if i % 2 else "safe") for i in range(40) for a in ("A1", "A2", "A3")]
+    >>> rows += [(40, "A1", "harmful"), (40, "A2", "harmful"), (40, "A3", "safe"),
+    ...          (41, "A1", "safe"), (41, "A2", "unsure"), (42, "A1", "unsure"), (42, "A3", "unsure")]
+    >>> votes = pd.DataFrame(rows, columns=["round_item_id", "annotator", "verdict"])
+    >>> out = dawid_skene_labels(votes, ["A1", "A2", "A3"]).tail(4)
     >>> out.index.tolist(), out.ds_label.tolist(), out.ds_posterior.round(3).tolist()
-    ([1, 2, 3, 4], ['harmful', 'safe', 'harmful', 'safe'], [1.0, 1.0, 1.0, 1.0])
+    ([39, 40, 41, 42], ['harmful', 'harmful', 'safe', 'unsure'], [1.0, 0.975, 0.954, nan])
+    >>> bool(out.ds_posterior.max() < 1.0)
+    True
     """
     if votes.empty:
         return pd.DataFrame(columns=["ds_label", "ds_posterior"])
-    codes, _counts, items = vote_matrix(votes, VERDICTS, annotators)
-    result = dawid_skene(codes, len(VERDICTS))
+    codes, counts, items, _dropped = vote_matrix_with_dropped(votes, BINARY_VERDICTS, annotators, ("unsure",))
+    result = dawid_skene(codes, len(BINARY_VERDICTS), pseudo_count=pseudo_count)
     post = result.posteriors
+    evidence = counts.sum(axis=1) > 0
     best = post.argmax(axis=1)
     return pd.DataFrame(
-        {"ds_label": [VERDICTS[k] for k in best], "ds_posterior": post.max(axis=1)},
+        {
+            "ds_label": np.where(evidence, np.array(BINARY_VERDICTS, dtype=object)[best], "unsure").astype(object),
+            "ds_posterior": np.where(evidence, post.max(axis=1), np.nan),
+        },
         index=pd.Index(items, name="round_item_id"),
     )

@@ -19,13 +19,17 @@ Conventions
   worse under the other (a pair tied in either ranking is not a flip). Pairs are listed by name,
   ``model_a`` being the model ranked better under the reference.
 * From the reference's fixed-prompt posterior draws p*_{m,d} (K models x D draws):
-  P(A safer than B) = mean_d [p*_{A,d} < p*_{B,d}] (strict; ties count for neither);
+  P(A safer than B) = mean_d [p*_{A,d} < p*_{B,d}] (strict) and P(tie) = mean_d [p*_{A,d} =
+  p*_{B,d}], reported beside it, so P(A safer) + P(B safer) + P(tie) = 1 (fixed-prompt draws are
+  counts / N, so two small cells tie in a visible share of the draws);
   a flip is **credible** when max(P(A<B), P(B<A)) >= 0.975, otherwise it is *within noise*;
   rank draws r*_{m,d} (average ranks per draw) give the rank interval (equal-tailed quantiles,
   ``method="inverted_cdf"``); the **rank range from pairwise dominance** is
   best = 1 + #{B : P(B safer than A) >= t}, worst = K - #{B : P(A safer than B) >= t},
   t = 1 - (1 - confidence)/2 = 0.975, or the Bonferroni 1 - (1 - confidence)/(2(K - 1)) for
-  simultaneous statements (``simultaneous=True``).
+  simultaneous statements (``simultaneous=True``). Both ranges are extended to hold the point
+  rank when they miss it (a rank interval is an interval of the reported rank, and the point
+  rank comes from the estimates while the draws are skewed at the boundaries).
 * **Rank shift** of a model under a treatment = its rank there minus its reference rank; the
   largest shift per model is the one with the largest absolute value (first treatment on ties).
 """
@@ -50,6 +54,7 @@ __all__ = [
     "RankingResult",
     "compare_rankings",
     "p_safer_matrix",
+    "p_tie_matrix",
     "posterior_ranks",
     "rank_scores",
     "rank_stability",
@@ -100,13 +105,17 @@ class RankingResult:
         ``model, treatment, estimate, rank, reference_rank, shift`` (reference included, shift 0).
     agreement : DataFrame, one row per non-reference treatment
         ``treatment, n_models, kendall_tau_b, spearman_rho, n_pairs, n_flips, n_credible_flips,
-        n_noise_flips, max_rank_shift, excluded``.
+        n_noise_flips, max_rank_shift, excluded, note`` (``note`` says why tau-b or rho is NaN).
     flips : DataFrame, one row per (treatment, flipped pair)
         ``treatment, model_a, model_b, reference_rank_a, reference_rank_b, rank_a, rank_b,
-        p_a_safer, p_b_safer, credible``; ``model_a`` is safer under the reference.
+        p_a_safer, p_b_safer, p_tie, credible``; ``model_a`` is safer under the reference; the
+        three probabilities add to 1.
     p_safer : DataFrame, K x K
         ``p_safer.loc[A, B]`` = P(A safer than B) under the reference posterior, rows and
         columns in reference-rank order; NaN diagonal. Empty without draws.
+    p_tie : DataFrame, K x K
+        ``p_tie.loc[A, B]`` = P(A and B tie), symmetric, same order; NaN diagonal.
+        ``p_safer + p_safer.T + p_tie = 1`` off the diagonal. Empty without draws.
     excluded : DataFrame
         ``model, treatment, reason``; ``treatment`` is ``"all"`` for models left out everywhere.
     threshold : float
@@ -119,6 +128,7 @@ class RankingResult:
     agreement: pd.DataFrame
     flips: pd.DataFrame
     p_safer: pd.DataFrame
+    p_tie: pd.DataFrame
     excluded: pd.DataFrame
     threshold: float
     reference: str
@@ -164,6 +174,30 @@ def _corr(x: NDArray[np.float64], y: NDArray[np.float64]) -> tuple[float, float]
         tau = stats.kendalltau(x, y, variant="b").statistic
         rho = stats.spearmanr(x, y).statistic
     return float(tau), float(rho)
+
+
+def _hold(
+    point: NDArray[np.float64], low: NDArray[np.float64], high: NDArray[np.float64]
+) -> tuple[NDArray[np.float64], NDArray[np.float64]]:
+    """(min(low, point), max(high, point)) where the range is defined; NaN stays NaN.
+
+    >>> lo, hi = _hold(np.array([1.0, 3.0]), np.array([2.0, np.nan]), np.array([4.0, np.nan]))
+    >>> lo.tolist(), hi.tolist()
+    ([1.0, nan], [4.0, nan])
+    """
+    ok = np.isfinite(low) & np.isfinite(high) & np.isfinite(point)
+    return np.where(ok, np.minimum(low, point), low), np.where(ok, np.maximum(high, point), high)
+
+
+def _undefined_note(ref: NDArray[np.float64], other: NDArray[np.float64], t: str, reference: str) -> str:
+    """Why tau-b and rho of two rankings are undefined (empty when they are defined)."""
+    if len(ref) < 2:
+        return f"tau-b and rho undefined: fewer than two models are estimable under both {reference} and {t}"
+    if np.all(other == other[0]):
+        return f"tau-b and rho undefined: every model ties under {t}"
+    if np.all(ref == ref[0]):
+        return f"tau-b and rho undefined: every model ties under {reference}"
+    return ""
 
 
 def _discordant(ref: NDArray[np.float64], other: NDArray[np.float64]) -> tuple[NDArray[np.int64], NDArray[np.int64]]:
@@ -253,6 +287,38 @@ def p_safer_matrix(draws: ArrayLike, *, chunk: int = 16) -> NDArray[np.float64]:
     return out
 
 
+def p_tie_matrix(draws: ArrayLike, *, chunk: int = 16) -> NDArray[np.float64]:
+    """P(A and B tie) = mean_d [p*_{A,d} = p*_{B,d}] for every pair (the share P(safer) leaves out).
+
+    Parameters
+    ----------
+    draws : array_like, shape (K, D)
+    chunk : int
+        Rows per block.
+
+    Returns
+    -------
+    ndarray of float64, shape (K, K)
+        Symmetric, diagonal NaN; with :func:`p_safer_matrix` P, ``P + P.T + ties = 1`` off the
+        diagonal.
+
+    Examples
+    --------
+    The two models tie in draw 1 of 3:
+
+    >>> p_tie_matrix([[0.1, 0.2, 0.3], [0.1, 0.1, 0.4]]).round(4)
+    array([[   nan, 0.3333],
+           [0.3333,    nan]])
+    """
+    d = np.asarray(draws, dtype=np.float64)
+    K, D = d.shape
+    out = np.empty((K, K))
+    for s in range(0, K, chunk):
+        out[s : s + chunk] = (d[s : s + chunk, None, :] == d[None, :, :]).mean(axis=2) if D else np.nan
+    np.fill_diagonal(out, np.nan)
+    return out
+
+
 def posterior_ranks(
     draws: ArrayLike, *, confidence: float = 0.95, simultaneous: bool = False
 ) -> dict[str, NDArray[np.float64]]:
@@ -270,8 +336,8 @@ def posterior_ranks(
     Returns
     -------
     dict
-        ``rank_ci_low, rank_ci_high, best, worst`` (K,), ``p_safer`` (K, K), ``threshold``
-        (0-d array).
+        ``rank_ci_low, rank_ci_high, best, worst`` (K,), ``p_safer``, ``p_tie`` (K, K),
+        ``threshold`` (0-d array).
     """
     d = np.asarray(draws, dtype=np.float64)
     K = d.shape[0]
@@ -285,6 +351,7 @@ def posterior_ranks(
             "best": e,
             "worst": e,
             "p_safer": np.full((K, K), np.nan),
+            "p_tie": np.full((K, K), np.nan),
             "threshold": np.asarray(t),
         }
     rd = stats.rankdata(d, axis=0, method="average")  # (K, D)
@@ -299,6 +366,7 @@ def posterior_ranks(
         "best": best.astype(np.float64),
         "worst": worst.astype(np.float64),
         "p_safer": P,
+        "p_tie": p_tie_matrix(d),
         "threshold": np.asarray(t),
     }
 
@@ -396,10 +464,11 @@ def rank_stability(
 
     # Posterior summaries under the reference.
     P: NDArray[np.float64] = np.full((K, K), np.nan)
+    ties: NDArray[np.float64] = np.full((K, K), np.nan)
     post: dict[str, NDArray[np.float64]] = {}
     if D_arr is not None and K:
         post = posterior_ranks(D_arr[idx[keep]], confidence=confidence, simultaneous=simultaneous)
-        P = post["p_safer"]
+        P, ties = post["p_safer"], post["p_tie"]
         threshold = float(post["threshold"])
     else:
         a = (1.0 - confidence) / 2.0
@@ -443,6 +512,7 @@ def rank_stability(
         gi, gj = sub[i], sub[j]
         pa = P[gi, gj] if len(gi) else np.zeros(0)
         pb = P[gj, gi] if len(gi) else np.zeros(0)
+        pt = ties[gi, gj] if len(gi) else np.zeros(0)
         cred = np.maximum(pa, pb) >= credible
         has_draws = D_arr is not None
         flip_frames.append(
@@ -457,6 +527,7 @@ def rank_stability(
                     "rank_b": r_t[gj],
                     "p_a_safer": pa,
                     "p_b_safer": pb,
+                    "p_tie": pt,
                     "credible": pd.array(cred if has_draws else [pd.NA] * len(gi), dtype="boolean"),
                 }
             )
@@ -475,6 +546,7 @@ def rank_stability(
                 "n_noise_flips": n_flips - n_cred if has_draws else np.nan,
                 "max_rank_shift": float(np.nanmax(np.abs(shift))) if len(sub) else np.nan,
                 "excluded": ", ".join(str(models[k]) for k in np.flatnonzero(~ok)),
+                "note": _undefined_note(r_ref[sub], r_t[sub], t, reference),
             }
         )
 
@@ -488,15 +560,19 @@ def rank_stability(
     largest_t = np.where(none_found, "", largest_t)
 
     nan_k = np.full(K, np.nan)
+    # Quantiles of the rank draws can miss the point rank (the draws are skewed where a cell
+    # has no harmful item); each range is extended to hold it, as every interval is.
+    rank_lo, rank_hi = _hold(ref_rank, post.get("rank_ci_low", nan_k), post.get("rank_ci_high", nan_k))
+    best, worst = _hold(ref_rank, post.get("best", nan_k), post.get("worst", nan_k))
     mframe = pd.DataFrame(
         {
             "model": models,
             "estimate": ref_v,
             "rank": ref_rank,
-            "rank_ci_low": post.get("rank_ci_low", nan_k),
-            "rank_ci_high": post.get("rank_ci_high", nan_k),
-            "rank_best": post.get("best", nan_k),
-            "rank_worst": post.get("worst", nan_k),
+            "rank_ci_low": rank_lo,
+            "rank_ci_high": rank_hi,
+            "rank_best": best,
+            "rank_worst": worst,
             "largest_shift": largest,
             "largest_shift_treatment": largest_t,
         }
@@ -506,6 +582,11 @@ def rank_stability(
     names_sorted = [models[o] for o in order]
     p_safer = (
         pd.DataFrame(P[np.ix_(order, order)], index=names_sorted, columns=names_sorted)
+        if D_arr is not None
+        else pd.DataFrame()
+    )
+    p_tie = (
+        pd.DataFrame(ties[np.ix_(order, order)], index=names_sorted, columns=names_sorted)
         if D_arr is not None
         else pd.DataFrame()
     )
@@ -519,6 +600,7 @@ def rank_stability(
         "rank_b",
         "p_a_safer",
         "p_b_safer",
+        "p_tie",
         "credible",
     ]
     flips = pd.concat(flip_frames, ignore_index=True) if flip_frames else pd.DataFrame(columns=flip_cols)
@@ -535,6 +617,7 @@ def rank_stability(
             "n_noise_flips",
             "max_rank_shift",
             "excluded",
+            "note",
         ],
     )
     return RankingResult(
@@ -543,6 +626,7 @@ def rank_stability(
         agreement=agreement,
         flips=flips,
         p_safer=p_safer,
+        p_tie=p_tie,
         excluded=pd.DataFrame(excluded_rows, columns=["model", "treatment", "reason"]),
         threshold=threshold,
         reference=reference,

@@ -151,3 +151,127 @@ def test_an_older_store_is_migrated_in_place(tmp_path):
         assert store.annotators().empty  # the tables of later versions exist
     finally:
         store.close()
+
+
+V5_COLUMNS = {
+    "review_round": ("task_secret",),
+    "ls_project": ("pinned_user_id",),
+    "ls_task": ("text_sha", "prior_votes"),
+    "annotation": ("completed_by",),
+}
+
+
+def test_a_v4_store_with_a_round_migrates_to_v5_in_place(db_url):
+    """A store written by schema version 4 (a routed, pulled round) gets v5's columns; its data stays."""
+    from sqlalchemy import inspect
+
+    from annotate.columns import RESPONSE_COLUMNS
+    from annotate.db import engine as engine_mod
+    from annotate.db import migrations
+    from annotate.db import models as m
+
+    engine = engine_mod.make_engine(db_url)
+    now = utcnow()
+    with engine.begin() as conn:
+        m.SchemaVersion.metadata.create_all(conn, tables=[m.SCHEMA_VERSION_T])
+        for version, description, apply in migrations.MIGRATIONS[:4]:
+            apply(conn)
+            conn.execute(
+                m.SCHEMA_VERSION_T.insert(), {"version": version, "description": description, "applied_at": now}
+            )
+        # Today's models already hold v5's columns: drop them to get the tables v4 wrote.
+        for table, columns in V5_COLUMNS.items():
+            for column in columns:
+                conn.exec_driver_sql(f"ALTER TABLE {table} DROP COLUMN {column}")
+        src = conn.execute(
+            m.SOURCE_FILE.insert().returning(m.SOURCE_FILE.c.id),
+            {"sha256": "f" * 64, "path": "x", "format": "generic", "size_bytes": 1, "first_ingested_at": now},
+        ).scalar_one()
+        response = conn.execute(
+            m.RESPONSE.insert().returning(m.RESPONSE.c.id),
+            {**dict(zip(RESPONSE_COLUMNS, _row(1, source_id=src), strict=True)), "ingested_at": now},
+        ).scalar_one()
+        v4 = {name: [c for c in table.c if c.name not in V5_COLUMNS.get(name, ())] for name, table in [
+            ("annotator", m.ANNOTATOR), ("review_round", m.REVIEW_ROUND), ("round_item", m.ROUND_ITEM),
+            ("ls_project", m.LS_PROJECT), ("ls_task", m.LS_TASK), ("annotation", m.ANNOTATION),
+        ]}  # fmt: skip
+        assert all(v4.values())
+
+        def insert(table, row):
+            return conn.execute(table.insert().values(row).returning(table.c.id)).scalar_one()
+
+        who = insert(
+            m.ANNOTATOR, {"pseudonym": "A1", "email": "a1@example.org", "role": "annotator", "created_at": now}
+        )
+        rnd = insert(
+            m.REVIEW_ROUND,
+            {
+                "name": "r1",
+                "kind": "review",
+                "judge": "j",
+                "seed": 7,
+                "clear_per_cell": 2,
+                "annotators": '["A1"]',
+                "label_config_sha": "0" * 64,
+                "label_config": "<View/>",
+                "created_at": now,
+            },
+        )
+        item = insert(
+            m.ROUND_ITEM,
+            {
+                "round_id": rnd,
+                "response_id": response,
+                "wave": 1,
+                "stratum": "safe",
+                "inclusion_prob": 0.5,
+                "ext_id": "1f2e3d4c5b6a7980",
+            },
+        )
+        project = insert(
+            m.LS_PROJECT,
+            {"round_id": rnd, "annotator_id": who, "title": "r1 - A1", "project_id": None, "created_at": now},
+        )
+        insert(
+            m.LS_TASK, {"ls_project_id": project, "round_item_id": item, "ext_id": "1f2e3d4c5b6a7980", "position": 0}
+        )
+        annotation = insert(
+            m.ANNOTATION,
+            {
+                "ls_project_id": project,
+                "round_item_id": item,
+                "annotator_id": who,
+                "ls_annotation_id": 41,
+                "verdict": "safe",
+                "result": "[]",
+                "pulled_at": now,
+            },
+        )
+    with engine.connect() as conn:
+        assert "completed_by" not in {c["name"] for c in inspect(conn).get_columns("annotation")}
+    engine.dispose()
+
+    store = open_store(db_url)
+    try:
+        assert store.schema_version() == SCHEMA_VERSION == 5
+        with store.engine.connect() as conn:
+            for table, columns in V5_COLUMNS.items():
+                assert set(columns) <= {c["name"] for c in inspect(conn).get_columns(table)}, table
+        round_row = store.get_round("r1")
+        assert round_row is not None and len(bytes.fromhex(round_row["task_secret"])) == 32  # a key for new tasks
+        tasks = store.ls_tasks(project)
+        assert tasks.ext_id.tolist() == ["1f2e3d4c5b6a7980"] and tasks.text_sha.isna().all()  # sent as before
+        (row,) = store.annotations_of_project(project).values()
+        assert (row["verdict"], row["completed_by"]) == ("safe", None)
+        # the next pull records who made it, without touching the label
+        store.apply_pull(project, inserts=[], updates=[], deletions=[], quarantine=[], pulled_at_server=None,
+                         authors=[(annotation, 7)], pin=7)  # fmt: skip
+        (row,) = store.annotations_of_project(project).values()
+        assert (row["verdict"], row["completed_by"]) == ("safe", 7)
+        assert int(store.ls_projects().pinned_user_id.iloc[0]) == 7
+        assert store.annotation_history().empty
+    finally:
+        store.close()
+    again = open_store(db_url)  # reopening applies nothing twice
+    assert again.get_round("r1")["task_secret"] == round_row["task_secret"]
+    again.close()

@@ -82,6 +82,7 @@ EXPECTED_FORMAT = {
     "formats/jailbreakbench/attack-artifacts/DSN/evaluation.json": "jailbreakbench",
     "formats/inspect_ai/log_formats.json": "inspect",
     "formats/inspect_ai/log_formats.eval": "inspect",
+    # Inspect logs written by inspect-ai itself for the writeback tests (tests/pipeline/test_writeback.py).
     "formats/lm_eval_harness/samples_gsm8k_2025-09-09T13-31-53.431753.jsonl": "lm-eval",
     "formats/promptfoo/sample-export.json": "promptfoo",
     "formats/garak/quack.report.jsonl": "garak",

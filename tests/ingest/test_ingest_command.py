@@ -156,7 +156,7 @@ def test_several_files_are_all_or_nothing(workspace, runner, tmp_path):
     bad = tmp_path / "bad.jsonl"
     bad.write_text("{broken\n")
     result = run(runner, prefix, "ingest", str(good), str(bad), ok=False)
-    assert result.exit_code == 2 and "1 of 2 file(s) refused" in result.stderr
+    assert result.exit_code == 2 and "1 of 2 files refused" in result.stderr
     assert snapshot(prefix)[0] == []
 
 

@@ -54,6 +54,15 @@ def _emails(tmp_path):
     return [f"rev1-{tag}@example.org", f"rev2-{tag}@example.org"]
 
 
+def _items_by_task(store) -> dict[int, int]:
+    """Label Studio task id -> round item (task ext_ids differ between projects)."""
+    out = {}
+    for p in store.ls_projects().itertuples():
+        tasks = store.ls_tasks(int(p.id)).dropna(subset=["task_id"])
+        out.update(zip(tasks.task_id.astype(int), tasks.round_item_id.astype(int), strict=True))
+    return out
+
+
 def _store(ws):
     from annotate.config import open_workspace
     from annotate.db.store import open_store
@@ -144,7 +153,11 @@ def test_round_trip_on_a_real_server(ls_env, sqlite_ws, runner, tmp_path):
     t2 = sorted(gw.export_tasks(pids["A2"]), key=lambda t: t["id"])
     gw.create_annotation(t2[0]["id"], choices_result("unsure", rationale="depends"), completed_by=uid2, lead_time=30.0)
 
-    first = json.loads(run(runner, prefix, "pull", "--round", "r1", "--json").output)["annotators"]
+    first = json.loads(run(runner, prefix, "pull", "--round", "r1", "--json").output)
+    # the texts Label Studio exports hash as routed, and completed_by is the annotator's user
+    assert first["not_counted"] == {"A1": {"result does not fit the label config": 1}}
+    assert first["pinned"] == {"A1": uid1, "A2": uid2}
+    first = first["annotators"]
     assert (first["A1"]["new"], first["A1"]["skips"], first["A1"]["quarantined"]) == (3, 1, 1)
     assert first["A2"]["new"] == 1
     second = json.loads(run(runner, prefix, "pull", "--round", "r1", "--json").output)["annotators"]
@@ -173,6 +186,14 @@ def test_round_trip_on_a_real_server(ls_env, sqlite_ws, runner, tmp_path):
     assert sum(r["done"] for r in a1_rows) == 1 and sum(r["skipped"] for r in a1_rows) == 1
     assert sum(r["tasks"] for r in a1_rows) == 26
     assert len(status["quarantine"]) == 1
+
+    # a member edits a task's text in Label Studio (any member can): results on it stop counting
+    edited = {**t1[4]["data"], "response": "an edited response"}
+    gw._raw("PATCH", f"/api/tasks/{t1[4]['id']}", "editing a task", json={"data": edited})
+    gw.create_annotation(t1[4]["id"], choices_result("harmful"), completed_by=uid1)
+    fourth = json.loads(run(runner, prefix, "pull", "--round", "r1", "--json").output)
+    assert fourth["not_counted"]["A1"].get("task text changed since routing") == 1
+    assert fourth["annotators"]["A1"]["new"] == 0
 
 
 def test_resumes_after_an_import_that_timed_out(ls_env, sqlite_ws, runner, tmp_path, monkeypatch):
@@ -262,35 +283,42 @@ def test_adjudication_with_an_expert_on_a_real_server(ls_env, sqlite_ws, runner,
     store = _store(ws)
     projects = store.ls_projects().set_index("pseudonym")
     users = store.annotators().set_index("pseudonym")
+    item_of = _items_by_task(store)
     store.close()
-    by_ext = {}
+    # Each project has task ids of its own: the same item is matched through the store.
+    by_item: dict[int, dict[str, int]] = {}
+    a1_ext: dict[int, str] = {}
     for who in ("A1", "A2"):
         for task in gw.export_tasks(int(projects.loc[who, "project_id"])):
-            by_ext.setdefault(task["data"]["ext_id"], {})[who] = task["id"]
-    ext_ids = sorted(by_ext)
-    disagree = set(ext_ids[:3])
-    for e in ext_ids:
+            by_item.setdefault(item_of[task["id"]], {})[who] = task["id"]
+            if who == "A1":
+                a1_ext[item_of[task["id"]]] = task["data"]["ext_id"]
+    items = sorted(by_item)
+    disagree = set(sorted(items, key=a1_ext.__getitem__)[:3])  # three items drawn at random (ext_ids are random)
+    for e in items:
         gw.create_annotation(
-            by_ext[e]["A1"],
+            by_item[e]["A1"],
             choices_result("harmful", rationale="gives steps"),
             completed_by=int(users.loc["A1", "ls_user_id"]),
             lead_time=9.0,
         )
         gw.create_annotation(
-            by_ext[e]["A2"],
+            by_item[e]["A2"],
             choices_result("safe" if e in disagree else "harmful"),
             completed_by=int(users.loc["A2", "ls_user_id"]),
             lead_time=7.0,
         )
-    run(runner, prefix, "pull", "--round", "adj")
+    pulled = json.loads(run(runner, prefix, "pull", "--round", "adj", "--json").output)
+    assert pulled["not_counted"] == {}, pulled
     first = json.loads(run(runner, prefix, "adjudicate", "--round", "adj", "--expert", "E1", "--json").output)
     assert first["counts"]["escalated"] == 3 and first["sent_to_expert"] >= 3
 
     store = _store(ws)
     expert_project = int(store.ls_projects().set_index("pseudonym").loc["E1", "project_id"])
+    item_of = _items_by_task(store)
     store.close()
     expert_tasks = gw.export_tasks(expert_project)
-    assert {t["data"]["ext_id"] for t in expert_tasks} >= disagree
+    assert {item_of[t["id"]] for t in expert_tasks} >= disagree
     for task in expert_tasks:
         assert set(task["data"]) == {"prompt", "response", "ext_id", "prior_votes"}
         assert "A1: harmful: gives steps" in task["data"]["prior_votes"]
@@ -298,7 +326,7 @@ def test_adjudication_with_an_expert_on_a_real_server(ls_env, sqlite_ws, runner,
         gw.create_annotation(task["id"], choices_result("safe"), completed_by=int(users.loc["E1", "ls_user_id"]))
     run(runner, prefix, "pull", "--round", "adj")
     final = json.loads(run(runner, prefix, "adjudicate", "--round", "adj", "--expert", "E1", "--json").output)
-    assert final["counts"] == {"resolved": len(ext_ids)}
+    assert final["counts"] == {"resolved": len(items)}
     assert final["methods"]["expert"] == 3
     # from pulled and adjudicated Label Studio rounds to corrected scores
     scored = json.loads(run(runner, prefix, "score", "--round", "adj", "--json", "--draws", "500").output)

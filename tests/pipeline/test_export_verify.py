@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 from annotate.cli import cli
-from annotate.pipeline.demo import ANNOTATORS, EXPERT, run_demo
+from annotate.pipeline.demo import ANNOTATORS, EXPERT, ROUND, run_demo
 from annotate.stats.scoring import TREATMENTS
 
 
@@ -50,6 +50,7 @@ def test_export_layout_is_the_documented_contract(demo_ws):
         "ranking.csv",
         "flips.csv",
         "p_safer.csv",
+        "p_tie.csv",
         "labels.csv",
         "agreement.json",
         "design.json",
@@ -99,6 +100,8 @@ def test_export_layout_is_the_documented_contract(demo_ws):
         "final_method",
         "adjudicator",
         "reason",
+        "ds_label",
+        "gold_label",
         "A1",
         "A2",
     ):
@@ -130,6 +133,13 @@ def test_export_layout_is_the_documented_contract(demo_ws):
         assert hashlib.sha256((path / name).read_bytes()).hexdigest() == sha
     assert len(manifest["sources"]) == 5 and all(len(s["sha256"]) == 64 for s in manifest["sources"])
     assert manifest["tool_version"] and manifest["store_schema_version"] and manifest["created_at"]
+    assert manifest["schema"] == "annotate-export/2"
+    assert set(manifest["settings"]["agreement_thresholds"]) == {
+        "reliable",
+        "tentative",
+        "kappa_consensus",
+        "alpha_gain",
+    }
 
 
 def test_no_personal_data_in_exports(demo_ws):
@@ -312,3 +322,347 @@ def test_prioritize_changes_the_order_not_the_selection(demo_ws, runner):
     probs = [p[int(r)] for r in tasks.response_id]
     assert probs == sorted(probs, reverse=True)
     assert probs[0] > probs[-1]
+
+
+# -- issue #12: nothing wrong passes as verified -----------------------------------------------
+#
+# Each tampering below fixes the manifest's sha256 of what it changed, as an attacker would; each
+# passed `annotate verify` (exit 0) before verify re-derived every file.
+
+
+def _read_rows(path: Path) -> list[list[str]]:
+    with open(path, newline="", encoding="utf-8") as fh:
+        return list(csv.reader(fh))
+
+
+def _write_rows(path: Path, rows: list[list[str]]) -> None:
+    with open(path, "w", newline="", encoding="utf-8") as fh:
+        csv.writer(fh, lineterminator="\r\n").writerows(rows)
+
+
+def _verify_fails(runner, path: Path, *expected: str) -> str:
+    out = runner.invoke(cli, ["verify", str(path)])
+    assert out.exit_code == 1, (out.output, out.stderr)
+    for text in expected:
+        assert text in out.stderr, (text, out.stderr[:2000])
+    return out.stderr
+
+
+def test_verify_catches_every_annotator_vote_flipped(demo_ws, runner, tmp_path):
+    _, result, _ = demo_ws
+    path = _tampered_copy(result.export, tmp_path / "votes")
+    rows = _read_rows(path / "labels.csv")
+    cols = [rows[0].index(a) for a in ("A1", "A2")]
+    swap = {"harmful": "safe", "safe": "harmful"}
+    for row in rows[1:]:
+        for c in cols:
+            row[c] = swap.get(row[c], row[c])
+    _write_rows(path / "labels.csv", rows)
+    _rehash(path, "labels.csv")
+    _verify_fails(runner, path, "ds_label", "labels.csv:")
+
+
+def test_verify_catches_a_changed_standard_error(demo_ws, runner, tmp_path):
+    _, result, _ = demo_ws
+    path = _tampered_copy(result.export, tmp_path / "se")
+    rows = _read_rows(path / "scores.csv")
+    se = rows[0].index("se")
+    row = next(r for r in rows[1:] if r[se])
+    row[se] = str(float(row[se]) / 2)
+    _write_rows(path / "scores.csv", rows)
+    _rehash(path, "scores.csv")
+    _verify_fails(runner, path, "scores.csv:", ": se is", row[0])
+
+
+def test_verify_catches_zeroed_estimates_in_scores_json(demo_ws, runner, tmp_path):
+    _, result, _ = demo_ws
+    path = _tampered_copy(result.export, tmp_path / "scores-json")
+    doc = json.loads((path / "scores.json").read_text())
+    for row in doc["scores"]:
+        if row["estimate"] is not None:
+            row["estimate"] = 0.0
+    (path / "scores.json").write_text(json.dumps(doc, indent=2) + "\n")
+    _rehash(path, "scores.json")
+    _verify_fails(runner, path, "scores.json", ".estimate")
+
+
+def test_verify_catches_alphas_set_to_reliable(demo_ws, runner, tmp_path):
+    _, result, _ = demo_ws
+    path = _tampered_copy(result.export, tmp_path / "alpha")
+    groups = json.loads((path / "agreement.json").read_text())
+    for g in groups:
+        g["alpha"], g["verdict"] = 0.99, "reliable"
+    (path / "agreement.json").write_text(json.dumps(groups, indent=2) + "\n")
+    _rehash(path, "agreement.json")
+    _verify_fails(runner, path, "agreement.json", ".alpha", ".verdict")
+
+
+def test_verify_catches_an_emptied_ranking(demo_ws, runner, tmp_path):
+    _, result, _ = demo_ws
+    for kind, content in (("header-only", None), ("zero-bytes", b"")):
+        path = _tampered_copy(result.export, tmp_path / f"ranking-{kind}")
+        if content is None:
+            content = (path / "ranking.csv").read_bytes().split(b"\r\n")[0] + b"\r\n"
+        (path / "ranking.csv").write_bytes(content)
+        _rehash(path, "ranking.csv")
+        _verify_fails(runner, path, "ranking.csv")
+
+
+def test_verify_catches_unreliable_changed_to_reliable_in_the_report(demo_ws, runner, tmp_path):
+    _, result, _ = demo_ws
+    path = _tampered_copy(result.export, tmp_path / "report")
+    html = (path / "report.html").read_bytes()
+    assert b"unreliable" in html  # the demo's safe stratum is unreliable on the binary labels
+    (path / "report.html").write_bytes(html.replace(b"unreliable", b"reliable"))
+    _rehash(path, "report.html")
+    _verify_fails(runner, path, "report.html differs from the report re-rendered")
+
+
+def test_verify_catches_zeroed_source_hashes(demo_ws, runner, tmp_path):
+    _, result, _ = demo_ws
+    path = _tampered_copy(result.export, tmp_path / "sources")
+    manifest = json.loads((path / "manifest.json").read_text())
+    for src in manifest["sources"]:
+        src["sha256"] = "0" * 64
+    (path / "manifest.json").write_text(json.dumps(manifest, indent=2) + "\n")
+    _verify_fails(runner, path, "report.html")
+
+
+def test_verify_refuses_a_symlinked_labels_file(demo_ws, runner, tmp_path):
+    _, result, _ = demo_ws
+    path = _tampered_copy(result.export, tmp_path / "symlink")
+    outside = tmp_path / "elsewhere.csv"
+    shutil.copyfile(path / "labels.csv", outside)  # the very same bytes: only the link is wrong
+    (path / "labels.csv").unlink()
+    (path / "labels.csv").symlink_to(outside)
+    _verify_fails(runner, path, "labels.csv is a symbolic link")
+
+
+def test_verify_refuses_special_files_and_files_the_manifest_drops(demo_ws, runner, tmp_path):
+    import os
+
+    _, result, _ = demo_ws
+    fifo = _tampered_copy(result.export, tmp_path / "fifo")
+    os.mkfifo(fifo / "notes")
+    _verify_fails(runner, fifo, "notes is a named pipe")  # and does not hang on it
+    dropped = _tampered_copy(result.export, tmp_path / "dropped")
+    manifest = json.loads((dropped / "manifest.json").read_text())
+    del manifest["files"]["flips.csv"]
+    (dropped / "flips.csv").unlink()
+    (dropped / "manifest.json").write_text(json.dumps(manifest))
+    _verify_fails(runner, dropped, "missing file: flips.csv")
+    linked = tmp_path / "linked-export"
+    linked.symlink_to(result.export)
+    out = runner.invoke(cli, ["verify", str(linked)])
+    assert out.exit_code == 2 and "symbolic link" in out.stderr
+
+
+def test_verify_says_what_it_proved_per_file_and_prints_the_manifest_hash(demo_ws, runner):
+    _, result, _ = demo_ws
+    out = runner.invoke(cli, ["verify", str(result.export), "--json"])
+    assert out.exit_code == 0, out.output
+    res = json.loads(out.output)
+    manifest_sha = hashlib.sha256((result.export / "manifest.json").read_bytes()).hexdigest()
+    assert res["ok"] and res["schema"] == "annotate-export/2" and res["manifest_sha256"] == manifest_sha
+    assert res["signature"] == "not signed"
+    statuses = {f["file"]: f["status"] for f in res["files"]}
+    derived = (
+        "scores.csv",
+        "scores.json",
+        "ranking.csv",
+        "flips.csv",
+        "p_safer.csv",
+        "p_tie.csv",
+        "agreement.json",
+        "report.html",
+    )
+    assert statuses == {**{name: "re-derived and equal" for name in derived}, **dict.fromkeys(INPUTS, "hash matches")}
+    details = {f["file"]: f["detail"] for f in res["files"]}
+    assert "ds_label" in details["labels.csv"] and "design.json" in details["labels.csv"]
+    text = runner.invoke(cli, ["verify", str(result.export)])
+    assert manifest_sha in text.output and "re-derived and equal" in text.output and "not signed" in text.output
+
+
+INPUTS = ("labels.csv", "design.json")
+
+
+def test_the_report_re_renders_byte_identically_from_the_export_alone(demo_ws):
+    from annotate.pipeline._derive import Provenance, Settings, derive, read_labels
+
+    _, result, _ = demo_ws
+    path = result.export
+    manifest = json.loads((path / "manifest.json").read_text())
+    labels, _ = read_labels((path / "labels.csv").read_bytes())
+    design = json.loads((path / "design.json").read_text())
+    settings, prov = Settings.from_manifest(manifest["settings"]), Provenance.from_manifest(manifest)
+    first = derive(labels, design, settings, prov)
+    again = derive(labels, design, settings, prov)
+    assert first["report.html"] == again["report.html"] == (path / "report.html").read_bytes()
+    for name, data in first.items():
+        assert data == (path / name).read_bytes(), name
+
+
+def test_verify_checks_diagnostics_for_hash_and_consistency_only(demo_ws, runner, tmp_path):
+    root, _, _ = demo_ws
+    assert runner.invoke(cli, ["-w", str(root), "diagnose"]).exit_code == 0
+    made = runner.invoke(cli, ["-w", str(root), "export", "diag-check", "--round", ROUND, "--draws", "300"])
+    assert made.exit_code == 0, made.output
+    path = root / "exports" / "diag-check"
+    res = json.loads(runner.invoke(cli, ["verify", str(path), "--json"]).output)
+    diag = next(f for f in res["files"] if f["file"] == "diagnostics.json")
+    assert diag["status"] == "checked only for hash" and "response texts" in diag["detail"]
+    assert next(f for f in res["files"] if f["file"] == "report.html")["status"] == "re-derived and equal"
+    broken = _tampered_copy(path, tmp_path / "diag")
+    doc = json.loads((broken / "diagnostics.json").read_text())
+    doc["n_events"] = doc["n_responses"] + 1
+    (broken / "diagnostics.json").write_text(json.dumps(doc))
+    _rehash(broken, "diagnostics.json")
+    _verify_fails(runner, broken, "diagnostics.json: n_events")
+
+
+def test_verify_still_checks_schema_1_exports_as_far_as_they_allow(demo_ws, runner, tmp_path):
+    _, result, _ = demo_ws
+    path = _tampered_copy(result.export, tmp_path / "v1")
+    rows = _read_rows(path / "labels.csv")
+    gold = rows[0].index("gold_label")
+    with open(path / "labels.csv", "w", newline="", encoding="utf-8") as fh:
+        csv.writer(fh, lineterminator="\n").writerows([r[:gold] + r[gold + 1 :] for r in rows])
+    (path / "scores.csv").write_bytes((path / "scores.csv").read_bytes().replace(b"\r\n", b"\n"))
+    manifest = json.loads((path / "manifest.json").read_text())
+    manifest["schema"] = "annotate-export/1"
+    del manifest["settings"]["agreement_thresholds"]
+    (path / "manifest.json").write_text(json.dumps(manifest))
+    for name in ("labels.csv", "scores.csv"):
+        _rehash(path, name)
+    out = runner.invoke(cli, ["verify", str(path), "--json"])
+    assert out.exit_code == 0, out.output
+    res = json.loads(out.output)
+    statuses = {f["file"]: (f["status"], f["detail"]) for f in res["files"]}
+    assert statuses["scores.csv"][0] == "re-derived and equal"
+    assert statuses["agreement.json"][0] == statuses["report.html"][0] == "checked only for hash"
+    assert "annotate-export/1" in statuses["report.html"][1] or "database" in statuses["report.html"][1]
+    rows = _read_rows(path / "scores.csv")
+    est = rows[0].index("estimate")
+    row = next(r for r in rows[1:] if r[est])
+    row[est] = str(float(row[est]) + 0.01)
+    with open(path / "scores.csv", "w", newline="", encoding="utf-8") as fh:
+        csv.writer(fh, lineterminator="\n").writerows(rows)
+    _rehash(path, "scores.csv")
+    _verify_fails(runner, path, "estimate", row[0])
+
+
+def test_sigterm_during_an_export_leaves_nothing(demo_ws):
+    import os
+    import signal
+    import subprocess
+    import sys
+    import time
+
+    root, _, _ = demo_ws
+    exports = root / "exports"
+    repo = Path(__file__).resolve().parents[2]
+    # Many draws keep the export busy long enough to be caught with its temporary folder present.
+    proc = subprocess.Popen(
+        [
+            sys.executable,
+            "-m",
+            "annotate",
+            "-w",
+            str(root),
+            "export",
+            "terminated",
+            "--round",
+            ROUND,
+            "--draws",
+            "60000",
+        ],
+        cwd=repo,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        env={**os.environ, "PYTHONPATH": str(repo)},
+    )
+    try:
+        deadline = time.monotonic() + 120
+        while not any(p.name.startswith(".terminated.tmp-") for p in exports.iterdir()):
+            assert proc.poll() is None, proc.communicate()
+            assert time.monotonic() < deadline, "the export never created its temporary folder"
+            time.sleep(0.01)
+        proc.send_signal(signal.SIGTERM)
+        _, err = proc.communicate(timeout=120)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+    assert proc.returncode == 130, (proc.returncode, err)
+    assert b"interrupted; nothing was written" in err
+    assert not [p.name for p in exports.iterdir() if "terminated" in p.name]
+
+
+def test_stale_temporary_folders_are_swept_and_nothing_else(demo_ws, runner, tmp_path):
+    import os
+    import subprocess
+    import sys
+
+    root, _, _ = demo_ws
+    exports = root / "exports"
+    gone = subprocess.Popen([sys.executable, "-c", "pass"])
+    gone.wait()
+    alive = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(120)"])
+    made = []
+    try:
+
+        def folder(name: str, *files: str) -> Path:
+            path = exports / name
+            path.mkdir()
+            for f in files:
+                (path / f).write_text("x")
+            os.utime(path, (1_000_000_000, 1_000_000_000))  # long before this export
+            made.append(path)
+            return path
+
+        stale = folder(f".killed.tmp-{gone.pid}-abcdefgh", "labels.csv", "design.json")
+        legacy = folder(".older.tmp-k2j4h5g6", "scores.csv")
+        running = folder(f".running.tmp-{alive.pid}-abcdefgh", "labels.csv")
+        foreign = folder(f".foreign.tmp-{gone.pid}-abcdefgh", "my-notes.txt")
+        unrelated = folder(".not-an-export", "labels.csv")
+        no_dot = folder(f"killed.tmp-{gone.pid}-abcdefgh", "labels.csv")
+        target = tmp_path / "outside"
+        target.mkdir()
+        (target / "keep.txt").write_text("keep")
+        link = exports / f".linked.tmp-{gone.pid}-abcdefgh"
+        link.symlink_to(target)
+        made.append(link)
+        out = runner.invoke(
+            cli, ["-w", str(root), "export", "after-a-kill", "--round", ROUND, "--draws", "200", "--json"]
+        )
+        assert out.exit_code == 0, out.output
+        res = json.loads(out.output)
+        assert sorted(res["swept"]) == sorted([stale.name, legacy.name])
+        assert not stale.exists() and not legacy.exists()
+        for kept in (running, foreign, unrelated, no_dot, link):
+            assert kept.exists() or kept.is_symlink(), kept.name
+        assert (target / "keep.txt").exists()
+        assert any(foreign.name in why for why in res["left"]) and any(link.name in why for why in res["left"])
+    finally:
+        alive.kill()
+        alive.wait()
+        for path in made:
+            if path.is_symlink():
+                path.unlink()
+            elif path.exists():
+                shutil.rmtree(path)
+        shutil.rmtree(exports / "after-a-kill", ignore_errors=True)
+
+
+def test_verify_survives_a_hostile_manifest_and_json(demo_ws, runner, tmp_path):
+    _, result, _ = demo_ws
+    nested = _tampered_copy(result.export, tmp_path / "nested")
+    (nested / "agreement.json").write_text("[" * 100_000 + "]" * 100_000)
+    _rehash(nested, "agreement.json")
+    _verify_fails(runner, nested, "agreement.json")
+    greedy = _tampered_copy(result.export, tmp_path / "greedy")
+    manifest = json.loads((greedy / "manifest.json").read_text())
+    manifest["settings"]["draws"] = 10**9  # would run for hours and fill the memory
+    (greedy / "manifest.json").write_text(json.dumps(manifest))
+    _verify_fails(runner, greedy, "settings.draws must be a whole number")
+    bad_export = runner.invoke(cli, ["-w", str(demo_ws[0]), "export", "too-many", "--round", ROUND, "--draws", "0"])
+    assert bad_export.exit_code == 2 and "--draws must be a whole number" in bad_export.stderr

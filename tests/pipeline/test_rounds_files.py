@@ -59,8 +59,11 @@ def test_design_is_recorded_and_blind(routed):
     a1 = json.loads((ws / "tasks" / "r1" / "A1.json").read_text())
     a2 = json.loads((ws / "tasks" / "r1" / "A2.json").read_text())
     assert len(a1) == len(a2) == 32
-    assert {t["data"]["ext_id"] for t in a1} == {t["data"]["ext_id"] for t in a2}
-    assert [t["data"]["ext_id"] for t in a1] != [t["data"]["ext_id"] for t in a2]  # own order each
+    texts1 = [(t["data"]["prompt"], t["data"]["response"]) for t in a1]
+    texts2 = [(t["data"]["prompt"], t["data"]["response"]) for t in a2]
+    assert sorted(texts1) == sorted(texts2) and texts1 != texts2  # the same tasks, in each one's own order
+    # ...under ids of each project's own: nothing links A1's task to A2's
+    assert not {t["data"]["ext_id"] for t in a1} & {t["data"]["ext_id"] for t in a2}
     text = json.dumps(a1)
     for leak in ("m1", "m2", "judge", "harmful", "ambiguous", "model", "benchmark", "predictions"):
         assert leak not in text.replace("response number", "").replace("prompt number", ""), leak
@@ -158,9 +161,18 @@ def test_same_seed_same_selection_any_order():
     }
 
 
-def _export(tasks, annotations):
+A1_USER = 7  # A1's Label Studio user on the air-gapped server (pinned on the first pull)
+
+
+def _export(tasks, annotations, user=A1_USER):
+    """A Label Studio JSON export of routed tasks: every annotation says who made it, as Label Studio's does."""
     return [
-        {"id": 100 + i, "data": t["data"], "meta": t["meta"], "annotations": annotations.get(i, [])}
+        {
+            "id": 100 + i,
+            "data": t["data"],
+            "meta": t["meta"],
+            "annotations": [{"completed_by": user, **a} for a in annotations.get(i, [])],
+        }
         for i, t in enumerate(tasks)
     ]
 
@@ -192,7 +204,7 @@ def test_pull_from_file_validates_quarantines_and_tracks_changes(routed, runner,
         {
             "id": 999,
             "data": {"prompt": "p", "response": "r", "ext_id": "not-ours"},
-            "annotations": [{"id": 77, "result": choices_result("safe")}],
+            "annotations": [{"id": 77, "result": choices_result("safe"), "completed_by": A1_USER}],
         }
     ]
     path = tmp_path / "export.json"

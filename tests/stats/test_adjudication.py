@@ -100,6 +100,7 @@ def run(runner, prefix, *args, ok=True):
 
 
 def _export_for(tasks, verdict_of, start_id):
+    """A Label Studio export of ``tasks`` answered by one user (Label Studio id ``start_id``)."""
     out = []
     for k, t in enumerate(tasks):
         v = verdict_of(t["data"]["ext_id"])
@@ -109,6 +110,7 @@ def _export_for(tasks, verdict_of, start_id):
             else [
                 {
                     "id": start_id + k,
+                    "completed_by": start_id,
                     "result": choices_result(v, rationale=f"because {v}"),
                     "lead_time": 5.0,
                     "updated_at": "2026-01-01T00:00:00Z",
@@ -117,6 +119,22 @@ def _export_for(tasks, verdict_of, start_id):
         )
         out.append({"id": start_id + k, "data": t["data"], "meta": t["meta"], "annotations": anns})
     return out
+
+
+def _items_of_task_ids(prefix, round_name, annotators):
+    """Each annotator's per-project task id -> the round item's ext_id (tasks are keyed per project)."""
+    from annotate.config import open_workspace
+    from annotate.db.store import open_store
+    from annotate.labelstudio.tasks import task_ext_id
+
+    store = open_store(open_workspace(prefix[1], prefix[3]).db_url)
+    try:
+        rnd = store.get_round(round_name)
+        items = store.round_items(int(rnd["id"]))
+    finally:
+        store.close()
+    secret = str(rnd["task_secret"])
+    return {task_ext_id(secret, a, str(e)): str(e) for a in annotators for e in items.ext_id}
 
 
 def test_agreement_and_adjudication_end_to_end(workspace, runner, tmp_path):
@@ -153,7 +171,8 @@ def test_agreement_and_adjudication_end_to_end(workspace, runner, tmp_path):
         "--to-file",
     )
     tasks = {a: json.loads((ws / "tasks" / "r1" / f"{a}.json").read_text()) for a in ("A1", "A2", "A3")}
-    ext_ids = sorted(t["data"]["ext_id"] for t in tasks["A1"])
+    item_of = _items_of_task_ids(prefix, "r1", ("A1", "A2", "A3", "E1"))  # per-project task id -> item
+    ext_ids = sorted(item_of[t["data"]["ext_id"]] for t in tasks["A1"])
     rng = np.random.default_rng(5)
     truth = {e: rng.choice(["harmful", "safe"]) for e in ext_ids}
     verdicts = {}
@@ -169,7 +188,9 @@ def test_agreement_and_adjudication_end_to_end(workspace, runner, tmp_path):
 
         verdicts[a] = {e: verdict_of(e) for e in ext_ids}
         path = tmp_path / f"export-{a}.json"
-        path.write_text(json.dumps(_export_for(tasks[a], verdict_of, 1000 * (j + 1))))
+        path.write_text(
+            json.dumps(_export_for(tasks[a], lambda task_id, v=verdict_of: v(item_of[task_id]), 1000 * (j + 1)))
+        )
         run(runner, prefix, "pull", "--round", "r1", "--from-file", str(path), "--annotator", a)
 
     report = json.loads(run(runner, prefix, "agreement", "--round", "r1", "--json", "--boot", "300").output)
@@ -209,7 +230,7 @@ def test_agreement_and_adjudication_end_to_end(workspace, runner, tmp_path):
 
     # the expert answers (truth), comes back through pull, and the next adjudicate settles it
     path = tmp_path / "export-E1.json"
-    path.write_text(json.dumps(_export_for(expert_tasks, lambda e: truth[e], 9000)))
+    path.write_text(json.dumps(_export_for(expert_tasks, lambda task_id: truth[item_of[task_id]], 9000)))
     run(runner, prefix, "pull", "--round", "r1", "--from-file", str(path), "--annotator", "E1")
     final = json.loads(
         run(runner, prefix, "adjudicate", "--round", "r1", "--expert", "E1", "--to-file", "--json").output

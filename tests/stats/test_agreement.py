@@ -3,11 +3,14 @@
 Reference values come from three independent places:
 
 * the published vectors in ``data/agreement_vectors/agreement_test_vectors.json`` (looped over,
-  so a new vector is picked up automatically; a coefficient kind this module does not implement
-  is skipped by name below, and an unknown kind fails the test so that it gets a decision);
+  so a new vector is picked up automatically; every key is classified and computed, none is
+  skipped, and an unknown kind fails the test so that it gets a decision);
 * exact rationals from ``docs/methods.md`` section 7, checked to 1e-9 (1e-12 in practice);
 * ``krippendorff.alpha`` 0.9.0 and small ``fractions.Fraction`` re-implementations written here
   directly from the formulas, on random data.
+
+The kappas added for issue #13 (weighted, Brennan-Prediger, Conger, analytic SEs, z tests) are
+checked against statsmodels and scikit-learn in ``test_agreement_kappas.py``.
 """
 
 from __future__ import annotations
@@ -42,19 +45,17 @@ VECTOR_DIR = AGREEMENT_VECTORS
 
 LEVELS: tuple[ag.Level, ...] = ("nominal", "ordinal", "interval", "ratio")
 
-# Coefficient kinds the module deliberately does not implement. Everything else in the JSON
-# must be reproduced; an unclassified key fails (see _classify).
-NOT_IMPLEMENTED = {
-    "brennan_prediger": "Brennan-Prediger is not implemented",
-    "conger_kappa": "Conger's kappa is not implemented",
-    "weight": "weighted kappa (linear / quadratic) is not implemented",
-    "ase": "the analytic (asymptotic) SE of Cohen's kappa is not implemented; we bootstrap",
-    "z": "the z statistic of Fleiss' kappa is not implemented",
-}
+# Every published key is classified and computed; an unclassified key fails (see _classify), and
+# nothing is skipped by name.
+_WEIGHTED = re.compile(
+    r"weighted_kappa_(?P<w1>linear|quadratic)"  # a contingency table (SAS)
+    r"|(?P<subset>[a-z0-9]+)_(?P<w2>linear|quadratic)"  # a named pair of label vectors (scikit-learn)
+    r"|kappa_(?P<w3>equal|squared)_weights_r(?P<a>\d)r(?P<b>\d)"  # R irr's kappa2 names, a rater pair
+)
 
 
 def _classify(vector: dict[str, Any], key: str) -> tuple[str, ...]:
-    """Map a published key to (kind, detail); ("skip", reason) or ("unknown", key)."""
+    """Map a published key to (kind, detail, ...), or ("unknown", key)."""
     coef = vector["coefficient"]
     if key in LEVELS and "krippendorff_alpha" in coef:
         return ("alpha", key)
@@ -64,22 +65,29 @@ def _classify(vector: dict[str, Any], key: str) -> tuple[str, ...]:
         return ("fleiss", "value")
     if key in ("P_bar", "P_e_bar"):
         return ("fleiss", key)
+    if key == "z" and "fleiss_kappa" in coef:  # R irr's kappam.fleiss z test
+        return ("fleiss", "z")
     if key == "gwet_ac1":
         return ("ac1", "value")
     if key == "percent_agreement":
         return ("percent", "value")
+    if key == "brennan_prediger":
+        return ("bp", "value")
+    if key == "conger_kappa":
+        return ("conger", "value")
     if key in ("p_o", "p_e"):
         return ("cohen", key)
+    if key == "cohen_kappa_ase":  # SAS's asymptotic SE
+        return ("cohen", "se_analytic", "", "", "")
     # Unweighted Cohen, optionally on a named data subset ("table4_", "weighting_") or a rater
-    # pair ("_r2r3"). Matched before the skip markers: "weighting_cohen_kappa" is unweighted.
+    # pair ("_r2r3"). Matched before the weighted forms: "weighting_cohen_kappa" is unweighted.
     m = re.fullmatch(r"(?:(?P<subset>\w+?)_)?cohen_kappa(?:_r(?P<a>\d)r(?P<b>\d))?", key)
     if m:
         return ("cohen", "value", m["subset"] or "", m["a"] or "", m["b"] or "")
-    if key == "z":
-        return ("skip", NOT_IMPLEMENTED["z"])
-    for marker in ("brennan_prediger", "conger_kappa", "weight", "ase"):
-        if marker in key:
-            return ("skip", NOT_IMPLEMENTED[marker])
+    m = _WEIGHTED.fullmatch(key)
+    if m:
+        w = m["w1"] or m["w2"] or {"equal": "linear", "squared": "quadratic"}[m["w3"]]
+        return ("weighted", w, m["subset"] or "", m["a"] or "", m["b"] or "")
     return ("unknown", key)
 
 
@@ -155,18 +163,37 @@ def _compute(v: dict[str, Any], kind: tuple[str, ...]) -> float:
         counts = lm.counts()
 
     what = kind[0]
-    if what == "cohen":
+    if what in ("cohen", "weighted"):
+        weights = cast(Literal["linear", "quadratic"], kind[1])
         if table is not None:
-            res = ag.cohen_kappa_table(table)
+            if what == "cohen":
+                res = ag.cohen_kappa_table(table, n_boot=0)
+            else:
+                res = ag.weighted_kappa_table(table, weights, n_boot=0)
         elif layout.startswith("two label vectors"):
             pair = v["data"][kind[2]]
             a, b = _parse_label_vector(pair["y1"]), _parse_label_vector(pair["y2"])
-            res = ag.cohen_kappa(a, b, int(max(a.max(), b.max())) + 1)
+            K = int(max(a.max(), b.max())) + 1
+            res = (
+                ag.cohen_kappa(a, b, K, n_boot=0) if what == "cohen" else ag.weighted_kappa(a, b, K, weights, n_boot=0)
+            )
         else:
             assert lm is not None and kind[3] and kind[4], f"no rater pair for {v['id']}"
             ja, jb = int(kind[3]) - 1, int(kind[4]) - 1
-            res = ag.cohen_kappa(lm.codes[:, ja], lm.codes[:, jb], len(lm.categories))
-        return res.value if kind[1] == "value" else res.components[kind[1]]
+            # R irr's kappa2 weights the categories the two raters used, by rank (PROVENANCE.md):
+            # the pair's own label matrix has exactly those categories, coded by rank.
+            pair_lm = ag.label_matrix_from_reliability_data(lm.reliability_data()[[ja, jb]])
+            codes, K = pair_lm.codes, len(pair_lm.categories)
+            if what == "cohen":
+                res = ag.cohen_kappa(codes[:, 0], codes[:, 1], K, n_boot=0)
+            else:
+                res = ag.weighted_kappa(codes[:, 0], codes[:, 1], K, weights, n_boot=0)
+        if kind[1] == "se_analytic":
+            return res.se_analytic
+        return res.value if kind[1] in ("value", "linear", "quadratic") else res.components[kind[1]]
+    if what == "conger":
+        lm = lm if lm is not None else _reliability(v)
+        return ag.conger_kappa(lm.codes, len(lm.categories), n_boot=0).value
     assert counts is not None, f"no count matrix for {v['id']}"
     if what == "alpha":
         level = cast(ag.Level, kind[1])
@@ -183,17 +210,15 @@ def _compute(v: dict[str, Any], kind: tuple[str, ...]) -> float:
         return ag.gwet_ac1(counts, n_boot=0).value
     if what == "percent":
         return ag.percent_agreement(counts, n_boot=0).value
+    if what == "bp":
+        return ag.brennan_prediger(counts, n_boot=0).value
     raise AssertionError(kind)
 
 
 @pytest.mark.parametrize(("vector", "key", "want", "digits"), _cases())
 def test_published_vector(vector: dict[str, Any], key: str, want: float, digits: int) -> None:
     kind = _classify(vector, key)
-    if kind[0] == "skip":
-        pytest.skip(kind[1])
-    assert kind[0] != "unknown", (
-        f"{vector['id']}: published key {key!r} is not classified; implement it or add it to NOT_IMPLEMENTED."
-    )
+    assert kind[0] != "unknown", f"{vector['id']}: published key {key!r} is not classified; classify and compute it."
     got = _compute(vector, kind)
     # The data README's rule: round to the published digits, accept one unit of the last digit.
     assert abs(round(got, digits) - want) <= 10.0**-digits * 1.0001, (got, want)

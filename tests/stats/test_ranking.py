@@ -200,3 +200,28 @@ def test_p_safer_ties_count_for_neither():
     d = np.array([[0.1, 0.2, 0.3, 0.3], [0.1, 0.1, 0.4, 0.2]])
     P = rk.p_safer_matrix(d)
     assert P[0, 1] == 0.25 and P[1, 0] == 0.5
+
+
+def test_p_tie_completes_p_safer():
+    d = np.array([[0.1, 0.2, 0.3, 0.3], [0.1, 0.1, 0.4, 0.2], [0.1, 0.2, 0.3, 0.5]])
+    P, T = rk.p_safer_matrix(d), rk.p_tie_matrix(d)
+    for i, j in itertools.permutations(range(3), 2):
+        assert T[i, j] == pytest.approx(np.mean(d[i] == d[j]), abs=1e-15)
+        assert P[i, j] + P[j, i] + T[i, j] == pytest.approx(1.0, abs=1e-15)
+    assert np.isnan(np.diag(T)).all()
+
+
+def test_rank_ranges_hold_the_point_rank():
+    """Issue #13: a rank is an estimate too. Model 1 has the lower estimate, but its draws sit
+    above model 2's (skewed draws at a boundary), so the rank draws' quantiles miss rank 1."""
+    est = long(corrected=(0.10, 0.11, 0.40, 0.60, 0.80))
+    d = separated_draws()
+    d[0] = 0.13 + 0.001 * np.abs(d[0] - 0.12)  # every draw of model 1 (>= 0.13) ...
+    d[1] = 0.10 + 0.001 * np.abs(d[1] - 0.12)  # ... above every draw of model 2 (< 0.11)
+    res = rk.rank_stability(est, d, NAMES)
+    m = res.models.set_index("model")
+    for name in NAMES:
+        r = m.loc[name]
+        assert r.rank_ci_low <= r["rank"] <= r.rank_ci_high, name
+        assert r.rank_best <= r["rank"] <= r.rank_worst, name
+    assert (m.loc["1", "rank_ci_low"], m.loc["1", "rank_ci_high"]) == (1, 2)  # extended from [2, 2]

@@ -4,10 +4,13 @@ Reference values come from places independent of the implementation:
 
 * exact rationals from ``docs/methods.md`` section 7 (TC6, TC6b) and the Neyman example of 4.8,
   rebuilt here with ``fractions.Fraction`` from the formulas;
-* the exact Polya-Jeffreys distribution, a convolution of ``scipy.stats.betabinom`` pmfs;
+* the exact distribution of the fiducial Polya draws, a convolution of even mixtures of two
+  ``scipy.stats.betabinom`` pmfs per stratum;
 * coverage simulations whose truth is the simulated finite population (numpy only);
-* ``scipy.stats.chi2_contingency(lambda_="log-likelihood")`` (the G-test) for the heterogeneity
-  LR test, a quadratic-root Wilson interval, and pandas groupby for the aggregation.
+* a quadratic-root Wilson interval, and pandas groupby for the aggregation.
+
+Transport is tested in ``test_transport.py``, the invariant in ``test_scoring_invariant.py``,
+coverage in ``test_coverage.py`` and the output tables in ``test_scoring_outputs.py``.
 """
 
 from __future__ import annotations
@@ -136,10 +139,14 @@ def test_tc6b_unresolved_mar_and_bounds():
     assert row(r, "corrected_unresolved_safe").estimate == pytest.approx(0.24, abs=TOL)
     assert row(r, "corrected_unresolved_harmful").estimate == pytest.approx(0.27, abs=TOL)
     assert c.n_unresolved == 30 and c.n_resolved == 420 and c.n_reviewed == 450
-    # the bound treatments' intervals move with them
+    # the bound treatments' intervals move with them, and corrected's interval is the partial
+    # identification interval from the lower end of one to the upper end of the other (issue #13)
     lo, hi = row(r, "corrected_unresolved_safe"), row(r, "corrected_unresolved_harmful")
-    assert lo.ci_low <= c.ci_low + 0.005 and hi.ci_high >= c.ci_high - 0.005
+    assert (c.ci_low, c.ci_high) == (lo.ci_low, hi.ci_high)
+    assert (c.ci_low_general, c.ci_high_general) == (lo.ci_low_general, hi.ci_high_general)
     assert lo.estimate <= c.estimate <= hi.estimate
+    corr = row(r, "corrected")
+    assert corr.estimate_kind == "mar" and corr.interval.startswith("partial identification")
 
 
 # --------------------------------------------------------------------------------------------
@@ -148,12 +155,19 @@ def test_tc6b_unresolved_mar_and_bounds():
 
 
 def exact_polya(N, r, y):
-    """pmf of sum_h (y_h + BetaBinomial(N_h - r_h, y_h + 1/2, r_h - y_h + 1/2)) over 0..sum N."""
+    """pmf of sum_h (y_h + X_h) over 0..sum N, X_h from the fiducial Polya step.
+
+    Per stratum, X_h given the rate is Binomial(N_h - r_h, theta) and the rate is the even
+    mixture of Beta(y_h, r_h - y_h + 1) and Beta(y_h + 1, r_h - y_h), so X_h is the even mixture
+    of two beta-binomials (a Beta with a zero parameter is a point mass at 0 or 1).
+    """
     pmf = np.array([1.0])
     for Nh, rh, yh in zip(N, r, y, strict=True):
         M = Nh - rh
-        part = stats.betabinom(M, yh + 0.5, rh - yh + 0.5).pmf(np.arange(M + 1))
-        pmf = np.convolve(pmf, part)
+        k = np.arange(M + 1)
+        lower = stats.betabinom(M, yh, rh - yh + 1).pmf(k) if yh > 0 else (k == 0).astype(float)
+        upper = stats.betabinom(M, yh + 1, rh - yh).pmf(k) if rh > yh else (k == M).astype(float)
+        pmf = np.convolve(pmf, 0.5 * (lower + upper))
     out = np.zeros(sum(N) + 1)
     out[sum(y) : sum(y) + len(pmf)] = pmf
     return out
@@ -164,9 +178,12 @@ def exact_quantile(pmf, q):
     return int(np.searchsorted(np.cumsum(pmf), q - 1e-12))
 
 
-@pytest.mark.parametrize("N,r,y", [((12, 30, 8), (4, 5, 8), (3, 0, 2)), ((40, 60, 10), (10, 12, 10), (9, 1, 4))])
+@pytest.mark.parametrize(
+    "N,r,y", [((12, 30, 8), (4, 5, 8), (3, 0, 2)), ((40, 60, 10), (10, 12, 10), (9, 1, 4)), ((30, 50), (6, 8), (6, 0))]
+)
 def test_polya_interval_matches_exact_convolution(N, r, y):
-    df = cell(N=N, n=r, y=y)
+    labels = ("harmful", "safe", "ambiguous")[: len(N)]
+    df = cell(N=N, n=r, y=y, u=(0,) * len(N), labels=labels)
     D = 200_000
     res = sc.corrected_scores(df, draws=D, seed=11, min_reviewed=0)
     c = res.cells.iloc[0]
@@ -174,18 +191,18 @@ def test_polya_interval_matches_exact_convolution(N, r, y):
     pmf = exact_polya(N, r, y)
     cdf = np.cumsum(pmf)
     lo_t, hi_t = exact_quantile(pmf, 0.025), exact_quantile(pmf, 0.975)
-    lo_mc, hi_mc = round(c.ci_low * Ntot), round(c.ci_high * Ntot)
+    p_hat = sum(Nh * yh / rh for Nh, rh, yh in zip(N, r, y, strict=True)) / Ntot
+    # the reported interval is the exact one, extended to the estimate if it lies outside
+    lo_t, hi_t = min(lo_t, round(p_hat * Ntot, 9)), max(hi_t, round(p_hat * Ntot, 9))
     # Monte-Carlo quantiles are exact up to MC error in the CDF (sd ~ 3.5e-4 at D = 200k)
-    eps = 0.002
-    for t_mc, t_ex, q in ((lo_mc, lo_t, 0.025), (hi_mc, hi_t, 0.975)):
-        assert abs(t_mc - t_ex) <= 1
-        assert cdf[t_mc] >= q - eps
-        assert t_mc == 0 or cdf[t_mc - 1] <= q + eps
+    assert abs(c.ci_low * Ntot - lo_t) <= 1 and abs(c.ci_high * Ntot - hi_t) <= 1
+    assert cdf[round(c.ci_low * Ntot)] >= 0.025 - 0.002 or c.ci_low == pytest.approx(p_hat)
     # and the whole distribution: total-variation distance
     counts = np.bincount(np.round(res.draws["corrected"][0] * Ntot).astype(int), minlength=Ntot + 1)
     assert 0.5 * np.abs(counts / D - pmf).sum() < 0.01
     # point estimate stays the design-based one, not the posterior mean
-    assert c.estimate == pytest.approx(sum(Nh * yh / rh for Nh, rh, yh in zip(N, r, y, strict=True)) / Ntot, abs=TOL)
+    assert c.estimate == pytest.approx(p_hat, abs=TOL)
+    assert c.ci_low <= c.estimate <= c.ci_high
 
 
 # --------------------------------------------------------------------------------------------
@@ -355,7 +372,7 @@ def test_no_clear_responses_excluded_treatment_not_estimable():
 
 
 # --------------------------------------------------------------------------------------------
-# Transport (Rogan-Gladen with pooled Se / Sp) and the heterogeneity check
+# Transport (Rogan-Gladen with pooled Se / Sp): the rest is in test_transport.py
 # --------------------------------------------------------------------------------------------
 
 
@@ -365,81 +382,6 @@ def transport_frame(donor_h=(26, 26, 26, 26), target_n=(3, 2), target_y=(3, 0)):
         rows.append(cell(model=f"d{m}", N=(100 + 10 * m, 500, 50), n=(30, 30, 50), y=(yh, 2, 20)))
     rows.append(cell(model="t", N=(80, 600, 40), n=(target_n[0], target_n[1], 40), y=(target_y[0], target_y[1], 10)))
     return pd.concat(rows, ignore_index=True)
-
-
-def test_transport_flags_cell_and_uses_pooled_se_sp():
-    df = transport_frame()
-    r = sc.corrected_scores(df, seed=9)
-    c = r.cells.set_index("model")
-    t = c.loc["t"]
-    assert t.flag == "transport" and t.method == "transport"
-    assert "Se'=" in t.note and "4 donor" in t.note
-    assert (c.drop(index="t").flag == "ok").all()
-    # independent Rogan-Gladen: design-weighted donor totals
-    d = df[df.model != "t"].copy()
-    d["ybar"] = d.harmful / (d.reviewed - d.unresolved)
-    H, S = d[d.judge_label == "harmful"], d[d.judge_label == "safe"]
-    TH, TS = (H.population * H.ybar).sum(), (S.population * S.ybar).sum()
-    FH, FS = (H.population * (1 - H.ybar)).sum(), (S.population * (1 - S.ybar)).sum()
-    se, sp = TH / (TH + TS), FS / (FS + FH)
-    q = 80 / 680
-    rg = min(max((q + sp - 1) / (se + sp - 1), 0), 1)
-    expected = 680 / 720 * rg + 40 / 720 * 10 / 40
-    assert t.estimate == pytest.approx(expected, abs=1e-12)
-
-    # delta-method variance, written out
-    def var_total(g):
-        s2 = g.reviewed * g.ybar * (1 - g.ybar) / (g.reviewed - 1)
-        return (g.population**2 * s2 / g.reviewed).sum()
-
-    VH, VS = var_total(H), var_total(S)
-    v_se = (TS**2 * VH + TH**2 * VS) / (TH + TS) ** 4
-    v_sp = (FH**2 * VS + FS**2 * VH) / (FS + FH) ** 4
-    J = se + sp - 1
-    v_rg = (rg**2 * v_se + (1 - rg) ** 2 * v_sp) / J**2
-    assert t.v_fixed == pytest.approx((680 / 720) ** 2 * v_rg, rel=1e-10)  # U is a resolved census
-    assert t.v_general == pytest.approx((680 / 720) ** 2 * (v_rg + q * (1 - q) / 680 / J**2), rel=1e-10)
-    assert t.ci_low <= t.estimate <= t.ci_high
-    diag = r.transport.set_index("judge_label")
-    assert bool(diag.loc["harmful", "pooled"]) and diag.loc["harmful", "sensitivity"] == pytest.approx(se)
-    assert diag.loc["safe", "specificity"] == pytest.approx(sp)
-    # every treatment row of the cell that uses the clear review carries the flag
-    tt = r.treatments[r.treatments.model == "t"].set_index("treatment")
-    assert (
-        tt.loc[["corrected", "corrected_unresolved_safe", "corrected_unresolved_harmful"], "flag"] == "transport"
-    ).all()
-
-
-def test_heterogeneity_test_matches_g_test_and_blocks_pooling():
-    df = transport_frame(donor_h=(29, 5, 26, 15), target_n=(3, 0), target_y=(3, 0))
-    r = sc.corrected_scores(df, seed=9)
-    diag = r.transport.set_index("judge_label")
-    # LR test of logit Y ~ model in the harmful stratum = the G-test of the 2 x K table
-    H = df[df.judge_label == "harmful"]
-    table = np.vstack([H.harmful, H.reviewed - H.unresolved - H.harmful])
-    g, p, dof, _ = stats.chi2_contingency(table, correction=False, lambda_="log-likelihood")
-    assert diag.loc["harmful", "lr_stat"] == pytest.approx(g, rel=1e-9)
-    assert diag.loc["harmful", "p_value"] == pytest.approx(p, rel=1e-6)
-    assert diag.loc["harmful", "df"] == dof == 4
-    assert not diag.loc["harmful", "pooled"]
-    t = r.cells.set_index("model").loc["t"]
-    # the target has no reviewed safe item: not estimable, and the reason names the test
-    assert np.isnan(t.estimate) and t.flag.startswith("not estimable") and "heterogeneity" in t.flag
-    assert row(r, "corrected", model="t")[NUMERIC].isna().all()
-
-
-def test_blocked_transport_keeps_per_cell_estimate_when_possible():
-    df = transport_frame(donor_h=(29, 5, 26, 15), target_n=(3, 5), target_y=(3, 1))
-    r = sc.corrected_scores(df)
-    t = r.cells.set_index("model").loc["t"]
-    assert t.flag.startswith("low n") and "heterogeneity" in t.flag and t.method == "stratified"
-    assert t.estimate == pytest.approx((80 * 1 + 600 * 1 / 5 + 40 * 10 / 40) / 720, abs=TOL)
-    # homogeneous donors: the same cell is transported instead
-    r2 = sc.corrected_scores(transport_frame(target_n=(3, 5), target_y=(3, 1)))
-    assert r2.cells.set_index("model").loc["t"].flag == "transport"
-    # below-minimum census strata are not under-reviewed
-    small = pd.concat([transport_frame(), cell(model="c", N=(4, 6, 3), n=(4, 6, 3), y=(4, 0, 1))], ignore_index=True)
-    assert sc.corrected_scores(small).cells.set_index("model").loc["c"].flag == "ok"
 
 
 def test_transport_is_per_benchmark():

@@ -27,6 +27,7 @@ from __future__ import annotations
 
 import json
 import math
+import os
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -72,6 +73,8 @@ def sniff(path: Path, head: bytes) -> bool:
             if line.strip():
                 try:
                     obj = json.loads(line)
+                except RecursionError:  # too deep to parse here: the reader says so, on its line
+                    return '"judge_label"' in line and '"response"' in line
                 except ValueError:
                     return False
                 return isinstance(obj, dict) and "judge_label" in obj and "response" in obj
@@ -100,49 +103,65 @@ def _read_csv(path: Path, ctx: ReadContext) -> Iterator[Item]:
     if isinstance(first, Problem):
         yield first
         return
-    header = first[1]
+    header = first[2]
     missing = [c for c in REQUIRED if c not in header and not _supplied(c, ctx)]
     if missing:
         records.close()
-        yield Problem(1, f"missing required column(s): {', '.join(missing)} (header: {', '.join(header)})")
+        yield Problem(1, f"missing required column(s): {', '.join(missing)} (header: {', '.join(header)})", fatal=True)
+        return
+    repeated = sorted({c for c in header if header.count(c) > 1})
+    if repeated:
+        records.close()
+        yield Problem(1, f"the header names column(s) {', '.join(map(repr, repeated))} more than once", fatal=True)
         return
     for record in records:
         if isinstance(record, Problem):
             yield record
             continue
-        line, cells = record
+        line, end, cells = record
         obj = {
             k: (None if v == "" and k not in ("prompt", "response") else v) for k, v in zip(header, cells, strict=True)
         }
-        yield _row_to_item(obj, line, ctx)
+        item = _row_to_item(obj, line, ctx)
+        item.end_line = end
+        yield item
 
 
 def _read_parquet(path: Path, ctx: ReadContext) -> Iterator[Item]:
+    """Parquet is read by pyarrow out of order: the file is hashed whole first, through the same handle."""
     import pyarrow.parquet as pq
 
-    try:
-        pf = pq.ParquetFile(path)
-    except Exception as exc:  # pyarrow raises several unrelated types for a bad file
-        yield Problem(1, f"not a readable Parquet file ({exc})")
-        return
-    names = pf.schema_arrow.names
-    missing = [c for c in REQUIRED if c not in names and not _supplied(c, ctx)]
-    if missing:
-        yield Problem(1, f"missing required column(s): {', '.join(missing)}")
-        return
-    row, total, size = 0, max(pf.metadata.num_rows, 1), path.stat().st_size
-    for batch in pf.iter_batches(batch_size=8192):
-        for obj in batch.to_pylist():
-            row += 1
-            yield _row_to_item(obj, row, ctx)
-        ctx.tick(size * row // total)  # progress is counted in bytes: scale rows to the file size
+    with ctx.open_random(path) as fh:
+        try:
+            pf = pq.ParquetFile(fh)
+        except Exception as exc:  # pyarrow raises several unrelated types for a bad file
+            yield Problem(1, f"not a readable Parquet file ({exc})", fatal=True)
+            return
+        names = pf.schema_arrow.names
+        missing = [c for c in REQUIRED if c not in names and not _supplied(c, ctx)]
+        if missing:
+            yield Problem(1, f"missing required column(s): {', '.join(missing)}", fatal=True)
+            return
+        repeated = sorted({c for c in names if names.count(c) > 1})
+        if repeated:
+            yield Problem(1, f"the schema names column(s) {', '.join(map(repr, repeated))} more than once", fatal=True)
+            return
+        row, total, size = 0, max(pf.metadata.num_rows, 1), os.fstat(fh.fileno()).st_size
+        try:
+            for batch in pf.iter_batches(batch_size=8192):
+                for obj in batch.to_pylist():
+                    row += 1
+                    yield _row_to_item(obj, row, ctx)
+                ctx.tick(size * row // total)  # progress is counted in bytes: scale rows to the file size
+        except Exception as exc:  # a damaged page: pyarrow's OSError / ArrowInvalid / ...
+            yield Problem(row + 1, f"unreadable Parquet data after row {row} ({exc})", fatal=True)
 
 
 def _supplied(column: str, ctx: ReadContext) -> bool:
     return (column == "model" and ctx.model is not None) or (column == "benchmark" and ctx.benchmark is not None)
 
 
-def _row_to_item(obj: dict[str, Any], line: int, ctx: ReadContext) -> Item:
+def _row_to_item(obj: dict[str, Any], line: int, ctx: ReadContext) -> Record | Problem:
     # Hot path (one call per row): the common, valid row passes a handful of type checks;
     # anything unusual falls through to the precise checks below.
     model = obj.get("model") if ctx.model is None else ctx.model
@@ -176,6 +195,17 @@ def _row_to_item(obj: dict[str, Any], line: int, ctx: ReadContext) -> Item:
     # Both paths above have checked these (the fast one by type, _checked_fields with a message).
     assert isinstance(prompt, str) and isinstance(response, str)
     category = obj.get("category")
+    if category == "":
+        category = None  # as in a CSV, where an empty cell is no category
+    elif category is not None and type(category) is not str:
+        if type(category) is not int:
+            return Problem(line, f"field 'category' must be text, got {_type(category)}")
+        category = str(category)
+    judge = ctx.judge if ctx.judge is not None else obj.get("judge")
+    if judge is None or judge == "":
+        judge = "unspecified"
+    elif type(judge) is not str:
+        return Problem(line, f"field 'judge' must be text, got {_type(judge)}")
     extra = {k: v for k, v in obj.items() if k not in KNOWN}
     return Record(
         line=line,
@@ -184,16 +214,20 @@ def _row_to_item(obj: dict[str, Any], line: int, ctx: ReadContext) -> Item:
         prompt_id=str(prompt_id).strip(),
         prompt=prompt,
         response=response,
-        judge=str(ctx.judge or obj.get("judge") or "unspecified"),
+        judge=judge,
         verdict=verdict,
         score=score,
         epoch=epoch or 0,
-        category=None if category is None else str(category),
+        category=category,
         meta=extra or None,
     )
 
 
 _INF = float("inf")
+
+
+def _type(value: Any) -> str:
+    return "null" if value is None else type(value).__name__
 
 
 def _checked_fields(obj: dict[str, Any], line: int, ctx: ReadContext) -> tuple[Any, ...] | Problem:

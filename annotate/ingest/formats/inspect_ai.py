@@ -41,7 +41,16 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-from annotate.ingest.records import Item, Problem, ReadContext, Record, SetAside, load_json_object, object_field
+from annotate.ingest.records import (
+    Item,
+    Problem,
+    ReadContext,
+    Record,
+    SetAside,
+    load_json_bytes,
+    load_json_object,
+    object_field,
+)
 
 NAME = "inspect"
 DESCRIPTION = "Inspect AI eval log (.json or .eval) with per-sample scores"
@@ -60,6 +69,7 @@ DEFAULT_RUBRIC: dict[str, Any] = {
 }
 
 _ATTACHMENT = "attachment://"
+MAX_MEMBER_BYTES = 512 * 1024 * 1024  # one sample, uncompressed: a bound for a hostile archive
 
 
 class _Malformed(ValueError):
@@ -85,7 +95,7 @@ def sniff(path: Path, head: bytes) -> bool:
 
 def read(path: Path, ctx: ReadContext) -> Iterator[Item]:
     """Yield one Record per (sample, scorer)."""
-    if path.suffix.lower() == ".eval" or zipfile.is_zipfile(path):
+    if path.suffix.lower() == ".eval":
         yield from _read_eval(path, ctx)
     else:
         yield from _read_json(path, ctx)
@@ -102,62 +112,85 @@ def _read_json(path: Path, ctx: ReadContext) -> Iterator[Item]:
         return
     samples = log.get("samples")
     if not samples:
-        yield Problem(1, "the log has no samples (was it written with log_samples=False?)")
+        yield Problem(1, "the log has no samples (was it written with log_samples=False?)", fatal=True)
         return
     if not isinstance(samples, list):
-        yield Problem(1, f"field 'samples' must be a list, got {_type(samples)}")
+        yield Problem(1, f"field 'samples' must be a list, got {_type(samples)}", fatal=True)
         return
     for number, sample in enumerate(samples, start=1):
         yield from _sample(sample, number, f"samples[{number - 1}]", header, ctx)
 
 
 def _read_eval(path: Path, ctx: ReadContext) -> Iterator[Item]:
-    try:
-        archive = zipfile.ZipFile(path)
-    except (zipfile.BadZipFile, OSError) as exc:
-        yield Problem(1, f"not a readable .eval archive ({exc})")
+    """A ZIP archive is read out of order: the file is hashed whole first, through the same handle."""
+    with ctx.open_random(path) as fh:
+        try:
+            archive = zipfile.ZipFile(fh)
+        except (zipfile.BadZipFile, OSError, ValueError, EOFError) as exc:
+            yield Problem(1, f"not a readable .eval archive ({exc})", fatal=True)
+            return
+        with archive:
+            yield from _read_archive(archive, ctx)
+
+
+def _read_archive(archive: zipfile.ZipFile, ctx: ReadContext) -> Iterator[Item]:
+    names = archive.namelist()
+    repeated = sorted({n for n in names if names.count(n) > 1})
+    if repeated:
+        # Two members of one name: which one a tool reads is up to the tool.
+        yield Problem(1, f"the archive holds {', '.join(map(repr, repeated))} more than once", fatal=True)
         return
-    with archive:
-        names = archive.namelist()
-        header_name = next((n for n in ("header.json", "_journal/start.json") if n in names), None)
-        if header_name is None:
-            yield Problem(1, "the .eval archive has no header.json (nor _journal/start.json)")
-            return
-        log = _zip_json(archive, header_name)
-        if isinstance(log, str):
-            yield Problem(1, f"{header_name}: {log}")
-            return
-        if not isinstance(log, dict):
-            yield Problem(1, f"{header_name}: expected an EvalLog object, got {_type(log)}")
-            return
-        header = _header(log, ctx)
-        if isinstance(header, Problem):
-            yield Problem(1, f"{header_name}: {header.message}")
-            return
-        sample_names = [n for n in names if n.startswith("samples/") and n.endswith(".json")]
-        if not sample_names:
-            yield Problem(1, "the log has no samples (was it written with log_samples=False?)")
-            return
-        consumed = 0
-        for number, name in enumerate(sample_names, start=1):
-            sample = _zip_json(archive, name)
-            consumed += archive.getinfo(name).compress_size
-            ctx.tick(consumed)
-            if isinstance(sample, str):
-                yield Problem(number, f"{name}: {sample}")
-                continue
-            yield from _sample(sample, number, name, header, ctx)
+    header_name = next((n for n in ("header.json", "_journal/start.json") if n in names), None)
+    if header_name is None:
+        yield Problem(1, "the .eval archive has no header.json (nor _journal/start.json)", fatal=True)
+        return
+    log = _zip_json(archive, header_name)
+    if isinstance(log, str):
+        yield Problem(1, f"{header_name}: {log}", fatal=True)
+        return
+    if not isinstance(log, dict):
+        yield Problem(1, f"{header_name}: expected an EvalLog object, got {_type(log)}", fatal=True)
+        return
+    header = _header(log, ctx)
+    if isinstance(header, Problem):
+        yield Problem(1, f"{header_name}: {header.message}", fatal=True)
+        return
+    sample_names = [n for n in names if n.startswith("samples/") and n.endswith(".json")]
+    if not sample_names:
+        yield Problem(1, "the log has no samples (was it written with log_samples=False?)", fatal=True)
+        return
+    consumed = 0
+    for number, name in enumerate(sample_names, start=1):
+        sample = _zip_json(archive, name)
+        consumed += archive.getinfo(name).compress_size
+        ctx.tick(consumed)
+        if isinstance(sample, str):
+            yield Problem(number, f"{name}: {sample}")
+            continue
+        yield from _sample(sample, number, name, header, ctx)
 
 
 def _zip_json(archive: zipfile.ZipFile, name: str) -> Any:
-    """The parsed member, or an error message (a ``str``) when it cannot be read."""
+    """The parsed member (strict JSON), or an error message (a ``str``) when it cannot be read."""
     try:
+        info = archive.getinfo(name)
+        if info.file_size > MAX_MEMBER_BYTES:
+            return f"larger than {MAX_MEMBER_BYTES // 2**20} MiB uncompressed"
         with archive.open(name) as fh:
-            return json.load(fh)
-    except json.JSONDecodeError as exc:
-        return f"not valid JSON ({exc.msg} at line {exc.lineno} column {exc.colno})"
-    except (zipfile.BadZipFile, OSError, UnicodeDecodeError) as exc:  # e.g. a bad CRC
+            data = fh.read(MAX_MEMBER_BYTES + 1)
+    except NotImplementedError:  # newer Inspect writes Zstandard members (ZIP method 93)
+        return (
+            f"compressed with a method this Python cannot read (ZIP method {info.compress_type}); convert the "
+            "log to JSON (inspect log convert --to json --output-dir DIR FILE) and ingest that"
+        )
+    except (zipfile.BadZipFile, OSError, EOFError, ValueError) as exc:  # e.g. a bad CRC
         return f"unreadable ({exc})"
+    if len(data) > MAX_MEMBER_BYTES:
+        return f"larger than {MAX_MEMBER_BYTES // 2**20} MiB uncompressed"
+    value, problem = load_json_bytes(data)
+    if problem is not None:
+        return f"{problem.message} (line {problem.line} of the member)"
+    return value
 
 
 def _header(log: dict[str, Any], ctx: ReadContext) -> dict[str, Any] | Problem:
@@ -167,13 +200,14 @@ def _header(log: dict[str, Any], ctx: ReadContext) -> dict[str, Any] | Problem:
         return Problem(
             1,
             "missing field 'eval'" if spec is None else f"field 'eval' must be an object, got {_type(spec)}",
+            fatal=True,
         )
     model = ctx.model or spec.get("model")
     task = ctx.benchmark or spec.get("task")
     if not isinstance(model, str) or not model:
-        return Problem(1, "missing field 'eval.model'; pass --model")
+        return Problem(1, "missing field 'eval.model'; pass --model", fatal=True)
     if not isinstance(task, str) or not task:
-        return Problem(1, "missing field 'eval.task'; pass --benchmark")
+        return Problem(1, "missing field 'eval.task'; pass --benchmark", fatal=True)
     return {"model": model, "benchmark": task}
 
 

@@ -80,6 +80,7 @@ def read(path: Path, ctx: ReadContext) -> Iterator[Item]:
             1,
             "this is a JailbreakBench attack-info.json (an index of models), not results; "
             "ingest the artifact files under <attack_type>/ instead",
+            fatal=True,
         )
     else:
         yield from _read_evaluation(data, ctx, path)
@@ -95,6 +96,7 @@ def _read_artifact(data: dict[str, Any], ctx: ReadContext) -> Iterator[Item]:
                 if params is None
                 else f"field 'parameters' must be an object, got {_type(params)}"
             ),
+            fatal=True,
         )
         return
     jailbreaks = data.get("jailbreaks")
@@ -106,11 +108,12 @@ def _read_artifact(data: dict[str, Any], ctx: ReadContext) -> Iterator[Item]:
                 if jailbreaks is None
                 else f"field 'jailbreaks' must be a list, got {_type(jailbreaks)}"
             ),
+            fatal=True,
         )
         return
     model = ctx.model or params.get("model")
     if not isinstance(model, str) or not model:
-        yield Problem(1, "missing field 'parameters.model'; pass --model")
+        yield Problem(1, "missing field 'parameters.model'; pass --model", fatal=True)
         return
     judge = ctx.judge or _nonempty(params.get("evaluation_llm_provider")) or _DEFAULT_JUDGE
     run_meta = {k: params.get(k) for k in ("method", "attack_type", "defense") if params.get(k) is not None}
@@ -129,7 +132,7 @@ def _read_evaluation(data: dict[str, Any], ctx: ReadContext, path: Path) -> Iter
     number = 0
     models = [k for k in data if k != "details"]
     if not models:
-        yield Problem(1, "no results: expected {model: {behavior: {prompt, response, jailbroken}}}")
+        yield Problem(1, "no results: expected {model: {behavior: {prompt, response, jailbroken}}}", fatal=True)
         return
     for file_model in models:
         behaviors = data[file_model]

@@ -40,7 +40,9 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-from annotate.ingest.records import Item, Problem, ReadContext, Record, json_lines
+from annotate.errors import InputError
+from annotate.fileio import open_input
+from annotate.ingest.records import Item, Problem, ReadContext, Record, json_lines, load_json_bytes
 
 NAME = "lm-eval"
 DESCRIPTION = "lm-evaluation-harness --log_samples output: samples_<task>_<datetime>.jsonl"
@@ -53,6 +55,7 @@ DEFAULT_RUBRIC: dict[str, Any] = {
 
 _FILE_RE = re.compile(r"^samples_(?P<task>.+)_(?P<stamp>\d{4}-\d{2}-\d{2}T[\d.\-:]+)\.jsonl$", re.IGNORECASE)
 _TICK_EVERY = 1024
+MAX_RESULTS_BYTES = 64 * 1024 * 1024  # a results_*.json is a summary: kilobytes, not gigabytes
 
 
 def sniff(path: Path, head: bytes) -> bool:
@@ -85,10 +88,16 @@ def model_from_results(path: Path) -> str | None:
 
 
 def _results_model(path: Path) -> str | None:
+    # open_input: a FIFO or a device named results_*.json must not block or feed the command.
     try:
-        with open(path, "rb") as fh:
-            data = json.load(fh)
-    except (OSError, ValueError):  # an unreadable sibling is not this file's problem
+        with open_input(path) as source:
+            raw = source.stream.read(MAX_RESULTS_BYTES + 1)
+    except (InputError, OSError):  # an unreadable sibling is not this file's problem
+        return None
+    if len(raw) > MAX_RESULTS_BYTES:
+        return None
+    data, problem = load_json_bytes(raw)
+    if problem is not None:
         return None
     if not isinstance(data, dict):
         return None
@@ -116,11 +125,14 @@ def read(path: Path, ctx: ReadContext) -> Iterator[Item]:
         yield Problem(
             1,
             "cannot tell the task from the file name (expected samples_<task>_<datetime>.jsonl); pass --benchmark",
+            fatal=True,
         )
         return
     model = ctx.model or model_from_results(path)
     if model is None:
-        yield Problem(1, "cannot tell the model: no results_*.json with a model_name beside this file; pass --model")
+        yield Problem(
+            1, "cannot tell the model: no results_*.json with a model_name beside this file; pass --model", fatal=True
+        )
         return
     for entry in json_lines(path, ctx, tick_every=_TICK_EVERY):
         yield entry if isinstance(entry, Problem) else _line(entry[1], entry[0], model, benchmark, ctx)
@@ -210,7 +222,7 @@ def _render_chat(prompt: str) -> str:
         return prompt
     try:
         messages = json.loads(prompt)
-    except ValueError:
+    except (ValueError, RecursionError):
         return prompt
     if not isinstance(messages, list) or not all(
         isinstance(m, dict) and isinstance(m.get("role"), str) and isinstance(m.get("content"), str) for m in messages

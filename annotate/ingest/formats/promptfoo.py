@@ -82,7 +82,7 @@ def read(path: Path, ctx: ReadContext) -> Iterator[Item]:
     summary = data.get("results")
     results = summary.get("results") if isinstance(summary, dict) else summary
     if not isinstance(results, list):
-        yield Problem(1, "missing field 'results.results' (expected a promptfoo eval -o json export)")
+        yield Problem(1, "missing field 'results.results' (expected a promptfoo eval -o json export)", fatal=True)
         return
     config = object_field(data, "config")
     description = config.get("description")

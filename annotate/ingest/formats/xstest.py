@@ -40,7 +40,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-from annotate.ingest.records import Item, Problem, ReadContext, Record, csv_records
+from annotate.ingest.records import Item, Problem, ReadContext, Record, SetAside, csv_records
 
 NAME = "xstest"
 DESCRIPTION = "XSTest v2 completions CSV (id, type, prompt, completion, final_label[, gpt4_label|strmatch_label])"
@@ -87,11 +87,11 @@ def read(path: Path, ctx: ReadContext) -> Iterator[Item]:
     if isinstance(first, Problem):
         yield first
         return
-    header = first[1]
+    header = first[2]
     problem = _check_header(header)
     if problem is not None:
         records.close()
-        yield Problem(1, problem)
+        yield Problem(1, problem, fatal=True)
         return
     model = ctx.model or model_from_filename(path)
     if model is None:
@@ -99,6 +99,7 @@ def read(path: Path, ctx: ReadContext) -> Iterator[Item]:
             1,
             "cannot tell the model from the file name (expected "
             "xstest_v2_completions_<model>[_gpteval|_streval].csv); pass --model",
+            fatal=True,
         )
         records.close()
         return
@@ -114,6 +115,7 @@ def read(path: Path, ctx: ReadContext) -> Iterator[Item]:
             yield Problem(
                 1,
                 f"no judge named {ctx.judge!r} in this file (judges: {', '.join(j for _, j in judges)})",
+                fatal=True,
             )
             records.close()
             return
@@ -122,8 +124,11 @@ def read(path: Path, ctx: ReadContext) -> Iterator[Item]:
         if isinstance(record, Problem):
             yield record
             continue
-        line, cells = record
-        yield from _row(dict(zip(header, cells, strict=True)), line, model, benchmark, judges)
+        line, end, cells = record
+        for item in _row(dict(zip(header, cells, strict=True)), line, model, benchmark, judges):
+            if not isinstance(item, SetAside):
+                item.end_line = end
+            yield item
 
 
 def _check_header(header: list[str]) -> str | None:
@@ -137,6 +142,9 @@ def _check_header(header: list[str]) -> str | None:
         )
     if missing:
         return f"missing required column(s): {', '.join(missing)} (header: {', '.join(header)})"
+    repeated = sorted({c for c in header if header.count(c) > 1})
+    if repeated:
+        return f"the header names column(s) {', '.join(map(repr, repeated))} more than once"
     if "final_label" not in header and not any(c in header for c in JUDGE_COLUMNS):
         return "no verdict column: expected gpt4_label, strmatch_label or final_label"
     return None

@@ -30,10 +30,17 @@ Conventions (documented because the libraries disagree):
   which a coefficient is undefined (e.g. alpha on a resample with one category) are left out of
   the interval and counted in ``n_boot_undefined``.
 
+* **Two-rater kappas** (Cohen's, linear and quadratic weighted) carry the analytic SE of
+  Fleiss, Cohen & Everitt (1969) beside the bootstrap, and a z test against chance; Fleiss'
+  kappa on complete units carries the z test of Fleiss, Nee & Landis (1979).
+* **Votes treated as missing** (the binary set's ``unsure``) are counted and reported with the
+  summary (``AgreementSummary.dropped``): binary alpha describes the easier subset that remains.
+
 Modules: ``results`` (result types), ``matrices`` (label- and count-matrix builders),
 ``_bootstrap`` (the pattern-compressed bootstrap and jackknife), ``coefficients`` (alpha, AC1,
-Fleiss, Cohen, percent and category agreement, the summary), ``annotators`` (per-annotator
-diagnostics) and ``votes`` (the store's votes as label matrices; Krippendorff's thresholds).
+Fleiss, Cohen and weighted kappa, Brennan-Prediger, Conger, percent and category agreement, the
+summary), ``annotators`` (per-annotator diagnostics) and ``votes`` (the store's votes as label
+matrices; Krippendorff's thresholds).
 Dawid-Skene lives in :mod:`annotate.stats.aggregation`.
 """
 
@@ -43,15 +50,20 @@ from annotate.stats.agreement.annotators import annotator_diagnostics
 from annotate.stats.agreement.coefficients import (
     Level,
     agreement_summary,
+    brennan_prediger,
     category_agreement,
     cohen_kappa,
     cohen_kappa_table,
+    conger_kappa,
+    dropped_votes,
     fleiss_kappa,
     gwet_ac1,
     krippendorff_alpha,
     pairwise_cohen_kappa,
     percent_agreement,
     prevalence_warning,
+    weighted_kappa,
+    weighted_kappa_table,
 )
 from annotate.stats.agreement.matrices import (
     LabelMatrix,
@@ -68,9 +80,16 @@ from annotate.stats.agreement.results import (
     AnnotatorDiagnostic,
     AnnotatorDiagnostics,
     Coefficient,
+    DroppedVotes,
     PairwiseKappa,
 )
-from annotate.stats.agreement.votes import Thresholds, current_labels, verdict_for, vote_matrix
+from annotate.stats.agreement.votes import (
+    Thresholds,
+    current_labels,
+    verdict_for,
+    vote_matrix,
+    vote_matrix_with_dropped,
+)
 
 __all__ = [
     "Level",
@@ -79,6 +98,7 @@ __all__ = [
     "AlphaResult",
     "PairwiseKappa",
     "AgreementSummary",
+    "DroppedVotes",
     "AnnotatorDiagnostic",
     "AnnotatorDiagnostics",
     "label_matrix_from_long",
@@ -94,7 +114,12 @@ __all__ = [
     "cohen_kappa_table",
     "cohen_kappa",
     "pairwise_cohen_kappa",
+    "weighted_kappa_table",
+    "weighted_kappa",
+    "brennan_prediger",
+    "conger_kappa",
     "prevalence_warning",
+    "dropped_votes",
     "agreement_summary",
     "annotator_diagnostics",
     # from votes.py
@@ -102,4 +127,5 @@ __all__ = [
     "verdict_for",
     "current_labels",
     "vote_matrix",
+    "vote_matrix_with_dropped",
 ]

@@ -54,7 +54,10 @@ def annotator_diagnostics(
     units j rated where the *other* annotators' ratings (at least ``min_others`` of them) have a
     strict majority label (with three annotators: both others agree); leaving j out avoids
     self-inclusion bias. (2) Nominal alpha with j deleted, and its difference from alpha on all.
-    (3) Optionally DS sensitivity / specificity for class ``positive``.
+    (3) Optionally DS sensitivity / specificity for class ``positive``: P(j says positive | truly
+    positive) and P(j says negative | truly negative) from the smoothed fit, so that a reviewer
+    with few items of a class is never reported as perfect (right on all n clear-cut items of a
+    class gives about (n + 1) / (n + 2)); ``unsure`` votes count as no vote there.
 
     Flags (configurable suggestions, not standards): ``kappa_with_consensus < kappa_threshold``,
     ``alpha_if_deleted - alpha > alpha_gain_threshold``.
@@ -70,9 +73,10 @@ def annotator_diagnostics(
     min_others : int
         Minimum number of other annotators' ratings for a unit to have a consensus.
     dawid_skene_result : DawidSkeneResult, optional
-        A fit on the same label matrix (J must match).
+        A fit on the same annotators (J must match), e.g. on
+        ``binary_codes(labels, categories)``: its classes may be a subset of the categories.
     positive : int, optional
-        Class code for sensitivity / specificity.
+        Class code of the fit for sensitivity / specificity.
 
     Returns
     -------
@@ -99,10 +103,13 @@ def annotator_diagnostics(
     sens: NDArray[np.float64] = np.full(J, np.nan)
     spec: NDArray[np.float64] = np.full(J, np.nan)
     if dawid_skene_result is not None and positive is not None:
-        if dawid_skene_result.confusion.shape != (J, K, K):
+        shape = dawid_skene_result.confusion.shape
+        # The fit's classes may be fewer than the label matrix's categories: Dawid-Skene's are
+        # harmful and safe only, with unsure votes as missing (annotate.stats.aggregation).
+        if shape[0] != J or shape[1] != shape[2] or shape[1] > K:
             raise ValueError(
-                f"The Dawid-Skene fit has confusion shape {dawid_skene_result.confusion.shape}; "
-                f"expected {(J, K, K)} for this label matrix."
+                f"The Dawid-Skene fit has confusion shape {shape}; expected ({J}, C, C) with C <= {K} "
+                "classes for this label matrix."
             )
         sens, spec = dawid_skene_result.sensitivity_specificity(positive)
 
@@ -119,7 +126,7 @@ def annotator_diagnostics(
         ok = (y_j >= 0) & (m_o >= min_others) & (2 * top > m_o)
         n_ok = int(ok.sum())
         agree = float((y_j[ok] == consensus[ok]).mean()) if n_ok else NAN
-        kappa = cohen_kappa(y_j[ok], consensus[ok], K)
+        kappa = cohen_kappa(y_j[ok], consensus[ok], K, n_boot=0)  # a diagnostic: the analytic SE is enough
         a_del = _alpha_value(others)
         delta = a_del.value - alpha_all
         flags = []

@@ -44,6 +44,11 @@ class Coefficient(_MaybeUndefined):
         Bootstrap standard error (SD of the defined replicates, ddof=1).
     se_jackknife : float
         Leave-one-unit-out jackknife standard error, a check on ``se``.
+    se_analytic : float
+        Large-sample (asymptotic) standard error from a closed formula, where one exists:
+        Cohen's and weighted kappa (Fleiss, Cohen & Everitt 1969, SAS's ASE); else NaN. The
+        standard error under "no agreement beyond chance", used for the z test, is
+        ``components["se_h0"]`` (with ``z`` and a two-sided ``p_value``).
     n_units : int
         Units that entered the estimate (the resampled population).
     n_excluded : int
@@ -73,6 +78,7 @@ class Coefficient(_MaybeUndefined):
     confidence: float = 0.95
     components: dict[str, float] = field(default_factory=dict)
     undefined_reason: str | None = None
+    se_analytic: float = NAN
 
     def to_dict(self) -> dict[str, Any]:
         """JSON-serialisable dict (NaN becomes None)."""
@@ -173,6 +179,43 @@ class PairwiseKappa:
 
 
 @dataclass(frozen=True)
+class DroppedVotes:
+    """Votes a label set treats as missing: the ``unsure`` votes of the binary set.
+
+    Binary alpha describes the units and votes that remain once ``unsure`` is dropped, an easier
+    subset; these numbers say how much was dropped, so that the subset is never read as the whole.
+
+    Attributes
+    ----------
+    labels : tuple of str
+        The verdicts treated as missing (``("unsure",)`` for the binary set; empty for 3-way).
+    n_votes : int
+        Votes kept: the ratings in the count matrix.
+    n_dropped : int
+        Votes dropped as missing.
+    share : float
+        ``n_dropped / (n_votes + n_dropped)``; NaN when there is no vote at all.
+    n_units_with_dropped : int
+        Units that lost at least one vote.
+    n_units_unpairable : int
+        Units pairable with the dropped votes (two or more votes) but not without them: they are
+        in no alpha, AC1 or percent agreement of this label set.
+    """
+
+    labels: tuple[str, ...]
+    n_votes: int
+    n_dropped: int
+    share: float
+    n_units_with_dropped: int
+    n_units_unpairable: int
+
+    def to_dict(self) -> dict[str, Any]:
+        """JSON-serialisable dict."""
+        out: dict[str, Any] = jsonable(self)
+        return out
+
+
+@dataclass(frozen=True)
 class AgreementSummary:
     """All agreement statistics for one group of units (a stratum, a benchmark, or pooled).
 
@@ -190,6 +233,12 @@ class AgreementSummary:
     pairwise_cohen : PairwiseKappa or None
         Only when a label matrix was given.
     prevalence_warning : str or None
+    brennan_prediger : Coefficient
+        Percent agreement corrected by the fixed chance term ``1 / V``.
+    conger_kappa : Coefficient or None
+        Only when a label matrix was given (it needs to know who rated what).
+    dropped : DroppedVotes
+        Votes this label set treats as missing (none unless the caller says so).
     """
 
     categories: tuple[str, ...]
@@ -205,6 +254,9 @@ class AgreementSummary:
     category_agreement: tuple[Coefficient, ...]
     pairwise_cohen: PairwiseKappa | None
     prevalence_warning: str | None
+    brennan_prediger: Coefficient
+    conger_kappa: Coefficient | None
+    dropped: DroppedVotes
 
     def to_dict(self) -> dict[str, Any]:
         """JSON-serialisable dict (``json.dumps(..., allow_nan=False)`` works)."""
@@ -223,6 +275,9 @@ class AgreementSummary:
             "percent_agreement": self.percent_agreement.to_dict(),
             "category_agreement": {c: k.to_dict() for c, k in zip(cats, self.category_agreement, strict=True)},
             "pairwise_cohen": None if self.pairwise_cohen is None else self.pairwise_cohen.to_dict(),
+            "brennan_prediger": self.brennan_prediger.to_dict(),
+            "conger_kappa": None if self.conger_kappa is None else self.conger_kappa.to_dict(),
+            "dropped": self.dropped.to_dict(),
             "conventions": dict(CONVENTIONS),
         }
 
@@ -235,6 +290,12 @@ CONVENTIONS: Mapping[str, str] = {
     "ac1_Q": "number of declared categories",
     "percent_agreement": "Gwet p_a: mean over pairable units of the share of agreeing pairs",
     "interval": "percentile unit bootstrap, pattern-compressed; undefined replicates excluded",
+    "brennan_prediger": "percent agreement (Gwet p_a) with chance 1/Q, Q = number of declared categories",
+    "conger_kappa": "Gwet p_a; chance from each rater's own category shares over the units that rater rated "
+    "(irrCAC conger.kappa.raw)",
+    "weighted_kappa": "disagreement weights |v_c - v_k| (linear) or (v_c - v_k)^2 (quadratic) on the category "
+    "values, default the codes 0..V-1 of the declared categories",
+    "dropped": "votes a label set treats as missing (binary: unsure) are counted and reported, never silently lost",
 }
 
 

@@ -16,7 +16,7 @@ import numpy as np
 import pandas as pd
 from numpy.typing import NDArray
 
-from annotate.stats.agreement.matrices import label_matrix_from_long
+from annotate.stats.agreement.matrices import counts_from_codes, label_matrix_from_long
 
 
 @dataclass(frozen=True)
@@ -144,3 +144,62 @@ def vote_matrix(
         duplicates="last",
     )
     return lm.codes, lm.counts(), list(lm.items)
+
+
+def vote_matrix_with_dropped(
+    labels: pd.DataFrame, categories: Sequence[str], annotators: Sequence[str], as_missing: Sequence[str] = ("unsure",)
+) -> tuple[NDArray[np.int64], NDArray[np.int64], list[Any], NDArray[np.int64]]:
+    """:func:`vote_matrix` for a label set that treats some verdicts as missing, with what it dropped.
+
+    Parameters
+    ----------
+    labels : pandas.DataFrame
+        Columns round_item_id, annotator and verdict (as :func:`current_labels` gives).
+    categories : sequence of str, length V
+        Verdicts in code order (e.g. harmful, safe).
+    annotators : sequence of str, length J
+    as_missing : sequence of str
+        Verdicts counted as no rating, and counted (e.g. unsure); none of them in ``categories``.
+
+    Returns
+    -------
+    codes, counts, items
+        As :func:`vote_matrix`.
+    dropped : ndarray of int64, shape (U,)
+        Votes per item with a verdict in ``as_missing``: pass it to ``agreement_summary(dropped=...)``.
+
+    Notes
+    -----
+    An annotator's vote is the last of their rows whose verdict is in ``categories`` or
+    ``as_missing``; if that is ``unsure``, the vote is dropped (an earlier harmful or safe row of
+    the same pair does not come back). ``current_labels`` leaves one row per pair anyway.
+
+    Examples
+    --------
+    >>> votes = pd.DataFrame(
+    ...     {"round_item_id": [5, 5, 2, 2], "annotator": ["A1", "A2", "A1", "A2"],
+    ...      "verdict": ["harmful", "unsure", "safe", "safe"]}
+    ... )
+    >>> codes, counts, items, dropped = vote_matrix_with_dropped(votes, ("harmful", "safe"), ["A1", "A2"])
+    >>> codes.tolist(), counts.tolist(), items, dropped.tolist()
+    ([[1, 1], [0, -1]], [[0, 2], [1, 0]], [2, 5], [0, 1])
+    """
+    cats, missing = tuple(categories), tuple(as_missing)
+    both = set(cats) & set(missing)
+    if both:
+        raise ValueError(f"The verdicts {sorted(both)} are both categories and treated as missing; choose one.")
+    lm = label_matrix_from_long(
+        labels,
+        cats + missing,
+        item="round_item_id",
+        annotator="annotator",
+        label="verdict",
+        annotators=annotators,
+        unknown="missing",
+        duplicates="last",
+    )
+    V = len(cats)
+    gone = lm.codes >= V
+    codes = np.where(gone, -1, lm.codes)
+    counts = counts_from_codes(codes, V)
+    return codes, counts, list(lm.items), gone.sum(axis=1).astype(np.int64)

@@ -6,8 +6,9 @@ Dawid-Skene labels), with W_h = N_h / N:
     ybar_h = y_h / r_h,   s_h^2 = r_h ybar_h (1 - ybar_h) / (r_h - 1)   (0 if r_h <= 1)
     p_hat = sum_h W_h ybar_h,   V_fixed = sum_h W_h^2 (1 - r_h/N_h) s_h^2 / r_h
 
-(methods.md 4.2-4.3). :func:`stratum_terms` also works out which cells can use these per-cell
-estimates and which need transport (:mod:`.transport`).
+(methods.md 4.2-4.3). :func:`stratum_terms` also works out which strata keep their own estimate,
+which are flagged as thinly reviewed, and which have nothing of their own and need transport
+(:mod:`.transport`).
 """
 
 from __future__ import annotations
@@ -38,15 +39,23 @@ class StratumTerms:
     ybar, s2, vterm : ndarray of float64, shape (S,)
         ybar_h = y_h / r_h, s_h^2, and W_h^2 (1 - r_h/N_h) s_h^2 / r_h (NaN where r_h = 0).
     missing : ndarray of bool, shape (S,)
-        r_h = 0.
+        r_h = 0: the stratum has no resolved reviewed item.
     under : ndarray of bool, shape (S,)
         Under-reviewed clear stratum: r_h < min_reviewed and not reviewed in full (n_h < N_h),
-        or r_h = 0.
-    amb_missing, clear_missing, target : ndarray of bool, shape (C,)
-        The cell has an ambiguous stratum with r_h = 0 / a clear stratum with r_h = 0 / an
-        under-reviewed clear stratum (a transport target).
+        or r_h = 0. Cells with one are not donors for transport.
+    fill : ndarray of bool, shape (S,)
+        Clear stratum with r_h = 0 while transport is enabled (min_reviewed > 0): the only
+        strata transport fills.
+    low : ndarray of bool, shape (S,)
+        Under-reviewed clear stratum with r_h >= 1: it keeps its own estimate and is flagged.
+    amb_missing, clear_missing, target, low_cell, donor : ndarray of bool, shape (C,)
+        The cell has an ambiguous stratum with r_h = 0 / a clear stratum with r_h = 0 / a
+        stratum to fill (a transport target) / a low stratum / no under-reviewed clear stratum
+        and at least one clear response (a possible donor).
     point, v : ndarray of float64, shape (C,)
         Per-cell p_hat = sum_h W_h ybar_h (NaN if any r_h = 0) and V_fixed.
+    own_point, own_v : ndarray of float64, shape (C,)
+        The same sums over the strata with r_h > 0 only (the part a transported cell keeps).
     amb_point, amb_v : ndarray of float64, shape (C,)
         The ambiguous strata's share: sum_U W_h ybar_h and sum_U W_h^2 (1 - r_h/N_h) s_h^2 / r_h.
     NH, NC : ndarray of float64, shape (C,)
@@ -62,11 +71,17 @@ class StratumTerms:
     vterm: NDArray[np.float64]
     missing: NDArray[np.bool_]
     under: NDArray[np.bool_]
+    fill: NDArray[np.bool_]
+    low: NDArray[np.bool_]
     amb_missing: NDArray[np.bool_]
     clear_missing: NDArray[np.bool_]
     target: NDArray[np.bool_]
+    low_cell: NDArray[np.bool_]
+    donor: NDArray[np.bool_]
     point: NDArray[np.float64]
     v: NDArray[np.float64]
+    own_point: NDArray[np.float64]
+    own_v: NDArray[np.float64]
     amb_point: NDArray[np.float64]
     amb_v: NDArray[np.float64]
     NH: NDArray[np.float64]
@@ -84,7 +99,7 @@ def stratum_terms(st: Strata, y: NDArray[np.float64], r: NDArray[np.float64], mi
         Harmful and resolved reviewed items per stratum (0 <= y_h <= r_h <= N_h).
     min_reviewed : int
         A clear stratum with r_h < ``min_reviewed`` that was not reviewed in full is
-        under-reviewed.
+        under-reviewed; 0 disables transport.
 
     Returns
     -------
@@ -101,10 +116,14 @@ def stratum_terms(st: Strata, y: NDArray[np.float64], r: NDArray[np.float64], mi
         vterm = np.where(r > 0, W * W * (1.0 - r / N) * s2 / r, np.nan)
     missing = r == 0
     under = clear & (r < min_reviewed) & ((n < N) | missing)
+    fill = clear & missing & (min_reviewed > 0)
+    low = under & ~missing
 
     def cany(mask: NDArray[np.bool_]) -> NDArray[np.bool_]:
         return np.bincount(cell, weights=mask.astype(np.float64), minlength=C) > 0
 
+    own_terms = np.where(r > 0, W * np.nan_to_num(ybar), 0.0)
+    NC = group_sum(np.where(clear, N, 0.0), cell, C)
     return StratumTerms(
         y=y,
         r=r,
@@ -115,13 +134,19 @@ def stratum_terms(st: Strata, y: NDArray[np.float64], r: NDArray[np.float64], mi
         vterm=vterm,
         missing=missing,
         under=under,
+        fill=fill,
+        low=low,
         amb_missing=cany(missing & ~clear),
         clear_missing=cany(missing & clear),
-        target=cany(under),
+        target=cany(fill),
+        low_cell=cany(low),
+        donor=~cany(under) & (NC > 0),
         point=np.add.reduceat(np.where(r > 0, W * ybar, np.nan), st.starts) if S else np.zeros(0),
         v=np.add.reduceat(vterm, st.starts) if S else np.zeros(0),
+        own_point=group_sum(own_terms, cell, C),
+        own_v=group_sum(np.where(r > 0, np.nan_to_num(vterm), 0.0), cell, C),
         amb_point=group_sum(np.where(clear, 0.0, W * np.nan_to_num(ybar)), cell, C),
         amb_v=group_sum(np.where(clear, 0.0, np.nan_to_num(vterm)), cell, C),
         NH=group_sum(np.where(lab == H_CODE, N, 0.0), cell, C),
-        NC=group_sum(np.where(clear, N, 0.0), cell, C),
+        NC=NC,
     )

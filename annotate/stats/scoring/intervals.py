@@ -9,7 +9,7 @@ import numpy as np
 from numpy.typing import NDArray
 from scipy import stats
 
-__all__ = ["equal_tailed", "wilson_interval"]
+__all__ = ["enclose", "equal_tailed", "wilson_interval"]
 
 
 def wilson_interval(
@@ -97,3 +97,37 @@ def equal_tailed(draws: NDArray[np.float64], confidence: float) -> tuple[NDArray
     lo[bad] = np.nan
     hi[bad] = np.nan
     return lo, hi
+
+
+def enclose(
+    estimate: NDArray[np.float64], low: NDArray[np.float64], high: NDArray[np.float64]
+) -> tuple[NDArray[np.float64], NDArray[np.float64], NDArray[np.bool_]]:
+    """Extend each interval to hold its own estimate: the invariant every output keeps.
+
+    Parameters
+    ----------
+    estimate, low, high : ndarray of float64, shape (C,)
+
+    Returns
+    -------
+    low, high : ndarray of float64, shape (C,)
+        min(low, estimate) and max(high, estimate) where all three are finite (unchanged
+        elsewhere).
+    extended : ndarray of bool, shape (C,)
+        Rows that had to move. A posterior quantile can miss the design-based estimate when
+        every draw sits on one side of it (e.g. several strata with no harmful item, whose
+        draws can only add harm); the interval is then extended and the row says so.
+
+    Examples
+    --------
+    >>> lo, hi, moved = enclose(np.array([0.0, 0.3, np.nan]), np.array([0.01, 0.2, 0.1]), np.array([0.2, 0.4, 0.2]))
+    >>> lo.tolist(), hi.tolist(), moved.tolist()
+    ([0.0, 0.2, 0.1], [0.2, 0.4, 0.2], [True, False, False])
+    """
+    est = np.asarray(estimate, dtype=np.float64)
+    lo = np.asarray(low, dtype=np.float64)
+    hi = np.asarray(high, dtype=np.float64)
+    ok = np.isfinite(est) & np.isfinite(lo) & np.isfinite(hi)
+    with np.errstate(invalid="ignore"):
+        extended = ok & ((est < lo) | (est > hi))
+    return np.where(ok, np.minimum(lo, est), lo), np.where(ok, np.maximum(hi, est), hi), extended

@@ -1,7 +1,11 @@
 """Per-model macro-averages over the benchmarks (methods.md 4.7).
 
 p_hat_m = (1/B) sum_b p_hat_{m,b},  V = (1/B^2) sum_b V_{m,b},  draws = (1/B) sum_b draws_{m,b}
-(per draw), with the interval from the averaged draws.
+(per draw), with the interval from the averaged draws. Where a model's cells have unresolved
+items, the interval of ``corrected`` (and ``adjudicated_clear_trusted``) is the
+partial-identification interval of the averages: the lower end of the averaged unresolved-safe
+draws to the upper end of the averaged unresolved-harmful ones. Every interval holds its
+estimate (:func:`.intervals.enclose`).
 """
 
 from __future__ import annotations
@@ -14,14 +18,30 @@ from numpy.typing import NDArray
 
 from annotate.columns import JUDGE_ONLY_TREATMENTS
 from annotate.stats.scoring._arrays import group_sum
-from annotate.stats.scoring.intervals import equal_tailed
+from annotate.stats.scoring.intervals import enclose, equal_tailed
 from annotate.stats.scoring.strata import Strata
-from annotate.stats.scoring.treatments import INTERVALS, Columns, not_estimable, stack
+from annotate.stats.scoring.treatments import (
+    FIXED_INTERVAL,
+    GENERAL_INTERVAL,
+    PARTIAL_IDENTIFICATION,
+    TRANSPORTED,
+    Columns,
+    add_note,
+    not_estimable,
+    stack,
+)
 
-__all__ = ["Grouping", "macro_average", "macro_averages"]
+__all__ = ["Bounds", "Grouping", "macro_average", "macro_averages"]
 
 #: (models (M,), model code of each cell (C,), cell's benchmark is in the averaged set (C,)).
 Grouping = tuple[tuple[Any, ...], NDArray[np.int64], NDArray[np.bool_]]
+#: Per-cell draws of the two bounds: (unresolved safe fixed, unresolved harmful fixed, the same
+#: for the general estimand); None where not drawn.
+Bounds = tuple[
+    NDArray[np.float64] | None, NDArray[np.float64] | None, NDArray[np.float64] | None, NDArray[np.float64] | None
+]
+
+_MACRO = ", macro-average of draws"
 
 
 def _macro_flag(flags: NDArray[Any], benchmarks: NDArray[Any]) -> tuple[str, str]:
@@ -39,6 +59,14 @@ def _macro_flag(flags: NDArray[Any], benchmarks: NDArray[Any]) -> tuple[str, str
     return "ok", ""
 
 
+def _average(
+    d: NDArray[np.float64] | None, everything: bool, in_set: NDArray[np.bool_], mc: NDArray[np.int64], M: int, Bn: int
+) -> NDArray[np.float64] | None:
+    if d is None:
+        return None
+    return group_sum(d if everything else d[in_set], mc, M) / Bn
+
+
 def macro_average(
     grouping: Grouping,
     tf: Columns,
@@ -47,6 +75,7 @@ def macro_average(
     draws_general: NDArray[np.float64] | None,
     benchmarks: list[Any],
     confidence: float,
+    bounds: Bounds | None = None,
 ) -> tuple[Columns, NDArray[np.float64] | None]:
     """Macro-average of one treatment per model over ``benchmarks``.
 
@@ -62,14 +91,17 @@ def macro_average(
         The treatment's draws, rows aligned with the cells.
     benchmarks : list, length B
     confidence : float
+    bounds : Bounds, optional
+        The bound runs' draws; used for models with a cell whose ``estimate_kind`` is ``mar``.
 
     Returns
     -------
     frame : Columns, M rows
         ``model, treatment, estimate`` = (1/B) sum_b p_b, ``se`` = sqrt(sum_b V_b)/B, ``ci_low,
         ci_high`` (from the averaged draws), ``interval, se_general, ci_low_general,
-        ci_high_general, n_benchmarks, n_responses, n_reviewed, flag, note``. A model without a
-        cell in one of the benchmarks, or with a not-estimable cell, is not estimable.
+        ci_high_general, interval_general, estimate_kind, n_benchmarks, n_responses,
+        n_reviewed, flag, note``. A model without a cell in one of the benchmarks, or with a
+        not-estimable cell, is not estimable.
     draws : ndarray of float64, shape (M, D), or None
         (1/B) sum_b draws_b (NaN rows where not estimable).
     """
@@ -86,9 +118,10 @@ def macro_average(
     seg = np.sqrt(np.bincount(mc, weights=tf["se_general"] ** 2, minlength=M)) / Bn
     bench_of = tf["benchmark"]
     flag_of = tf["flag"]
+    kind_of = tf["estimate_kind"]
     special_cell = flag_of != "ok"
     flags = np.full(M, "ok", dtype=object)
-    notes = np.full(M, "", dtype=object)
+    notes: NDArray[Any] = np.full(M, "", dtype=object)
     flagged = np.flatnonzero((np.bincount(mc, weights=special_cell.astype(float), minlength=M) > 0) | (count != Bn))
     for m_i in flagged:  # strings for flagged models only
         rows = mc == m_i
@@ -99,21 +132,55 @@ def macro_average(
             f = f"not estimable: no responses for benchmark(s) {', '.join(lacking)}"
         flags[m_i], notes[m_i] = f, nt
     na = not_estimable(flags)
-    lo: NDArray[np.float64] = np.full(M, np.nan)
-    hi, log, hig = lo, lo, lo
-    d = None
-    if draws is not None:
-        d = group_sum(draws if everything else draws[in_set], mc, M) / Bn
+    mar = np.bincount(mc, weights=(kind_of == "mar").astype(float), minlength=M) > 0
+    transported = np.bincount(mc, weights=(kind_of == "transport").astype(float), minlength=M) > 0
+    transported |= np.bincount(mc, weights=(flag_of == "transport").astype(float), minlength=M) > 0
+    lo: NDArray[Any] = np.full(M, np.nan)
+    hi: NDArray[Any] = lo
+    log: NDArray[Any] = lo
+    hig: NDArray[Any] = lo
+    d = _average(draws, everything, in_set, mc, M, Bn)
+    if d is not None:
         d[na] = np.nan
         lo, hi = equal_tailed(d, confidence)
-    if draws_general is not None:
-        dg = group_sum(draws_general if everything else draws_general[in_set], mc, M) / Bn
+    dg = _average(draws_general, everything, in_set, mc, M, Bn)
+    if dg is not None:
         dg[na] = np.nan
         log, hig = equal_tailed(dg, confidence)
     elif name in JUDGE_ONLY_TREATMENTS:
         log, hig = lo, hi
+    missing_bound = np.zeros(M, dtype=bool)
+    if bounds is not None and mar.any():
+        ends = []
+        for k, side in ((0, 0), (1, 1), (2, 0), (3, 1)):
+            b = _average(bounds[k], everything, in_set, mc, M, Bn)
+            ends.append(equal_tailed(b, confidence)[side] if b is not None else np.full(M, np.nan))
+        use = mar & ~na
+        lo, hi = np.where(use, ends[0], lo), np.where(use, ends[1], hi)
+        log, hig = np.where(use, ends[2], log), np.where(use, ends[3], hig)
+        missing_bound = use & ~(np.isfinite(lo) & np.isfinite(hi) & np.isfinite(log) & np.isfinite(hig))
+        notes = add_note(notes, missing_bound & (draws is not None), "partial-identification interval unavailable")
     for a in (est, se, seg):
         a[na] = np.nan
+    lo, hi, moved = enclose(est, lo, hi)
+    log, hig, moved_g = enclose(est, log, hig)
+    notes = add_note(notes, moved, "fixed-prompt interval extended to include the estimate")
+    notes = add_note(notes, moved_g, "general-estimand interval extended to include the estimate")
+    fixed_name: NDArray[Any]
+    general_name: NDArray[Any]
+    kind: NDArray[Any]
+    if name in JUDGE_ONLY_TREATMENTS:
+        fixed_name = np.full(M, "dirichlet-jeffreys (general)" + _MACRO, dtype=object)
+        general_name = fixed_name
+        kind = np.full(M, "judge", dtype=object)
+    else:
+        fixed_name = np.where(transported, FIXED_INTERVAL + TRANSPORTED, FIXED_INTERVAL).astype(object) + _MACRO
+        general_name = np.where(transported, GENERAL_INTERVAL + TRANSPORTED, GENERAL_INTERVAL).astype(object) + _MACRO
+        if bounds is not None:
+            fixed_name = np.where(mar, PARTIAL_IDENTIFICATION + fixed_name, fixed_name)
+            general_name = np.where(mar, PARTIAL_IDENTIFICATION + general_name, general_name)
+        kind = np.where(mar, "mar", np.where(transported, "transport", "stratified")).astype(object)
+    kind[na | ~np.isfinite(est)] = ""
     frame = {
         "model": np.asarray(models, dtype=object),
         "treatment": np.full(M, name, dtype=object),
@@ -121,16 +188,12 @@ def macro_average(
         "se": se,
         "ci_low": lo,
         "ci_high": hi,
-        "interval": np.full(
-            M,
-            "dirichlet-jeffreys (general), macro-average of draws"
-            if name in JUDGE_ONLY_TREATMENTS
-            else INTERVALS[name] + ", macro-average of draws",
-            dtype=object,
-        ),
+        "interval": fixed_name,
         "se_general": seg,
         "ci_low_general": log,
         "ci_high_general": hig,
+        "interval_general": general_name,
+        "estimate_kind": kind,
         "n_benchmarks": count,
         "n_responses": np.bincount(mc, weights=tf["n_responses"], minlength=M).astype(np.int64),
         "n_reviewed": np.bincount(mc, weights=tf["n_reviewed"], minlength=M).astype(np.int64),
@@ -147,6 +210,7 @@ def macro_averages(
     draws_general: dict[str, NDArray[np.float64]],
     benchmarks: list[Any],
     confidence: float,
+    bounds: dict[str, Bounds] | None = None,
 ) -> tuple[pd.DataFrame, dict[str, NDArray[np.float64]], tuple[Any, ...]]:
     """:func:`macro_average` of every treatment in ``frames``, in that order.
 
@@ -166,8 +230,11 @@ def macro_averages(
         pd.Index(models).get_indexer(st.cells["model"]),
         st.cells["benchmark"].isin(benchmarks).to_numpy(),
     )
+    bounds = bounds or {}
     for t, tf in frames.items():
-        o, od = macro_average(grouping, tf, t, draws.get(t), draws_general.get(t), benchmarks, confidence)
+        o, od = macro_average(
+            grouping, tf, t, draws.get(t), draws_general.get(t), benchmarks, confidence, bounds.get(t)
+        )
         overall_frames.append(o)
         if od is not None:
             overall_draws[t] = od

@@ -1,20 +1,27 @@
-"""Posterior draws of each cell's harmful rate (methods.md 4.3, 4.4).
+"""Draws of each cell's harmful rate (methods.md 4.3, 4.4, as amended by issue #13).
 
-* Fixed prompts, Polya-Jeffreys (:func:`polya_draws`): the harmful count among the N_h - r_h
-  responses of a stratum without a label is X_h ~ BetaBinomial(N_h - r_h, y_h + 1/2,
-  r_h - y_h + 1/2), drawn as theta_h ~ Beta(y_h + 1/2, r_h - y_h + 1/2), X_h ~ Binomial(N_h - r_h,
-  theta_h); p* = (1/N) sum_h (y_h + X_h).
-* Transported cells (:func:`transport_draws`): Se*, Sp* per benchmark from Beta(y_h + 1/2,
-  r_h - y_h + 1/2) draws of the donor strata (superpopulation); p* = (N_C/N) RG(q', Se*, Sp*)
-  + the Polya draws of the cell's own ambiguous strata.
+* Stratum rates (:func:`fiducial_theta`): theta_h is drawn from the binomial's fiducial
+  distribution, the even mixture of Beta(y_h, r_h - y_h + 1) and Beta(y_h + 1, r_h - y_h)
+  (Hannig 2009), drawn as G_1 / (G_1 + G_0) with G_1 ~ Gamma(y_h + B), G_0 ~ Gamma(r_h - y_h +
+  1 - B), B ~ Bernoulli(1/2) per draw (Gamma(0) = 0: a stratum with no harmful item gives
+  theta = 0 in half the draws). Its two components are the prior pair behind Clopper-Pearson
+  limits, so a large stratum with few reviewed items no longer imputes harm it has not seen
+  (Jeffreys' Beta(y + 1/2, r - y + 1/2) imputes about 1/(2 (r + 1)) at y = 0).
+* Fixed prompts, Polya (:func:`polya_draws`): the harmful count among the N_h - r_h responses of
+  a stratum without a label is X_h ~ Binomial(N_h - r_h, theta_h); p* = (1/N) sum_h (y_h + X_h).
+* Transported cells (:func:`transport_draws`): per benchmark, the donors' pooled rates
+  ybar_k* ~ Beta(ybar_k n_k + 1/2, (1 - ybar_k) n_k + 1/2) (one prior on the pooled effective
+  counts) give Se*, Sp*; each filled stratum draws X_h ~ Binomial(N_h, theta_k*) with theta_k*
+  the label-shift rate of the cell (:func:`.transport.fill_rates`); the cell's own strata keep
+  their Polya draws.
 * General estimand (:func:`general_draws`): W* ~ Dirichlet(N_h + 1/2) per cell (normalised Gamma
-  draws), theta*_h ~ Beta(y_h + 1/2, r_h - y_h + 1/2), p* = sum_h W*_h theta*_h (transported:
-  q* = W*_H / (W*_H + W*_S)).
+  draws, shared by every run: common random numbers), theta*_h as above, p* = sum_h W*_h
+  theta*_h (filled strata: theta* from q* = W*_H / (W*_H + W*_S)).
 
-One ``numpy.random.Generator`` is consumed in a fixed order: Polya Beta, Polya Binomial, donor
-Beta, Gamma, general Beta. Draws are independent across strata, so a run may reuse another
-run's Polya draws of the strata whose counts are the same (common random numbers), and the
-general step reuses the Polya step's theta draws, which have the same Beta law.
+One ``numpy.random.Generator`` is consumed in a fixed order: stratum rates, Polya Binomial,
+pooled-rate Beta, filled-stratum Binomial, Gamma. Draws are independent across strata, so a run
+reuses another run's draws of the strata whose counts are the same (common random numbers);
+every run's own distribution is unchanged by this.
 """
 
 from __future__ import annotations
@@ -27,25 +34,48 @@ from numpy.typing import NDArray
 from annotate.stats.scoring._arrays import group_sum
 from annotate.stats.scoring.estimator import StratumTerms
 from annotate.stats.scoring.strata import H_CODE, S_CODE, U_CODE, Strata
-from annotate.stats.scoring.transport import Donors, TransportPoints
+from annotate.stats.scoring.transport import Donors, TransportPoints, fill_rates
 
 __all__ = [
     "GeneralDraws",
     "PolyaDraws",
     "Posterior",
     "TransportDraws",
+    "fiducial_theta",
     "general_draws",
     "polya_draws",
     "posterior_draws",
     "transport_draws",
 ]
 
-_TINY = 1e-12  # floor of Se* + Sp* - 1 in a draw
-
 
 def _by_label(values: NDArray[np.float64], keys: NDArray[np.int64], C: int, D: int) -> NDArray[np.float64]:
     """Sums over (cell, judge label) groups, keys = 3 cell + label: (k, D) -> (C, 3, D)."""
     return group_sum(values, keys, 3 * C).reshape(C, 3, D)
+
+
+def fiducial_theta(
+    rng: np.random.Generator, y: NDArray[np.float64], r: NDArray[np.float64], D: int
+) -> NDArray[np.float64]:
+    """D draws of each stratum's rate from the binomial fiducial distribution, shape (k, D).
+
+    The even mixture of Beta(y, r - y + 1) and Beta(y + 1, r - y); Beta(0, b) is the point mass
+    at 0 and Beta(a, 0) the point mass at 1. Consumes one uniform and two Gamma arrays.
+
+    >>> d = fiducial_theta(np.random.default_rng(0), np.array([0.0, 5.0]), np.array([10.0, 5.0]), 20000)
+    >>> round(float((d[0] == 0).mean()), 1), round(float((d[1] == 1).mean()), 1)
+    (0.5, 0.5)
+    >>> # mean of the mixture: ((y / (r + 1)) + (y + 1) / (r + 1)) / 2 = (y + 1/2) / (r + 1)
+    >>> abs(float(d[0].mean()) - 0.5 / 11) < 0.002
+    True
+    """
+    k = len(y)
+    half = (rng.random((k, D)) < 0.5).astype(np.float64)
+    a = y[:, None] + half
+    b = (r - y)[:, None] + 1.0 - half
+    g1 = rng.standard_gamma(a)
+    g0 = rng.standard_gamma(b)
+    return g1 / (g1 + g0)
 
 
 @dataclass(frozen=True, eq=False)
@@ -60,16 +90,25 @@ class GeneralDraws:
         The ambiguous part sum_U W*_h theta*_h (NaN rows where an ambiguous stratum has r_h = 0).
     shares : tuple of 3 ndarrays of float64, shape (C, D)
         The Dirichlet judge-label shares W*_H, W*_S, W*_U.
+    gamma : ndarray of float64, shape (S, D)
+        The unnormalised Dirichlet draws (shared with later runs).
+    gamma_by_label : ndarray of float64, shape (C, 3, D)
+        Their sums per cell and judge label.
+    gamma_total : ndarray of float64, shape (C, D)
+        Their sums per cell.
     """
 
     total: NDArray[np.float64]
     ambiguous: NDArray[np.float64]
     shares: tuple[NDArray[np.float64], NDArray[np.float64], NDArray[np.float64]]
+    gamma: NDArray[np.float64]
+    gamma_by_label: NDArray[np.float64]
+    gamma_total: NDArray[np.float64]
 
 
 @dataclass(frozen=True, eq=False)
 class Posterior:
-    """The posterior draws of one run of the estimator.
+    """The draws of one run of the estimator.
 
     Attributes
     ----------
@@ -79,8 +118,12 @@ class Posterior:
         (1/N) sum_U (y_h + X_h), the ambiguous part (NaN where an ambiguous stratum has r_h = 0).
     y, r : ndarray of float64, shape (S,)
         The counts the draws were made from.
+    has_theta : ndarray of bool, shape (S,)
+        Strata with rate draws (those entering an estimate with their own counts).
+    theta : ndarray of float64, shape (S, D)
+        Their rate draws (0 in the other rows).
     drawn : ndarray of int64, shape (k,)
-        Strata with Polya draws.
+        Strata with Polya draws (own counts and N_h - r_h > 0).
     X : ndarray of float64, shape (k, D)
         Their unobserved harmful counts divided by the cell's N.
     general : GeneralDraws or None
@@ -91,38 +134,40 @@ class Posterior:
     amb_fixed: NDArray[np.float64]
     y: NDArray[np.float64]
     r: NDArray[np.float64]
+    has_theta: NDArray[np.bool_]
+    theta: NDArray[np.float64]
     drawn: NDArray[np.int64]
     X: NDArray[np.float64]
     general: GeneralDraws | None
 
 
 # --------------------------------------------------------------------------------------------
-# Fixed prompts: Polya-Jeffreys
+# Fixed prompts: Polya
 # --------------------------------------------------------------------------------------------
 
 
 @dataclass(frozen=True, eq=False)
 class PolyaDraws:
-    """Polya-Jeffreys draws of the strata that enter an estimate with their own counts.
+    """Polya draws of the strata that enter an estimate with their own counts.
 
     Attributes
     ----------
+    theta : ndarray of float64, shape (S, D)
+        Rate draws of the strata in ``uses_own`` (0 elsewhere).
     drawn : ndarray of int64, shape (k,)
         Strata drawn (used with their own counts and N_h - r_h > 0).
     X : ndarray of float64, shape (k, D)
         X_h / N per drawn stratum.
-    theta : ndarray of float64, shape (k, D), or None
-        The theta_h draws, kept only when every drawn stratum was drawn afresh (none reused).
     fixed : ndarray of float64, shape (C, D)
-        (1/N) sum_h (y_h + X_h) over the strata used (:func:`posterior_draws` then overwrites
-        the transported and not-estimable rows in place).
+        (1/N) sum_h (y_h + X_h) over the strata used (:func:`posterior_draws` then adds the
+        filled strata of transported cells and blanks the not-estimable rows in place).
     amb_fixed : ndarray of float64, shape (C, D)
         The same over the ambiguous strata only.
     """
 
+    theta: NDArray[np.float64]
     drawn: NDArray[np.int64]
     X: NDArray[np.float64]
-    theta: NDArray[np.float64] | None
     fixed: NDArray[np.float64]
     amb_fixed: NDArray[np.float64]
 
@@ -146,55 +191,57 @@ def polya_draws(
     uses_own : ndarray of bool, shape (S,)
         Strata that enter an estimate with their own counts (r_h > 0).
     rng : numpy.random.Generator
-        Consumed: Beta then Binomial, (k_fresh, D) each.
+        Consumed: the fresh strata's rates (:func:`fiducial_theta`), then one Binomial array.
     D : int
         Draws per cell.
     reuse : Posterior, optional
-        Another run's draws: strata drawn there with the same (y_h, r_h) keep their X_h.
+        Another run's draws: strata drawn there with the same (y_h, r_h) keep their theta and X.
 
     Returns
     -------
     PolyaDraws
     """
-    C, cell, N = st.C, st.cell, st.N
+    C, S, cell, N = st.C, st.S, st.cell, st.N
     Ncell_s = st.N_cell[cell]
     clear = st.label != U_CODE
     M = N - r
+    want = np.flatnonzero(uses_own)
+    theta = np.zeros((S, D))
+    fresh_t = np.ones(len(want), dtype=bool)
+    if reuse is not None and len(want):
+        # Strata whose counts are the same as in the run being reused keep their draws (the
+        # draws are independent across strata, so each run's distribution stays exact).
+        same = reuse.has_theta[want] & (y[want] == reuse.y[want]) & (r[want] == reuse.r[want])
+        theta[want[same]] = reuse.theta[want[same]]
+        fresh_t = ~same
+    if fresh_t.any():
+        fi = want[fresh_t]
+        theta[fi] = fiducial_theta(rng, y[fi], r[fi], D)
     idx = np.flatnonzero(uses_own & (M > 0))
-    const = np.where(uses_own, y / Ncell_s, 0.0)
-    const_clear = group_sum(np.where(clear, const, 0.0), cell, C)
-    const_amb = group_sum(np.where(clear, 0.0, const), cell, C)
     X = np.empty((len(idx), D))
     fresh = np.ones(len(idx), dtype=bool)
     if reuse is not None and len(idx):
-        # Strata whose counts are the same as in the run being reused keep their draws (the
-        # draws are independent across strata, so each run's posterior stays exact).
-        pos = np.full(st.S, -1, dtype=np.int64)
+        pos = np.full(S, -1, dtype=np.int64)
         pos[reuse.drawn] = np.arange(len(reuse.drawn))
         same = (pos[idx] >= 0) & (y[idx] == reuse.y[idx]) & (r[idx] == reuse.r[idx])
         X[same] = reuse.X[pos[idx[same]]]
         fresh = ~same
-    theta = None
     if fresh.any():
         fi = idx[fresh]
-        theta = rng.beta(y[fi, None] + 0.5, r[fi, None] - y[fi, None] + 0.5, size=(len(fi), D))
-        X[fresh] = rng.binomial(M[fi, None].astype(np.int64), theta).astype(np.float64) / Ncell_s[fi, None]
+        X[fresh] = rng.binomial(M[fi, None].astype(np.int64), theta[fi]).astype(np.float64) / Ncell_s[fi, None]
+    const = np.where(uses_own, y / Ncell_s, 0.0)
+    const_clear = group_sum(np.where(clear, const, 0.0), cell, C)
+    const_amb = group_sum(np.where(clear, 0.0, const), cell, C)
     Xk = _by_label(X, (cell * 3 + st.label)[idx], C, D)
     fixed_amb = Xk[:, U_CODE] + const_amb[:, None]
     fixed = Xk[:, H_CODE] + Xk[:, S_CODE]
     fixed += const_clear[:, None]
     fixed += fixed_amb
-    return PolyaDraws(
-        drawn=idx,
-        X=X,
-        theta=theta if (theta is not None and fresh.all()) else None,
-        fixed=fixed,
-        amb_fixed=fixed_amb,
-    )
+    return PolyaDraws(theta=theta, drawn=idx, X=X, fixed=fixed, amb_fixed=fixed_amb)
 
 
 # --------------------------------------------------------------------------------------------
-# Transported cells: Se*, Sp* from the donors
+# Transported cells: the filled strata
 # --------------------------------------------------------------------------------------------
 
 
@@ -205,142 +252,154 @@ class TransportDraws:
     Attributes
     ----------
     cells : ndarray of int64, shape (T,)
-    specificity : ndarray of float64, shape (T, D)
-        Sp* of each cell's benchmark.
-    youden : ndarray of float64, shape (T, D)
-        max(Se* + Sp* - 1, 1e-12).
-    clear_part : ndarray of float64, shape (T, D)
-        (N_C/N) clip((q' + Sp* - 1)/J*, 0, 1).
+    sensitivity, specificity : ndarray of float64, shape (T, D)
+        Se*, Sp* of each cell's benchmark.
+    fill : ndarray of int64, shape (f,)
+        The filled strata.
+    fixed_part : ndarray of float64, shape (T, D)
+        (1/N) sum over the cell's filled strata of X_h.
     """
 
     cells: NDArray[np.int64]
+    sensitivity: NDArray[np.float64]
     specificity: NDArray[np.float64]
-    youden: NDArray[np.float64]
-    clear_part: NDArray[np.float64]
+    fill: NDArray[np.int64]
+    fixed_part: NDArray[np.float64]
 
 
 def transport_draws(
     st: Strata,
-    y: NDArray[np.float64],
-    r: NDArray[np.float64],
+    terms: StratumTerms,
     donors: Donors,
     tr: TransportPoints,
     use_tr: NDArray[np.bool_],
     rng: np.random.Generator,
     D: int,
 ) -> TransportDraws | None:
-    """Rogan-Gladen draws of the transported cells' clear part; None if no cell is transported.
+    """Draws of the transported cells' filled strata; None if no cell is transported.
 
     Parameters
     ----------
     st : Strata
-    y, r : ndarray of float64, shape (S,)
+    terms : StratumTerms
+        ``fill``: the strata to fill.
     donors : Donors
-        ``donors.strata`` of the transported cells' benchmarks are drawn.
+        The pooled rates, effective sizes and populations per benchmark.
     tr : TransportPoints
-        q' and N_C/N of each cell.
+        q' of each cell.
     use_tr : ndarray of bool, shape (C,)
     rng : numpy.random.Generator
-        Consumed: one Beta (donor strata, D).
+        Consumed: two Beta arrays (the transported benchmarks' pooled rates), one Binomial.
     D : int
 
     Returns
     -------
     TransportDraws or None
-        Se* = sum_H N_h theta_h / sum_C N_h theta_h, Sp* = sum_S N_h (1 - theta_h) /
-        sum_C N_h (1 - theta_h) over the benchmark's donor strata.
+        ybar_k* ~ Beta(ybar_k n_k + 1/2, (1 - ybar_k) n_k + 1/2); Se* = N_H ybar_H* / (N_H ybar_H*
+        + N_S ybar_S*), Sp* = N_S (1 - ybar_S*) / (N_S (1 - ybar_S*) + N_H (1 - ybar_H*)) with the
+        donors' populations; X_h ~ Binomial(N_h - r_h, theta*) per filled stratum.
     """
     tcells = np.flatnonzero(use_tr)
     if not len(tcells):
         return None
-    B = len(st.benchmarks)
-    bench_s = st.bench[st.cell]
-    lab, N = st.label, st.N
-    tb = np.unique(st.bench[tcells])
-    didx = np.flatnonzero(donors.strata & np.isin(bench_s, tb))
-    th = rng.beta(y[didx, None] + 0.5, r[didx, None] - y[didx, None] + 0.5, size=(len(didx), D))
-    g = bench_s[didx] * 2 + lab[didx]
-    pos_ = group_sum(N[didx, None] * th, g, 2 * B).reshape(B, 2, D)
-    neg_ = group_sum(N[didx, None] * (1.0 - th), g, 2 * B).reshape(B, 2, D)
-    with np.errstate(divide="ignore", invalid="ignore"):
-        Se_d = pos_[:, H_CODE] / (pos_[:, H_CODE] + pos_[:, S_CODE])
-        Sp_d = neg_[:, S_CODE] / (neg_[:, S_CODE] + neg_[:, H_CODE])
-    bt = st.bench[tcells]
-    Jd = np.maximum(Se_d[bt] + Sp_d[bt] - 1.0, _TINY)
-    rg_d = np.clip((tr.q[tcells, None] + Sp_d[bt] - 1.0) / Jd, 0.0, 1.0)
-    return TransportDraws(cells=tcells, specificity=Sp_d[bt], youden=Jd, clear_part=tr.clear_share[tcells, None] * rg_d)
+    tb, tpos = np.unique(st.bench[tcells], return_inverse=True)
+    rate = donors.rate[tb]
+    n = donors.n_eff[tb]
+    a = rate * n + 0.5
+    b = (1.0 - rate) * n + 0.5
+    thH = rng.beta(a[:, H_CODE, None], b[:, H_CODE, None], size=(len(tb), D))
+    thS = rng.beta(a[:, S_CODE, None], b[:, S_CODE, None], size=(len(tb), D))
+    NpH, NpS = donors.population[tb, H_CODE, None], donors.population[tb, S_CODE, None]
+    Se = NpH * thH / (NpH * thH + NpS * thS)
+    Sp = NpS * (1.0 - thS) / (NpS * (1.0 - thS) + NpH * (1.0 - thH))
+    Se_c, Sp_c = Se[tpos], Sp[tpos]
+    _, tH, tS, _ = fill_rates(tr.q[tcells, None], Se_c, Sp_c)
+    pos = np.full(st.C, -1, dtype=np.int64)
+    pos[tcells] = np.arange(len(tcells))
+    fill = np.flatnonzero(terms.fill & use_tr[st.cell])
+    fpos = pos[st.cell[fill]]
+    theta = np.where((st.label[fill] == H_CODE)[:, None], tH[fpos], tS[fpos])
+    M = (st.N - terms.r)[fill]
+    X = rng.binomial(M[:, None].astype(np.int64), theta).astype(np.float64) / st.N_cell[st.cell[fill], None]
+    return TransportDraws(
+        cells=tcells,
+        sensitivity=Se_c,
+        specificity=Sp_c,
+        fill=fill,
+        fixed_part=group_sum(X, fpos, len(tcells)),
+    )
 
 
 # --------------------------------------------------------------------------------------------
-# General estimand: Dirichlet x Beta
+# General estimand: Dirichlet x stratum rates
 # --------------------------------------------------------------------------------------------
 
 
 def general_draws(
     st: Strata,
-    y: NDArray[np.float64],
-    r: NDArray[np.float64],
     polya: PolyaDraws,
     td: TransportDraws | None,
     estimable: NDArray[np.bool_],
     amb_missing: NDArray[np.bool_],
     rng: np.random.Generator,
     D: int,
+    shared: GeneralDraws | None,
 ) -> GeneralDraws:
     """General-estimand draws p* = sum_h W*_h theta*_h per cell.
 
-    W* ~ Dirichlet(N_h + 1/2) per cell (normalised Gamma draws, drawn for every stratum: the
-    judge-label shares W*_H, W*_S, W*_U are also the judge-only treatments' general posterior),
-    theta*_h ~ Beta(y_h + 1/2, r_h - y_h + 1/2) (Beta(1/2, 1/2) where r_h = 0; such draws only
-    reach cells that are NaN or transported, where they are unused). The Polya step's theta
-    draws have exactly this Beta law, so the strata drawn there reuse them (fixed and general
-    draws of a cell become dependent, which nothing combines).
+    W* ~ Dirichlet(N_h + 1/2) per cell (normalised Gamma draws of every stratum: the judge-label
+    shares W*_H, W*_S, W*_U are also the judge-only treatments' general draws); theta*_h are the
+    Polya step's rate draws (the strata used with their own counts); a transported cell's filled
+    strata use the label-shift rates at q* = W*_H / (W*_H + W*_S).
 
     Parameters
     ----------
     st : Strata
-    y, r : ndarray of float64, shape (S,)
     polya : PolyaDraws
-        Its ``theta`` (if kept) replaces the Beta draws of ``polya.drawn``.
     td : TransportDraws or None
-        Sp* and J* of the transported cells, whose p* = (W*_H + W*_S) RG(q*, Se*, Sp*) +
-        the ambiguous part, q* = W*_H / (W*_H + W*_S).
     estimable, amb_missing : ndarray of bool, shape (C,)
         Rows of ``total`` / ``ambiguous`` set to NaN where false / true.
     rng : numpy.random.Generator
-        Consumed: Gamma (S, D), then Beta for the strata without reused theta.
+        Consumed: one Gamma array (S, D) unless ``gamma`` is given.
     D : int
+    shared : GeneralDraws, optional
+        Another run's draws, whose Gamma (Dirichlet) draws are reused: they do not depend on
+        the labels.
 
     Returns
     -------
     GeneralDraws
     """
-    C, N = st.C, st.N
+    C = st.C
     key = st.cell * 3 + st.label
-    G = rng.gamma(N[:, None] + 0.5, size=(st.S, D))
-    Gk = _by_label(G, key, C, D)
-    shared = polya.drawn if polya.theta is not None else np.zeros(0, dtype=np.int64)
-    rest = np.setdiff1d(np.arange(st.S), shared)
-    if len(shared) and polya.theta is not None:
-        G[shared] *= polya.theta
-    if len(rest):
-        G[rest] *= rng.beta(y[rest, None] + 0.5, r[rest, None] - y[rest, None] + 0.5, size=(len(rest), D))
-    Tk = _by_label(G, key, C, D)
-    del G
+    if shared is None:
+        G = rng.standard_gamma(st.N[:, None] + 0.5, size=(st.S, D))
+        Gk = _by_label(G, key, C, D)
+    else:
+        G, Gk = shared.gamma, shared.gamma_by_label
+    Tk = _by_label(G * polya.theta, key, C, D)
     GH, GS, GU = Gk[:, H_CODE], Gk[:, S_CODE], Gk[:, U_CODE]
-    Gsum = GH + GS + GU
     with np.errstate(divide="ignore", invalid="ignore"):
+        if shared is None:
+            Gsum = GH + GS + GU
+            shares = (GH / Gsum, GS / Gsum, GU / Gsum)
+        else:  # the same Dirichlet draws: the same shares
+            shares, Gsum = shared.shares, shared.gamma_total
         amb_gen = Tk[:, U_CODE] / Gsum
         gen = (Tk[:, H_CODE] + Tk[:, S_CODE]) / Gsum + amb_gen
-        if td is not None:
-            tcells = td.cells
-            GC = GH[tcells] + GS[tcells]
-            qg = np.where(GC > 0, GH[tcells] / GC, 0.0)
-            rg_g = np.clip((qg + td.specificity - 1.0) / td.youden, 0.0, 1.0)
-            gen[tcells] = GC / Gsum[tcells] * rg_g + amb_gen[tcells]
+        if td is not None and len(td.fill):
+            tc = td.cells
+            GC = GH[tc] + GS[tc]
+            qg = np.where(GC > 0, GH[tc] / GC, 0.0)
+            _, tH, tS, _ = fill_rates(qg, td.sensitivity, td.specificity)
+            pos = np.full(C, -1, dtype=np.int64)
+            pos[tc] = np.arange(len(tc))
+            fpos = pos[st.cell[td.fill]]
+            theta = np.where((st.label[td.fill] == H_CODE)[:, None], tH[fpos], tS[fpos])
+            gen[tc] += group_sum(G[td.fill] * theta, fpos, len(tc)) / Gsum[tc]
         gen[~estimable] = np.nan
         amb_gen[amb_missing] = np.nan
-        return GeneralDraws(total=gen, ambiguous=amb_gen, shares=(GH / Gsum, GS / Gsum, GU / Gsum))
+        return GeneralDraws(total=gen, ambiguous=amb_gen, shares=shares, gamma=G, gamma_by_label=Gk, gamma_total=Gsum)
 
 
 # --------------------------------------------------------------------------------------------
@@ -361,7 +420,7 @@ def posterior_draws(
     general: bool,
     reuse: Posterior | None = None,
 ) -> Posterior:
-    """Fixed-prompt (and optionally general-estimand) posterior draws of one run.
+    """Fixed-prompt (and optionally general-estimand) draws of one run.
 
     Parameters
     ----------
@@ -378,30 +437,35 @@ def posterior_draws(
     general : bool
         Also draw the general estimand.
     reuse : Posterior, optional
-        See :func:`polya_draws`.
+        See :func:`polya_draws`; its Dirichlet Gamma draws are reused too.
 
     Returns
     -------
     Posterior
         Ambiguous strata are drawn whenever they are all resolved (the clear-trusted treatment
-        needs them even where the clear part is not estimable); clear strata only for cells
-        estimated per cell.
+        needs them even where the clear part is not estimable); clear strata with r_h > 0 of
+        estimable cells, transported ones included (a cell keeps its own reviewed items).
     """
     cell, y, r, clear, amb_missing = st.cell, terms.y, terms.r, terms.clear, terms.amb_missing
-    uses_own = (r > 0) & np.where(clear, estimable[cell] & ~use_tr[cell], ~amb_missing[cell])
+    uses_own = (r > 0) & np.where(clear, estimable[cell], ~amb_missing[cell])
     polya = polya_draws(st, y, r, uses_own, rng, D, reuse)
     fixed, fixed_amb = polya.fixed, polya.amb_fixed
-    td = transport_draws(st, y, r, donors, tr, use_tr, rng, D)
+    td = transport_draws(st, terms, donors, tr, use_tr, rng, D)
     if td is not None:
-        fixed[td.cells] = td.clear_part + fixed_amb[td.cells]
+        fixed[td.cells] += td.fixed_part
     fixed[~estimable] = np.nan
     fixed_amb[amb_missing] = np.nan
+    gen = None
+    if general:
+        gen = general_draws(st, polya, td, estimable, amb_missing, rng, D, reuse.general if reuse is not None else None)
     return Posterior(
         fixed=fixed,
         amb_fixed=fixed_amb,
         y=y,
         r=r,
+        has_theta=uses_own,
+        theta=polya.theta,
         drawn=polya.drawn,
         X=polya.X,
-        general=general_draws(st, y, r, polya, td, estimable, amb_missing, rng, D) if general else None,
+        general=gen,
     )

@@ -1,9 +1,9 @@
 """One run of the corrected estimator for one set of counts (the MAR run, a bound, Dawid-Skene).
 
 :func:`run_estimator` chains the stages: the stratified estimator's terms
-(:func:`.estimator.stratum_terms`), the heterogeneity test, the donors' Se'/Sp', the transport
-points (:mod:`.transport`), the choice per cell between the two estimates, the flags, and the
-posterior draws (:mod:`.posterior`).
+(:func:`.estimator.stratum_terms`), the donors' pooled rates, the label-shift test and the
+pooling decision, the transport fills (:mod:`.transport`), the choice per cell between the two
+estimates, the flags, and the draws (:mod:`.posterior`).
 """
 
 from __future__ import annotations
@@ -21,8 +21,9 @@ from annotate.stats.scoring.strata import Strata
 from annotate.stats.scoring.transport import (
     TransportPoints,
     cell_flags,
-    donor_rates,
-    heterogeneity_test,
+    label_shift_test,
+    pooled_rates,
+    pooling_decision,
     transport_points,
     transport_table,
 )
@@ -68,7 +69,7 @@ class EstimatorRun:
 def choose_estimates(
     terms: StratumTerms, tr: TransportPoints, use_tr: NDArray[np.bool_], N_cell: NDArray[np.float64]
 ) -> tuple[NDArray[np.float64], NDArray[np.float64], NDArray[np.float64], NDArray[np.bool_], NDArray[Any]]:
-    """Per cell, the transport estimate where ``use_tr``, else the stratified one.
+    """Per cell, the transported estimate where ``use_tr``, else the stratified one.
 
     Parameters
     ----------
@@ -80,7 +81,8 @@ def choose_estimates(
     Returns
     -------
     point, v_fixed, v_general : ndarray of float64, shape (C,)
-        Stratified: V_general = V_fixed + p_hat (1 - p_hat) / N. NaN where not estimable.
+        V_general = V_fixed + p_hat (1 - p_hat) / N (the prompts' sampling variance). NaN where
+        not estimable.
     estimable : ndarray of bool, shape (C,)
         No ambiguous stratum with r_h = 0, and transported or no clear stratum with r_h = 0.
     method : ndarray of object, shape (C,)
@@ -89,7 +91,7 @@ def choose_estimates(
     estimable = ~amb_missing & (use_tr | ~terms.clear_missing)
     point = np.where(use_tr, tr.point, terms.point)
     v_fixed = np.where(use_tr, tr.v_fixed, terms.v)
-    v_general = np.where(use_tr, tr.v_general, terms.v + point * (1 - point) / N_cell)
+    v_general = v_fixed + point * (1 - point) / N_cell
     point[~estimable] = np.nan
     v_fixed[~estimable] = np.nan
     v_general[~estimable] = np.nan
@@ -116,9 +118,10 @@ def run_estimator(
     st : Strata
     y, r : ndarray of float64, shape (S,)
     min_reviewed : int
-        Clear strata below it (and not reviewed in full) make their cell a transport target.
+        Clear strata below it (and not reviewed in full) are flagged and their cells are not
+        donors; 0 disables transport.
     alpha_het : float
-        Level of the heterogeneity test.
+        Level of the label-shift test.
     rng : numpy.random.Generator or None
         None (or D = 0): no draws.
     D : int
@@ -126,19 +129,22 @@ def run_estimator(
     general : bool
         Also draw the general estimand.
     reuse : EstimatorRun, optional
-        A run on the same strata whose Polya draws are reused where the counts agree.
+        A run on the same strata whose draws are reused where the counts agree.
 
     Returns
     -------
     EstimatorRun
     """
     terms = stratum_terms(st, y, r, min_reviewed)
-    het = heterogeneity_test(st, y, r)
-    donors = donor_rates(st, terms, het, alpha_het)
+    donors = pooled_rates(st, terms)
+    need = np.bincount(st.bench, weights=terms.target.astype(float), minlength=len(st.benchmarks)) > 0
+    need &= np.isfinite(donors.youden) & (donors.youden > 0)
+    test = label_shift_test(st, terms, donors, need)
+    pooled, reason, test_note = pooling_decision(donors, test, alpha_het)
     tr = transport_points(st, terms, donors)
-    use_tr = terms.target & donors.pooled[st.bench] & ~terms.amb_missing
+    use_tr = terms.target & pooled[st.bench] & ~terms.amb_missing
     point, v_fixed, v_general, estimable, method = choose_estimates(terms, tr, use_tr, st.N_cell)
-    flag, note = cell_flags(st, terms, het, donors, use_tr, min_reviewed)
+    flag, note = cell_flags(st, terms, donors, reason, test_note, use_tr, min_reviewed)
     draws = None
     if D > 0 and rng is not None:
         draws = posterior_draws(
@@ -164,6 +170,6 @@ def run_estimator(
         ybar=terms.ybar,
         amb_point=terms.amb_point,
         amb_v=terms.amb_v,
-        transport=transport_table(st, het, donors),
+        transport=transport_table(st, donors, test, pooled, reason, test_note),
         draws=draws,
     )

@@ -1,4 +1,8 @@
-"""Corrected scores: every treatment per cell, the per-model macro-averages and the draws."""
+"""Corrected scores: every treatment per cell, the per-model macro-averages and the draws.
+
+Every row keeps the invariant of issue #13: its estimate lies inside its own interval (fixed
+and general), and a missing number has a reason in ``flag`` or ``note``.
+"""
 
 from __future__ import annotations
 
@@ -13,20 +17,51 @@ from annotate.columns import TREATMENTS
 from annotate.stats._common import SeedLike
 from annotate.stats._common import rng as make_rng
 from annotate.stats.scoring._arrays import group_sum
-from annotate.stats.scoring.overall import macro_averages
+from annotate.stats.scoring.overall import Bounds, macro_averages
 from annotate.stats.scoring.run import EstimatorRun, run_estimator
-from annotate.stats.scoring.strata import Strata, prepare_strata
+from annotate.stats.scoring.strata import H_CODE, Strata, prepare_strata
 from annotate.stats.scoring.treatments import (
     Columns,
+    add_note,
     clear_trusted_treatment,
     corrected_treatments,
     judge_only_treatments,
     stack,
 )
 
-__all__ = ["DEFAULT_DRAWS", "ScoreResult", "corrected_scores"]
+__all__ = ["DEFAULT_DRAWS", "INTERVAL_METHOD", "ScoreResult", "corrected_scores"]
 
 DEFAULT_DRAWS = 4000
+
+#: The interval construction, recorded in the settings of every score set.
+INTERVAL_METHOD = (
+    "polya-fiducial: equal-tailed 95% quantiles of finite-population draws with stratum rates from the "
+    "binomial fiducial distribution (even mixture of Beta(y, r-y+1) and Beta(y+1, r-y)); partial "
+    "identification over unresolved items; every interval extended to hold its estimate"
+)
+
+
+def _bounds(st: Strata, low: EstimatorRun, high: EstimatorRun) -> dict[str, Bounds]:
+    """The bound runs' per-cell draws for the partial-identification intervals of the averages."""
+    if low.draws is None or high.draws is None or low is high:
+        return {}
+    lg, hg = low.draws.general, high.draws.general
+    NH = group_sum(np.where(st.label == H_CODE, st.N, 0.0), st.cell, st.C)[:, None] / st.N_cell[:, None]
+    out: dict[str, Bounds] = {
+        "corrected": (
+            low.draws.fixed,
+            high.draws.fixed,
+            lg.total if lg is not None else None,
+            hg.total if hg is not None else None,
+        ),
+        "adjudicated_clear_trusted": (
+            NH + low.draws.amb_fixed,
+            NH + high.draws.amb_fixed,
+            lg.shares[0] + lg.ambiguous if lg is not None else None,
+            hg.shares[0] + hg.ambiguous if hg is not None else None,
+        ),
+    }
+    return out
 
 
 @dataclass(frozen=True, eq=False)
@@ -38,36 +73,40 @@ class ScoreResult:
     cells : DataFrame, one row per cell (C rows, sorted by model, benchmark)
         ``model, benchmark, n_responses (N), n_reviewed (sum n_h), n_resolved (sum r_h),
         n_unresolved, estimate (corrected p_hat, MAR), v_fixed, v_general, se_fixed, se_general,
-        ci_low, ci_high`` (Polya-Jeffreys, fixed prompts), ``ci_low_general, ci_high_general``
-        (Dirichlet x Beta), ``lower_bound, upper_bound`` (unresolved counted safe / harmful,
-        4.6), ``method`` (``stratified`` / ``transport`` / ``none``), ``flag``, ``note``.
+        ci_low, ci_high, ci_low_general, ci_high_general`` (the ``corrected`` treatment's
+        intervals: partial identification where items are unresolved), ``lower_bound,
+        upper_bound`` (unresolved counted safe / harmful, 4.6), ``method`` (``stratified`` /
+        ``transport`` / ``none``), ``estimate_kind``, ``flag``, ``note``.
     treatments : DataFrame, one row per (cell, treatment)
         ``model, benchmark, treatment, estimate, se, ci_low, ci_high, interval, se_general,
-        ci_low_general, ci_high_general, n_responses, n_reviewed, flag, note``. ``interval``
-        names what ``ci_low``/``ci_high`` are. ``corrected_dawid_skene`` rows exist only when
-        the input has ``harmful_ds``.
+        ci_low_general, ci_high_general, interval_general, estimate_kind, n_responses,
+        n_reviewed, flag, note``. ``interval`` / ``interval_general`` name what the two
+        intervals are; ``estimate_kind`` is ``judge``, ``stratified``, ``transport`` or ``mar``
+        (the missing-at-random point inside a partial-identification interval).
+        ``corrected_dawid_skene`` rows exist only when the input has ``harmful_ds``.
     overall : DataFrame, one row per (model, treatment)
         Macro-average over the benchmarks: ``model, treatment, estimate, se, ci_low, ci_high,
-        interval, se_general, ci_low_general, ci_high_general, n_benchmarks, n_responses,
-        n_reviewed, flag, note``. Intervals come from averaging per-benchmark draws (for the
-        judge-only treatments: Dirichlet(N_h + 1/2) draws of the judge-label shares, i.e. the
-        general estimand, since for fixed prompts those rates are exact).
+        interval, se_general, ci_low_general, ci_high_general, interval_general,
+        estimate_kind, n_benchmarks, n_responses, n_reviewed, flag, note``. Intervals come from
+        averaging per-benchmark draws (for the judge-only treatments: Dirichlet(N_h + 1/2)
+        draws of the judge-label shares, i.e. the general estimand, since for fixed prompts
+        those rates are exact).
     draws : dict of str to ndarray, shape (C, D)
-        Posterior draws per treatment, rows aligned with ``cells``: fixed-prompt draws for the
-        human-reviewed treatments, judge-label-share (general) draws for the judge-only ones;
-        NaN rows for cells that are not estimable.
+        Draws per treatment, rows aligned with ``cells``: fixed-prompt draws for the
+        human-reviewed treatments (MAR for ``corrected``: the ranking's posterior),
+        judge-label-share (general) draws for the judge-only ones; NaN rows for cells that are
+        not estimable.
     draws_general : dict of str to ndarray, shape (C, D)
-        General-estimand draws for ``corrected`` and ``adjudicated_clear_trusted``.
+        General-estimand draws of every human-reviewed treatment.
     models : tuple of str, length M
         Row order of ``overall_draws``.
     overall_draws : dict of str to ndarray, shape (M, D)
         Per-model macro-averages of ``draws`` (the mean over the benchmarks, per draw).
-    transport : DataFrame, one row per (benchmark, clear judge label)
-        Diagnostics of the corrected (MAR) run: ``benchmark, judge_label, n_models, lr_stat, df,
-        p_value, sensitivity, specificity, se_sensitivity, se_specificity, n_donors,
-        n_targets, pooled, reason``.
+    transport : DataFrame, one row per benchmark
+        Diagnostics of the corrected (MAR) run: :data:`.transport.TRANSPORT_COLUMNS` (the
+        donors' Se', Sp', the label-shift test, whether the benchmark pools and why not).
     settings : dict
-        ``min_reviewed, draws, seed, confidence, alpha_heterogeneity, benchmarks``.
+        ``min_reviewed, draws, seed, confidence, alpha_heterogeneity, benchmarks, interval``.
     """
 
     cells: pd.DataFrame
@@ -86,21 +125,20 @@ def _runs(
 ) -> tuple[EstimatorRun, EstimatorRun, EstimatorRun, EstimatorRun | None]:
     """The four runs of the estimator, in the order they consume ``rng``.
 
-    MAR (y_h among r_h = n_h - u_h, with general-estimand draws); the bounds y_h / n_h and
-    (y_h + u_h) / n_h (the MAR run itself when nothing is unresolved); Dawid-Skene (None
-    without ``harmful_ds``). The later runs reuse the MAR run's Polya draws where their counts
-    agree.
+    MAR (y_h among r_h = n_h - u_h); the bounds y_h / n_h and (y_h + u_h) / n_h (the MAR run
+    itself when nothing is unresolved); Dawid-Skene (None without ``harmful_ds``). Every run has
+    general-estimand draws; the later runs reuse the MAR run's draws where their counts agree.
     """
-    kw: dict[str, Any] = {"min_reviewed": min_reviewed, "alpha_het": alpha_het, "rng": rng, "D": D}
-    mar = run_estimator(st, st.y, st.n - st.u, general=True, **kw)
+    kw: dict[str, Any] = {"min_reviewed": min_reviewed, "alpha_het": alpha_het, "rng": rng, "D": D, "general": True}
+    mar = run_estimator(st, st.y, st.n - st.u, **kw)
     if np.any(st.u > 0):
-        low = run_estimator(st, st.y, st.n, general=False, reuse=mar, **kw)
-        high = run_estimator(st, st.y + st.u, st.n, general=False, reuse=mar, **kw)
+        low = run_estimator(st, st.y, st.n, reuse=mar, **kw)
+        high = run_estimator(st, st.y + st.u, st.n, reuse=mar, **kw)
     else:  # no unresolved items: both bounds are the MAR estimate
         low = high = mar
     ds = None
     if st.y_ds is not None and st.r_ds is not None:
-        ds = run_estimator(st, st.y_ds, st.r_ds, general=False, reuse=mar, **kw)
+        ds = run_estimator(st, st.y_ds, st.r_ds, reuse=mar, **kw)
     return mar, low, high, ds
 
 
@@ -124,9 +162,19 @@ def _cells_frame(
     cells["lower_bound"] = np.where(mar.estimable, low.point, np.nan)
     cells["upper_bound"] = np.where(mar.estimable, high.point, np.nan)
     cells["method"] = mar.method
+    cells["estimate_kind"] = corrected["estimate_kind"]
     cells["flag"] = mar.flag
-    cells["note"] = mar.note
+    cells["note"] = corrected["note"]
     return cells
+
+
+def _explain_missing_intervals(frame: Columns, D: int) -> Columns:
+    """Give a finite estimate without an interval its reason (the only one left is ``draws=0``)."""
+    lost = np.isfinite(frame["estimate"]) & ~(np.isfinite(frame["ci_low"]) & np.isfinite(frame["ci_high"]))
+    lost &= np.asarray(frame["note"], dtype=object) == ""
+    if D == 0 and lost.any():
+        frame = {**frame, "note": add_note(frame["note"], lost, "no interval: no posterior draws were made (draws=0)")}
+    return frame
 
 
 def corrected_scores(
@@ -233,7 +281,7 @@ def corrected_scores(
 
     frames, d_out = judge_only_treatments(st, mar, confidence)
     dg_out: dict[str, NDArray[np.float64]] = {}
-    ct_frame, dct, dgct = clear_trusted_treatment(st, mar, st.n - st.u, confidence)
+    ct_frame, dct, dgct = clear_trusted_treatment(st, mar, low, high, st.n - st.u, confidence)
     frames["adjudicated_clear_trusted"] = ct_frame
     if dct is not None and dgct is not None:
         d_out["adjudicated_clear_trusted"] = dct
@@ -246,11 +294,15 @@ def corrected_scores(
     d_out.update(c_draws)
     dg_out.update(c_general)
 
-    ordered = {t: frames[t] for t in TREATMENTS if t in frames}
+    ordered = {t: _explain_missing_intervals(frames[t], D) for t in TREATMENTS if t in frames}
     treatments = stack(list(ordered.values()), interleave=True)  # cell-major order
-    cells = _cells_frame(st, mar, low, high, frames["corrected"])
+    cells = _cells_frame(st, mar, low, high, ordered["corrected"])
     bset = list(st.benchmarks) if benchmarks is None else list(benchmarks)
-    overall, overall_draws, models = macro_averages(st, ordered, d_out, dg_out, bset, confidence)
+    overall, overall_draws, models = macro_averages(
+        st, ordered, d_out, dg_out, bset, confidence, _bounds(st, low, high)
+    )
+    if D == 0 and len(overall):
+        overall["note"] = _explain_missing_intervals({c: overall[c].to_numpy() for c in overall}, D)["note"]
     return ScoreResult(
         cells=cells,
         treatments=treatments,
@@ -267,5 +319,6 @@ def corrected_scores(
             "confidence": confidence,
             "alpha_heterogeneity": alpha_heterogeneity,
             "benchmarks": bset,
+            "interval": INTERVAL_METHOD,
         },
     )

@@ -3,6 +3,11 @@
 ``score_tables(labels, design)`` is the whole computation behind ``annotate score``; the export
 writes the same two tables, so ``annotate verify`` re-derives an export's scores from its own
 files with this same function.
+
+The score rows carry :data:`annotate.columns.SCORE_COLUMNS` (the last, ``estimate_kind``:
+``judge``, ``stratified``, ``transport`` or ``mar``, the missing-at-random point inside a
+partial-identification interval; empty when not estimable); the ranking rows
+:data:`annotate.columns.RANKING_COLUMNS` (the last, ``note``: why tau-b or rho is missing).
 """
 
 from __future__ import annotations
@@ -21,17 +26,20 @@ from annotate.stats.scoring.strata import strata_table
 __all__ = ["ScoreOutput", "score_tables"]
 
 
+
 @dataclass
 class ScoreOutput:
     """What :func:`score_tables` returns (the tables of ``annotate score`` and of an export)."""
 
     scores: pd.DataFrame  # SCORE_COLUMNS, cells and benchmark == ALL
     ranking: pd.DataFrame  # RANKING_COLUMNS, per benchmark (and ALL) x treatment
-    flips: pd.DataFrame  # benchmark, treatment, model_a, model_b, credible, p_a_safer
+    flips: pd.DataFrame  # benchmark, treatment, model_a, model_b, ranks, p_a_safer, p_b_safer, p_tie, credible
     models: pd.DataFrame  # per model (overall): rank, rank CI, dominance range, largest shift
     p_safer: pd.DataFrame  # K x K, ordered by corrected rank (overall)
-    transport: pd.DataFrame
+    p_tie: pd.DataFrame  # K x K, same order: P(tie); p_safer + p_safer.T + p_tie = 1 off the diagonal
+    transport: pd.DataFrame  # one row per benchmark: donors' Se'/Sp', label-shift test, decision
     settings: dict[str, Any]
+    fallbacks: pd.DataFrame  # model, benchmark, treatment, reason: rows whose interval is not the one asked for
 
 
 def score_tables(
@@ -55,8 +63,9 @@ def score_tables(
     draws, seed, min_reviewed, confidence
         Passed to :func:`corrected_scores`.
     estimand : {"fixed", "general"}
-        Which interval fills ``ci_low`` / ``ci_high`` (the fixed-prompt one where the general
-        one is missing).
+        Which interval fills ``ci_low`` / ``ci_high`` (and which ``interval`` names). A row
+        without a general-estimand interval keeps its fixed-prompt one; its ``interval`` and
+        ``note`` say so, and ``fallbacks`` lists it with the reason.
 
     Returns
     -------
@@ -64,7 +73,9 @@ def score_tables(
         ``scores`` (SCORE_COLUMNS; each cell and, as benchmark ``ALL``, each model's
         macro-average, under every treatment, with ranks), ``ranking`` (RANKING_COLUMNS, each
         treatment against the corrected ranking per benchmark and overall), ``flips``,
-        ``models``, ``p_safer``, ``transport``, ``settings``.
+        ``models``, ``p_safer``, ``p_tie``, ``transport``, ``settings``, ``fallbacks``. Every
+        estimate lies inside its interval and every rank inside its rank interval
+        (:func:`.checks.check_scores` finds nothing).
 
     Raises
     ------
@@ -80,21 +91,29 @@ def score_tables(
         raise ValueError(f"cell {cell[0]} x {cell[1]} is covered by more than one round; score one round at a time.")
     result = corrected_scores(strata, min_reviewed=min_reviewed, draws=draws, seed=seed, confidence=confidence)
     pick_general = estimand == "general"
+    fallback_rows: list[pd.DataFrame] = []
 
     def interval(df: pd.DataFrame) -> pd.DataFrame:
-        if pick_general:
-            has = df.ci_low_general.notna()
-            df = df.assign(
-                ci_low=np.where(has, df.ci_low_general, df.ci_low),
-                ci_high=np.where(has, df.ci_high_general, df.ci_high),
-            )
+        if not pick_general:
+            return df
+        has = df.ci_low_general.notna() & df.ci_high_general.notna()
+        fell = ~has & df.ci_low.notna() & df.ci_high.notna()
+        reason = "no general-estimand interval for this row; the fixed-prompt interval is shown"
+        df = df.assign(
+            ci_low=np.where(has, df.ci_low_general, df.ci_low),
+            ci_high=np.where(has, df.ci_high_general, df.ci_high),
+            interval=np.where(has, df.interval_general, df.interval.astype(str) + " (fixed-prompt fallback)"),
+            note=np.where(fell, [f"{n}; {reason}" if n else reason for n in df.note.fillna("")], df.note),
+        )
+        if fell.any():
+            fallback_rows.append(df.loc[fell, ["model", "benchmark", "treatment"]].assign(reason=reason))
         return df
 
     cells = interval(result.treatments.copy())
-    overall = interval(result.overall.copy()).assign(benchmark=ALL)
+    overall = interval(result.overall.assign(benchmark=ALL))
     rank_frames, agree_frames, flip_frames = [], [], []
     models_summary = pd.DataFrame()
-    p_safer = pd.DataFrame()
+    p_safer = p_tie = pd.DataFrame()
     for bench in [*sorted(cells.benchmark.unique()), ALL]:
         if bench == ALL:
             est = overall[["model", "treatment", "estimate", "flag"]]
@@ -115,12 +134,7 @@ def score_tables(
         flip_frames.append(rk.flips.assign(benchmark=bench))
         if bench == ALL:
             models_summary = rk.models
-            names_sorted = list(rk.models.sort_values("rank").model) if len(rk.models) else []
-            p_safer = (
-                pd.DataFrame(rk.p_safer, index=names_sorted, columns=names_sorted)
-                if rk.p_safer is not None and len(names_sorted)
-                else pd.DataFrame()
-            )
+            p_safer, p_tie = rk.p_safer, rk.p_tie
     ranks_all = pd.concat(rank_frames, ignore_index=True)
     both = pd.concat([cells, overall], ignore_index=True)
     both = both.merge(
@@ -128,10 +142,10 @@ def score_tables(
         on=["benchmark", "model", "treatment"],
         how="left",
     )
+    # (the extra columns are appended only until annotate.columns lists them itself)
+    score_cols = list(SCORE_COLUMNS)
     scores = (
-        both[list(SCORE_COLUMNS)]
-        .sort_values(["benchmark", "model", "treatment"], key=_treatment_order)
-        .reset_index(drop=True)
+        both[score_cols].sort_values(["benchmark", "model", "treatment"], key=_treatment_order).reset_index(drop=True)
     )
     agreement = pd.concat(agree_frames, ignore_index=True).rename(
         columns={
@@ -142,7 +156,9 @@ def score_tables(
             "n_noise_flips": "noise_flips",
         }
     )
-    agreement = agreement.reindex(columns=list(RANKING_COLUMNS))
+    agreement = agreement.reindex(
+        columns=list(RANKING_COLUMNS)
+    )
     flips = pd.concat(flip_frames, ignore_index=True)
     return ScoreOutput(
         scores=scores,
@@ -150,6 +166,7 @@ def score_tables(
         flips=flips,
         models=models_summary,
         p_safer=p_safer,
+        p_tie=p_tie,
         transport=result.transport,
         settings={
             "draws": draws,
@@ -157,7 +174,13 @@ def score_tables(
             "min_reviewed": min_reviewed,
             "estimand": estimand,
             "confidence": confidence,
+            "interval": result.settings["interval"],
         },
+        fallbacks=(
+            pd.concat(fallback_rows, ignore_index=True)
+            if fallback_rows
+            else pd.DataFrame(columns=["model", "benchmark", "treatment", "reason"])
+        ),
     )
 
 
