@@ -26,7 +26,6 @@ from annotate.stats.scoring.strata import strata_table
 __all__ = ["ScoreOutput", "score_tables"]
 
 
-
 @dataclass
 class ScoreOutput:
     """What :func:`score_tables` returns (the tables of ``annotate score`` and of an export)."""
@@ -156,9 +155,7 @@ def score_tables(
             "n_noise_flips": "noise_flips",
         }
     )
-    agreement = agreement.reindex(
-        columns=list(RANKING_COLUMNS)
-    )
+    agreement = agreement.reindex(columns=list(RANKING_COLUMNS))
     flips = pd.concat(flip_frames, ignore_index=True)
     return ScoreOutput(
         scores=scores,
