@@ -29,6 +29,7 @@ from annotate.cli import (
     rounds,
     score,
     summary,
+    writeback,
 )
 from annotate.cli._options import DB_HELP
 from annotate.errors import AnnotateError
@@ -97,6 +98,7 @@ for command in (
     score.plan_cmd,
     export.export_cmd,
     export.verify,
+    writeback.writeback,
     demo.demo,
     diagnose.diagnose,
 ):

@@ -51,6 +51,7 @@ def test_the_workflow_commands_are_all_there():
         "verify",
         "demo",
         "diagnose",
+        "writeback",
     } <= names
 
 

@@ -83,6 +83,8 @@ EXPECTED_FORMAT = {
     "formats/inspect_ai/log_formats.json": "inspect",
     "formats/inspect_ai/log_formats.eval": "inspect",
     # Inspect logs written by inspect-ai itself for the writeback tests (tests/pipeline/test_writeback.py).
+    "inspect_writeback/refusal_probe.eval": "inspect",
+    "inspect_writeback/refusal_probe_repeated.json": "inspect",
     "formats/lm_eval_harness/samples_gsm8k_2025-09-09T13-31-53.431753.jsonl": "lm-eval",
     "formats/promptfoo/sample-export.json": "promptfoo",
     "formats/garak/quack.report.jsonl": "garak",
