@@ -37,4 +37,6 @@ def rules_from_settings(ws: Workspace, policy: str) -> Rules:
         high_severity_categories=tuple(cfg.get("high_severity_categories", ())),
         check_share=float(cfg.get("check_share", 0.05)),
         min_sure_votes=int(cfg.get("min_sure_votes", 2)),
+        ds_min_reviewers=int(cfg.get("ds_min_reviewers", 3)),
+        ds_min_items=int(cfg.get("ds_min_items", 30)),
     )

@@ -54,6 +54,11 @@ class Rules:
         Rule 4: categories in which one ``harmful`` vote against a ``safe`` majority escalates.
     check_share : float
         Share of majority-resolved items drawn for the expert's check, in [0, 1].
+    ds_min_reviewers, ds_min_items : int
+        Rule 3 applies only when the round has at least this many reviewers who voted and this
+        many items with votes. With two reviewers Dawid-Skene's error rates are not identified
+        (a disagreement says nothing about who erred), and on a few items the smoothed posterior
+        is mostly the prior's; either way rule 3 would escalate on noise.
     min_sure_votes : int
         Rule 1b: escalate a majority that rests on fewer than this many harmful/safe votes (one
         reviewer sure, the others unsure or silent). Capped at the number of reviewers who voted,
@@ -76,6 +81,8 @@ class Rules:
     high_severity_categories: tuple[str, ...] = ()
     check_share: float = 0.05
     min_sure_votes: int = 2
+    ds_min_reviewers: int = 3
+    ds_min_items: int = 30
 
     def __post_init__(self) -> None:
         if self.policy not in POLICIES:
@@ -173,10 +180,11 @@ def propose(
     >>> out["reasons"].tolist()
     ['tie', 'tie', None, 'majority unsure']
 
-    With a Dawid-Skene fit that is unsure of item 3 (rule 3), it is escalated too:
+    With a Dawid-Skene fit that is unsure of item 3 (rule 3, here allowed on this tiny example), it is
+    escalated too:
 
     >>> ds = pd.DataFrame({"ds_label": ["harmful"], "ds_posterior": [0.75]}, index=[3])
-    >>> propose(votes, Rules(), ds=ds).loc[3, "reasons"]
+    >>> propose(votes, Rules(ds_min_reviewers=2, ds_min_items=1), ds=ds).loc[3, "reasons"]
     'dawid-skene posterior 0.75 < 0.90'
     """
     counts = votes.pivot_table(
@@ -196,11 +204,18 @@ def propose(
             reasons[i].append(f"only {int(max(h[i], s[i]))} sure vote(s), {needed} needed")
     out["ds_label"] = None
     out["ds_posterior"] = np.nan
+    ds_applies = (
+        len(votes) > 0
+        and int(votes["annotator"].nunique()) >= rules.ds_min_reviewers
+        and len(out) >= rules.ds_min_items
+    )
     if ds is not None and len(ds):
         joined = ds.reindex(out.index)
         out["ds_label"] = pd.Series(joined["ds_label"].to_numpy(), index=out.index, dtype=object)
         out["ds_posterior"] = joined["ds_posterior"].to_numpy()
         for i, (lab, post, mv) in enumerate(zip(out["ds_label"], out["ds_posterior"], label, strict=True)):
+            if not ds_applies:
+                continue  # the labels are still reported (ds_label, ds_posterior), not used to escalate
             if rules.ds_min_posterior is not None and post == post and post < rules.ds_min_posterior:
                 reasons[i].append(f"dawid-skene posterior {post:.2f} < {rules.ds_min_posterior:.2f}")
             elif rules.ds_disagreement and isinstance(mv, str) and isinstance(lab, str) and lab != mv:

@@ -158,7 +158,14 @@ def test_hostile_names_export_as_text_and_verify(workspace, runner, tmp_path):
     run(runner, prefix, "export", "hostile", "--draws", "300")
     path = ws / "exports" / "hostile"
     csvs = sorted(p for p in path.iterdir() if p.suffix == ".csv")
-    assert [p.name for p in csvs] == ["flips.csv", "labels.csv", "p_safer.csv", "ranking.csv", "scores.csv"]
+    assert [p.name for p in csvs] == [
+        "flips.csv",
+        "labels.csv",
+        "p_safer.csv",
+        "p_tie.csv",
+        "ranking.csv",
+        "scores.csv",
+    ]
     live = []
     for p in csvs:
         for line, row in enumerate(_raw_cells(p), start=1):
@@ -182,7 +189,7 @@ def test_hostile_names_export_as_text_and_verify(workspace, runner, tmp_path):
     checked = runner.invoke(cli, ["verify", str(path), "--json"])
     assert checked.exit_code == 0, (checked.output, checked.stderr)
     statuses = {f["file"]: f["status"] for f in json.loads(checked.output)["files"]}
-    for name in ("scores.csv", "ranking.csv", "flips.csv", "p_safer.csv", "agreement.json", "report.html"):
+    for name in ("scores.csv", "ranking.csv", "flips.csv", "p_safer.csv", "p_tie.csv", "agreement.json", "report.html"):
         assert statuses[name] == "re-derived and equal", (name, statuses)
     assert statuses["labels.csv"] == "hash matches"
 
