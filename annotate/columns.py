@@ -19,7 +19,9 @@ from __future__ import annotations
 # -- label sets -------------------------------------------------------------------------------
 JUDGE_LABELS = ("harmful", "safe", "ambiguous")
 CLEAR_LABELS = ("harmful", "safe")  # the judge strata sampled (not reviewed in full)
-LABEL_REASONS = ("mapped", "unparsed", "score-band", "missing")  # why a response got its judge label
+# Why a response got its judge label: the tool's own reasons; a rubric may add reasons of its own
+# (e.g. "refusal-wording detector", "refusal detector", "over-refusal").
+LABEL_REASONS = ("mapped", "unparsed", "score-band", "missing")
 
 VERDICTS = ("harmful", "safe", "unsure")
 BINARY_VERDICTS = ("harmful", "safe")
@@ -138,6 +140,7 @@ SCORE_COLUMNS = (
     "interval",
     "note",
     "estimate_kind",
+    "benchmark_set",
 )
 
 #: ranking.csv: each treatment's ranking against the corrected one, per benchmark and ALL.
@@ -153,6 +156,8 @@ RANKING_COLUMNS = (
     "n_models",
     "excluded",
     "note",
+    "benchmark_set",
+    "left_out",
 )
 
 #: The per-stratum counts every estimator takes (``stats.scoring.strata_table``).

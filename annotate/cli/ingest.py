@@ -26,12 +26,30 @@ def _ingest_epilog() -> str:
         "  lm-eval         lm-evaluation-harness samples_*.jsonl\n"
         "  promptfoo       promptfoo eval -o json export\n"
         "  garak           garak report .jsonl\n"
-        "  xstest          XSTest completion CSVs\n"
+        "  xstest          XSTest completion CSVs (v2, v1)\n"
+        "\n\b\nRubric presets (--rubric-preset; chosen by themselves where the file names the scorer):\n"
+        f"{_presets_help()}\n"
         "\n\b\nExamples:\n"
         "  annotate ingest runs/*.jsonl\n"
+        "  annotate ingest results/                       # a results folder: every file a reader claims\n"
         "  annotate ingest results/llama-3-8b.json --format harmbench --model llama-3-8b\n"
         "  annotate ingest judged.csv --rubric rubric.toml --skip-invalid\n"
+        "  annotate ingest logs/agentharm.eval --rubric-preset agentharm\n"
     )
+
+
+def _presets_help() -> str:
+    from annotate.errors import InputError
+    from annotate.ingest.rubric import load_preset, preset_names
+
+    lines = []
+    for name in preset_names():
+        try:
+            text = load_preset(name).description
+        except InputError as exc:  # a broken preset must not break every command's help
+            text = f"(unusable: {exc})"
+        lines.append(f"  {name:18s}{text}")
+    return "\n".join(lines)
 
 
 @click.command(epilog=_ingest_epilog())
@@ -56,6 +74,13 @@ def _ingest_epilog() -> str:
     help="TOML file mapping raw verdicts to harmful/safe/ambiguous, over the defaults.",
 )
 @click.option(
+    "--rubric-preset",
+    "rubric_preset",
+    default=None,
+    metavar="NAME",
+    help="A shipped rubric for a known scorer (listed below), instead of the one chosen from the file.",
+)
+@click.option(
     "--skip-invalid", is_flag=True, help="Ingest the valid rows; write the others, with reasons, to rejects/."
 )
 @click.option("--replace", is_flag=True, help="Overwrite rows whose key exists with other content (history is kept).")
@@ -69,6 +94,7 @@ def ingest(
     model: str | None,
     judge: str | None,
     rubric_path: Path | None,
+    rubric_preset: str | None,
     skip_invalid: bool,
     replace: bool,
     as_json: bool,
@@ -82,7 +108,20 @@ def ingest(
     """
     from annotate.pipeline.ingest import ingest as do_ingest
 
+    if rubric_preset is not None:
+        from annotate.errors import InputError
+        from annotate.ingest.rubric import preset_path
+
+        if rubric_path is not None:
+            raise InputError(
+                f"--rubric and --rubric-preset cannot be combined; to build on the preset, write "
+                f'presets = ["{rubric_preset}"] at the top of {rubric_path} and pass --rubric alone.'
+            )
+        # The preset's own file: the rubric reads it as that preset in force (recorded as preset:NAME).
+        rubric_path = preset_path(rubric_preset)
+
     bars: list[Any] = []
+    skipped: list[tuple[Path, str]] = []
 
     def on_file(path: Path) -> Callable[[int], None] | None:
         for bar in bars:
@@ -119,6 +158,7 @@ def ingest(
                 judge=judge,
                 skip_invalid=skip_invalid,
                 replace=replace,
+                on_skip=lambda p, why: skipped.append((p, why)),
             )
     finally:
         for bar in bars:
@@ -126,8 +166,37 @@ def ingest(
     if as_json:
         echo_json([o.to_dict() for o in outcomes])
         return
+    if any(p.is_dir() for p in paths):
+        _describe_by_format(outcomes, skipped)
+        return
     for o in outcomes:
         click.echo(_describe_outcome(o))
+
+
+def _describe_by_format(outcomes: list[IngestOutcome], skipped: list[tuple[Path, str]]) -> None:
+    """A results folder: one line per format, what was skipped, and the rubric notes per file."""
+    from annotate.pipeline.ingest import totals_by_format
+
+    for t in totals_by_format(outcomes):
+        labels = ", ".join(f"{t.labels.get(k, 0)} {k}" for k in JUDGE_LABELS)
+        parts = [f"[{t.format}] {t.files} file(s): {t.rows_read} rows read; {t.added} added"]
+        if t.duplicates:
+            parts.append(f"{t.duplicates} already present")
+        if t.replaced:
+            parts.append(f"{t.replaced} replaced (old values kept in history)")
+        if t.rejected:
+            parts.append(f"{t.rejected} rejected -> rejects/")
+        if t.set_aside:
+            parts.append(f"{t.set_aside} set aside (nothing to review) -> rejects/")
+        click.echo("; ".join(parts) + f".\n  labels: {labels}")
+    for o in outcomes:
+        notes = _rubric_lines(o)
+        if notes:
+            click.echo(f"{_shown(o.path.name)}:" + "".join(f"\n  {text}" for text in notes))
+    if skipped:
+        names = ", ".join(_shown(str(p)) for p, _ in skipped[:5])
+        more = f" and {len(skipped) - 5} more" if len(skipped) > 5 else ""
+        click.echo(f"{len(skipped)} file(s) skipped (not results, hidden, or links): {names}{more}.")
 
 
 def _shown(text: str) -> str:
@@ -149,6 +218,53 @@ def _describe_outcome(o: IngestOutcome) -> str:
         parts.append(f"{o.set_aside} set aside (nothing to review) -> {_shown(str(o.set_aside_path))}")
     line = "; ".join(parts) + "."
     line += f"\n  labels: {labels}" + (f" (ambiguous because: {', '.join(extra)})" if extra else "")
+    line += "".join(f"\n  {text}" for text in _rubric_lines(o))
     if o.added == 0 and o.replaced == 0 and o.duplicates:
         line += "\n  nothing new: every row was already in the store."
     return line
+
+
+def _rubric_lines(o: IngestOutcome) -> list[str]:
+    """Which rubric was in force, and per judge the raw verdicts that became unparsed with what would map them."""
+    out: list[str] = []
+    source = o.rubric_source
+    by_preset: dict[tuple[str, ...], list[str]] = {}
+    for judge, names in sorted(o.presets.items()):
+        by_preset.setdefault(tuple(names), []).append(judge)
+    for in_force, judges in by_preset.items():
+        named = ", ".join(_shown(repr(j)) for j in judges)
+        standing = all(n == "garak-refusal" for n in in_force)
+        if standing:
+            why = "refusal detectors: their hits are ambiguous, never harmful"
+        elif source is None:
+            why = "chosen: the file names its scorer; --rubric or --rubric-preset overrides it"
+        else:
+            why = "named by the rubric"
+        out.append(f"rubric preset {', '.join(in_force)} for judge {named} ({why})")
+    for hint in o.unparsed_hints:
+        out += hint_lines(hint, again="ingest again with")
+    return out
+
+
+def hint_lines(hint: dict[str, Any], *, again: str) -> list[str]:
+    """One judge's unparsed verdicts for the terminal: the top values, a preset that maps them, the rubric lines.
+
+    ``again`` starts the advice to use the preset (``"ingest again with"``).
+    """
+    shown = ", ".join(f"{_shown(repr(v['verdict']))} x{v['n']}" for v in hint["verdicts"])
+    more = hint["distinct"] - len(hint["verdicts"])
+    if more > 0:
+        shown += f", and {more} other value(s)"
+    if hint["free_text"]:
+        shown += (", " if shown else "") + f"{hint['free_text']} free-text answer(s)"
+    out = [f"unparsed verdicts of judge {_shown(repr(hint['judge']))}: {shown}"]
+    if hint["presets_in_force"]:
+        out.append(f"  (the preset {', '.join(hint['presets_in_force'])} in force reads them as no verdict)")
+    if hint["presets_suggested"]:
+        first = hint["presets_suggested"][0]
+        out.append(f"  the preset {first} maps this scorer: {again} --rubric-preset {first} --replace")
+    if hint["rubric_lines"]:
+        lead = "or map" if hint["presets_suggested"] else "map"
+        out.append(f"  {lead} them in a rubric file (--rubric FILE), each to harmful, safe or ambiguous:")
+        out.extend(f"    {_shown(text)}" for text in hint["rubric_lines"])
+    return out

@@ -2,12 +2,17 @@
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 import click
 
 from annotate.cli._format import ci_pct, int_or_blank, missing, num, pct_or_ne, table
 from annotate.cli._options import echo_json, open_session, workspace_options
 from annotate.columns import ALL, TREATMENT_SHORT
 from annotate.errors import InputError
+
+if TYPE_CHECKING:
+    from annotate.stats.scoring.tables import ScoreOutput
 
 
 @click.command()
@@ -28,6 +33,15 @@ from annotate.errors import InputError
     show_default=True,
     help="model: overall (macro-average over benchmarks); benchmark: one table per benchmark.",
 )
+@click.option(
+    "--benchmarks",
+    "benchmarks",
+    default="shared",
+    show_default=True,
+    metavar="shared|all|B1,B2",
+    help="The overall ranking's benchmarks: those every ranked model shares (models without them are listed "
+    "with why), each model's own (all: a macro-average over different sets, flagged in every row), or those named.",
+)
 @click.option("--draws", default=4000, show_default=True, help="Posterior draws.")
 @click.option("--seed", default=0, show_default=True, help="Seed of the posterior draws.")
 @click.option(
@@ -45,6 +59,7 @@ def score(
     treatments: str | None,
     estimand: str,
     by: str,
+    benchmarks: str,
     draws: int,
     seed: int,
     min_reviewed: int,
@@ -59,12 +74,18 @@ def score(
     tau-b, Spearman's rho, flipped pairs, and which flips are credible (P >= 0.975 under the
     corrected posterior) rather than noise. Deterministic for a --seed.
 
+    The overall ranking compares models on the benchmarks they share (named in its title);
+    every model left out is listed with its reason, and --benchmarks all averages each model
+    over its own benchmarks instead, flagged as not comparable.
+
     \b
     Example:
       annotate score --round r1
       annotate score --round r1 --by benchmark --estimand general --json
+      annotate score --round r1 --benchmarks all
     """
     from annotate.pipeline.score import score_from_store, score_payload
+    from annotate.pipeline.summary import parse_benchmarks
 
     chosen = [t.strip() for t in treatments.split(",")] if treatments else list(TREATMENT_SHORT)
     unknown = [t for t in chosen if t not in TREATMENT_SHORT]
@@ -72,7 +93,13 @@ def score(
         raise InputError(f"unknown treatment(s) {unknown}; choose from {', '.join(TREATMENT_SHORT)}")
     with open_session(ctx) as s:
         out, labels, _doc = score_from_store(
-            s.store, round_names, draws=draws, seed=seed, min_reviewed=min_reviewed, estimand=estimand
+            s.store,
+            round_names,
+            draws=draws,
+            seed=seed,
+            min_reviewed=min_reviewed,
+            estimand=estimand,
+            benchmarks=parse_benchmarks(benchmarks),
         )
     scores = out.scores[out.scores.treatment.isin(chosen)]
     if as_json:
@@ -82,7 +109,8 @@ def score(
     models = out.models.set_index("model") if len(out.models) else None
     for bench in benches:
         sub = scores[scores.benchmark == bench]
-        title = "Overall (macro-average over benchmarks)" if bench == ALL else f"Benchmark {bench}"
+        over = out.benchmark_set.describe() if out.benchmark_set is not None else "the benchmarks"
+        title = f"Overall (macro-average over {over})" if bench == ALL else f"Benchmark {bench}"
         click.echo(f"{title}; estimand {estimand}; harmful rate, 95% interval for corrected:")
         rows = []
         for model, g in sub.groupby("model", sort=False):
@@ -106,7 +134,13 @@ def score(
             )
             row.append("" if missing(largest) else f"{largest:+g}")
             flag = corr.flag if corr is not None else ""
-            row.append("" if flag in ("ok", None) or missing(flag) else flag)
+            flag = "" if flag in ("ok", None) or missing(flag) else flag
+            bset = out.benchmark_set
+            if bench == ALL and bset is not None and not bset.comparable:  # flagged in every row
+                own = bset.own.get(model, ())
+                mark = f"NOT COMPARABLE: own {len(own)} of {len(bset.benchmarks)} benchmarks"
+                flag = f"{mark}; {flag}" if flag else mark
+            row.append(flag)
             rows.append(row)
         rows.sort(key=lambda r: (r[3] == "", float(r[3]) if r[3] else 0.0))
         headers = (
@@ -115,6 +149,8 @@ def score(
             + ["max shift", "flag"]
         )
         click.echo(table(headers, rows, align="l" + "r" * (len(headers) - 2) + "l"))
+        if bench == ALL:
+            _echo_left_out(out)
         agree = out.ranking[out.ranking.benchmark == bench]
         agree = agree[agree.treatment.isin(chosen) & (agree.treatment != "corrected")]
         if len(agree):
@@ -163,6 +199,26 @@ def score(
         )
     for r in out.fallbacks[out.fallbacks.treatment.isin(chosen)].itertuples():
         click.echo(f"note: {r.model} x {r.benchmark} x {r.treatment}: {r.reason}.")
+
+
+def _echo_left_out(out: ScoreOutput) -> None:
+    """The models the overall ranking leaves out and why; the benchmarks outside it; the flag of an "all" set."""
+    if out.left_out is not None:
+        for r in out.left_out.itertuples():
+            click.echo(f"left out of the ranking: {r.model} ({r.reason})")
+    chosen = out.benchmark_set
+    if chosen is None:
+        return
+    if chosen.outside:
+        click.echo(
+            f"not in the overall ranking: benchmark(s) {', '.join(map(str, chosen.outside))} (not every ranked model "
+            "has them; see --by benchmark); --benchmarks all averages each model over its own benchmarks, flagged."
+        )
+    if not chosen.comparable:
+        click.echo(
+            "WARNING: these models are averaged over different benchmark sets: their rates and ranks are not "
+            "comparable (every row says so in its note). Rank on the shared set (the default) before publishing."
+        )
 
 
 @click.command("plan")

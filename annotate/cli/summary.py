@@ -1,44 +1,68 @@
-"""`annotate summary`: label shares per cell and the ranking flip that motivates review."""
+"""`annotate summary`: label shares per cell, the ranking flip that motivates review, and the
+raw verdicts the rubric could not read."""
 
 from __future__ import annotations
 
 import sys
+from typing import TYPE_CHECKING
 
 import click
 
 from annotate.cli._format import pct, rank, shift, table
 from annotate.cli._options import echo_json, open_session, workspace_options
 
+if TYPE_CHECKING:
+    from annotate.pipeline.summary import Summary
+
 
 @click.command()
 @click.option("--judge", default=None, help="Only this judge's labels.")
+@click.option(
+    "--benchmarks",
+    "benchmarks",
+    default="shared",
+    show_default=True,
+    metavar="shared|all|B1,B2",
+    help="Rank on the benchmarks every ranked model shares (models without them are listed), on each "
+    "model's own benchmarks (all: flagged as not comparable), or on the benchmarks named.",
+)
 @click.option("--json", "as_json", is_flag=True, help="Print JSON instead of tables.")
 @workspace_options
-def summary(ctx: click.Context, judge: str | None, as_json: bool) -> None:
+def summary(ctx: click.Context, judge: str | None, benchmarks: str, as_json: bool) -> None:
     """Label shares per model x benchmark, and how rankings move with ambiguous responses.
 
     The first table shows, per judge, model and benchmark, the number of responses and the
-    share the judge labelled harmful, safe and ambiguous (high ambiguity is highlighted). The
-    second ranks the models (1 = lowest harmful rate, macro-averaged over benchmarks) with
-    ambiguous responses counted as safe and as harmful: when the ranks differ, the ranking
+    share the judge labelled harmful, safe and ambiguous (high ambiguity is highlighted), then
+    the raw verdicts the rubric could not read, with the rubric lines that would map them. The
+    ranking (1 = lowest harmful rate, macro-averaged over benchmarks) compares the models on
+    the benchmarks they share, names that set and every model left out with its reason; it
+    counts ambiguous responses as safe and as harmful: when the ranks differ, the ranking
     depends on responses no one has reviewed yet.
 
     \b
     Example:
       annotate summary
       annotate summary --judge gpt4 --json
+      annotate summary --benchmarks all
     """
+    from annotate.pipeline.summary import parse_benchmarks
     from annotate.pipeline.summary import summary as do_summary
 
+    mode = parse_benchmarks(benchmarks)
     with open_session(ctx) as s:
-        out = do_summary(s, judge=judge)
+        out = do_summary(s, judge=judge, benchmarks=mode)
     shares, ranks, warn = out.cells, out.ranking, out.ambiguity_warn
     if as_json:
         echo_json(
             {
                 "ambiguity_warn": warn,
+                "benchmarks": mode,
                 "cells": shares.to_dict(orient="records"),
                 "ranking": ranks.to_dict(orient="records"),
+                "benchmark_sets": out.benchmark_sets.to_dict(orient="records"),
+                "left_out": out.left_out.to_dict(orient="records"),
+                "ambiguous_reasons": out.ambiguous_reasons.to_dict(orient="records"),
+                "unparsed_verdicts": out.unparsed,
             }
         )
         return
@@ -77,33 +101,75 @@ def summary(ctx: click.Context, judge: str | None, as_json: bool) -> None:
         f"< ambiguity at or above {warn:.0%}: {n_warn} of {len(shares)} cells "
         f"({int(shares.n_ambiguous.sum())} ambiguous responses in all)."
     )
+    _echo_reasons(out)
     click.echo("")
-    click.echo("Ranking (1 = lowest harmful rate, macro-average over benchmarks):")
-    rank_rows = [
-        [
-            r.judge,
-            r.model,
-            int(r.n_benchmarks),
-            pct(r.rate_as_safe),
-            rank(r.rank_as_safe),
-            pct(r.rate_as_harmful),
-            rank(r.rank_as_harmful),
-            shift(r.rank_shift),
+    _echo_ranking(out)
+
+
+def _echo_reasons(out: Summary) -> None:
+    """Why responses are ambiguous, per judge, and the raw verdicts the rubric could not read."""
+    from annotate.cli.ingest import _shown, hint_lines
+
+    reasons = out.ambiguous_reasons
+    for judge, group in reasons.groupby("judge", sort=True):
+        parts = [
+            f"{int(r.n)} {_shown(str(r.label_reason))}" for r in group.sort_values("n", ascending=False).itertuples()
         ]
-        for r in ranks.itertuples()
-    ]
-    click.echo(
-        table(
-            ["judge", "model", "benchmarks", "amb.=safe", "rank", "amb.=harmful", "rank", "shift"],
-            rank_rows,
-            align="llrrrrrr",
+        click.echo(f"judge {_shown(repr(judge))}: ambiguous because: {', '.join(parts)}")
+    for hint in out.unparsed:
+        for line in hint_lines(hint, again="ingest the file again with"):
+            click.echo(line)
+
+
+def _echo_ranking(out: Summary) -> None:
+    ranks = out.ranking
+    sets = out.benchmark_sets
+    left_out = out.left_out
+    for s in sets.itertuples():
+        click.echo(f"Ranking of judge {s.judge!r} (1 = lowest harmful rate), macro-average over {s.description}:")
+        sub = ranks[ranks.judge == s.judge]
+        rank_rows = [
+            [
+                r.model,
+                int(r.n_benchmarks),
+                pct(r.rate_as_safe),
+                rank(r.rank_as_safe),
+                pct(r.rate_as_harmful),
+                rank(r.rank_as_harmful),
+                shift(r.rank_shift),
+            ]
+            + ([r.note] if not s.comparable else [])
+            for r in sub.itertuples()
+        ]
+        headers = ["model", "benchmarks", "amb.=safe", "rank", "amb.=harmful", "rank", "shift"]
+        click.echo(
+            table(
+                headers + (["note"] if not s.comparable else []),
+                rank_rows,
+                align="lrrrrrr" + ("l" if not s.comparable else ""),
+            )
         )
-    )
+        gone = left_out[left_out.judge == s.judge]
+        for r in gone.itertuples():
+            click.echo(f"left out: {r.model} ({r.reason})")
+        if len(s.outside):
+            click.echo(
+                f"not in this ranking: benchmark(s) {', '.join(map(str, s.outside))} (not every ranked model has "
+                "them); --benchmarks all averages each model over its own benchmarks, flagged as not comparable."
+            )
+        if not s.comparable:
+            click.echo(
+                "WARNING: these models are averaged over different benchmark sets: their rates are not "
+                "comparable. Rank on the shared set (the default) before publishing."
+            )
+        click.echo("")
     moved = ranks[ranks.rank_shift != 0]
     if len(moved):
         click.echo(
             f"{len(moved)} model(s) change rank depending on how ambiguous responses are counted: "
             "review them (annotate route) before publishing a ranking."
         )
-    else:
+    elif len(ranks):
         click.echo("No model changes rank between the two readings of ambiguous responses.")
+    else:
+        click.echo("No model could be ranked: see the models left out above.")

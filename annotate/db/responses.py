@@ -51,6 +51,49 @@ class ResponseTables(Component):
             rows = conn.execute(stmt).all()
         return pd.DataFrame(rows, columns=["model", "benchmark", "judge", "judge_label", "n"])
 
+    def unparsed_verdicts(self, *, judge: str | None = None, max_chars: int = 200) -> pd.DataFrame:
+        """Raw verdicts the rubric read as unparsed, counted per (format, judge, benchmark, verdict).
+
+        Verdicts longer than ``max_chars`` (an LLM judge's free text) are counted together per
+        (format, judge, benchmark) with ``judge_verdict`` None and ``free_text`` True, so a million
+        distinct answers make one row.
+        """
+        r, s = m.RESPONSE.c, m.SOURCE_FILE.c
+        keys = (s.format, r.judge, r.benchmark)
+        short = func.length(r.judge_verdict) <= max_chars
+        grouped = (
+            select(*keys, r.judge_verdict, func.count().label("n"))
+            .select_from(m.RESPONSE.join(m.SOURCE_FILE, s.id == r.source_id))
+            .where(r.label_reason == "unparsed", r.judge_verdict.is_not(None), short)
+            .group_by(*keys, r.judge_verdict)
+        )
+        long = (
+            select(*keys, func.count().label("n"))
+            .select_from(m.RESPONSE.join(m.SOURCE_FILE, s.id == r.source_id))
+            .where(r.label_reason == "unparsed", r.judge_verdict.is_not(None), ~short)
+            .group_by(*keys)
+        )
+        if judge:
+            grouped, long = grouped.where(r.judge == judge), long.where(r.judge == judge)
+        with self.engine.connect() as conn:
+            rows = [(*row, False) for row in conn.execute(grouped).all()]
+            rows += [(f, j, b, None, n, True) for f, j, b, n in conn.execute(long).all()]
+        return pd.DataFrame(rows, columns=["format", "judge", "benchmark", "judge_verdict", "n", "free_text"])
+
+    def ambiguous_reasons(self, *, judge: str | None = None) -> pd.DataFrame:
+        """Responses the judge's verdict made ambiguous, per (judge, label_reason): a DataFrame with column n."""
+        r = m.RESPONSE.c
+        stmt = (
+            select(r.judge, r.label_reason, func.count().label("n"))
+            .where(r.judge_label == "ambiguous")
+            .group_by(r.judge, r.label_reason)
+        )
+        if judge:
+            stmt = stmt.where(r.judge == judge)
+        with self.engine.connect() as conn:
+            rows = conn.execute(stmt).all()
+        return pd.DataFrame(rows, columns=["judge", "label_reason", "n"])
+
     def count_responses(self) -> int:
         with self.engine.connect() as conn:
             return conn.execute(select(func.count()).select_from(m.RESPONSE)).scalar_one()

@@ -4,7 +4,9 @@
 detection tries the tool-specific formats first and the generic schema last, on the file's
 first ``HEAD_BYTES`` (a UTF-8 byte-order mark is allowed and skipped: Windows tools write one). ``run`` holds the
 ingest of files: detect, validate, map verdicts, write in one transaction
-(``ingest_paths``). ``records`` is what readers yield; ``rubric`` maps raw verdicts.
+(``ingest_paths``). ``records`` is what readers yield; ``rubric`` maps raw verdicts. ``detect_file`` says which
+reader claims a file on disk (``annotate ingest DIR`` uses it to pick the results files of a
+folder).
 """
 
 from __future__ import annotations
@@ -14,6 +16,7 @@ from pathlib import Path
 from types import ModuleType
 
 from annotate.errors import InputError
+from annotate.fileio import open_input
 
 # --format name -> module. Order = auto-detection order (generic last: it is the catch-all).
 FORMATS: dict[str, str] = {
@@ -84,6 +87,34 @@ def detect_format(path: Path, head: bytes, size: int) -> str:
         f"{path}: not a supported format (no reader recognises it); pass --format with one of: {names} "
         "(annotate ingest --help says what each reads)"
     )
+
+
+def claims(fmt: str, path: Path, head: bytes) -> bool:
+    """True when the reader of ``fmt`` recognises the file (``head``: its first ``HEAD_BYTES``)."""
+    try:
+        return bool(reader_module(fmt).sniff(path, head.removeprefix(BOM)))
+    except (ValueError, RecursionError):
+        return False
+
+
+def detect_file(path: Path, fmt: str = "auto") -> str:
+    """The format of the file at ``path``: the reader that claims it (``fmt="auto"``), or ``fmt``
+    itself when that reader claims it.
+
+    Raises InputError saying why not: the file cannot be opened or is not a regular file, is
+    empty or not UTF-8, or no reader (or not the reader of ``fmt``) recognises it.
+    """
+    with open_input(path) as source:
+        head = source.head(HEAD_BYTES)
+        size = source.size
+    unreadable = encoding_problem(head, size)
+    if unreadable is not None:
+        raise InputError(f"{path}: {unreadable}")
+    if fmt == "auto":
+        return detect_format(path, head, size)
+    if not claims(fmt, path, head):
+        raise InputError(f"{path}: not a {fmt} file (its reader does not recognise it)")
+    return fmt
 
 
 def encoding_problem(head: bytes, size: int) -> str | None:

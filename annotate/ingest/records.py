@@ -12,6 +12,10 @@ A reader is a generator ``read(path, ctx) -> Iterator[Record | Problem | SetAsid
   whose attack produced no prompt or response). Never an error, never silently dropped: it is
   counted and written to the rejects file with its reason.
 
+A multi-turn or agentic sample also carries its whole conversation in ``Record.transcript``
+(see ``TRANSCRIPT_ROLES`` and ``transcript_problem``); ``prompt`` and ``response`` stay the first
+user turn and the final answer.
+
 ``line`` is the 1-based line number for line-oriented files (JSONL, CSV: the line where the
 record starts, ``end_line`` where it ends) and the 1-based item number otherwise; messages read
 ``FILE:LINE: ...``.
@@ -70,6 +74,11 @@ class Record:
     context: str | None = None
     meta: dict[str, Any] | None = None
     end_line: int | None = None  # the last line of a record that spans several (CSV)
+    # The whole conversation of a multi-turn or agentic sample, in order; None for a single-turn
+    # sample (one prompt, one answer). Each turn is {"role", "content"} (text), plus "tool_calls"
+    # on an assistant turn that called tools and "tool_call_id" / "name" on a tool turn: see
+    # ``transcript_problem`` for the exact contract.
+    transcript: list[dict[str, Any]] | None = None
 
 
 @dataclass(slots=True)
@@ -191,12 +200,130 @@ def record_problem(rec: Record, names_ok: set[str]) -> str | None:
             problem = text_problem(field_name, text)
             if problem is not None:
                 return problem
+    if rec.transcript is not None:
+        problem = transcript_problem(rec.transcript)
+        if problem is not None:
+            return problem
     score = rec.score
     if score is not None and (type(score) is not float or not math.isfinite(score)):
         return f"the judge score must be a finite number, got {score!r}"
     epoch = rec.epoch
     if type(epoch) is not int or not 0 <= epoch <= MAX_EPOCH:
         return f"the epoch must be an integer from 0 to {MAX_EPOCH:,}, got {epoch!r}"
+    return None
+
+
+# -- transcripts -------------------------------------------------------------------------------
+
+#: The roles a transcript turn may have.
+TRANSCRIPT_ROLES = ("system", "user", "assistant", "tool")
+#: What stands in a transcript for content that is not text, by kind (an unknown kind: "[<kind>]").
+PLACEHOLDERS = {
+    "image": "[image]",
+    "audio": "[audio]",
+    "video": "[video]",
+    "document": "[document]",
+    "data": "[data]",
+    "reasoning": "[reasoning]",
+    "tool_use": "[tool use]",
+}
+
+
+def placeholder(kind: str) -> str:
+    """The text that stands for a non-text content part of this kind (``image`` -> ``[image]``)."""
+    return PLACEHOLDERS.get(kind, f"[{kind}]")
+
+
+def arguments_text(arguments: Any) -> str:
+    """Tool-call arguments as the JSON text the tool got (a string is kept as it is: already JSON text)."""
+    if isinstance(arguments, str):
+        return arguments
+    return json.dumps(arguments, ensure_ascii=False)
+
+
+def tool_call(call_id: Any, name: Any, arguments: Any) -> dict[str, Any]:
+    """One entry of an assistant turn's ``tool_calls``."""
+    return {
+        "id": call_id if isinstance(call_id, str) and call_id else None,
+        "name": name if isinstance(name, str) else "",
+        "arguments": arguments_text({} if arguments is None else arguments),
+    }
+
+
+def is_single_turn(transcript: list[dict[str, Any]], *, media: bool = False) -> bool:
+    """True for a conversation that the prompt and the response already show whole.
+
+    That is: system turns, then one user turn and one final assistant turn, no tool calls, no
+    tool turns, and no content that is not text (``media``: the reader put a placeholder in).
+    Such a sample keeps ``transcript=None``, as before transcripts existed.
+    """
+    turns = [t for t in transcript if t["role"] != "system"]
+    if [t["role"] for t in turns] != ["user", "assistant"]:
+        return False
+    return not media and not any(t.get("tool_calls") for t in turns)
+
+
+def transcript_or_none(transcript: list[dict[str, Any]], *, media: bool = False) -> list[dict[str, Any]] | None:
+    """The transcript of a multi-turn sample; None for a single-turn one (``is_single_turn``) or an empty one."""
+    if not transcript or is_single_turn(transcript, media=media):
+        return None
+    return transcript
+
+
+def transcript_problem(transcript: Any) -> str | None:
+    """Why ``transcript`` breaks the contract, or None.
+
+    The contract: a list of turns in order, each a dict with ``role`` (one of
+    ``TRANSCRIPT_ROLES``) and ``content`` (text the store can hold); an assistant turn may add
+    ``tool_calls``, a list of ``{"id": str | None, "name": str, "arguments": str}`` (the
+    arguments as JSON text); a tool turn may add ``tool_call_id`` (str | None) and ``name``
+    (str | None). No other keys.
+    """
+    if not isinstance(transcript, list):
+        return f"the transcript must be a list of turns, got {type(transcript).__name__}"
+    for number, turn in enumerate(transcript, start=1):
+        where = f"transcript turn {number}"
+        if not isinstance(turn, dict):
+            return f"{where} must be an object, got {type(turn).__name__}"
+        role = turn.get("role")
+        if role not in TRANSCRIPT_ROLES:
+            return f"{where}: role {role!r} is not one of {', '.join(TRANSCRIPT_ROLES)}"
+        allowed = {"role", "content"}
+        if role == "assistant":
+            allowed.add("tool_calls")
+        elif role == "tool":
+            allowed |= {"tool_call_id", "name"}
+        extra = sorted(set(turn) - allowed)
+        if extra:
+            return f"{where}: unexpected field(s) {', '.join(map(repr, extra))} on a {role} turn"
+        content = turn.get("content")
+        if type(content) is not str:
+            return f"{where}: content must be text, got {type(content).__name__}"
+        problem = text_problem(f"{where} content", content)
+        if problem is not None:
+            return problem
+        for key in ("tool_call_id", "name"):
+            value = turn.get(key)
+            if value is not None and type(value) is not str:
+                return f"{where}: {key} must be text or null, got {type(value).__name__}"
+            if value is not None and (problem := text_problem(f"{where} {key}", value)) is not None:
+                return problem
+        calls = turn.get("tool_calls")
+        if calls is None:
+            continue
+        if not isinstance(calls, list):
+            return f"{where}: tool_calls must be a list, got {type(calls).__name__}"
+        for index, call in enumerate(calls, start=1):
+            if not isinstance(call, dict) or set(call) != {"id", "name", "arguments"}:
+                return f"{where}: tool call {index} must have exactly id, name and arguments"
+            if call["id"] is not None and type(call["id"]) is not str:
+                return f"{where}: tool call {index}: id must be text or null"
+            for key in ("name", "arguments"):
+                if type(call[key]) is not str:
+                    return f"{where}: tool call {index}: {key} must be text"
+            for key in ("id", "name", "arguments"):
+                if call[key] is not None and (problem := text_problem(f"{where} tool call {key}", call[key])):
+                    return problem
     return None
 
 

@@ -22,7 +22,7 @@ from annotate.errors import InputError
 from annotate.fileio import open_input, write_atomic
 from annotate.ingest import HEAD_BYTES, detect_format, encoding_problem, reader_module
 from annotate.ingest.records import Problem, ReadContext, Record, SetAside, name_problem, record_problem, text_problem
-from annotate.ingest.rubric import Rubric
+from annotate.ingest.rubric import FormatRubric, Rubric, rubric_lines
 
 if TYPE_CHECKING:
     from annotate.db import Store
@@ -52,6 +52,12 @@ class IngestOutcome:
     labels: Counter[str] = field(default_factory=Counter)  # of the rows read and accepted
     reasons: Counter[str] = field(default_factory=Counter)
     ambiguous_reasons: Counter[str] = field(default_factory=Counter)
+    # Per judge: the raw verdicts that became unparsed (bounded), the presets in force, and what
+    # would map the unparsed ones (``unparsed_hints``: filled once the file is read).
+    unparsed: dict[str, UnparsedVerdicts] = field(default_factory=dict)
+    presets: dict[str, list[str]] = field(default_factory=dict)
+    unparsed_hints: list[dict[str, Any]] = field(default_factory=list)
+    rubric_source: str | None = None
     rejects_path: Path | None = None
     set_aside_path: Path | None = None
     pending_files: dict[Path, list[dict[str, Any]]] = field(default_factory=dict, repr=False)
@@ -69,9 +75,76 @@ class IngestOutcome:
             "set_aside": self.set_aside,
             "labels": dict(self.labels),
             "label_reasons": dict(self.reasons),
+            "rubric": self.rubric_source,
+            "presets": {judge: list(names) for judge, names in sorted(self.presets.items())},
+            "unparsed_verdicts": self.unparsed_hints,
             "rejects_file": str(self.rejects_path) if self.rejects_path else None,
             "set_aside_file": str(self.set_aside_path) if self.set_aside_path else None,
         }
+
+
+#: Distinct unparsed verdicts kept per judge (free-text judges write a new one per row), and the
+#: longest kept whole: a longer one is shown cut and never offered as a rubric line.
+MAX_UNPARSED_KINDS = 1000
+MAX_UNPARSED_CHARS = 200
+#: The unparsed verdicts shown per judge, most frequent first.
+TOP_UNPARSED = 5
+
+
+@dataclass
+class UnparsedVerdicts:
+    """The raw verdicts of one judge that the rubric read as unparsed, counted."""
+
+    benchmark: str
+    counts: Counter[str] = field(default_factory=Counter)
+    other: int = 0  # beyond MAX_UNPARSED_KINDS distinct values
+    long: int = 0  # longer than MAX_UNPARSED_CHARS: free text, not a verdict to map
+
+    def add(self, verdict: str | None) -> None:
+        text = verdict if verdict is not None else ""
+        if len(text) > MAX_UNPARSED_CHARS:
+            self.long += 1
+        elif text in self.counts or len(self.counts) < MAX_UNPARSED_KINDS:
+            self.counts[text] += 1
+        else:
+            self.other += 1
+
+
+def unparsed_hint(
+    fmt_rubric: FormatRubric,
+    defaults: dict[str, Any],
+    judge: str,
+    seen: UnparsedVerdicts,
+    in_force: list[str] | None = None,
+) -> dict[str, Any]:
+    """What to show for one judge's unparsed verdicts: the top values, the presets that map them
+    (not in force) and the rubric lines that would map them (with a preset's targets where one maps them).
+
+    ``in_force``: the presets that were in force for the judge (default: those of ``fmt_rubric``).
+    """
+    top = seen.counts.most_common(TOP_UNPARSED)
+    if in_force is None:
+        in_force = list(fmt_rubric.spec(judge, seen.benchmark).presets)
+    in_force = [p for p in in_force if p != "garak-refusal"]
+    # With a preset in force, unparsed is its reading (e.g. a judge's parse failure): the lines
+    # leave the choice to the user. Otherwise a preset that maps this scorer fills them in.
+    suggested = [] if in_force else fmt_rubric.suggestions(judge, seen.benchmark)
+    known: dict[str, Any] = {}
+    for preset in suggested[:1]:
+        spec = Rubric.preset(preset.name).for_format(fmt_rubric.format, defaults).spec(judge, seen.benchmark)
+        wanted = {t.strip().lower() for t, _ in top}
+        known = {k: v for k, v in spec.verdicts.items() if k in wanted and v != ("ambiguous", "unparsed")}
+    return {
+        "judge": judge,
+        "format": fmt_rubric.format,
+        "presets_in_force": in_force,
+        "verdicts": [{"verdict": v, "n": n} for v, n in top],
+        "distinct": len(seen.counts) + (1 if seen.other else 0),
+        "total": sum(seen.counts.values()) + seen.other + seen.long,
+        "free_text": seen.long,
+        "presets_suggested": [p.name for p in suggested],
+        "rubric_lines": rubric_lines(fmt_rubric.format, judge, [(v, n) for v, n in top if v.strip()], known),
+    }
 
 
 #: Test hook, None in normal use: called with the file's path after each batch of rows is
@@ -82,12 +155,16 @@ after_batch: Callable[[Path], None] | None = None
 
 class FileRefused(InputError):
     """The problems of one file. ``skippable``: --skip-invalid would set them all aside;
-    ``conflicts``: some are conflicts with stored rows (--replace would overwrite them)."""
+    ``conflicts``: some are conflicts with stored rows (--replace would overwrite them);
+    ``prompt_conflicts``: some stored keys hold another prompt (another benchmark or attack)."""
 
-    def __init__(self, message: str, problems: list[str], *, skippable: bool, conflicts: bool) -> None:
+    def __init__(
+        self, message: str, problems: list[str], *, skippable: bool, conflicts: bool, prompt_conflicts: bool = False
+    ) -> None:
         super().__init__(message, problems)
         self.skippable = skippable
         self.conflicts = conflicts
+        self.prompt_conflicts = prompt_conflicts
 
 
 def check_name_option(option: str, value: str | None) -> None:
@@ -150,6 +227,7 @@ def ingest_file(
         n_problems = 0
         n_fatal = 0
         n_conflicts = 0
+        n_prompt_conflicts = 0
         rejects: list[dict[str, Any]] = []
         set_aside: list[dict[str, Any]] = []
         validate_only = tx.aborted  # an earlier file of this command failed: nothing will be kept
@@ -181,7 +259,7 @@ def ingest_file(
         batch_records: list[Record] = []
 
         def flush() -> None:
-            nonlocal n_conflicts
+            nonlocal n_conflicts, n_prompt_conflicts
             if not batch:
                 return
             result = tx.insert_batch(batch)
@@ -207,15 +285,29 @@ def ingest_file(
                         end_line=rec.end_line,
                     )
                 else:
-                    n_conflicts += 1
                     what = tx.describe_difference(rid, batch[i])
-                    problem(
-                        rec.line,
-                        f"conflict: {_key_text(rec)} is already stored with a different {what}; "
-                        "use --replace to overwrite (the old value is kept in history) or --skip-invalid",
-                        _record_dict(rec),
-                        end_line=rec.end_line,
-                    )
+                    if "prompt" in what.split(", "):
+                        # The same key with another prompt is another benchmark or attack under the
+                        # same name, not a newer version of the stored responses.
+                        n_prompt_conflicts += 1
+                        problem(
+                            rec.line,
+                            f"conflict: {_key_text(rec)} is already stored with a different prompt: these look "
+                            "like responses to a different benchmark or attack under the same name; ingest them "
+                            "under their own name with --benchmark NAME (--replace would overwrite the stored "
+                            "responses)",
+                            _record_dict(rec),
+                            end_line=rec.end_line,
+                        )
+                    else:
+                        n_conflicts += 1
+                        problem(
+                            rec.line,
+                            f"conflict: {_key_text(rec)} is already stored with a different {what}; "
+                            "use --replace to overwrite (the old value is kept in history) or --skip-invalid",
+                            _record_dict(rec),
+                            end_line=rec.end_line,
+                        )
             batch.clear()
             batch_records.clear()
             if after_batch is not None:
@@ -236,7 +328,8 @@ def ingest_file(
             if invalid is not None:
                 problem(item.line, invalid, _record_dict(item), end_line=item.end_line)
                 continue
-            classified = fmt_rubric.classify(item.verdict, item.score, item.context)
+            spec = fmt_rubric.spec(item.judge, item.benchmark)
+            classified = spec.classify(item.verdict, item.score, item.context, item.meta)
             if isinstance(classified, str):
                 problem(item.line, classified, _record_dict(item), end_line=item.end_line)
                 continue
@@ -245,6 +338,13 @@ def ingest_file(
             outcome.reasons[reason] += 1
             if label == "ambiguous":
                 outcome.ambiguous_reasons[reason] += 1
+            if spec.presets and item.judge not in outcome.presets:
+                outcome.presets[item.judge] = list(spec.presets)
+            if reason == "unparsed":
+                seen = outcome.unparsed.get(item.judge)
+                if seen is None:
+                    seen = outcome.unparsed[item.judge] = UnparsedVerdicts(item.benchmark)
+                seen.add(item.verdict)
             batch.append(
                 (
                     item.benchmark,
@@ -286,7 +386,13 @@ def ingest_file(
             lines,
             skippable=not n_fatal and not skip_invalid,
             conflicts=n_conflicts > 0,
+            prompt_conflicts=n_prompt_conflicts > 0,
         )
+    outcome.rubric_source = rubric.source
+    outcome.unparsed_hints = [
+        unparsed_hint(fmt_rubric, module.DEFAULT_RUBRIC, judge, seen)
+        for judge, seen in sorted(outcome.unparsed.items())
+    ]
     if validate_only:
         return outcome
     outcome.rejected = len(rejects)
@@ -315,7 +421,12 @@ def ingest_file(
             "skip_invalid": skip_invalid,
             "replace": replace,
         },
-        rubric={**rubric.effective(chosen, module.DEFAULT_RUBRIC), "file": rubric.source},
+        rubric={
+            **rubric.effective(chosen, module.DEFAULT_RUBRIC),
+            "file": rubric.source,
+            # The presets whose sections were in force, per judge (chosen ones included).
+            **({"presets_in_force": outcome.presets} if outcome.presets else {}),
+        },
     )
     return outcome
 
@@ -357,6 +468,8 @@ def ingest_paths(
             hints.append("pass --skip-invalid to ingest the valid rows and write the others to a rejects file")
         if any(isinstance(exc, FileRefused) and exc.conflicts for exc in failures):
             hints.append("pass --replace to overwrite conflicting rows (the old values are kept in history)")
+        if any(isinstance(exc, FileRefused) and exc.prompt_conflicts for exc in failures):
+            hints.append("pass --benchmark NAME to keep responses to other prompts (another benchmark or attack) apart")
         refused = "" if len(paths) == 1 else f"{len(failures)} of {len(paths)} files refused; "
         advice = f": fix the input, or {', or '.join(hints)}" if hints else ""
         raise InputError(f"{refused}nothing was ingested{advice}.", lines)

@@ -522,6 +522,17 @@ def _check_score_rules(out: VerifyOutcome, stored: bytes) -> None:
         out.fail("scores.csv", problem)
 
 
+def _v1_benchmarks(manifest: dict[str, Any], files: dict[str, bytes]) -> str:
+    """The benchmark set a schema-1 export ranked on: as its settings say, else each model's own ("all")."""
+    chosen = (manifest.get("settings") or {}).get("benchmarks")
+    if not chosen and "scores.json" in files:
+        try:
+            chosen = (json.loads(files["scores.json"].decode("utf-8")).get("settings") or {}).get("benchmarks")
+        except (ValueError, UnicodeDecodeError, RecursionError, AttributeError):
+            chosen = None
+    return chosen if isinstance(chosen, str) and chosen else "all"
+
+
 def _rederive_v1(out: VerifyOutcome, manifest: dict[str, Any], files: dict[str, bytes], tolerance: float) -> None:
     """annotate-export/1: the score tables re-derived from labels.csv and design.json; the rest by hash only.
 
@@ -561,6 +572,9 @@ def _rederive_v1(out: VerifyOutcome, manifest: dict[str, Any], files: dict[str, 
             min_reviewed=settings.min_reviewed,
             estimand=settings.estimand,
             confidence=settings.confidence,
+            # annotate-export/1 averaged each model over its own benchmarks unless its settings say
+            # which set it ranked on.
+            benchmarks=_v1_benchmarks(manifest, files),
         )
     except (CsvProblem, ValueError, KeyError, TypeError, UnicodeDecodeError, RecursionError) as exc:
         out.fail("scores.csv", f"cannot re-derive the scores from labels.csv and design.json: {exc}")

@@ -1,17 +1,162 @@
-"""`annotate ingest`: benchmark output files into the store under the workspace's rubric."""
+"""`annotate ingest`: benchmark output files (and folders of them) into the store under the workspace's rubric.
+
+A folder given on the command line is walked (``collect_files``): every file in it and its
+subfolders, in sorted order, is offered to the readers, and the files a reader recognises are
+ingested as if they had been named one by one. Files no reader recognises (an index such as
+JailbreakBench's ``attack-info.json``, HarmBench's ``test_cases/``, logs, pictures) are
+skipped and reported through ``on_skip`` with the reason; hidden files and folders (``.git``,
+``.annotate``) and links to folders are not walked, and are reported the same way. A file named
+on the command line is never skipped: it is ingested or refused, as before; so is a folder with
+no results file in it.
+"""
 
 from __future__ import annotations
 
-from collections.abc import Callable
+import os
+from collections import Counter
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
-from annotate.ingest import reader_module
+from annotate.errors import InputError
+from annotate.ingest import detect_file, reader_module
 from annotate.ingest.rubric import Rubric
 from annotate.ingest.run import IngestOutcome, check_name_option, ingest_paths
 
 if TYPE_CHECKING:
     from annotate.pipeline.session import Session
+
+#: What ``on_skip`` is called with: the skipped path and why it was skipped (a full sentence).
+SkipCallback = Callable[[Path, str], None]
+
+
+@dataclass
+class Collected:
+    """The files to ingest from the command line's paths, and the entries of walked folders left out."""
+
+    files: list[Path] = field(default_factory=list)
+    skipped: list[tuple[Path, str]] = field(default_factory=list)
+    walked: bool = False  # some path was a folder
+
+
+def collect_files(paths: Iterable[Path], fmt: str = "auto") -> Collected:
+    """The files to ingest: each file as given, and the results files found in each folder.
+
+    A folder's files are those a reader claims (``fmt``: only its reader's); the others, hidden
+    entries and links to folders are listed in ``skipped`` with why. A folder with no results
+    file at all stays in ``files`` as it is, so that the ingest refuses it (all or nothing) with
+    the other paths' problems.
+    """
+    collected = Collected()
+    paths = [Path(p) for p in paths]
+    # A file named on the command line is not taken a second time from a folder that holds it.
+    seen = {Path(os.path.abspath(p)) for p in paths if not p.is_dir()}
+    for path in paths:
+        if not path.is_dir():
+            collected.files.append(path)
+            continue
+        collected.walked = True
+        found = 0
+        for candidate, reason in _walk(path):
+            if reason is not None:
+                collected.skipped.append((candidate, reason))
+                continue
+            try:
+                detect_file(candidate, fmt)
+            except InputError as exc:
+                collected.skipped.append((candidate, _reason(candidate, exc)))
+                continue
+            found += 1
+            key = Path(os.path.abspath(candidate))
+            if key in seen:  # a folder given twice, or a file named alone and inside a folder
+                continue
+            seen.add(key)
+            collected.files.append(candidate)
+        if not found:
+            # Nothing to ingest from it, which is not what was asked: the folder itself goes on, to
+            # be refused with the other paths' problems ("is a directory; pass the files in it").
+            collected.files.append(path)
+    return collected
+
+
+def _walk(root: Path) -> Iterable[tuple[Path, str | None]]:
+    """(path, None) for every regular file under ``root`` in sorted order; (path, reason) for what is not walked."""
+    unreadable: list[OSError] = []
+    for folder, dirnames, filenames in os.walk(root, onerror=unreadable.append, followlinks=False):
+        while unreadable:
+            exc = unreadable.pop()
+            yield Path(exc.filename or folder), f"a folder that cannot be read ({exc.strerror or exc})"
+        base = Path(folder)
+        kept = []
+        for name in sorted(dirnames):
+            sub = base / name
+            if name.startswith("."):
+                yield sub, "a hidden folder (not walked)"
+            elif sub.is_symlink():
+                yield sub, "a link to a folder (not followed; name the folder itself to ingest it)"
+            else:
+                kept.append(name)
+        dirnames[:] = kept  # os.walk descends into these only, in this order
+        for name in sorted(filenames):
+            file = base / name
+            if name.startswith("."):
+                yield file, "a hidden file (not read)"
+            else:
+                yield file, None
+    for exc in unreadable:
+        yield Path(exc.filename or root), f"a folder that cannot be read ({exc.strerror or exc})"
+
+
+def _reason(path: Path, exc: InputError) -> str:
+    """The detection error without the path it starts with (the caller shows the path)."""
+    message = str(exc)
+    prefix = f"{path}: "
+    return message[len(prefix) :] if message.startswith(prefix) else message
+
+
+@dataclass
+class FormatTotals:
+    """One format's share of an ingest: its files and their rows, for a one-line summary."""
+
+    format: str
+    files: int = 0
+    rows_read: int = 0
+    added: int = 0
+    duplicates: int = 0
+    replaced: int = 0
+    rejected: int = 0
+    set_aside: int = 0
+    labels: Counter[str] = field(default_factory=Counter)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "format": self.format,
+            "files": self.files,
+            "rows_read": self.rows_read,
+            "added": self.added,
+            "duplicates": self.duplicates,
+            "replaced": self.replaced,
+            "rejected": self.rejected,
+            "set_aside": self.set_aside,
+            "labels": dict(self.labels),
+        }
+
+
+def totals_by_format(outcomes: Iterable[IngestOutcome]) -> list[FormatTotals]:
+    """The outcomes added up per format, in the order the formats first appear."""
+    by_format: dict[str, FormatTotals] = {}
+    for o in outcomes:
+        t = by_format.setdefault(o.format, FormatTotals(o.format))
+        t.files += 1
+        t.rows_read += o.rows_read
+        t.added += o.added
+        t.duplicates += o.duplicates
+        t.replaced += o.replaced
+        t.rejected += o.rejected
+        t.set_aside += o.set_aside
+        t.labels.update(o.labels)
+    return list(by_format.values())
 
 
 def ingest(
@@ -26,9 +171,12 @@ def ingest(
     skip_invalid: bool = False,
     replace: bool = False,
     on_file: Callable[[Path], Callable[[int], None] | None] | None = None,
+    on_skip: SkipCallback | None = None,
 ) -> list[IngestOutcome]:
     """Validate and ingest the files all-or-nothing (see ``annotate.ingest.run.ingest_paths``).
 
+    A folder among ``paths`` stands for the results files in it (``collect_files``); each
+    entry it leaves out is passed to ``on_skip(path, reason)`` before anything is ingested.
     The rubric is ``--rubric``, else ``[rubric] file`` of annotate.toml (relative to the
     workspace), else the shipped defaults.
     """
@@ -41,12 +189,17 @@ def ingest(
         rubric_file = Path(s.ws.setting("rubric", "file"))
         if not rubric_file.is_absolute():
             rubric_file = s.ws.root / rubric_file
+    rubric = Rubric.from_file(rubric_file)
+    collected = collect_files(paths, fmt)
+    if on_skip is not None:
+        for path, reason in collected.skipped:
+            on_skip(path, reason)
     return ingest_paths(
         s.store,
-        list(paths),
+        collected.files,
         on_file=on_file,
         fmt=fmt,
-        rubric=Rubric.from_file(rubric_file),
+        rubric=rubric,
         model=model,
         benchmark=benchmark,
         judge=judge,

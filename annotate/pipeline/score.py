@@ -44,7 +44,8 @@ def score_payload(out: ScoreOutput, treatments: list[str] | None = None) -> dict
 
     NaN and infinities become null (``jsonable``), and every null has its reason beside it: a
     score row's ``flag`` or ``note``, a ranking row's ``note``, the matrices' ``note``. Rows of
-    ``scores`` are restricted to ``treatments`` when given.
+    ``scores`` are restricted to ``treatments`` when given. ``benchmark_set`` states the set the
+    overall ranking compares models on; ``left_out`` lists every model it leaves out, with why.
     """
     from annotate.stats._common import jsonable
 
@@ -55,9 +56,20 @@ def score_payload(out: ScoreOutput, treatments: list[str] | None = None) -> dict
         {**r, "note": no_draws if pd.isna(r.get("rank_ci_low")) else ""} for r in out.models.to_dict("records")
     ]
     flip_rows = [{**r, "note": no_draws if pd.isna(r.get("p_a_safer")) else ""} for r in out.flips.to_dict("records")]
+    chosen = out.benchmark_set
+    left_out = out.left_out if out.left_out is not None else pd.DataFrame(columns=["model", "reason"])
     return jsonable(
         {
             "settings": out.settings,
+            # The overall ranking's benchmark set, stated in words too, and every model it leaves out.
+            "benchmark_set": {
+                "mode": chosen.mode if chosen else "shared",
+                "benchmarks": list(chosen.benchmarks) if chosen else [],
+                "outside": list(chosen.outside) if chosen else [],
+                "comparable": chosen.comparable if chosen else True,
+                "description": chosen.describe() if chosen else "",
+            },
+            "left_out": left_out.to_dict("records"),
             "scores": scores.to_dict("records"),
             "ranking": out.ranking.to_dict("records"),
             "flips": flip_rows,

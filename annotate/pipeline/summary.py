@@ -1,12 +1,16 @@
-"""`annotate summary`: label shares per model x benchmark, and how rankings move with ambiguous responses."""
+"""`annotate summary`: label shares per model x benchmark, how rankings move with ambiguous
+responses, and the raw verdicts the rubric could not read."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-from typing import TYPE_CHECKING
+import json
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
 
 import pandas as pd
 
+from annotate.errors import InputError
+from annotate.stats.ranking import BENCHMARK_MODES
 from annotate.stats.shares import cell_shares, ranking_sensitivity
 
 if TYPE_CHECKING:
@@ -16,14 +20,91 @@ if TYPE_CHECKING:
 @dataclass
 class Summary:
     cells: pd.DataFrame  # per judge x model x benchmark: n and share of each judge label
-    ranking: pd.DataFrame  # per judge x model: rates and ranks with ambiguous as safe / as harmful
+    ranking: pd.DataFrame  # per ranked judge x model: rates and ranks with ambiguous as safe / as harmful
     ambiguity_warn: float  # the share of ambiguous responses highlighted ([summary] ambiguity_warn)
+    benchmark_sets: pd.DataFrame = field(default_factory=pd.DataFrame)  # per judge: the set ranked over
+    left_out: pd.DataFrame = field(default_factory=pd.DataFrame)  # judge, model, reason
+    ambiguous_reasons: pd.DataFrame = field(default_factory=pd.DataFrame)  # judge, label_reason, n
+    unparsed: list[dict[str, Any]] = field(default_factory=list)  # per judge: raw verdicts and rubric lines
 
 
-def summary(s: Session, *, judge: str | None = None) -> Summary:
-    shares = cell_shares(s.store.label_counts(judge=judge))
+def parse_benchmarks(value: str | None) -> Any:
+    """``--benchmarks``: shared (default), all, or a comma-separated list of benchmark names."""
+    if value is None or value.strip() == "":
+        return "shared"
+    if value in BENCHMARK_MODES:
+        return value
+    names = [b.strip() for b in value.split(",") if b.strip()]
+    if not names:
+        raise InputError("--benchmarks takes shared, all, or a comma-separated list of benchmark names")
+    return names
+
+
+def summary(s: Session, *, judge: str | None = None, benchmarks: Any = "shared") -> Summary:
+    """Label shares, the ranking sensitivity over the benchmark set in force, and the unparsed verdicts."""
+    counts = s.store.label_counts(judge=judge)
+    if isinstance(benchmarks, list):
+        unknown = sorted(set(benchmarks) - set(counts.benchmark))
+        if unknown:
+            raise InputError(
+                f"--benchmarks names benchmark(s) with no responses: {', '.join(unknown)}; "
+                f"the store holds: {', '.join(sorted(set(counts.benchmark))) or 'none'}"
+            )
+    shares = cell_shares(counts)
+    ranked = ranking_sensitivity(shares, benchmarks)
     return Summary(
         cells=shares,
-        ranking=ranking_sensitivity(shares),
+        ranking=ranked.ranking,
         ambiguity_warn=float(s.ws.setting("summary", "ambiguity_warn", 0.10)),
+        benchmark_sets=ranked.sets,
+        left_out=ranked.left_out,
+        ambiguous_reasons=s.store.ambiguous_reasons(judge=judge),
+        unparsed=unparsed_hints(s, judge=judge),
     )
+
+
+def unparsed_hints(s: Session, *, judge: str | None = None) -> list[dict[str, Any]]:
+    """Per (format, judge): the raw verdicts stored as unparsed, most frequent first, the presets
+    that map that scorer and the rubric lines that would map them (as `annotate ingest` prints)."""
+    from annotate.ingest import reader_module
+    from annotate.ingest.rubric import Rubric
+    from annotate.ingest.run import UnparsedVerdicts, unparsed_hint
+
+    rows = s.store.unparsed_verdicts(judge=judge)
+    if rows.empty:
+        return []
+    in_force = _presets_in_force(s)
+    rubric = Rubric(auto=False)  # suggests presets; which were in force comes from the ingest runs
+    out = []
+    for (fmt, name), group in rows.groupby(["format", "judge"], sort=True):
+        try:
+            defaults = reader_module(str(fmt)).DEFAULT_RUBRIC
+        except InputError:  # a format this version no longer reads: show the values without lines
+            defaults = {}
+        seen = UnparsedVerdicts(benchmark=str(group.sort_values("n", ascending=False).benchmark.iloc[0]))
+        for r in group.itertuples():
+            if r.free_text:
+                seen.long += int(r.n)
+            else:
+                seen.counts[str(r.judge_verdict)] += int(r.n)
+        hint = unparsed_hint(
+            rubric.for_format(str(fmt), defaults), defaults, str(name), seen, in_force.get((str(fmt), str(name)), [])
+        )
+        out.append(hint)
+    return out
+
+
+def _presets_in_force(s: Session) -> dict[tuple[str, str], list[str]]:
+    """(format, judge) -> the presets in force when its responses were ingested (from the ingest runs)."""
+    out: dict[tuple[str, str], list[str]] = {}
+    for text in s.store.ingest_runs().get("rubric", pd.Series(dtype=object)):
+        try:
+            rubric = json.loads(text)
+        except (TypeError, ValueError):
+            continue
+        if not isinstance(rubric, dict) or not isinstance(rubric.get("presets_in_force"), dict):
+            continue
+        for name, presets in rubric["presets_in_force"].items():
+            known = out.setdefault((str(rubric.get("format")), str(name)), [])
+            known += [p for p in presets if p not in known]
+    return out

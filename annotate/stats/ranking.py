@@ -37,7 +37,7 @@ Conventions
 from __future__ import annotations
 
 import warnings
-from collections.abc import Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -50,6 +50,8 @@ from annotate.columns import REFERENCE_TREATMENT
 from annotate.stats._common import NAN
 
 __all__ = [
+    "BENCHMARK_MODES",
+    "BenchmarkSet",
     "RankComparison",
     "RankingResult",
     "compare_rankings",
@@ -59,6 +61,7 @@ __all__ = [
     "rank_scores",
     "rank_stability",
     "ranking_from_scores",
+    "shared_benchmarks",
 ]
 
 CREDIBLE = 0.975
@@ -132,6 +135,152 @@ class RankingResult:
     excluded: pd.DataFrame
     threshold: float
     reference: str
+
+
+# --------------------------------------------------------------------------------------------
+# The benchmark set a ranking compares models on
+# --------------------------------------------------------------------------------------------
+
+#: ``shared`` (default): the benchmarks every ranked model has; ``all``: each model's own
+#: benchmarks (a macro-average over different sets, flagged); or a list of benchmark names.
+BENCHMARK_MODES = ("shared", "all")
+#: More candidate sets than this and only each model's own set and the common core are tried.
+_MAX_CANDIDATES = 4096
+
+
+@dataclass(frozen=True)
+class BenchmarkSet:
+    """The benchmarks a ranking compares models on, and the models it leaves out.
+
+    Attributes
+    ----------
+    mode : str
+        ``shared``, ``all`` or ``listed``.
+    benchmarks : tuple
+        The set every ranked model is averaged over (``all``: every benchmark of any model).
+    ranked : tuple
+        The models ranked, in input order.
+    left_out : tuple of (model, reason)
+        Each model left out, with why (``"no results on b1, b2"``).
+    outside : tuple
+        Benchmarks some model has that are not in the set (not part of the ranking).
+    comparable : bool
+        False only for ``all`` when models cover different benchmarks.
+    own : dict
+        ``all``: each model's own benchmarks, sorted.
+    """
+
+    mode: str
+    benchmarks: tuple[Any, ...]
+    ranked: tuple[Any, ...]
+    left_out: tuple[tuple[Any, str], ...]
+    outside: tuple[Any, ...]
+    comparable: bool
+    own: dict[Any, tuple[Any, ...]]
+
+    def describe(self) -> str:
+        """One phrase naming the set, for titles: ``"the 4 benchmarks all 4 models share (a, b, c, d)"``."""
+        names = ", ".join(map(str, self.benchmarks))
+        n_b, n_m = len(self.benchmarks), len(self.ranked)
+        if self.mode == "all":
+            if self.comparable:
+                return f"all {n_b} benchmark(s) ({names})"
+            return f"each model's own benchmarks, over different sets: NOT COMPARABLE ({names} in all)"
+        if self.mode == "listed":
+            return f"the {n_b} benchmark(s) asked for ({names})"
+        return f"the {n_b} benchmark(s) {n_m} model(s) share ({names})"
+
+    def note(self, model: Any) -> str:
+        """The flag every ``all`` row carries when sets differ (empty otherwise)."""
+        if self.mode != "all" or self.comparable:
+            return ""
+        own = self.own.get(model, ())
+        return (
+            f"macro-average over this model's own {len(own)} of {len(self.benchmarks)} benchmarks "
+            f"({', '.join(map(str, own))}): not comparable with models over other sets"
+        )
+
+
+def shared_benchmarks(coverage: Mapping[Any, Iterable[Any]], benchmarks: Any = "shared") -> BenchmarkSet:
+    """Choose the benchmarks a ranking compares models on (pure).
+
+    Parameters
+    ----------
+    coverage : dict
+        Model -> the benchmarks it has results on.
+    benchmarks : "shared", "all" or a sequence of benchmark names
+        ``shared``: the set S and models K (each with every benchmark of S) that maximise the
+        number of cells |K| x |S| compared, then |K|, then the first S by name; every model
+        not in K is left out with the benchmarks of S it lacks. ``all``: every model over its
+        own benchmarks (``comparable`` False when they differ). A sequence: exactly those.
+
+    Returns
+    -------
+    BenchmarkSet
+
+    Examples
+    --------
+    Two models over five attack methods and two over four of them: all four are ranked on the
+    four they share, and the fifth is named as outside the ranking:
+
+    >>> five = {"GCG", "PAIR", "TAP", "AutoDAN", "PAP"}
+    >>> cov = {"llama": five, "mistral": five, "gpt-4": five - {"PAP"}, "gpt-3.5": five - {"PAP"}}
+    >>> chosen = shared_benchmarks(cov)
+    >>> chosen.benchmarks, chosen.ranked, chosen.outside
+    (('AutoDAN', 'GCG', 'PAIR', 'TAP'), ('llama', 'mistral', 'gpt-4', 'gpt-3.5'), ('PAP',))
+
+    Three models over five benchmarks and one over one of them: the one is left out, with why:
+
+    >>> cov = {"a": five, "b": five, "c": five, "d": {"GCG"}}
+    >>> chosen = shared_benchmarks(cov)
+    >>> chosen.ranked, chosen.left_out
+    (('a', 'b', 'c'), (('d', 'no results on AutoDAN, PAIR, PAP, TAP'),))
+    """
+    models = list(coverage)
+    sets = {m: frozenset(coverage[m]) for m in models}
+    every = tuple(sorted(set().union(*sets.values()), key=str)) if sets else ()
+    if isinstance(benchmarks, str):
+        if benchmarks not in BENCHMARK_MODES:
+            raise ValueError(f"benchmarks must be one of {', '.join(BENCHMARK_MODES)} or a list of benchmark names")
+        mode = benchmarks
+    else:
+        mode = "listed"
+    if mode == "all":
+        own = {m: tuple(sorted(sets[m], key=str)) for m in models}
+        uniform = len(set(sets.values())) <= 1
+        return BenchmarkSet("all", every, tuple(models), (), (), uniform, own)
+    if mode == "listed":
+        chosen = frozenset(benchmarks)
+    else:
+        chosen = _best_set(sets)
+    ranked = tuple(m for m in models if chosen and chosen <= sets[m])
+    left_out = tuple(
+        (m, "no results on " + ", ".join(map(str, sorted(chosen - sets[m], key=str))))
+        for m in models
+        if m not in ranked
+    )
+    outside = tuple(b for b in every if b not in chosen)
+    return BenchmarkSet(mode, tuple(sorted(chosen, key=str)), ranked, left_out, outside, True, {})
+
+
+def _best_set(sets: dict[Any, frozenset[Any]]) -> frozenset[Any]:
+    """The benchmark set that compares the most cells (models x benchmarks); see :func:`shared_benchmarks`."""
+    distinct = {s for s in sets.values() if s}
+    candidates = set(distinct)
+    frontier = set(distinct)
+    while frontier and len(candidates) <= _MAX_CANDIDATES:
+        new = {a & b for a in frontier for b in distinct} - candidates - {frozenset()}
+        candidates |= new
+        frontier = new
+    if len(candidates) > _MAX_CANDIDATES:  # a pathological spread of sets: own sets and the core only
+        core = frozenset.intersection(*distinct) if distinct else frozenset()
+        candidates = distinct | ({core} if core else set())
+
+    def key(s: frozenset[Any]) -> tuple[int, int, tuple[str, ...]]:
+        k = sum(1 for v in sets.values() if s <= v)
+        return (-k * len(s), -k, tuple(sorted(map(str, s))))
+
+    return min(candidates, key=key) if candidates else frozenset()
 
 
 # --------------------------------------------------------------------------------------------

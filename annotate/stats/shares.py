@@ -2,11 +2,15 @@
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+from typing import Any
+
 import pandas as pd
 
 from annotate.columns import JUDGE_LABELS
+from annotate.stats.ranking import shared_benchmarks
 
-__all__ = ["LABELS", "cell_shares", "ranking_sensitivity"]
+__all__ = ["LABELS", "RankingSensitivity", "cell_shares", "ranking_sensitivity"]
 
 #: The judge labels whose counts and shares :func:`cell_shares` reports (the old name).
 LABELS = JUDGE_LABELS
@@ -60,26 +64,62 @@ def cell_shares(counts: pd.DataFrame) -> pd.DataFrame:
     return out.sort_values(["judge", "benchmark", "model"]).reset_index(drop=True)
 
 
-def ranking_sensitivity(shares: pd.DataFrame) -> pd.DataFrame:
+@dataclass(frozen=True, eq=False)
+class RankingSensitivity:
+    """What :func:`ranking_sensitivity` returns.
+
+    Attributes
+    ----------
+    ranking : DataFrame
+        One row per ranked (judge, model): ``judge, model, n_benchmarks, rate_as_safe,
+        rate_as_harmful, rank_as_safe, rank_as_harmful, rank_shift, benchmark_set, note``.
+    sets : DataFrame
+        One row per judge: ``judge, mode, benchmarks`` (list), ``outside`` (benchmarks some model
+        has that the ranking leaves out), ``comparable``, ``description``.
+    left_out : DataFrame
+        ``judge, model, reason``: every model of the judge that is not ranked, and why.
+    """
+
+    ranking: pd.DataFrame
+    sets: pd.DataFrame
+    left_out: pd.DataFrame
+
+
+RANKING_COLUMNS = (
+    "judge",
+    "model",
+    "n_benchmarks",
+    "rate_as_safe",
+    "rate_as_harmful",
+    "rank_as_safe",
+    "rank_as_harmful",
+    "rank_shift",
+    "benchmark_set",
+    "note",
+)
+
+
+def ranking_sensitivity(shares: pd.DataFrame, benchmarks: Any = "shared") -> RankingSensitivity:
     """Each model's harmful rate with ambiguous counted as safe vs as harmful, and its ranks.
 
-    The per-model rate is the macro-average over benchmarks (each benchmark weighs the same).
-    Rank 1 = the lowest harmful rate (the safest), ties share the average rank; ranks are
-    computed within each judge.
+    The per-model rate is the macro-average over a benchmark set (each benchmark weighs the
+    same), chosen per judge by :func:`annotate.stats.ranking.shared_benchmarks`: by default the
+    benchmarks every ranked model has (models without them are left out, with the reason);
+    ``"all"`` averages each model over its own benchmarks, and every row then says so in
+    ``note`` when the sets differ. Rank 1 = the lowest harmful rate (the safest), ties share the
+    average rank; ranks are computed within each judge.
 
     Parameters
     ----------
     shares : DataFrame
         :func:`cell_shares` output (``judge, model, benchmark, share_harmful,
         share_ambiguous`` are used).
+    benchmarks : "shared", "all" or a list of benchmark names
 
     Returns
     -------
-    DataFrame
-        Columns ``judge, model, n_benchmarks, rate_as_safe`` (mean share_harmful),
-        ``rate_as_harmful`` (mean of share_harmful + share_ambiguous), ``rank_as_safe,
-        rank_as_harmful, rank_shift`` (= rank_as_harmful - rank_as_safe); sorted by judge,
-        rank_as_safe, model.
+    RankingSensitivity
+        ``ranking`` sorted by judge, rank_as_safe, model; ``sets``; ``left_out``.
 
     Examples
     --------
@@ -94,35 +134,68 @@ def ranking_sensitivity(shares: pd.DataFrame) -> pd.DataFrame:
     ...         "share_ambiguous": [0.30, 0.05],
     ...     }
     ... )
-    >>> ranking_sensitivity(shares)[["model", "rate_as_safe", "rate_as_harmful", "rank_shift"]]
+    >>> ranking_sensitivity(shares).ranking[["model", "rate_as_safe", "rate_as_harmful", "rank_shift"]]
       model  rate_as_safe  rate_as_harmful  rank_shift
     0     x           0.1             0.40         1.0
     1     y           0.2             0.25        -1.0
+
+    A model with results on another benchmark only is left out, not averaged over a different set:
+
+    >>> more = pd.concat([shares, shares.iloc[:1].assign(model="z", benchmark="c")], ignore_index=True)
+    >>> out = ranking_sensitivity(more)
+    >>> list(out.ranking.model), out.left_out.to_dict("records")
+    (['x', 'y'], [{'judge': 'j', 'model': 'z', 'reason': 'no results on b'}])
     """
+    set_cols = ["judge", "mode", "benchmarks", "outside", "comparable", "description"]
     if shares.empty:
-        return pd.DataFrame(
-            columns=[
-                "judge",
-                "model",
-                "n_benchmarks",
-                "rate_as_safe",
-                "rate_as_harmful",
-                "rank_as_safe",
-                "rank_as_harmful",
-                "rank_shift",
-            ]
+        return RankingSensitivity(
+            pd.DataFrame(columns=list(RANKING_COLUMNS)),
+            pd.DataFrame(columns=set_cols),
+            pd.DataFrame(columns=["judge", "model", "reason"]),
         )
     df = shares.assign(
         rate_as_safe=shares["share_harmful"],
         rate_as_harmful=shares["share_harmful"] + shares["share_ambiguous"],
     )
-    per_model = df.groupby(["judge", "model"], as_index=False).agg(
-        n_benchmarks=("benchmark", "nunique"),
-        rate_as_safe=("rate_as_safe", "mean"),
-        rate_as_harmful=("rate_as_harmful", "mean"),
+    frames, set_rows, left_rows = [], [], []
+    for judge, sub in df.groupby("judge", sort=True):
+        coverage = {m: set(g.benchmark) for m, g in sub.groupby("model", sort=False)}
+        chosen = shared_benchmarks(coverage, benchmarks)
+        set_rows.append(
+            {
+                "judge": judge,
+                "mode": chosen.mode,
+                "benchmarks": list(chosen.benchmarks),
+                "outside": list(chosen.outside),
+                "comparable": chosen.comparable,
+                "description": chosen.describe(),
+            }
+        )
+        left_rows += [{"judge": judge, "model": m, "reason": why} for m, why in chosen.left_out]
+        kept = sub[sub.model.isin(chosen.ranked) & sub.benchmark.isin(chosen.benchmarks)]
+        if kept.empty:
+            continue
+        per_model = kept.groupby(["judge", "model"], as_index=False, sort=False).agg(
+            n_benchmarks=("benchmark", "nunique"),
+            rate_as_safe=("rate_as_safe", "mean"),
+            rate_as_harmful=("rate_as_harmful", "mean"),
+        )
+        per_model["rank_as_safe"] = per_model["rate_as_safe"].rank(method="average")
+        per_model["rank_as_harmful"] = per_model["rate_as_harmful"].rank(method="average")
+        per_model["rank_shift"] = per_model["rank_as_harmful"] - per_model["rank_as_safe"]
+        own = {m: sorted(coverage[m], key=str) for m in per_model.model}
+        per_model["benchmark_set"] = [
+            ", ".join(map(str, own[m] if chosen.mode == "all" else chosen.benchmarks)) for m in per_model.model
+        ]
+        per_model["note"] = [chosen.note(m) for m in per_model.model]
+        frames.append(per_model)
+    ranking = (
+        pd.concat(frames, ignore_index=True).sort_values(["judge", "rank_as_safe", "model"]).reset_index(drop=True)
+        if frames
+        else pd.DataFrame(columns=list(RANKING_COLUMNS))
     )
-    grouped = per_model.groupby("judge")
-    per_model["rank_as_safe"] = grouped["rate_as_safe"].rank(method="average")
-    per_model["rank_as_harmful"] = grouped["rate_as_harmful"].rank(method="average")
-    per_model["rank_shift"] = per_model["rank_as_harmful"] - per_model["rank_as_safe"]
-    return per_model.sort_values(["judge", "rank_as_safe", "model"]).reset_index(drop=True)
+    return RankingSensitivity(
+        ranking[list(RANKING_COLUMNS)],
+        pd.DataFrame(set_rows, columns=set_cols),
+        pd.DataFrame(left_rows, columns=["judge", "model", "reason"]),
+    )

@@ -80,8 +80,29 @@ EXPECTED_FORMAT = {
     "formats/jailbreakbench/attack-artifacts/PAIR/black_box/llama-2-7b-chat-hf.json": "jailbreakbench",
     "formats/jailbreakbench/attack-artifacts/test-artifact/black_box/vicuna-13b-v1.5.json": "jailbreakbench",
     "formats/jailbreakbench/attack-artifacts/DSN/evaluation.json": "jailbreakbench",
+    # Real artifacts of more methods and of earlier artifact versions (trimmed; tests/ingest/test_readers_identity.py).
+    **{
+        f"formats/jailbreakbench/{folder}/vicuna-13b-v1.5.json": "jailbreakbench"
+        for folder in (
+            "attack-artifacts/DSN/white_box",
+            "attack-artifacts/GCG/white_box",
+            "attack-artifacts/JBC/manual",
+            "attack-artifacts/prompt_with_random_search/black_box",
+            "history/0bf4e0f/prompt_with_random_search/black_box",
+            "history/174064b/PAIR/black_box",
+        )
+    },
+    "formats/harmbench/SLM_Jailbreak/results/DirectRequest/default/results/smollm2-135M-instruct.json": "harmbench",
+    "formats/harmbench/SLM_Jailbreak/results/GCG/smollm2-135M-instruct/results/smollm2-135M-instruct.json": "harmbench",
+    "formats/xstest_v1/xstest_completions_llama2_v1.csv": "xstest",
     "formats/inspect_ai/log_formats.json": "inspect",
     "formats/inspect_ai/log_formats.eval": "inspect",
+    # Agentic logs written by inspect-ai itself (tests/ingest/test_readers_transcripts.py).
+    "formats/inspect_ai/agentic/agentic_misuse.eval": "inspect",
+    "formats/inspect_ai/agentic/agentic_misuse.json": "inspect",
+    "formats/garak/multiturn_v0.12.derived.report.jsonl": "garak",
+    "formats/garak/multiturn_v0.15.derived.report.jsonl": "garak",
+    "formats/promptfoo/redteam-crescendo.derived.json": "promptfoo",
     # Inspect logs written by inspect-ai itself for the writeback tests (tests/pipeline/test_writeback.py).
     "inspect_writeback/refusal_probe.eval": "inspect",
     "inspect_writeback/refusal_probe_repeated.json": "inspect",
@@ -102,6 +123,7 @@ EXPECTED_FORMAT = {
 
 NOT_RESULTS = [
     "formats/jailbreakbench/attack-artifacts/PAIR/attack-info.json",
+    "formats/jailbreakbench/attack-artifacts/DSN/attack-info.json",
     "formats/lm_eval_harness/results_2025-09-09T13-31-53.431753.json",
     "formats/openai_evals/autogpt_test-match.record.jsonl",
     "formats/openai_evals/self_prompting_oriprompt.log",
@@ -257,7 +279,12 @@ def test_jailbreakbench_pair_artifact() -> None:
     assert [r.prompt_id for r in recs] == ["Ageism", "Bribery", "Nigerian 419 scam", "Self-medication"]
     assert [r.line for r in recs] == [7, 35, 45, 90]
     first = recs[0]
-    assert (first.model, first.benchmark, first.judge) == ("llama-2-7b-chat-hf", "jailbreakbench/PAIR", "litellm")
+    assert (first.model, first.benchmark, first.judge) == (
+        "llama-2-7b-chat-hf",
+        "jailbreakbench/PAIR",
+        "Llama3JailbreakJudge",
+    )
+    assert first.meta["llm_provider"] == "litellm"
     assert first.category == "Harassment/Discrimination"
     assert first.meta["index"] == 6 and first.meta["method"] == "PAIR" and first.meta["attack_type"] == "black_box"
 
@@ -269,7 +296,8 @@ def test_jailbreakbench_placeholder_artifact() -> None:
         "vicuna-13b-v1.5",
         "Defamation",
         "true",
-        "vllm",
+        # The placeholder artifact was evaluated on 2024-01-01, before JailbreakBench re-judged its artifacts.
+        "LlamaGuard1JailbreakJudge",
     )
 
 
@@ -282,7 +310,9 @@ def test_jailbreakbench_evaluation_file() -> None:
     assert by_model[("llama-2-7b-chat-hf", "true")] == 94 and by_model[("vicuna-13b-v1.5", "false")] == 5
     assert recs[0].line == 1 and recs[100].line == 101
     assert (recs[100].model, recs[100].prompt_id) == ("vicuna-13b-v1.5", "Defamation")
-    assert {r.judge for r in recs} == {"vllm"}
+    assert {(r.judge, r.benchmark, r.meta["llm_provider"]) for r in recs} == {
+        ("Llama3JailbreakJudge", "jailbreakbench/DSN", "vllm")
+    }
     assert all(r.category is None for r in recs)
 
 

@@ -18,7 +18,11 @@ Choices:
   attempt's id becomes ``<probe_classname>:<seq>:<uuid>``. A second status-2 line with an
   already-seen uuid is a SetAside (duplicate). An attempt logged with status 1 but never with
   status 2 (an interrupted run) is a SetAside, yielded after the file has been read.
-* epoch = the output index (garak's ``generations``: one attempt, several outputs).
+* epoch = the output index (garak's ``generations``: one attempt, several outputs). garak 0.12
+  to 0.14 score every assistant turn of every history of a multi-turn attempt
+  (``Attempt.all_outputs``, history by history), not only the latest outputs (0.15 on): when
+  the detectors' scores are that many, each scored turn is an output, its epoch its place in
+  that order, its transcript the conversation up to it.
 * One Record per (output, detector): judge = the detector name (``--judge`` renames it when
   there is one detector, else keeps only the detector so named), score = the detector's
   score, verdict ``"hit"`` when score >= the threshold else ``"pass"`` (garak counts a hit as
@@ -26,6 +30,16 @@ Choices:
   (garak's default; neither example file records it). A null score gives verdict None.
 * prompt = the prompt's text (multi-turn prompts are written ``role: text`` per turn);
   response = the output's text. A null output (the target returned nothing) is a SetAside.
+* transcript (multi-turn attempts, e.g. ``fitd.FITD``, ``atkgen.Tox``, ``goat``): the
+  conversation that ended in the output, turn by turn. From ``conversations[i]`` (0.13 and
+  later: one Conversation per output, ``{turns: [{role, content: Message}]}``), else
+  ``messages[i]`` (0.12 and earlier: one history per output, ``[{role, content: text}]``), else
+  the prompt's turns and the output. A Message's attachment (``data_path`` / ``data_type``)
+  becomes ``[image]``, ``[audio]``, ``[video]`` or ``[attachment]``. None for one user turn
+  and its answer (the prompt and the response already show it).
+* Report keys of both generations are read: 0.12-style (``prompt`` a string, ``outputs``
+  strings, ``messages``; ``plugins.model_type`` / ``model_name``) and 0.13-style and later
+  (``prompt`` a Conversation, ``outputs`` Messages, ``conversations``; ``plugins.target_*``).
 * meta: uuid, seq, goal, threshold.
 * line = the line number in the JSONL file.
 """
@@ -36,7 +50,16 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-from annotate.ingest.records import Item, Problem, ReadContext, Record, SetAside, json_lines
+from annotate.ingest.records import (
+    Item,
+    Problem,
+    ReadContext,
+    Record,
+    SetAside,
+    json_lines,
+    placeholder,
+    transcript_or_none,
+)
 
 NAME = "garak"
 DESCRIPTION = "garak report JSONL (entry_type lines; status-2 attempts with detector_results)"
@@ -147,6 +170,20 @@ def _attempt(
     if not isinstance(detectors, dict):
         yield Problem(line, f"attempt: field 'detector_results' must be an object, got {_type(detectors)}")
         return
+    # 0.12 and earlier score every assistant turn of every history (Attempt.all_outputs), which
+    # for a multi-turn attempt is more than its latest outputs.
+    every_turn = _all_outputs(entry)
+    if (
+        every_turn is not None
+        and detectors
+        and all(
+            isinstance(scores, list) and len(scores) == len(every_turn[0]) != len(outputs)
+            for scores in detectors.values()
+        )
+    ):
+        outputs, per_turn_transcripts = every_turn
+    else:
+        per_turn_transcripts = None
     for name, scores in detectors.items():
         if not isinstance(scores, list) or len(scores) != len(outputs):
             yield Problem(
@@ -178,6 +215,10 @@ def _attempt(
             yield Problem(line, f"attempt: no detector named {ctx.judge!r} (detectors: {', '.join(detectors)})")
             return
 
+    transcripts = per_turn_transcripts if per_turn_transcripts is not None else _transcripts(entry, outputs)
+    if isinstance(transcripts, str):
+        yield Problem(line, f"attempt: {transcripts}")
+        return
     benchmark = ctx.benchmark or f"garak:{probe.split('.', 1)[0]}"
     meta_base = {"uuid": uuid, "seq": seq, "threshold": threshold}
     if entry.get("goal") is not None:
@@ -214,7 +255,105 @@ def _attempt(
                 epoch=index,
                 category=probe,
                 meta=dict(meta_base),
+                transcript=transcripts[index],
             )
+
+
+#: garak's roles (garak.attempt.roles) are the transcript's.
+_ROLES = ("system", "user", "assistant")
+
+
+def _message_text(content: Any) -> tuple[str, bool] | None:
+    """(text, has an attachment) of a turn's content: a string (0.12) or a Message (0.13+); None if neither."""
+    if isinstance(content, str):
+        return content, False
+    if not isinstance(content, dict):
+        return None
+    text = content.get("text")
+    parts = [text] if isinstance(text, str) and text else []
+    media = False
+    if content.get("data_path") or content.get("data_type") or content.get("data_checksum"):
+        data_type = content.get("data_type")
+        mime = data_type[0] if isinstance(data_type, list) and data_type and isinstance(data_type[0], str) else ""
+        kind = mime.split("/", 1)[0]
+        parts.append(placeholder(kind if kind in ("image", "audio", "video") else "attachment"))
+        media = True
+    return "\n".join(parts), media
+
+
+def _conversation(turns: Any) -> tuple[list[dict[str, Any]], bool] | str | None:
+    """A list of garak turns as transcript turns (and whether any had an attachment), an error, or None."""
+    if not isinstance(turns, list) or not turns:
+        return None
+    out: list[dict[str, Any]] = []
+    media = False
+    for number, turn in enumerate(turns, start=1):
+        if not isinstance(turn, dict):
+            return f"conversation turn {number} must be an object, got {_type(turn)}"
+        role = turn.get("role")
+        if role not in _ROLES:
+            return f"conversation turn {number} has role {role!r}; garak's roles are {', '.join(_ROLES)}"
+        text = _message_text(turn.get("content"))
+        if text is None:
+            return f"conversation turn {number} has no text (expected a string or a Message)"
+        out.append({"role": role, "content": text[0]})
+        media = media or text[1]
+    return out, media
+
+
+def _all_outputs(entry: dict[str, Any]) -> tuple[list[Any], list[list[dict[str, Any]] | None] | str] | None:
+    """Every assistant turn of every history (``Attempt.all_outputs``: what the detectors of garak
+    0.12 to 0.14 scored), history by history, with the conversation up to each; None without
+    histories. The histories are ``messages`` (0.12 and earlier) or ``conversations`` (0.13 on)."""
+    histories = entry.get("messages")
+    if not isinstance(histories, list) or not histories or not all(isinstance(h, list) for h in histories):
+        conversations = entry.get("conversations")
+        if not isinstance(conversations, list) or not conversations:
+            return None
+        histories = [c.get("turns") if isinstance(c, dict) else None for c in conversations]
+        if not all(isinstance(h, list) for h in histories):
+            return None
+    outputs: list[Any] = []
+    transcripts: list[list[dict[str, Any]] | None] = []
+    for history in histories:
+        for end, turn in enumerate(history, start=1):
+            if isinstance(turn, dict) and turn.get("role") == "assistant":
+                outputs.append(turn.get("content"))
+                found = _conversation(history[:end])
+                if isinstance(found, str):
+                    return outputs, found
+                transcripts.append(None if found is None else transcript_or_none(found[0], media=found[1]))
+    return outputs, transcripts
+
+
+def _transcripts(entry: dict[str, Any], outputs: list[Any]) -> list[list[dict[str, Any]] | None] | str:
+    """The transcript behind each output (None for single-turn), or why the attempt's conversations cannot be read."""
+    conversations = entry.get("conversations")
+    if not isinstance(conversations, list) or len(conversations) != len(outputs):
+        conversations = None
+    histories = entry.get("messages")
+    if (
+        not isinstance(histories, list)
+        or len(histories) != len(outputs)
+        or not all(isinstance(h, list) for h in histories)
+    ):
+        histories = None
+    result: list[list[dict[str, Any]] | None] = []
+    for index, output in enumerate(outputs):
+        found: tuple[list[dict[str, Any]], bool] | str | None = None
+        if conversations is not None:
+            conversation = conversations[index]
+            found = _conversation(conversation.get("turns") if isinstance(conversation, dict) else None)
+        elif histories is not None:
+            found = _conversation(histories[index])
+        if found is None:  # the prompt's turns and the output
+            prompt = entry.get("prompt")
+            turns = prompt.get("turns") if isinstance(prompt, dict) else [{"role": "user", "content": prompt}]
+            found = _conversation([*(turns or []), {"role": "assistant", "content": output}]) if output else None
+        if isinstance(found, str):
+            return found
+        result.append(None if found is None else transcript_or_none(found[0], media=found[1]))
+    return result
 
 
 def _turn_text(content: Any) -> str | None:

@@ -10,8 +10,20 @@ Choices:
   (``results/<model>.json``). The ``.json`` extension is removed, and so is a trailing
   ``.derived`` (the marker on the repository's example files). Other dots are kept, so
   ``qwen2.5_7b.json`` stays ``qwen2.5_7b``.
-* benchmark ``harmbench`` (``--benchmark`` overrides); judge ``harmbench-classifier``
-  (``--judge`` overrides).
+* benchmark: ``--benchmark``, else ``harmbench/<METHOD>`` when the file sits where HarmBench's
+  pipeline (``scripts/run_pipeline.py``) writes it:
+  ``<base>/<METHOD>/<experiment>/{results,completions}/[<N>_tokens/]<model>.json``, where
+  ``<METHOD>`` is the attack's class name (``GCG``, ``DirectRequest``, ``EnsembleGCG``, ...).
+  The attack is in no other place: each attack writes its own test cases for the same
+  behaviours, so two attacks on one model must not share a key. The layout is recognised when
+  ``<METHOD>`` is one of HarmBench's methods (``KNOWN_METHODS``) or the experiment folder holds
+  the ``test_cases/`` folder the pipeline writes beside the results (another method of yours).
+  The experiment is part of the name too (``harmbench/<METHOD>/<experiment>``) unless it is
+  ``default`` or the model's own name (the pipeline's two generic experiment names), since two
+  experiments of one method are different test-case sets (``EnsembleGCG`` runs both GCG-Multi
+  and GCG-Transfer). Elsewhere the benchmark is ``harmbench``. meta keeps ``method``,
+  ``experiment`` and a ``<N>_tokens`` folder as ``max_new_tokens``.
+* judge ``harmbench-classifier`` (``--judge`` overrides).
 * prompt_id = behavior_id, epoch = the index in the behaviour's list (several test cases per
   behaviour are kept apart this way), prompt = test_case, response = generation.
 * verdict = the label as text (``"1"``, ``"0"``, ``"-1"``; an integral float such as ``1.0``
@@ -22,6 +34,7 @@ Choices:
 
 from __future__ import annotations
 
+import os
 import re
 from collections.abc import Iterator
 from pathlib import Path
@@ -38,6 +51,40 @@ DEFAULT_RUBRIC: dict[str, Any] = {
 }
 
 _DEFAULT_JUDGE = "harmbench-classifier"
+#: HarmBench's red-teaming methods: the class names its pipeline uses as folder names
+#: (baselines/, configs/method_configs/) and the proper names of configs/pipeline_configs/run_pipeline.yaml.
+KNOWN_METHODS = frozenset(
+    {
+        "AutoDAN",
+        "AutoPrompt",
+        "DirectRequest",
+        "EnsembleGCG",
+        "FewShot",
+        "GBDA",
+        "GCG",
+        "HumanJailbreaks",
+        "MultiModalDirectRequest",
+        "MultiModalPGD",
+        "MultiModalPGDBlankImage",
+        "MultiModalPGDPatch",
+        "MultiModalRenderText",
+        "PAIR",
+        "PAP",
+        "PEZ",
+        "TAP",
+        "UAT",
+        "ZeroShot",
+        "GCG-Multi",
+        "GCG-Transfer",
+        "PAP-top5",
+        "TAP-Transfer",
+    }
+)
+#: The folders of an experiment that hold one JSON file per model.
+RESULT_FOLDERS = ("results", "completions")
+#: The pipeline's experiment names that say nothing about the test cases beyond the method.
+_GENERIC_EXPERIMENTS = ("default",)
+_TOKENS_RE = re.compile(r"^\d+_tokens$")
 # The document opens with a behaviour id whose value is a list of objects.
 _HEAD_RE = re.compile(rb'^\s*\{\s*"(?:[^"\\]|\\.)*"\s*:\s*\[\s*\{')
 
@@ -58,6 +105,37 @@ def model_from_filename(path: Path) -> str:
     return name.removesuffix(".derived")
 
 
+def pipeline_layout(path: Path) -> dict[str, str] | None:
+    """Method and experiment of a file in HarmBench's pipeline layout, or None (see the module doc).
+
+    ``results/GCG/llama2_7b/results/llama2_7b.json`` -> ``{"method": "GCG", "experiment":
+    "llama2_7b"}``; a ``<N>_tokens`` folder (``--max_new_tokens`` other than 512) adds
+    ``max_new_tokens``. The path is made absolute first, so a relative path works from any folder.
+    """
+    parts = Path(os.path.abspath(path)).parts
+    i = len(parts) - 2  # the file's folder
+    layout: dict[str, str] = {}
+    if i >= 0 and _TOKENS_RE.match(parts[i]):
+        layout["max_new_tokens"] = parts[i].removesuffix("_tokens")
+        i -= 1
+    if i < 3 or parts[i] not in RESULT_FOLDERS:
+        return None
+    method, experiment = parts[i - 2], parts[i - 1]
+    if method not in KNOWN_METHODS and not os.path.isdir(os.path.join(*parts[:i], "test_cases")):
+        return None
+    return {"method": method, "experiment": experiment, **layout}
+
+
+def benchmark_name(layout: dict[str, str] | None, model: str) -> str:
+    """``harmbench/<METHOD>[/<experiment>]`` for a file in the pipeline layout, else ``harmbench``."""
+    if layout is None:
+        return "harmbench"
+    name = f"harmbench/{layout['method']}"
+    if layout["experiment"] not in (*_GENERIC_EXPERIMENTS, model):
+        name += f"/{layout['experiment']}"
+    return name
+
+
 def read(path: Path, ctx: ReadContext) -> Iterator[Item]:
     """Yield one Record per (behaviour, test case)."""
     data = load_json_object(path, ctx, "a JSON object {behavior_id: [records]}")
@@ -65,9 +143,11 @@ def read(path: Path, ctx: ReadContext) -> Iterator[Item]:
         yield data
         return
 
+    layout = pipeline_layout(path)
     model = ctx.model or model_from_filename(path)
-    benchmark = ctx.benchmark or "harmbench"
+    benchmark = ctx.benchmark or benchmark_name(layout, model_from_filename(path))
     judge = ctx.judge or _DEFAULT_JUDGE
+    run_meta: dict[str, Any] = dict(layout) if layout else {}
     counter = 0
     for behavior_id, items in data.items():
         if not isinstance(items, list):
@@ -76,10 +156,19 @@ def read(path: Path, ctx: ReadContext) -> Iterator[Item]:
             continue
         for index, item in enumerate(items):
             counter += 1
-            yield _item(item, counter, behavior_id, index, model, benchmark, judge)
+            yield _item(item, counter, behavior_id, index, model, benchmark, judge, run_meta)
 
 
-def _item(item: Any, line: int, behavior_id: str, index: int, model: str, benchmark: str, judge: str) -> Item:
+def _item(
+    item: Any,
+    line: int,
+    behavior_id: str,
+    index: int,
+    model: str,
+    benchmark: str,
+    judge: str,
+    run_meta: dict[str, Any],
+) -> Item:
     where = f"behaviour {behavior_id!r} record {index}"
     if not isinstance(item, dict):
         return Problem(line, f"{where}: expected an object, got {_type(item)}")
@@ -101,7 +190,9 @@ def _item(item: Any, line: int, behavior_id: str, index: int, model: str, benchm
         verdict = str(label)
     else:
         return Problem(line, f"{where}: field 'label' must be 1, 0 or -1, got {_type(label)}")
-    meta = {"advbench_label": item["advbench_label"]} if "advbench_label" in item else None
+    meta = dict(run_meta)
+    if "advbench_label" in item:
+        meta["advbench_label"] = item["advbench_label"]
     return Record(
         line=line,
         model=model,
@@ -112,7 +203,7 @@ def _item(item: Any, line: int, behavior_id: str, index: int, model: str, benchm
         judge=judge,
         verdict=verdict,
         epoch=index,
-        meta=meta,
+        meta=meta or None,
     )
 
 

@@ -13,13 +13,28 @@ sniffer rejects it and ``read`` yields one Problem for it.
 Choices:
 
 * model: ``parameters.model`` (artifact) or the top-level key (evaluation); ``--model``
-  overrides. benchmark ``jailbreakbench/<METHOD>`` (``parameters.method``, or for an
-  ``evaluation.json`` the name of its folder, as in JailbreakBench's artifact layout); two
-  attacks write different prompts for the same behaviour, so they must not share a key.
-* judge: ``--judge``, else ``parameters.evaluation_llm_provider`` (artifact) or
-  ``details.llm_provider`` (evaluation), else ``jailbreakbench``. The provider is the service
-  that ran JailbreakBench's judge ("litellm", "vllm"); JBB records no other judge name.
-* prompt_id = behavior, epoch 0, category from the item (evaluations have none).
+  overrides.
+* benchmark ``jailbreakbench/<METHOD>``: two attacks write different prompts for the same
+  behaviour, so they must not share a key. An artifact names its method
+  (``parameters.method``: ``PAIR``, ``GCG``, ``JailbreakChat``, ``adaptive_random_search``, ...).
+  An evaluation takes ``details.method`` when it has one; else its documented place in
+  JailbreakBench's artifacts repository, ``attack-artifacts/<METHOD>/evaluation.json``
+  (beside ``attack-info.json``, or in a folder ``attack-artifacts``), names the method: the one
+  the artifacts beside it name (``<METHOD>/<attack_type>/*.json``), else the folder's name.
+  Anywhere else the method is unknown and the file is refused with a message asking for
+  ``--benchmark jailbreakbench/<METHOD>``. ``--benchmark`` overrides all of this.
+* judge: ``--judge``, else the classifier that wrote ``jailbroken``, named as JailbreakBench's
+  code names it (``jailbreakbench.classifier``): ``Llama3JailbreakJudge`` (Llama-3-70B, the
+  judge since June 2024), or ``LlamaGuard1JailbreakJudge`` for an artifact judged before the
+  artifacts were re-judged on 2024-06-13 (its ``evaluation_date`` is earlier and it has no
+  ``jailbroken_llama_guard1`` column, the column the re-judging added for the old verdicts).
+  Never the LLM provider (``evaluation_llm_provider`` / ``details.llm_provider``: "litellm",
+  "vllm", "together", "huggingface", ...): that is the service that ran the judge, kept in
+  meta as ``llm_provider``.
+* prompt_id = the behaviour (``behavior``; ``identifier`` in artifacts before 2024-03-26; for
+  an item with neither, the JBB-Behaviors name of its ``index``, as in the random-search
+  artifacts of June to September 2024), epoch 0, category from the item (evaluations have
+  none).
 * verdict ``"true"`` / ``"false"`` from ``jailbroken``; ``null`` gives verdict None.
 * Extra judge columns (``jailbroken_<judge>``, e.g. ``jailbroken_llama_guard1``) go into
   meta as second opinions, with ``goal``, ``index`` and the run's method / attack type /
@@ -33,12 +48,24 @@ Choices:
 
 from __future__ import annotations
 
+import os
 import re
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-from annotate.ingest.records import Item, Problem, ReadContext, Record, SetAside, load_json_object, object_field
+from annotate.errors import InputError
+from annotate.fileio import open_input
+from annotate.ingest.records import (
+    Item,
+    Problem,
+    ReadContext,
+    Record,
+    SetAside,
+    load_json_bytes,
+    load_json_object,
+    object_field,
+)
 
 NAME = "jailbreakbench"
 DESCRIPTION = "JailbreakBench artifact JSON (parameters + jailbreaks[]) or evaluate_prompts evaluation.json"
@@ -49,7 +76,118 @@ DEFAULT_RUBRIC: dict[str, Any] = {
 }
 
 NO_PROMPT_REASON = "no prompt/response (attack produced none)"
-_DEFAULT_JUDGE = "jailbreakbench"
+#: JailbreakBench's judge of ``jailbroken`` (jailbreakbench.classifier), since the artifacts were re-judged.
+JUDGE = "Llama3JailbreakJudge"
+#: The judge of ``jailbroken`` before that (kept in ``jailbroken_llama_guard1`` afterwards).
+LEGACY_JUDGE = "LlamaGuard1JailbreakJudge"
+#: The day the artifacts were re-judged (JailbreakBench/artifacts commit 1b8eaeb): an artifact
+#: evaluated earlier without a ``jailbroken_llama_guard1`` column was judged by Llama Guard 1.
+REJUDGED_ON = "2024-06-13"
+#: The JBB-Behaviors behaviours (harmful split) by index, as the artifacts name them (PAIR's), for
+#: items that name none.
+BEHAVIORS = (
+    "Defamation",
+    "Body shaming",
+    "Xenophobia",
+    "Ableism",
+    "Sexism",
+    "Racial discrimination",
+    "Ageism",
+    "Enslavement",
+    "Holocaust glorification",
+    "Sex discrimination",
+    "Disable antivirus",
+    "Network hacking",
+    "Ransomware",
+    "Password cracking",
+    "Cryptocurrency mining",
+    "Keylogger script",
+    "Exam cheating",
+    "Sudo access",
+    "Biological weapons",
+    "ATM hacking",
+    "Bomb building",
+    "School shooting",
+    "Cannibalism",
+    "Torture",
+    "Ingesting detergent",
+    "Eating disorder",
+    "Suicide",
+    "Ethnic genocide",
+    "Animal cruelty",
+    "Predatory stalking",
+    "Extortion",
+    "Gambling",
+    "Payday loans",
+    "Casino manipulation",
+    "Bribery",
+    "Tax evasion",
+    "Insider betting",
+    "Multi-level marketing",
+    "Insider trading",
+    "Counterfeiting",
+    "Election influencing",
+    "Fake charity",
+    "Pseudo-pharmaceuticals",
+    "Astroturfing",
+    "Nigerian 419 scam",
+    "Deepfakes",
+    "Illegal dumping",
+    "Cult indoctrination",
+    "Mail scam",
+    "Plagiarism",
+    "Political disinformation",
+    "September 11th conspiracy",
+    "Disaster disinformation",
+    "Holocaust denial",
+    "COVID-19 conspiracy",
+    "Election denial",
+    "Climate disinformation",
+    "Vaccine disinformation",
+    "Flat earth conspiracy",
+    "Illuminati",
+    "Porn generation",
+    "Sexual solicitation",
+    "Unprotected sex",
+    "Date rape drug",
+    "Child pornography",
+    "Sexting",
+    "Bestiality",
+    "Human trafficking",
+    "Revenge porn",
+    "Pedophilia",
+    "Identity theft",
+    "Blackmail",
+    "Facial recognition",
+    "Tax scam",
+    "Steal health records",
+    "Phishing",
+    "Location tracking",
+    "Steal government information",
+    "Email scam",
+    "Steal debit cards",
+    "Copyright circumvention",
+    "AIDS treatment",
+    "Opiods prescription",
+    "Schizophrenia treatment",
+    "Avoid criminal charges",
+    "Financial advice",
+    "Emergency mitigation",
+    "Black market organs",
+    "Emissions test evasion",
+    "Self-medication",
+    "Forgery",
+    "Change criminal record",
+    "Electronic monitor tampering",
+    "Regulatory loopholes",
+    "Nuclear weapons",
+    "Shell companies",
+    "Expired visa",
+    "Child labor",
+    "Election tampering",
+    "Vigilante justice",
+)
+_MAX_SIBLING_BYTES = 64 * 1024 * 1024  # an artifact is a few MB; a bound for a hostile folder
 # evaluation.json opens {"<model>": {"<behavior>": {
 _EVAL_HEAD_RE = re.compile(rb'^\s*\{\s*"(?:[^"\\]|\\.)*"\s*:\s*\{\s*"(?:[^"\\]|\\.)*"\s*:\s*\{')
 
@@ -86,6 +224,15 @@ def read(path: Path, ctx: ReadContext) -> Iterator[Item]:
         yield from _read_evaluation(data, ctx, path)
 
 
+def judge_name(evaluation_date: Any, has_llama_guard_column: bool) -> str:
+    """The JailbreakBench classifier that wrote ``jailbroken`` (see the module doc)."""
+    if has_llama_guard_column:
+        return JUDGE
+    if isinstance(evaluation_date, str) and evaluation_date and evaluation_date < REJUDGED_ON:
+        return LEGACY_JUDGE
+    return JUDGE
+
+
 def _read_artifact(data: dict[str, Any], ctx: ReadContext) -> Iterator[Item]:
     params = data.get("parameters")
     if not isinstance(params, dict):
@@ -115,25 +262,49 @@ def _read_artifact(data: dict[str, Any], ctx: ReadContext) -> Iterator[Item]:
     if not isinstance(model, str) or not model:
         yield Problem(1, "missing field 'parameters.model'; pass --model", fatal=True)
         return
-    judge = ctx.judge or _nonempty(params.get("evaluation_llm_provider")) or _DEFAULT_JUDGE
+    method = _nonempty(params.get("method"))
+    if ctx.benchmark is None and method is None:
+        yield Problem(
+            1,
+            "the artifact does not name its attack method (parameters.method); pass --benchmark "
+            "jailbreakbench/<METHOD> so that its responses do not share keys with another attack's",
+            fatal=True,
+        )
+        return
+    llama_guard_column = any(isinstance(j, dict) and "jailbroken_llama_guard1" in j for j in jailbreaks)
+    judge = ctx.judge or judge_name(params.get("evaluation_date"), llama_guard_column)
     run_meta = {k: params.get(k) for k in ("method", "attack_type", "defense") if params.get(k) is not None}
+    if _nonempty(params.get("evaluation_llm_provider")):
+        run_meta["llm_provider"] = params["evaluation_llm_provider"]
+    benchmark = ctx.benchmark or f"jailbreakbench/{method}"
     for number, item in enumerate(jailbreaks, start=1):
-        yield _item(item, number, f"jailbreaks[{number - 1}]", None, model, judge, ctx, run_meta)
+        yield _item(item, number, f"jailbreaks[{number - 1}]", None, model, benchmark, judge, run_meta)
 
 
 def _read_evaluation(data: dict[str, Any], ctx: ReadContext, path: Path) -> Iterator[Item]:
     details = object_field(data, "details")
-    judge = ctx.judge or _nonempty(details.get("llm_provider")) or _DEFAULT_JUDGE
-    run_meta = {"defense": details["defense"]} if details.get("defense") is not None else {}
-    # evaluation.json does not name the attack; JailbreakBench's artifact layout keeps it in the
-    # folder name (<METHOD>/evaluation.json).
-    if path.parent.name:
-        run_meta["method"] = path.parent.name
-    number = 0
+    judge = ctx.judge or judge_name(details.get("evaluation_date"), False)
+    run_meta: dict[str, Any] = {"defense": details["defense"]} if details.get("defense") is not None else {}
+    if _nonempty(details.get("llm_provider")):
+        run_meta["llm_provider"] = details["llm_provider"]
     models = [k for k in data if k != "details"]
     if not models:
         yield Problem(1, "no results: expected {model: {behavior: {prompt, response, jailbroken}}}", fatal=True)
         return
+    method = _nonempty(details.get("method")) or evaluation_method(path)
+    if method is not None:
+        run_meta["method"] = method
+    elif ctx.benchmark is None:
+        yield Problem(
+            1,
+            "evaluation.json does not name the attack it evaluates, and it is not where JailbreakBench's "
+            "artifacts keep it (attack-artifacts/<METHOD>/evaluation.json, beside attack-info.json); "
+            "pass --benchmark jailbreakbench/<METHOD> with the attack's name",
+            fatal=True,
+        )
+        return
+    benchmark = ctx.benchmark or f"jailbreakbench/{method}"
+    number = 0
     for file_model in models:
         behaviors = data[file_model]
         if not isinstance(behaviors, dict):
@@ -146,7 +317,59 @@ def _read_evaluation(data: dict[str, Any], ctx: ReadContext, path: Path) -> Iter
         model = ctx.model or file_model
         for behavior, item in behaviors.items():
             number += 1
-            yield _item(item, number, f"{file_model!r} / {behavior!r}", behavior, model, judge, ctx, run_meta)
+            yield _item(item, number, f"{file_model!r} / {behavior!r}", behavior, model, benchmark, judge, run_meta)
+
+
+def evaluation_method(path: Path) -> str | None:
+    """The attack of an ``evaluation.json`` from its documented place, or None (see the module doc).
+
+    In ``attack-artifacts/<METHOD>/`` (a folder beside ``attack-info.json``, or inside a folder
+    named ``attack-artifacts``): the method that the artifacts of that folder name, else the
+    folder's name.
+    """
+    folder = Path(os.path.abspath(path)).parent
+    info = folder / "attack-info.json"
+    if not info.is_file() and folder.parent.name != "attack-artifacts":
+        return None
+    if not folder.name:
+        return None
+    return _sibling_method(folder) or folder.name
+
+
+def _sibling_method(folder: Path) -> str | None:
+    """``parameters.method`` of the first artifact in ``<folder>/<attack_type>/``, or None."""
+    try:
+        candidates = sorted(p for p in folder.glob("*/*.json") if p.is_file())
+    except OSError:
+        return None
+    for candidate in candidates[:20]:
+        try:
+            with open_input(candidate) as source:
+                if source.size > _MAX_SIBLING_BYTES:
+                    continue
+                data = source.stream.read()
+        except (InputError, OSError):
+            continue
+        value, problem = load_json_bytes(data)
+        if problem is None and isinstance(value, dict) and isinstance(value.get("parameters"), dict):
+            method = _nonempty(value["parameters"].get("method"))
+            if method is not None:
+                return method
+    return None
+
+
+def _behavior(item: dict[str, Any], where: str) -> str | Problem:
+    """The item's behaviour: ``behavior``, ``identifier`` (older artifacts), or the name of its ``index``."""
+    for key in ("behavior", "identifier"):
+        if key in item:
+            value = item[key]
+            if not isinstance(value, str) or not value:
+                return Problem(0, f"{where}: field {key!r} must be a non-empty string, got {_type(value)}")
+            return value
+    index = item.get("index")
+    if isinstance(index, int) and not isinstance(index, bool) and 0 <= index < len(BEHAVIORS):
+        return BEHAVIORS[index]
+    return Problem(0, f"{where}: missing field 'behavior' (and no JBB-Behaviors 'index' to name it by)")
 
 
 def _item(
@@ -155,18 +378,17 @@ def _item(
     where: str,
     behavior: str | None,
     model: str,
+    benchmark: str,
     judge: str,
-    ctx: ReadContext,
     run_meta: dict[str, Any],
 ) -> Item:
     if not isinstance(item, dict):
         return Problem(line, f"{where}: expected an object, got {_type(item)}")
     if behavior is None:  # artifact: the behaviour is a field
-        if "behavior" not in item:
-            return Problem(line, f"{where}: missing field 'behavior'")
-        behavior = item["behavior"]
-        if not isinstance(behavior, str) or not behavior:
-            return Problem(line, f"{where}: field 'behavior' must be a non-empty string, got {_type(behavior)}")
+        found = _behavior(item, where)
+        if isinstance(found, Problem):
+            return Problem(line, found.message)
+        behavior = found
     for key in ("prompt", "response", "jailbroken"):
         if key not in item:
             return Problem(line, f"{where}: missing field {key!r}")
@@ -192,7 +414,7 @@ def _item(
     return Record(
         line=line,
         model=model,
-        benchmark=ctx.benchmark or _benchmark(run_meta),
+        benchmark=benchmark,
         prompt_id=behavior,
         prompt=prompt,
         response=response,
@@ -201,13 +423,6 @@ def _item(
         category=category if isinstance(category, str) and category else None,
         meta=meta or None,
     )
-
-
-def _benchmark(run_meta: dict[str, Any]) -> str:
-    """``jailbreakbench/<METHOD>``: each attack method writes its own prompts for the same
-    behaviours, so responses of two methods must not share a key."""
-    method = run_meta.get("method")
-    return f"jailbreakbench/{method}" if isinstance(method, str) and method else "jailbreakbench"
 
 
 def _nonempty(value: Any) -> str | None:

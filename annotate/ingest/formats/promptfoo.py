@@ -21,8 +21,18 @@ Choices:
   only the component of that name.
 * With no model-graded component, the verdict is ``gradingResult.pass`` under judge
   ``promptfoo-assertions``, with a note in meta: it is the conjunction of all assertions.
+* meta also keeps a red-team run's ``pluginId`` and ``strategyId`` (from the grading result's
+  metadata, else the test's, else the result's).
 * The row-level ``success`` / ``score`` are never used: they mix judge verdicts with
   operational checks (in the example every row fails on latency).
+* transcript: multi-turn red-team strategies (``crescendo``, ``goat``, ``custom``,
+  ``mischievous-user``, ...) return the whole conversation with the target in the response's
+  metadata: ``messages`` (``[{role, content}]``, a list or its JSON text), else ``redteamHistory``
+  (``[{prompt, output}]``, one user turn and one answer per round) for a strategy in
+  ``MULTI_TURN_STRATEGIES``. The metadata is looked up on ``response.metadata``, then on the
+  result's ``metadata``. None for a single-turn result. Iterative strategies (``jailbreak``,
+  ``jailbreak:tree``) also keep a ``redteamHistory``, but of independent attempts, not a
+  conversation: it is not a transcript.
 * A result with an error and no output (``failureReason`` 2) is a SetAside.
 * line = the 1-based result number.
 
@@ -37,7 +47,16 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-from annotate.ingest.records import Item, Problem, ReadContext, Record, SetAside, load_json_object, object_field
+from annotate.ingest.records import (
+    Item,
+    Problem,
+    ReadContext,
+    Record,
+    SetAside,
+    load_json_object,
+    object_field,
+    transcript_or_none,
+)
 
 NAME = "promptfoo"
 DESCRIPTION = "promptfoo eval -o json export (results.results[] with gradingResult)"
@@ -47,7 +66,30 @@ DEFAULT_RUBRIC: dict[str, Any] = {
     "unknown": "error",
 }
 
-MODEL_GRADED = frozenset({"llm-rubric", "model-graded-closedqa", "g-eval", "factuality"})
+#: promptfoo's model-graded assertion types (MODEL_GRADED_ASSERTION_TYPES in its assertions, plus
+#: g-eval and pi); a ``not-`` prefix (the negated assertion) is graded by the same model.
+MODEL_GRADED = frozenset(
+    {
+        "agent-rubric",
+        "answer-relevance",
+        "context-faithfulness",
+        "context-recall",
+        "context-relevance",
+        "factuality",
+        "g-eval",
+        "llm-rubric",
+        "model-graded-closedqa",
+        "model-graded-factuality",
+        "pi",
+        "search-rubric",
+        "trajectory:goal-success",
+    }
+)
+#: Red-team strategies that hold a conversation with the target (src/redteam/providers/).
+MULTI_TURN_STRATEGIES = frozenset(
+    {"crescendo", "goat", "custom", "mischievous-user", "hydra", "simba", "voice-crescendo"}
+)
+_ROLES = ("system", "user", "assistant", "tool")
 REDTEAM_PREFIX = "promptfoo:redteam:"
 FALLBACK_JUDGE = "promptfoo-assertions"
 FALLBACK_NOTE = (
@@ -69,7 +111,7 @@ def sniff(path: Path, head: bytes) -> bool:
 def is_judge(assertion_type: Any) -> bool:
     """True for the LLM-graded assertion types whose verdict is routed to humans."""
     return isinstance(assertion_type, str) and (
-        assertion_type in MODEL_GRADED or assertion_type.startswith(REDTEAM_PREFIX)
+        assertion_type.removeprefix("not-") in MODEL_GRADED or assertion_type.startswith(REDTEAM_PREFIX)
     )
 
 
@@ -139,10 +181,17 @@ def _result(result: Any, line: int, benchmark: str, several_prompts: bool, ctx: 
         return
     base_meta: dict[str, Any] = {"testIdx": test_idx, "promptIdx": result.get("promptIdx")}
     grading_meta = object_field(grading, "metadata")
+    test_meta = object_field(object_field(result, "testCase"), "metadata")
     for key in ("pluginId", "strategyId"):  # red-team runs: e.g. harmful:hate / jailbreak
-        if grading_meta.get(key) is not None:
-            base_meta[key] = grading_meta[key]
+        for source in (grading_meta, test_meta, object_field(result, "metadata")):
+            if source.get(key) is not None:
+                base_meta[key] = source[key]
+                break
 
+    transcript = _transcript(result, grading_meta)
+    if isinstance(transcript, str):
+        yield Problem(line, f"{where}: {transcript}")
+        return
     judged = [c for c in _components(grading) if is_judge(_assertion_type(c))]
     record: dict[str, Any] = dict(
         line=line,
@@ -151,6 +200,7 @@ def _result(result: Any, line: int, benchmark: str, several_prompts: bool, ctx: 
         prompt_id=prompt_id,
         prompt=prompt_text,
         response=response_text,
+        transcript=transcript,
     )
     if not judged:
         verdict = _pass_verdict(grading.get("pass"))
@@ -198,6 +248,76 @@ def _result(result: Any, line: int, benchmark: str, several_prompts: bool, ctx: 
         if isinstance(component.get("reason"), str):
             meta["reason"] = component["reason"]
         yield Record(**record, judge=judge, verdict=verdict, score=_number(component.get("score")), meta=meta)
+
+
+def _strategy(result: dict[str, Any], grading_meta: dict[str, Any]) -> str | None:
+    """The red-team strategy of a result: ``strategyId`` in its metadata, else the test's provider
+    ``promptfoo:redteam:<strategy>``."""
+    test = object_field(result, "testCase")
+    for meta in (grading_meta, object_field(test, "metadata"), object_field(result, "metadata")):
+        if isinstance(meta.get("strategyId"), str) and meta["strategyId"]:
+            return str(meta["strategyId"])
+    provider = test.get("provider")
+    provider_id = provider.get("id") if isinstance(provider, dict) else provider
+    if isinstance(provider_id, str) and provider_id.startswith(REDTEAM_PREFIX):
+        return provider_id[len(REDTEAM_PREFIX) :]
+    return None
+
+
+def _transcript(result: dict[str, Any], grading_meta: dict[str, Any]) -> list[dict[str, Any]] | None | str:
+    """The conversation behind a multi-turn result (see the module doc), None, or why it cannot be read."""
+    response = result.get("response")
+    for meta in (
+        object_field(response, "metadata") if isinstance(response, dict) else {},
+        object_field(result, "metadata"),
+    ):
+        messages = meta.get("messages")
+        if isinstance(messages, str):
+            try:
+                messages = json.loads(messages)
+            except ValueError:
+                return "the response metadata's 'messages' is text that is not a JSON list of messages"
+        if isinstance(messages, list) and messages:
+            return _messages(messages)
+    if _strategy(result, grading_meta) not in MULTI_TURN_STRATEGIES:
+        return None
+    for meta in (
+        object_field(response, "metadata") if isinstance(response, dict) else {},
+        object_field(result, "metadata"),
+    ):
+        history = meta.get("redteamHistory")
+        if isinstance(history, list) and history:
+            turns: list[dict[str, Any]] = []
+            for number, entry in enumerate(history, start=1):
+                if not isinstance(entry, dict):
+                    return f"redteamHistory[{number - 1}] must be an object, got {_type(entry)}"
+                turns.append({"role": "user", "content": _text(entry.get("prompt"))})
+                turns.append({"role": "assistant", "content": _text(entry.get("output"))})
+            return transcript_or_none(turns)
+    return None
+
+
+def _messages(messages: list[Any]) -> list[dict[str, Any]] | None | str:
+    turns: list[dict[str, Any]] = []
+    for number, message in enumerate(messages, start=1):
+        if not isinstance(message, dict):
+            return f"messages[{number - 1}] must be an object, got {_type(message)}"
+        role = message.get("role")
+        if role not in _ROLES:
+            return f"messages[{number - 1}] has role {role!r}; expected one of {', '.join(_ROLES)}"
+        turn: dict[str, Any] = {"role": role, "content": _text(message.get("content"))}
+        if role == "tool":
+            turn["tool_call_id"] = message.get("tool_call_id") if isinstance(message.get("tool_call_id"), str) else None
+            turn["name"] = message.get("name") if isinstance(message.get("name"), str) else None
+        turns.append(turn)
+    return transcript_or_none(turns)
+
+
+def _text(value: Any) -> str:
+    """Message content as text (non-text content as its JSON, as promptfoo itself stringifies outputs)."""
+    if value is None:
+        return ""
+    return value if isinstance(value, str) else json.dumps(value, ensure_ascii=False)
 
 
 def _assertion_type(component: dict[str, Any]) -> Any:

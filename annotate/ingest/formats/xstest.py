@@ -1,19 +1,25 @@
-"""XSTest v2 completion CSVs (paul-rottger/exaggerated-safety).
+"""XSTest completion CSVs (paul-rottger/exaggerated-safety), v2 and v1.
 
-Files:
+Files (v2):
 
 * ``automated_evaluation_labels/xstest_v2_completions_<model>_gpteval.csv``: ``id, type,
   prompt, completion, annotation_1, annotation_2, agreement, final_label, gpt4_label``;
 * ``..._streval.csv``: the same with ``strmatch_label`` instead of ``gpt4_label``;
 * ``model_completions/xstest_v2_completions_<model>.csv``: the 8 columns, no judge column.
 
-``xstest_prompts.csv`` (prompts only, no responses) is not read: the sniffer rejects it, and
-``read`` yields a single Problem saying why.
+Files (v1, the repository's first release, 2023-08; 200 safe prompts, ids ``v1-1`` ...):
+``xstest_completions_<model>_v1.csv`` (``gpt4``, ``llama2``): the same 8 columns.
+
+``xstest_prompts.csv`` / ``xstest_v2_prompts.csv`` / ``xstest_prompts_v1.csv`` (prompts only, no
+responses) are not read: the sniffer rejects them, and ``read`` yields a single Problem saying why.
 
 Choices:
 
-* model from the file name (``xstest_v2_completions_<model>[_gpteval|_streval].csv``);
-  ``--model`` overrides and is required for other names. benchmark ``xstest``.
+* model from the file name (``xstest_v2_completions_<model>[_gpteval|_streval].csv``, or v1's
+  ``xstest_completions_<model>_v1.csv``); ``--model`` overrides and is required for other names.
+* benchmark ``xstest`` for v2 and ``xstest/v1`` for v1 (told by the row's id, ``v1-<n>``): the
+  two versions are different prompt sets, so a model scored on one is not ranked against a
+  model scored on the other. ``--benchmark`` overrides.
 * prompt_id = ``id`` (``v2-195``), category = ``type``, context = ``unsafe`` when ``type``
   starts with ``contrast_`` (XSTest's unsafe prompts), else ``safe``; the rubric reads
   ``1_full_compliance`` with that context.
@@ -43,7 +49,9 @@ from typing import Any
 from annotate.ingest.records import Item, Problem, ReadContext, Record, SetAside, csv_records
 
 NAME = "xstest"
-DESCRIPTION = "XSTest v2 completions CSV (id, type, prompt, completion, final_label[, gpt4_label|strmatch_label])"
+DESCRIPTION = (
+    "XSTest completions CSV, v2 or v1 (id, type, prompt, completion, final_label[, gpt4_label|strmatch_label])"
+)
 
 DEFAULT_RUBRIC: dict[str, Any] = {
     "verdicts": {
@@ -61,7 +69,11 @@ FINAL_LABEL_NOTE = "no judge column in this file: the verdict is the adjudicated
 REQUIRED = ("id", "type", "prompt", "completion")
 META_COLUMNS = ("annotation_1", "annotation_2", "final_label")
 
-_FILE_RE = re.compile(r"^xstest_v2_completions_(?P<model>.+?)(?:_(?:gpteval|streval))?\.csv$", re.IGNORECASE)
+_FILE_RES = (
+    re.compile(r"^xstest_v2_completions_(?P<model>.+?)(?:_(?:gpteval|streval))?\.csv$", re.IGNORECASE),
+    re.compile(r"^xstest_completions_(?P<model>.+?)_v1\.csv$", re.IGNORECASE),
+)
+V1_BENCHMARK = "xstest/v1"
 _TICK_EVERY = 1024
 
 
@@ -75,9 +87,13 @@ def sniff(path: Path, head: bytes) -> bool:
 
 
 def model_from_filename(path: Path) -> str | None:
-    """``xstest_v2_completions_llama2new_gpteval.csv`` -> ``llama2new``."""
-    match = _FILE_RE.match(path.name)
-    return match["model"] if match else None
+    """``xstest_v2_completions_llama2new_gpteval.csv`` -> ``llama2new``;
+    ``xstest_completions_llama2_v1.csv`` -> ``llama2``."""
+    for pattern in _FILE_RES:
+        match = pattern.match(path.name)
+        if match:
+            return match["model"]
+    return None
 
 
 def read(path: Path, ctx: ReadContext) -> Iterator[Item]:
@@ -98,7 +114,8 @@ def read(path: Path, ctx: ReadContext) -> Iterator[Item]:
         yield Problem(
             1,
             "cannot tell the model from the file name (expected "
-            "xstest_v2_completions_<model>[_gpteval|_streval].csv); pass --model",
+            "xstest_v2_completions_<model>[_gpteval|_streval].csv or xstest_completions_<model>_v1.csv); "
+            "pass --model",
             fatal=True,
         )
         records.close()
@@ -119,7 +136,7 @@ def read(path: Path, ctx: ReadContext) -> Iterator[Item]:
             )
             records.close()
             return
-    benchmark = ctx.benchmark or "xstest"
+    benchmark = ctx.benchmark
     for record in records:
         if isinstance(record, Problem):
             yield record
@@ -134,7 +151,7 @@ def read(path: Path, ctx: ReadContext) -> Iterator[Item]:
 def _check_header(header: list[str]) -> str | None:
     """A message when the header lacks the columns a completions file needs."""
     missing = [c for c in REQUIRED if c not in header]
-    if "completion" in missing and {"label", "focus"} <= set(header):
+    if "completion" in missing and "focus" in header:
         return (
             "this looks like xstest_prompts.csv: it has prompts but no model responses "
             "(no 'completion' column); ingest the files in model_completions/ or "
@@ -150,11 +167,15 @@ def _check_header(header: list[str]) -> str | None:
     return None
 
 
-def _row(row: dict[str, str], line: int, model: str, benchmark: str, judges: list[tuple[str, str]]) -> Iterator[Item]:
+def _row(
+    row: dict[str, str], line: int, model: str, benchmark: str | None, judges: list[tuple[str, str]]
+) -> Iterator[Item]:
     prompt_id, kind = row["id"].strip(), row["type"].strip()
     if not prompt_id:
         yield Problem(line, "field 'id' is empty")
         return
+    if benchmark is None:
+        benchmark = V1_BENCHMARK if prompt_id.lower().startswith("v1-") else "xstest"
     if not kind:
         yield Problem(line, "field 'type' is empty")
         return

@@ -4,10 +4,17 @@
 writes the same two tables, so ``annotate verify`` re-derives an export's scores from its own
 files with this same function.
 
-The score rows carry :data:`annotate.columns.SCORE_COLUMNS` (the last, ``estimate_kind``:
-``judge``, ``stratified``, ``transport`` or ``mar``, the missing-at-random point inside a
-partial-identification interval; empty when not estimable); the ranking rows
-:data:`annotate.columns.RANKING_COLUMNS` (the last, ``note``: why tau-b or rho is missing).
+The score rows carry :data:`annotate.columns.SCORE_COLUMNS` (``estimate_kind``: ``judge``,
+``stratified``, ``transport`` or ``mar``, the missing-at-random point inside a
+partial-identification interval, empty when not estimable; ``benchmark_set``: the benchmarks an
+overall row averages); the ranking rows :data:`annotate.columns.RANKING_COLUMNS` (``note``: why
+tau-b or rho is missing; ``benchmark_set`` and ``left_out``: the models left out, with why).
+
+The overall rows (benchmark ``ALL``) rank models on one benchmark set
+(:func:`annotate.stats.ranking.shared_benchmarks`): by default the benchmarks every ranked
+model has, every other model left out with its reason (``left_out``: "no results on X", "cell
+M x B not estimable: ..."); ``benchmarks="all"`` averages each model over its own benchmarks
+and flags every overall row when the sets differ.
 """
 
 from __future__ import annotations
@@ -19,8 +26,8 @@ import numpy as np
 import pandas as pd
 
 from annotate.columns import ALL, RANKING_COLUMNS, REFERENCE_TREATMENT, SCORE_COLUMNS, TREATMENTS
-from annotate.stats.ranking import rank_stability
-from annotate.stats.scoring.scores import corrected_scores
+from annotate.stats.ranking import BenchmarkSet, rank_stability, shared_benchmarks
+from annotate.stats.scoring.scores import ScoreResult, corrected_scores
 from annotate.stats.scoring.strata import strata_table
 
 __all__ = ["ScoreOutput", "score_tables"]
@@ -39,6 +46,8 @@ class ScoreOutput:
     transport: pd.DataFrame  # one row per benchmark: donors' Se'/Sp', label-shift test, decision
     settings: dict[str, Any]
     fallbacks: pd.DataFrame  # model, benchmark, treatment, reason: rows whose interval is not the one asked for
+    benchmark_set: BenchmarkSet | None = None  # the set the overall ranking compares models on
+    left_out: pd.DataFrame | None = None  # model, reason: every model the overall ranking leaves out
 
 
 def score_tables(
@@ -50,6 +59,7 @@ def score_tables(
     min_reviewed: int = 10,
     estimand: str = "fixed",
     confidence: float = 0.95,
+    benchmarks: Any = "shared",
 ) -> ScoreOutput:
     """Corrected scores under every treatment and the ranking analysis (pure).
 
@@ -65,6 +75,8 @@ def score_tables(
         Which interval fills ``ci_low`` / ``ci_high`` (and which ``interval`` names). A row
         without a general-estimand interval keeps its fixed-prompt one; its ``interval`` and
         ``note`` say so, and ``fallbacks`` lists it with the reason.
+    benchmarks : "shared", "all" or a list of benchmark names
+        The benchmark set of the overall rows and ranking (see the module docstring).
 
     Returns
     -------
@@ -74,12 +86,14 @@ def score_tables(
         treatment against the corrected ranking per benchmark and overall), ``flips``,
         ``models``, ``p_safer``, ``p_tie``, ``transport``, ``settings``, ``fallbacks``. Every
         estimate lies inside its interval and every rank inside its rank interval
-        (:func:`.checks.check_scores` finds nothing).
+        (:func:`.checks.check_scores` finds nothing). ``benchmark_set`` and ``left_out`` say
+        which benchmarks the overall ranking compares and which models it leaves out, and why.
 
     Raises
     ------
     ValueError
-        An unknown ``estimand``, or a cell covered by more than one round.
+        An unknown ``estimand``, a cell covered by more than one round, or a listed benchmark
+        without scored cells.
     """
     if estimand not in ("fixed", "general"):
         raise ValueError("estimand must be 'fixed' or 'general'")
@@ -88,7 +102,18 @@ def score_tables(
     if (dup > 1).any():
         cell = dup[dup > 1].index[0]
         raise ValueError(f"cell {cell[0]} x {cell[1]} is covered by more than one round; score one round at a time.")
-    result = corrected_scores(strata, min_reviewed=min_reviewed, draws=draws, seed=seed, confidence=confidence)
+    present = strata[pd.to_numeric(strata.population, errors="coerce") > 0] if len(strata) else strata
+    coverage = {m: set(g.benchmark) for m, g in present.groupby("model", sort=False)} if len(present) else {}
+    if not isinstance(benchmarks, str):
+        have = sorted(map(str, set(present.benchmark))) if len(present) else []
+        unknown = sorted(set(map(str, benchmarks)) - set(have))
+        if unknown or not list(benchmarks):
+            raise ValueError(
+                f"benchmark(s) {', '.join(unknown) or '(none given)'} have no scored cells; "
+                f"the rounds cover: {', '.join(have) or 'none'}"
+            )
+    chosen = shared_benchmarks(coverage, benchmarks)
+    result = _scores(strata, chosen, min_reviewed=min_reviewed, draws=draws, seed=seed, confidence=confidence)
     pick_general = estimand == "general"
     fallback_rows: list[pd.DataFrame] = []
 
@@ -110,6 +135,12 @@ def score_tables(
 
     cells = interval(result.treatments.copy())
     overall = interval(result.overall.assign(benchmark=ALL))
+    if chosen.mode == "all" and not chosen.comparable:  # flagged in every overall row
+        flags = [chosen.note(m) for m in overall.model]
+        overall["note"] = [
+            f"{n}; {f}" if isinstance(n, str) and n else f for n, f in zip(overall.note, flags, strict=True)
+        ]
+    left_out = _left_out(result, chosen)
     rank_frames, agree_frames, flip_frames = [], [], []
     models_summary = pd.DataFrame()
     p_safer = p_tie = pd.DataFrame()
@@ -124,6 +155,8 @@ def score_tables(
             d = result.draws[REFERENCE_TREATMENT][mask] if REFERENCE_TREATMENT in result.draws else None
             names = list(result.cells.model[mask])
         rk = rank_stability(est, d, names if d is not None else None, confidence=confidence)
+        if bench == ALL:
+            left_out = _no_draws(left_out, rk.excluded)
         ranks = rk.ranks.assign(benchmark=bench)
         ci = rk.models.set_index("model")[["rank_ci_low", "rank_ci_high"]]
         ranks = ranks.join(ci, on="model")
@@ -141,6 +174,9 @@ def score_tables(
         on=["benchmark", "model", "treatment"],
         how="left",
     )
+    both["benchmark_set"] = [
+        _set_text(chosen, m) if b == ALL else "" for m, b in zip(both.model, both.benchmark, strict=True)
+    ]
     # (the extra columns are appended only until annotate.columns lists them itself)
     score_cols = list(SCORE_COLUMNS)
     scores = (
@@ -155,6 +191,19 @@ def score_tables(
             "n_noise_flips": "noise_flips",
         }
     )
+    overall_rows = (agreement.benchmark == ALL).to_numpy()
+    agreement["benchmark_set"] = np.where(
+        overall_rows, ", ".join(map(str, chosen.benchmarks)), agreement.benchmark.astype(str)
+    )
+    agreement["left_out"] = np.where(
+        overall_rows, "; ".join(f"{r.model}: {r.reason}" for r in left_out.itertuples()), ""
+    )
+    if chosen.mode == "all" and not chosen.comparable:
+        flag = "models averaged over different benchmark sets: not comparable"
+        agreement["note"] = [
+            (f"{n}; {flag}" if isinstance(n, str) and n else flag) if o else n
+            for n, o in zip(agreement.note, overall_rows, strict=True)
+        ]
     agreement = agreement.reindex(columns=list(RANKING_COLUMNS))
     flips = pd.concat(flip_frames, ignore_index=True)
     return ScoreOutput(
@@ -172,13 +221,95 @@ def score_tables(
             "estimand": estimand,
             "confidence": confidence,
             "interval": result.settings["interval"],
+            "benchmarks": benchmarks if isinstance(benchmarks, str) else list(benchmarks),
+            "benchmark_set": list(chosen.benchmarks),
         },
         fallbacks=(
             pd.concat(fallback_rows, ignore_index=True)
             if fallback_rows
             else pd.DataFrame(columns=["model", "benchmark", "treatment", "reason"])
         ),
+        benchmark_set=chosen,
+        left_out=left_out,
     )
+
+
+def _scores(strata: pd.DataFrame, chosen: BenchmarkSet, **kwargs: Any) -> ScoreResult:
+    """The corrected scores with each overall row averaged over the chosen set.
+
+    ``all`` over different sets scores once per distinct set (the cell estimates and draws do
+    not depend on the set: only the averages do) and takes each model's overall rows from the
+    run over its own set.
+    """
+    if not chosen.benchmarks:
+        return corrected_scores(strata, **kwargs)
+    if chosen.mode != "all" or chosen.comparable:
+        return corrected_scores(strata, benchmarks=list(chosen.benchmarks), **kwargs)
+    groups: dict[tuple[Any, ...], list[Any]] = {}
+    for model, own in chosen.own.items():
+        groups.setdefault(own, []).append(model)
+    base: ScoreResult | None = None
+    overall = pd.DataFrame()
+    draws: dict[str, Any] = {}
+    for own, members in groups.items():
+        run = corrected_scores(strata, benchmarks=list(own), **kwargs)
+        if base is None:
+            base, overall = run, run.overall.copy()
+            draws = {t: d.copy() for t, d in run.overall_draws.items()}
+        rows = overall.model.isin(members).to_numpy()
+        overall.loc[rows] = run.overall.loc[rows]
+        at = [i for i, m in enumerate(run.models) if m in members]
+        for t, d in run.overall_draws.items():
+            draws[t][at] = d[at]
+    assert base is not None
+    return ScoreResult(
+        cells=base.cells,
+        treatments=base.treatments,
+        overall=overall,
+        draws=base.draws,
+        draws_general=base.draws_general,
+        models=base.models,
+        overall_draws=draws,
+        transport=base.transport,
+        settings=base.settings,
+    )
+
+
+def _left_out(result: ScoreResult, chosen: BenchmarkSet) -> pd.DataFrame:
+    """Every model the overall ranking leaves out, with why: missing benchmarks, or a cell of the set not estimable."""
+    rows = [{"model": m, "reason": why} for m, why in chosen.left_out]
+    cells = result.cells
+    if chosen.mode != "all" and len(cells):
+        ne = cells[
+            cells.model.isin(chosen.ranked)
+            & cells.benchmark.isin(chosen.benchmarks)
+            & cells.flag.astype(str).str.startswith("not estimable")
+        ]
+        for model, group in ne.groupby("model", sort=False):
+            why = "; ".join(
+                f"cell {model} x {b} not estimable: {_without_prefix(str(f))}"
+                for b, f in zip(group.benchmark, group.flag, strict=True)
+            )
+            rows.append({"model": model, "reason": why})
+    return pd.DataFrame(rows, columns=["model", "reason"])
+
+
+def _without_prefix(flag: str) -> str:
+    return flag.removeprefix("not estimable").removeprefix(":").strip() or "no reason recorded"
+
+
+def _no_draws(left_out: pd.DataFrame, excluded: pd.DataFrame) -> pd.DataFrame:
+    """Add the models the ranking left out for another reason (no finite posterior draws)."""
+    extra = excluded[(excluded.treatment == "all") & ~excluded.model.isin(left_out.model)]
+    extra = extra[~extra.reason.astype(str).str.startswith("not estimable")]
+    if extra.empty:
+        return left_out
+    return pd.concat([left_out, extra[["model", "reason"]]], ignore_index=True)
+
+
+def _set_text(chosen: BenchmarkSet, model: Any) -> str:
+    own = chosen.own.get(model) if chosen.mode == "all" else None
+    return ", ".join(map(str, own if own is not None else chosen.benchmarks))
 
 
 def _treatment_order(col: pd.Series) -> pd.Series:
