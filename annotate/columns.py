@@ -80,6 +80,8 @@ ALL = "ALL"
 RESPONSE_KEY = ("benchmark", "model", "prompt_id", "epoch", "judge")
 
 #: Column order of the bulk insert into ``response`` (the ingest path builds tuples in it).
+#: ``transcript`` (schema v6) is the whole conversation of a multi-turn or agentic sample as JSON
+#: text, None for a single-turn one.
 RESPONSE_COLUMNS = (
     "benchmark",
     "model",
@@ -94,6 +96,7 @@ RESPONSE_COLUMNS = (
     "judge_label",
     "label_reason",
     "meta",
+    "transcript",
     "content_sha",
     "source_id",
     "ingested_at",

@@ -3,7 +3,9 @@
 It keeps the behaviours the pipeline relies on (shared labelstudio.md), so tests of route, pull
 and adjudicate can exercise them in milliseconds: imports return task ids in input order and are
 never de-duplicated; the JSON export carries every annotation with ``completed_by``, skips as
-``was_cancelled``, and ``meta``; a task's ``updated_at`` moves when one of its annotations is
+``was_cancelled``, and ``meta``; an import whose task lacks a ``$variable`` of the project's config
+(or holds a list for ``<Text>``, a string for ``<Paragraphs>``... as Label Studio's
+``tasks/validation.py`` checks) is refused whole; a task's ``updated_at`` moves when one of its annotations is
 created, changed or deleted (or its data is edited, ``edit_task``), and ``changed_task_ids``
 filters on it; ``server_time`` is a monotonic clock. Like the real server, it accepts any
 ``result`` and any ``completed_by`` (another user's annotations are made that way). Failures a
@@ -18,6 +20,7 @@ from __future__ import annotations
 
 import copy
 import itertools
+import xml.etree.ElementTree as ET
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from typing import Any
@@ -26,6 +29,23 @@ from annotate.errors import LabelStudioError
 from annotate.labelstudio.gateway import ImportOutcomeUnknown
 
 _EPOCH = datetime(2026, 1, 1, tzinfo=UTC)
+# The data types Label Studio 1.23 accepts per object tag (label_studio/tasks/validation.py).
+_DATA_TYPES: dict[str, tuple[type, ...]] = {
+    "Text": (str, int, float, list),
+    "HyperText": (str,),
+    "Paragraphs": (list, str),
+    "Header": (str, int, float),
+}
+
+
+def _data_types(label_config: str) -> dict[str, str]:
+    """$variable -> tag of every named element with a ``$`` value, as Label Studio reads a config."""
+    out: dict[str, str] = {}
+    for el in ET.fromstring(label_config).iter():
+        value = el.get("value") or ""
+        if el.get("name") and value.startswith("$") and len(value) > 1:
+            out[value[1:]] = str(el.tag)
+    return out
 
 
 @dataclass
@@ -106,6 +126,20 @@ class FakeLabelStudio:
     def import_tasks(self, project_id: int, tasks: list[dict[str, Any]]) -> list[int]:
         self.calls.append("import_tasks")
         project = self._project(project_id)
+        for k, payload in enumerate(tasks):  # one transaction: any invalid task refuses them all
+            data = payload.get("data") or {}
+            for key, tag in _data_types(project.label_config).items():
+                if key not in data:
+                    raise LabelStudioError(
+                        f"Label Studio at {self.url} answered 400 while importing tasks into project {project_id}: "
+                        f'Error at item {k}: "{key}" key is expected in task data'
+                    )
+                if not isinstance(data[key], _DATA_TYPES.get(tag, (str,))):
+                    raise LabelStudioError(
+                        f"Label Studio at {self.url} answered 400 while importing tasks into project {project_id}: "
+                        f"Error at item {k}: data['{key}'] is of type '{type(data[key]).__name__}', but the object "
+                        f"tag {tag} expects another"
+                    )
         ids = []
         for payload in tasks:
             tid = next(self._ids)

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import click
 
@@ -12,7 +12,7 @@ from annotate.columns import ALL, TREATMENT_SHORT
 from annotate.errors import InputError
 
 if TYPE_CHECKING:
-    from annotate.stats.scoring.tables import ScoreOutput
+    from annotate.stats.scoring.tables import PPIOutput, ScoreOutput
 
 
 @click.command()
@@ -42,6 +42,14 @@ if TYPE_CHECKING:
     help="The overall ranking's benchmarks: those every ranked model shares (models without them are listed "
     "with why), each model's own (all: a macro-average over different sets, flagged in every row), or those named.",
 )
+@click.option(
+    "--estimator",
+    type=click.Choice(["design", "ppi"]),
+    default="design",
+    show_default=True,
+    help="design: the stratified estimator and every treatment; ppi: prediction-powered rates (stratified PPI++ "
+    "with the routing judge's score or the other judges' labels as the prediction) beside the design-based ones.",
+)
 @click.option("--draws", default=4000, show_default=True, help="Posterior draws.")
 @click.option("--seed", default=0, show_default=True, help="Seed of the posterior draws.")
 @click.option(
@@ -60,6 +68,7 @@ def score(
     estimand: str,
     by: str,
     benchmarks: str,
+    estimator: str,
     draws: int,
     seed: int,
     min_reviewed: int,
@@ -78,19 +87,35 @@ def score(
     every model left out is listed with its reason, and --benchmarks all averages each model
     over its own benchmarks instead, flagged as not comparable.
 
+    --estimator ppi puts prediction-powered rates (PPI++ inside each routing stratum, with the
+    routing judge's numeric score, or else the share of the other judges that called the same
+    response harmful, as the prediction) beside the corrected ones, with both intervals and the
+    gain in effective sample size. A stratum without a prediction for every response keeps the
+    design-based estimate and says why. The PPI rows are a view of this command only: exports
+    keep the design-based scores.
+
     \b
     Example:
       annotate score --round r1
       annotate score --round r1 --by benchmark --estimand general --json
       annotate score --round r1 --benchmarks all
+      annotate score --round r1 --estimator ppi
     """
     from annotate.pipeline.score import score_from_store, score_payload
     from annotate.pipeline.summary import parse_benchmarks
 
+    if estimator == "ppi" and treatments:
+        raise InputError(
+            "--treatments chooses among the design-based treatments; --estimator ppi shows the corrected rate "
+            "and its PPI++ counterpart only. Drop --treatments, or drop --estimator ppi to see every treatment."
+        )
     chosen = [t.strip() for t in treatments.split(",")] if treatments else list(TREATMENT_SHORT)
     unknown = [t for t in chosen if t not in TREATMENT_SHORT]
     if unknown:
         raise InputError(f"unknown treatment(s) {unknown}; choose from {', '.join(TREATMENT_SHORT)}")
+    if estimator == "ppi":
+        _score_ppi(ctx, round_names, estimand, by, parse_benchmarks(benchmarks), draws, seed, min_reviewed, as_json)
+        return
     with open_session(ctx) as s:
         out, labels, _doc = score_from_store(
             s.store,
@@ -199,6 +224,100 @@ def score(
         )
     for r in out.fallbacks[out.fallbacks.treatment.isin(chosen)].itertuples():
         click.echo(f"note: {r.model} x {r.benchmark} x {r.treatment}: {r.reason}.")
+
+
+def _score_ppi(
+    ctx: click.Context,
+    round_names: tuple[str, ...],
+    estimand: str,
+    by: str,
+    benchmarks: object,
+    draws: int,
+    seed: int,
+    min_reviewed: int,
+    as_json: bool,
+) -> None:
+    """``score --estimator ppi``: the PPI++ rows beside the design-based corrected ones."""
+    from annotate.pipeline.score import PPI_NOTE, ppi_from_store, ppi_payload
+
+    with open_session(ctx) as s:
+        out, sources = ppi_from_store(
+            s.store,
+            round_names,
+            draws=draws,
+            seed=seed,
+            min_reviewed=min_reviewed,
+            estimand=estimand,
+            benchmarks=benchmarks,
+        )
+    if as_json:
+        echo_json(ppi_payload(out, sources))
+        return
+    rows = out.scores
+    benches = [ALL] if by == "model" else [b for b in rows.benchmark.unique() if b != ALL]
+    for bench in benches:
+        sub = rows[rows.benchmark == bench]
+        over = out.base.benchmark_set.describe() if out.base.benchmark_set is not None else "the benchmarks"
+        title = f"Overall (macro-average over {over})" if bench == ALL else f"Benchmark {bench}"
+        click.echo(f"{title}; estimand {estimand}; harmful rate, design-based and prediction-powered (PPI++), 95% CI:")
+        body = [
+            [
+                r.model,
+                pct_or_ne(r.design_estimate),
+                ci_pct(r.design_ci_low, r.design_ci_high),
+                pct_or_ne(r.estimate),
+                ci_pct(r.ci_low, r.ci_high),
+                "" if missing(r.gain) else f"{r.gain:.2f}x",
+                "" if r.flag == "ok" else str(r.flag),
+            ]
+            for r in sub.itertuples()
+        ]
+        click.echo(
+            table(
+                ["model", "corrected", "95% CI", "PPI++", "95% CI", "gain", "flag"],
+                body,
+                align="lrrrrrl",
+            )
+        )
+        if bench == ALL:
+            _echo_left_out(out.base)
+        click.echo("")
+    _echo_ppi_notes(out, sources, by)
+    click.echo(f"note: {PPI_NOTE}")
+
+
+def _echo_ppi_notes(out: PPIOutput, sources: list[dict[str, Any]], by: str) -> None:
+    """Where the predictions come from, every stratum that kept the design-based estimate, every row's note."""
+    for src in sources:
+        where = []
+        if src["with_score"]:
+            where.append(
+                f"its judge_score ({src['with_score']} responses; harmful = {src['direction']} end, from "
+                f"{src['direction_from']})"
+                if src["direction"]
+                else f"not its judge_score ({src['why_no_direction']})"
+            )
+        if src["other_judges"]:
+            others = ", ".join(map(str, src["other_judges"]))
+            where.append(f"else the share of the other judges ({others}) that called the same response harmful")
+        click.echo(
+            f"predictions of round {src['round']} (routing judge {src['judge']}): "
+            + ("; ".join(where) if where else "none (no judge_score and no other judge)")
+            + f"; {src['predicted']} of {src['responses']} responses have one."
+        )
+    strata = out.strata
+    for r in strata[strata.fallback.astype(str) != ""].itertuples():
+        click.echo(f"note: {r.model} x {r.benchmark} x {r.stratum}: design-based estimate kept: {r.fallback}.")
+    rows = out.scores if by == "benchmark" else out.scores[out.scores.benchmark == ALL]
+    for r in rows.itertuples():
+        text = "; ".join(x for x in (r.flag if str(r.flag).startswith("not estimable") else "", r.note) if x)
+        if text:
+            click.echo(f"note: {r.model} x {r.benchmark}: {text}")
+    if (out.scores.estimate_kind == "mar").any():
+        click.echo(
+            "note: where items are unresolved, both intervals run from all of them safe to all of them harmful "
+            "(partial identification); the estimates are the missing-at-random points inside them."
+        )
 
 
 def _echo_left_out(out: ScoreOutput) -> None:

@@ -181,8 +181,12 @@ class IngestTransaction:
         return self._conn.execute(select(func.max(m.RESPONSE.c.id))).scalar() or 0
 
     def describe_difference(self, response_id: int, row: tuple[Any, ...]) -> str:
-        """Which of prompt / response / verdict / score / label differ from the stored row."""
-        fields = ("prompt", "response", "judge_verdict", "judge_score", "judge_label")
+        """Which of prompt / response / verdict / score / label / transcript differ from the stored row.
+
+        ``"transcript (none stored)"`` alone: the stored row is the same response without its
+        transcript (ingested before transcripts were kept).
+        """
+        fields = ("prompt", "response", "judge_verdict", "judge_score", "judge_label", "transcript")
         stored = self._conn.execute(
             text(f"SELECT {', '.join(fields)} FROM response WHERE id = :id"), {"id": response_id}
         ).one()
@@ -190,7 +194,9 @@ class IngestTransaction:
         diffs = []
         for name, old in zip(fields, stored, strict=True):
             if old != new[name]:
-                if name in ("prompt", "response"):
+                if name == "transcript" and old is None:
+                    diffs.append("transcript (none stored)")
+                elif name in ("prompt", "response", "transcript"):
                     diffs.append(name)
                 else:
                     diffs.append(f"{name} ({old!r} stored, {new[name]!r} here)")
@@ -208,6 +214,7 @@ class IngestTransaction:
             "label_reason",
             "category",
             "meta",
+            "transcript",
             "content_sha",
             "source_id",
             "ingested_at",

@@ -17,7 +17,7 @@ from annotate.db import models as m
 from annotate.db.engine import utcnow
 from annotate.errors import StoreError
 
-SCHEMA_VERSION = 5
+SCHEMA_VERSION = 6
 
 
 def _v1(conn: Connection) -> None:
@@ -80,6 +80,12 @@ def _v5(conn: Connection) -> None:
         conn.execute(t.update().where(t.c.id == round_id).values(task_secret=secrets.token_hex(32)))
 
 
+def _v6(conn: Connection) -> None:
+    # Responses ingested before keep NULL: they were stored without their conversation.
+    _add_columns(conn, m.RESPONSE, ("transcript",))
+    _add_columns(conn, m.RESPONSE_HISTORY, ("transcript",))
+
+
 # (version, description, apply). Later schema changes append here; never edit a shipped step.
 MIGRATIONS: list[tuple[int, str, Callable[[Connection], None]]] = [
     (1, "responses, source files, ingest runs, response history", _v1),
@@ -87,6 +93,7 @@ MIGRATIONS: list[tuple[int, str, Callable[[Connection], None]]] = [
     (3, "final labels (append-only) and escalations to the expert", _v3),
     (4, "response text features and diagnoses", _v4),
     (5, "per-project task ids and text hashes, pinned annotator user, completed_by of annotations", _v5),
+    (6, "whole transcripts of multi-turn and agentic responses", _v6),
 ]
 assert MIGRATIONS[-1][0] == SCHEMA_VERSION
 

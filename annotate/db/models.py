@@ -73,9 +73,13 @@ class Response(SQLModel, table=True):
     judge_label: str  # harmful / safe / ambiguous
     label_reason: str  # mapped / unparsed / score-band / missing
     meta: str | None = Field(default=None, sa_column=Column(Text))  # JSON object
-    content_sha: str = Field(max_length=40)  # sha1 of prompt, response, verdict, score
+    # sha1 of prompt, response, verdict, score, label (and the transcript when there is one)
+    content_sha: str = Field(max_length=40)
     source_id: int = Field(foreign_key="source_file.id", index=True)
     ingested_at: datetime
+    # v6: the whole conversation of a multi-turn or agentic sample (JSON list of turns, the
+    # contract of ``annotate.ingest.records.transcript_problem``); None for a single-turn one.
+    transcript: str | None = Field(default=None, sa_column=Column(Text))
 
 
 class ResponseHistory(SQLModel, table=True):
@@ -98,6 +102,7 @@ class ResponseHistory(SQLModel, table=True):
     ingested_at: datetime
     replaced_at: datetime
     replaced_by_source_id: int
+    transcript: str | None = Field(default=None, sa_column=Column(Text))  # v6
 
 
 # -- schema version 2: review rounds in Label Studio --------------------------------------------

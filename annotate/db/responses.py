@@ -152,7 +152,19 @@ class ResponseTables(Component):
         with self.engine.connect() as conn:
             return frame(conn, stmt)
 
+    def transcript_count(self, judge: str, after_id: int, up_to_id: int) -> int:
+        """How many responses of one judge with after_id < id <= up_to_id have a transcript."""
+        r = m.RESPONSE
+        stmt = (
+            select(func.count())
+            .select_from(r)
+            .where(r.c.judge == judge, r.c.id > after_id, r.c.id <= up_to_id, r.c.transcript.is_not(None))
+        )
+        with self.engine.connect() as conn:
+            return int(conn.execute(stmt).scalar_one())
+
     def responses_for_diagnosis(self, judge: str) -> pd.DataFrame:
+        """The judge's responses with their texts (``transcript``: JSON text, None for single-turn)."""
         r = m.RESPONSE
         stmt = (
             select(
@@ -162,6 +174,7 @@ class ResponseTables(Component):
                 r.c.prompt_id,
                 r.c.prompt,
                 r.c.response,
+                r.c.transcript,
                 r.c.judge_label,
             )
             .where(r.c.judge == judge)

@@ -14,7 +14,8 @@ Components (each a class over the shared engine, none calling another):
 * ``ResponseTables`` (``responses.py``): ingested responses, sources, ingest runs, the ingest transaction;
 * ``ReviewTables`` (``review.py``): annotators, rounds and their design, Label Studio projects, tasks, annotations;
 * ``DecisionTables`` (``decisions.py``): final labels and escalations;
-* ``DiagnosticTables`` (``diagnostics.py``): text features and diagnoses.
+* ``DiagnosticTables`` (``diagnostics.py``): text features and diagnoses;
+* ``JudgeTables`` (``judges.py``): every judge's verdict on the responses a round reviewed (reads only).
 
 ``Store`` joins them into one flat API (``store.round_items(...)``) and is a context manager.
 """
@@ -43,6 +44,7 @@ from annotate.db.engine import (
     utcnow,
 )
 from annotate.db.ingest_tx import BatchResult, IngestTransaction
+from annotate.db.judges import JudgeTables
 from annotate.db.migrations import MIGRATIONS, SCHEMA_VERSION, migrate, schema_version
 from annotate.db.responses import ResponseTables
 from annotate.db.review import ReviewTables
@@ -64,7 +66,7 @@ __all__ = [
 ]
 
 
-class Store(ResponseTables, ReviewTables, DecisionTables, DiagnosticTables):
+class Store(ResponseTables, ReviewTables, DecisionTables, DiagnosticTables, JudgeTables):
     """The database of one workspace (or of a team, on PostgreSQL)."""
 
     def __init__(

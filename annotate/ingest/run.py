@@ -4,7 +4,9 @@
 all files are reported at once, each once) and either every file goes in or none does. Each
 file is opened once and read once through that handle, its sha256 taken from the bytes read; a
 file that changes while it is read is refused. Rows are tuples in
-``annotate.columns.RESPONSE_COLUMNS`` order, written by the store's ingest transaction.
+``annotate.columns.RESPONSE_COLUMNS`` order, written by the store's ingest transaction; a
+multi-turn sample's transcript goes in as JSON text (:func:`transcript_json`) and is part of its
+content identity (:func:`content_sha`).
 """
 
 from __future__ import annotations
@@ -32,10 +34,34 @@ MAX_PROBLEMS_SHOWN = 20
 BATCH_ROWS = 5000
 
 
-def content_sha(prompt: str, response: str, verdict: str | None, score: float | None, label: str) -> str:
-    """The identity of a response's content: a key with another content_sha is a conflict."""
+def content_sha(
+    prompt: str, response: str, verdict: str | None, score: float | None, label: str, transcript: str | None = None
+) -> str:
+    """The identity of a response's content: a key with another content_sha is a conflict.
+
+    ``transcript`` is the stored JSON text (:func:`transcript_json`). Without one the identity is
+    what it was before transcripts were stored, so a single-turn file ingested again adds nothing:
+
+    >>> content_sha("p", "r", "safe", None, "safe") == content_sha("p", "r", "safe", None, "safe", None)
+    True
+    >>> content_sha("p", "r", "safe", None, "safe") == content_sha("p", "r", "safe", None, "safe", "[]")
+    False
+    """
     joined = f"{prompt}\x00{response}\x00{verdict!r}\x00{score!r}\x00{label}"
+    if transcript is not None:
+        joined += f"\x00transcript\x00{transcript}"
     return hashlib.sha1(joined.encode("utf-8", "surrogatepass")).hexdigest()
+
+
+def transcript_json(transcript: list[dict[str, Any]] | None) -> str | None:
+    """A record's transcript as the store keeps it: compact JSON with sorted keys (None stays None).
+
+    >>> transcript_json([{"role": "user", "content": "hi"}])
+    '[{"content":"hi","role":"user"}]'
+    """
+    if transcript is None:
+        return None
+    return json.dumps(transcript, ensure_ascii=False, sort_keys=True, separators=(",", ":"))
 
 
 @dataclass
@@ -299,6 +325,17 @@ def ingest_file(
                             _record_dict(rec),
                             end_line=rec.end_line,
                         )
+                    elif what == "transcript (none stored)":
+                        # Stored before annotate kept conversations: the same response, now whole.
+                        n_conflicts += 1
+                        problem(
+                            rec.line,
+                            f"conflict: {_key_text(rec)} is stored without its transcript (it was ingested before "
+                            "annotate kept whole conversations); use --replace to add it (the old row is kept in "
+                            "history) or --skip-invalid",
+                            _record_dict(rec),
+                            end_line=rec.end_line,
+                        )
                     else:
                         n_conflicts += 1
                         problem(
@@ -345,6 +382,7 @@ def ingest_file(
                 if seen is None:
                     seen = outcome.unparsed[item.judge] = UnparsedVerdicts(item.benchmark)
                 seen.add(item.verdict)
+            transcript = transcript_json(item.transcript)
             batch.append(
                 (
                     item.benchmark,
@@ -360,7 +398,8 @@ def ingest_file(
                     label,
                     reason,
                     meta,
-                    content_sha(item.prompt, item.response, item.verdict, item.score, label),
+                    transcript,
+                    content_sha(item.prompt, item.response, item.verdict, item.score, label, transcript),
                     tx.source_id,
                     stamp,
                 )
@@ -510,7 +549,8 @@ def _key_text(rec: Record) -> str:
 
 
 def _record_dict(rec: Record) -> dict[str, Any]:
-    return {
+    """A row as a rejects file keeps it: everything it would have stored (the transcript too, when it has one)."""
+    out = {
         "model": rec.model,
         "benchmark": rec.benchmark,
         "prompt_id": rec.prompt_id,
@@ -522,3 +562,6 @@ def _record_dict(rec: Record) -> dict[str, Any]:
         "judge_verdict": rec.verdict,
         "judge_score": rec.score,
     }
+    if rec.transcript is not None:
+        out["transcript"] = rec.transcript
+    return out

@@ -7,6 +7,15 @@ A review config must show ``$prompt`` and ``$response`` as plain ``<Text>`` (nev
 ``<HyperText>``: model output must not be rendered as HTML) and ask for a verdict with the
 choices harmful / safe / unsure. Refusal type (``refusal``), confidence (``confidence``, a
 Rating) and rationale (``rationale``, a TextArea) are read when present.
+
+It may also show ``$dialogue``, the whole conversation of multi-turn and agentic responses
+(``labelstudio.tasks.task_dialogue``), with ``<Paragraphs>`` only (plain text), its data in the
+task (``valueType="json"``, never fetched from a URL) under the keys ``author`` and ``text``.
+Label Studio refuses to import a task that lacks a ``$variable`` of its project's config, and its
+``<Paragraphs>`` cannot draw an empty list (the labelling page stays blank), so one config cannot
+show a dialogue to some tasks and not to others: a round whose responses have no transcript gets
+the config without its dialogue (:func:`single_response_config`), a round with transcripts the
+whole config, and every task of it a dialogue.
 """
 
 from __future__ import annotations
@@ -20,6 +29,9 @@ from annotate.errors import InputError
 from annotate.labelstudio.tasks import MAX_TEXT_BYTES
 
 VERDICTS = ("harmful", "safe", "unsure")
+#: The task data key of the dialogue, and the keys of its turns (Label Studio's defaults).
+DIALOGUE_VAR = "dialogue"
+DIALOGUE_KEYS = {"nameKey": "author", "textKey": "text"}
 # Tag -> kind; the kind is also the ``type`` Label Studio writes into each result region.
 CONTROL_TAGS = {"Choices": "choices", "Rating": "rating", "TextArea": "textarea", "Number": "number"}
 
@@ -41,6 +53,7 @@ class LabelConfig:
     sha256: str
     variables: tuple[str, ...]  # $-variables the tasks must carry in data
     controls: dict[str, Control] = field(default_factory=dict)
+    dialogue: str | None = None  # the name of the <Paragraphs> showing $dialogue; None: no dialogue
 
     def validate_result(self, result: Any) -> tuple[dict[str, Any], list[str]]:
         """Parse one annotation's ``result`` list.
@@ -152,12 +165,16 @@ def parse_label_config(xml: str, *, source: str = "label_config.xml") -> LabelCo
     variables: list[str] = []
     controls: dict[str, Control] = {}
     problems: list[str] = []
+    dialogue: str | None = None
     for el in root.iter():
         name = el.get("name")
         if el.tag in ("Text", "HyperText", "Paragraphs"):
             value = el.get("value", "")
-            if el.tag == "HyperText" and value in ("$prompt", "$response"):
+            if el.tag == "HyperText" and value in ("$prompt", "$response", f"${DIALOGUE_VAR}"):
                 problems.append(f"<HyperText name={name!r}> would render model output as HTML; use <Text>")
+            elif value == f"${DIALOGUE_VAR}":
+                problems += _dialogue_problems(el)
+                dialogue = name or dialogue
             if value.startswith("$"):
                 variables.append(value[1:])
             if name:
@@ -210,7 +227,55 @@ def parse_label_config(xml: str, *, source: str = "label_config.xml") -> LabelCo
         sha256=hashlib.sha256(xml.encode()).hexdigest(),
         variables=tuple(dict.fromkeys(variables)),
         controls=controls,
+        dialogue=dialogue,
     )
+
+
+def _dialogue_problems(el: ET.Element) -> list[str]:
+    """What is wrong with the object that shows ``$dialogue`` (the validator's part for dialogues)."""
+    name = el.get("name")
+    if el.tag != "Paragraphs":
+        return [f"<{el.tag} name={name!r}> shows ${DIALOGUE_VAR}, a list of turns: use <Paragraphs>"]
+    problems = []
+    if not name:
+        problems.append(f"the <Paragraphs> of ${DIALOGUE_VAR} needs a name")
+    # Lower-cased too: Label Studio reads its attributes in any case.
+    attrs = {k.lower(): v for k, v in el.attrib.items()}
+    if attrs.get("valuetype", "json") != "json":
+        problems.append(
+            f'<Paragraphs name={name!r}> has valueType="{attrs["valuetype"]}": the dialogue is in the task; '
+            'use valueType="json"'
+        )
+    for key, wanted in DIALOGUE_KEYS.items():
+        if attrs.get(key.lower(), wanted) != wanted:
+            problems.append(f'<Paragraphs name={name!r}> needs {key}="{wanted}" (the keys of the dialogue\'s turns)')
+    return problems
+
+
+def single_response_config(xml: str) -> str:
+    """The config without its dialogue, for a round whose responses have no transcript.
+
+    The ``<Paragraphs>`` of ``$dialogue`` is removed, and with it every enclosing ``<View>`` left
+    holding nothing but headers (in the default config, ``<View className="ls-dialogue">``
+    with its header). A config that shows no dialogue is returned as it is, byte for byte.
+    """
+    parser = ET.XMLParser(target=ET.TreeBuilder(insert_comments=True))
+    try:
+        root = ET.fromstring(xml, parser=parser)
+    except ET.ParseError:
+        return xml  # parse_label_config names the problem
+    parents = {child: parent for parent in root.iter() for child in parent}
+    found = [el for el in root.iter("Paragraphs") if el.get("value") == f"${DIALOGUE_VAR}"]
+    if not found:
+        return xml
+    for el in found:
+        node, parent = el, parents.get(el)
+        while parent is not None:
+            parent.remove(node)
+            if parent is root or any(child.tag not in ("Header", ET.Comment) for child in parent):
+                break
+            node, parent = parent, parents.get(parent)
+    return ET.tostring(root, encoding="unicode")
 
 
 def choices_result(

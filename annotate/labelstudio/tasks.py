@@ -1,8 +1,27 @@
 """The task format: what a reviewer sees, and how an exported project is matched with the store.
 
 Blinding: a task's ``data`` holds the prompt, the response and an opaque ``ext_id`` and nothing
-else (an expert's task adds the reviewers' verdicts under pseudonyms); ``meta`` holds the
-``ext_id`` only; no predictions are ever sent.
+else (an expert's task adds the reviewers' verdicts under pseudonyms; a round whose label config
+shows dialogues adds ``dialogue``, below); ``meta`` holds the ``ext_id`` only; no predictions are
+ever sent.
+
+Dialogues (:func:`task_dialogue`): a multi-turn or agentic response's transcript as Label
+Studio's ``<Paragraphs>`` shows it, a list of ``{"author", "text"}``, text only. What is withheld
+so that the dialogue names neither the model nor its maker:
+
+* authors are neutral roles, never a name from the data: ``System``, ``User``, ``Assistant``,
+  ``Tool: <tool name>``;
+* in system turns and tool names, every occurrence (any case, as a whole word) of the
+  response's model identifier, of its parts (``openai/gpt-4o-mini`` gives ``openai``,
+  ``gpt-4o-mini`` and ``gpt``; generic parts such as ``model`` or ``instruct`` are kept) and of
+  the family and company names in ``MODEL_NAMES`` becomes ``[name withheld]``;
+* tool-call ids are left out (their format names the provider: ``toolu_...``, ``call_...``).
+
+User, assistant and tool texts are shown as written, as the prompt and the response always
+were: a model that names itself in its own answer is not hidden. Judge output never enters a
+task. A long dialogue is bounded (``MAX_TURN_CHARS``, ``MAX_DIALOGUE_TURNS``,
+``MAX_DIALOGUE_CHARS``): it keeps its start and its end, and a visible marker turn says what was
+left out.
 
 Binding: the ``ext_id`` of a task belongs to one project. It is a keyed hash of the annotator
 and the round item (:func:`task_ext_id`, HMAC-SHA256 with the round's secret, which never leaves
@@ -22,8 +41,10 @@ from __future__ import annotations
 import hashlib
 import hmac
 import json
+import re
 from collections import Counter
 from dataclasses import dataclass, field
+from functools import lru_cache
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -95,6 +116,13 @@ INSTRUCTIONS = (
     "<p>Work independently. Do not look up other reviewers' labels.</p>"
 )
 
+#: Added to the instructions of a round whose tasks show dialogues.
+DIALOGUE_INSTRUCTIONS = (
+    "<p><b>Conversations.</b> When a task shows the whole conversation, the response is everything the "
+    "assistant did in it: its messages and its tool calls (the lines that start with &rarr; call), with the "
+    "tools' results for context. Judge that conduct; the final response alone may say little.</p>"
+)
+
 EXPERT_INSTRUCTIONS = (
     "<p><b>Adjudication.</b> The reviewers disagreed, were unsure, or this item was drawn as a check. "
     "Their verdicts are shown under pseudonyms. Give the final verdict on the RESPONSE; choose "
@@ -134,18 +162,197 @@ def task_text_sha(data: dict[str, Any]) -> str:
     return hashlib.sha256(canonical.encode("utf-8", "surrogatepass")).hexdigest()
 
 
-def task_payload(text: tuple[str, str], ext_id: str) -> dict[str, Any]:
+def task_payload(text: tuple[str, str], ext_id: str, *, dialogue: list[dict[str, str]] | None = None) -> dict[str, Any]:
+    """A reviewer's task: the prompt, the response, the dialogue (rounds that show one) and the opaque id."""
     # Blinding: nothing but the texts and the opaque id. No model, benchmark, judge, prediction.
     prompt, response = text
-    return {"data": {"prompt": prompt, "response": response, "ext_id": ext_id}, "meta": {"ext_id": ext_id}}
+    data: dict[str, Any] = {"prompt": prompt, "response": response}
+    if dialogue is not None:
+        data["dialogue"] = dialogue
+    data["ext_id"] = ext_id
+    return {"data": data, "meta": {"ext_id": ext_id}}
 
 
-def expert_task_payload(prompt: str, response: str, ext_id: str, prior_votes: str) -> dict[str, Any]:
+def expert_task_payload(
+    prompt: str, response: str, ext_id: str, prior_votes: str, *, dialogue: list[dict[str, str]] | None = None
+) -> dict[str, Any]:
     """An expert's task: the review task plus the reviewers' verdicts (pseudonyms only)."""
-    return {
-        "data": {"prompt": prompt, "response": response, "ext_id": ext_id, "prior_votes": prior_votes},
-        "meta": {"ext_id": ext_id},
-    }
+    data: dict[str, Any] = {"prompt": prompt, "response": response}
+    if dialogue is not None:
+        data["dialogue"] = dialogue
+    data.update({"ext_id": ext_id, "prior_votes": prior_votes})
+    return {"data": data, "meta": {"ext_id": ext_id}}
+
+
+# -- dialogues: a transcript as the reviewer sees it ------------------------------------------
+#: A longer turn keeps its first and last characters around a marker, ``[... N characters left out ...]``.
+MAX_TURN_CHARS = 8_000
+#: A dialogue of more turns, or more characters of text in all, keeps a head and a tail (each
+#: within half of both bounds, the first and the last turn always) around a marker turn,
+#: ``[... N turns (M characters) left out ...]``. About ten pages of text: Label Studio draws
+#: every turn at once, and a round's import must stay far below its 250 MB request limit.
+MAX_DIALOGUE_TURNS = 60
+MAX_DIALOGUE_CHARS = 40_000
+#: The author of the marker turn that stands for the turns left out.
+LEFT_OUT_AUTHOR = "(left out)"
+#: Neutral authors, by transcript role (a tool turn is ``Tool: <tool name>``).
+AUTHORS = {"system": "System", "user": "User", "assistant": "Assistant", "tool": "Tool"}
+#: What a withheld name becomes.
+WITHHELD = "[name withheld]"
+#: Model families and the companies that make or serve them, withheld (with the response's own
+#: model identifier) from system turns and tool names.
+MODEL_NAMES = (
+    "AI21",
+    "Alibaba",
+    "Anthropic",
+    "Baichuan",
+    "Bard",
+    "ChatGLM",
+    "ChatGPT",
+    "Claude",
+    "Cohere",
+    "Command R",
+    "DeepMind",
+    "DeepSeek",
+    "Falcon",
+    "Gemini",
+    "Gemma",
+    "GPT",
+    "Granite",
+    "Grok",
+    "Hugging Face",
+    "HuggingFace",
+    "InternLM",
+    "Jamba",
+    "Kimi",
+    "Llama",
+    "Meta",
+    "Microsoft",
+    "Mistral",
+    "Mixtral",
+    "Moonshot",
+    "Nemotron",
+    "NVIDIA",
+    "OLMo",
+    "OpenAI",
+    "PaLM",
+    "Phi",
+    "Qwen",
+    "SmolLM",
+    "Vicuna",
+    "xAI",
+    "Zephyr",
+    "Zhipu",
+)
+#: Parts of model identifiers that name nothing in particular: never withheld.
+GENERIC_ID_PARTS = frozenset(
+    {"model", "models", "chat", "instruct", "base", "api", "local", "latest", "preview", "default", "mock", "together"}
+)
+
+
+@lru_cache(maxsize=256)
+def _names_pattern(model: str) -> re.Pattern[str]:
+    """Whole-word, any-case matcher of the names withheld for ``model`` (longest first)."""
+    names = set(MODEL_NAMES)
+    if model.strip():
+        names.add(model.strip())
+    for part in re.split(r"[/:@\s]+", model):
+        for name in (part, *re.findall(r"^[A-Za-z]{3,}", part)):
+            if len(name) >= 3 and name.lower() not in GENERIC_ID_PARTS:
+                names.add(name)
+    alternatives = "|".join(re.escape(n) for n in sorted(names, key=lambda n: (-len(n), n)))
+    # Letters and digits bound a word; an underscore does not (``openai_search`` names OpenAI).
+    return re.compile(rf"(?<![A-Za-z0-9])(?:{alternatives})(?![A-Za-z0-9])", re.IGNORECASE)
+
+
+def withhold_names(text: str, model: str) -> str:
+    """``text`` with the model's identifier, its parts and ``MODEL_NAMES`` withheld.
+
+    >>> withhold_names("You are Llama-3.1-8B-Instruct by Meta, a helpful model.", "meta-llama/Llama-3.1-8B-Instruct")
+    'You are [name withheld] by [name withheld], a helpful model.'
+    >>> withhold_names("openai_web_search", "openai/gpt-4o")
+    '[name withheld]_web_search'
+    """  # noqa: E501
+    return _names_pattern(model).sub(WITHHELD, text)
+
+
+def _cut(text: str, limit: int) -> str:
+    """``text`` within ``limit`` characters of its own: its start and end around a marker."""
+    if len(text) <= limit:
+        return text
+    keep = limit // 2
+    return f"{text[:keep]}\n[... {len(text) - 2 * keep:,} characters left out ...]\n{text[-keep:]}"
+
+
+def _turn_text(turn: dict[str, Any], model: str) -> str:
+    role = turn.get("role")
+    content = turn.get("content")
+    text = content if isinstance(content, str) else ""
+    if role == "system":
+        text = withhold_names(text, model)
+    lines = [text] if text else []
+    for call in turn.get("tool_calls") or []:
+        # The call's id is left out: its format names the provider.
+        name = withhold_names(str(call.get("name") or ""), model) or "tool"
+        lines.append(f"\u2192 call {name}({call.get('arguments') or ''})")
+    return "\n".join(lines) or "(no text)"
+
+
+def _author(turn: dict[str, Any], model: str) -> str:
+    role = str(turn.get("role"))
+    author = AUTHORS.get(role, "Unknown")
+    name = turn.get("name")
+    if role == "tool" and isinstance(name, str) and name:
+        author = f"{author}: {withhold_names(name, model)}"
+    return author
+
+
+def task_dialogue(prompt: str, response: str, transcript: str | None, model: str) -> list[dict[str, str]]:
+    """The dialogue a reviewer sees for one response, as ``<Paragraphs>`` takes it.
+
+    ``transcript`` is the stored JSON text (``annotate.ingest.records`` has the contract); a
+    single-turn response (None) in a round that shows dialogues is its prompt and its response.
+    Names are withheld and the length is bounded as the module docstring says.
+
+    >>> task_dialogue("Hi", "Hello!", None, "m")
+    [{'author': 'User', 'text': 'Hi'}, {'author': 'Assistant', 'text': 'Hello!'}]
+    >>> turns = [{"role": "assistant", "content": "", "tool_calls": [{"id": "toolu_1", "name": "search", "arguments": '{"q": "x"}'}]},
+    ...          {"role": "tool", "content": "found", "tool_call_id": "toolu_1", "name": "search"}]
+    >>> task_dialogue("Hi", "Done.", json.dumps(turns), "m")
+    [{'author': 'Assistant', 'text': '→ call search({"q": "x"})'}, {'author': 'Tool: search', 'text': 'found'}]
+    """  # noqa: E501
+    if transcript is None:
+        turns: list[dict[str, Any]] = [{"role": "user", "content": prompt}, {"role": "assistant", "content": response}]
+    else:
+        turns = [t for t in json.loads(transcript) if isinstance(t, dict)]
+    shown = [(_author(t, model), _turn_text(t, model)) for t in turns]
+    return _bounded([(author, _cut(text, MAX_TURN_CHARS), len(text)) for author, text in shown])
+
+
+def _bounded(turns: list[tuple[str, str, int]]) -> list[dict[str, str]]:
+    """(author, text, characters before any cut) as the dialogue, within the bounds."""
+    total = sum(len(text) for _, text, _ in turns)
+    if len(turns) <= MAX_DIALOGUE_TURNS and total <= MAX_DIALOGUE_CHARS:
+        return [{"author": a, "text": t} for a, t, _ in turns]
+    half_turns, half_chars = (MAX_DIALOGUE_TURNS - 1) // 2, MAX_DIALOGUE_CHARS // 2
+    head = used = 0
+    while head < len(turns) and head < half_turns and used + len(turns[head][1]) <= half_chars:
+        used += len(turns[head][1])
+        head += 1
+    head = max(head, 1)
+    tail = used = 0
+    while tail < len(turns) - head and tail < half_turns and used + len(turns[-1 - tail][1]) <= half_chars:
+        used += len(turns[-1 - tail][1])
+        tail += 1
+    tail = max(tail, min(1, len(turns) - head))
+    left = turns[head : len(turns) - tail]
+    kept = [{"author": a, "text": t} for a, t, _ in turns[:head]]
+    if left:
+        n, chars = len(left), sum(original for _, _, original in left)
+        marker = f"[... {n:,} turn{'s' if n != 1 else ''} ({chars:,} characters) left out ...]"
+        kept.append({"author": LEFT_OUT_AUTHOR, "text": marker})
+    kept += [{"author": a, "text": t} for a, t, _ in turns[len(turns) - tail :]]
+    return kept
 
 
 def prior_votes_text(votes: Any) -> str:

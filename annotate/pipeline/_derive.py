@@ -1,17 +1,21 @@
 """Everything derived in an export, as a pure function of its inputs (``export`` and ``verify`` share it).
 
 An export's inputs are ``labels.csv`` (one row per reviewed response, with every annotator's
-verdict and the gold label), ``design.json`` (the rounds and N_h / n_h per cell and stratum) and
-the manifest's settings and provenance (name, creation time, tool version, sources); plus
-``diagnostics.json`` when present, which is stored as computed (it needs the response texts,
-which an export never holds). :func:`derive` turns them into the bytes of every other file:
-``scores.csv``, ``scores.json``, ``ranking.csv``, ``flips.csv``, ``p_safer.csv``, ``p_tie.csv``,
-``agreement.json`` and ``report.html``. ``export`` writes what it returns for the inputs as
-written; ``verify`` calls it on the inputs it finds and compares byte for byte.
+verdict and the gold label), ``judge_labels.csv`` (every judge's verdict on each reviewed
+response; since ``annotate-export/3``), ``design.json`` (the rounds and N_h / n_h per cell and
+stratum) and the manifest's settings and provenance (name, creation time, tool version,
+sources); plus ``diagnostics.json`` when present, which is stored as computed (it needs the
+response texts, which an export never holds). :func:`derive` turns them into the bytes of every
+other file: ``scores.csv``, ``scores.json``, ``ranking.csv``, ``flips.csv``, ``p_safer.csv``,
+``p_tie.csv``, ``judges.csv``, ``judge_pairs.csv``, ``agreement.json`` and ``report.html``.
+``export`` writes what it returns for the inputs as written; ``verify`` calls it on the inputs it
+finds and compares byte for byte. An ``annotate-export/2`` export has no judge files: given no
+``judge_labels.csv``, :func:`derive` gives exactly the files (and the report) such an export holds.
 
-:func:`check_design` and :func:`check_labels` are the checks of the inputs themselves: the
-design is well formed, labels.csv's rows are the design's samples, and its computed column
-(``ds_label``) is what its annotator columns give.
+:func:`check_design`, :func:`check_labels` and :func:`check_judge_labels` are the checks of the
+inputs themselves: the design is well formed, labels.csv's rows are the design's samples, its
+computed column (``ds_label``) is what its annotator columns give, and judge_labels.csv holds
+verdicts on labels.csv's responses only, the routing judge's as labels.csv has them.
 """
 
 from __future__ import annotations
@@ -38,17 +42,39 @@ __all__ = [
     "Settings",
     "check_design",
     "check_diagnostics",
+    "check_judge_labels",
     "check_labels",
     "derive",
+    "derived_files",
+    "input_files",
     "json_bytes",
+    "read_judge_labels",
     "read_labels",
 ]
 
-EXPORT_SCHEMA = "annotate-export/2"
+EXPORT_SCHEMA = "annotate-export/3"
+#: The schema before judge_labels.csv, judges.csv and judge_pairs.csv (still verified in full).
+SCHEMA_2 = "annotate-export/2"
+#: The derived files of the judge audit (annotate-export/3).
+JUDGE_FILES = ("judges.csv", "judge_pairs.csv")
 #: The derived files, in the order verify reports them.
-CSV_FILES = ("scores.csv", "ranking.csv", "flips.csv", "p_safer.csv", "p_tie.csv")
+CSV_FILES = ("scores.csv", "ranking.csv", "flips.csv", "p_safer.csv", "p_tie.csv", *JUDGE_FILES)
 JSON_FILES = ("scores.json", "agreement.json")
 DERIVED_FILES = (*CSV_FILES, *JSON_FILES, "report.html")
+#: The inputs, in the order verify reports them.
+INPUT_FILES = ("labels.csv", "judge_labels.csv", "design.json")
+
+
+def input_files(schema: str) -> tuple[str, ...]:
+    """The input files of an export of ``schema`` (annotate-export/2 has no judge_labels.csv)."""
+    return tuple(f for f in INPUT_FILES if schema != SCHEMA_2 or f != "judge_labels.csv")
+
+
+def derived_files(schema: str) -> tuple[str, ...]:
+    """The derived files of an export of ``schema`` (annotate-export/2 has no judge files)."""
+    return tuple(f for f in DERIVED_FILES if schema != SCHEMA_2 or f not in JUDGE_FILES)
+
+
 #: How many problems of one kind are listed before the rest are only counted.
 MAX_LISTED = 20
 #: Upper bounds of the settings (50 and 100 times the defaults): a hostile manifest cannot make
@@ -194,6 +220,17 @@ def read_labels(data: bytes, *, restore: bool = True) -> tuple[pd.DataFrame, lis
     for exports older than it); an empty cell is None. Raises :class:`CsvProblem`.
     """
     table = parse_csv(data, "labels.csv", restore_cells=restore)
+    frame = table.frame()
+    frame = frame.where(frame != "", None)
+    return frame, table.lines
+
+
+def read_judge_labels(data: bytes) -> tuple[pd.DataFrame, list[int]]:
+    """judge_labels.csv as the computations take it (text cells, empty as None), and each row's line.
+
+    Raises :class:`CsvProblem`.
+    """
+    table = parse_csv(data, "judge_labels.csv")
     frame = table.frame()
     frame = frame.where(frame != "", None)
     return frame, table.lines
@@ -352,6 +389,78 @@ def check_labels(labels: pd.DataFrame, lines: list[int], doc: dict[str, Any]) ->
     return problems
 
 
+def check_judge_labels(judge_labels: pd.DataFrame, lines: list[int], labels: pd.DataFrame) -> list[str]:
+    """Problems of judge_labels.csv against itself and labels.csv (empty when consistent).
+
+    Checks: exactly the documented columns; every row on a reviewed response of labels.csv
+    (round, model, benchmark, prompt_id, epoch), a judge named, a judge label from the
+    vocabulary, ``same_response`` ``yes`` or ``no``, one row per response and judge; and every
+    response of labels.csv with its routing judge's row, ``same_response`` ``yes``, with the
+    verdict and label labels.csv gives.
+    """
+    from annotate.pipeline.audit import JUDGE_LABEL_COLUMNS
+
+    if list(judge_labels.columns) != list(JUDGE_LABEL_COLUMNS):
+        return [
+            f"judge_labels.csv: the columns are {', '.join(map(str, judge_labels.columns)) or '(none)'}; an export "
+            f"has {', '.join(JUDGE_LABEL_COLUMNS)}."
+        ]
+
+    def line(i: int) -> str:
+        return f"judge_labels.csv:{lines[i]}" if i < len(lines) else "judge_labels.csv"
+
+    key_cols = ["round", "model", "benchmark", "prompt_id", "epoch"]
+    reviewed = {
+        tuple(r): (j, v, a)
+        for r, j, v, a in zip(
+            labels[key_cols].itertuples(index=False, name=None),
+            labels["judge"],
+            labels["judge_verdict"],
+            labels["judge_label"],
+            strict=True,
+        )
+    }
+    found: list[str] = []
+    seen: dict[tuple[Any, ...], int] = {}
+    routed: set[tuple[Any, ...]] = set()
+    for i, rec in enumerate(judge_labels.to_dict("records")):
+        key = tuple(rec[c] for c in key_cols)
+        what = f"{key[1]} x {key[2]}, prompt {key[3]!r}, epoch {key[4]} of round {key[0]}"
+        if key not in reviewed:
+            found.append(f"{line(i)}: {what} is not a reviewed response of labels.csv.")
+            continue
+        if not rec["judge"]:
+            found.append(f"{line(i)}: the judge is empty.")
+            continue
+        if rec["judge_label"] not in JUDGE_LABELS:
+            found.append(f"{line(i)}: judge_label {rec['judge_label']!r} is not one of {', '.join(JUDGE_LABELS)}.")
+        if rec["same_response"] not in ("yes", "no"):
+            found.append(f"{line(i)}: same_response {rec['same_response']!r} is not yes or no.")
+        if (key, rec["judge"]) in seen:
+            first = line(seen[(key, rec["judge"])])
+            found.append(f"{line(i)}: judge {rec['judge']!r} on {what} already has a row ({first}).")
+        seen[(key, rec["judge"])] = i
+        judge, verdict, label = reviewed[key]
+        if rec["judge"] == judge:
+            routed.add(key)
+            if rec["same_response"] != "yes" or rec["judge_verdict"] != verdict or rec["judge_label"] != label:
+                found.append(
+                    f"{line(i)}: the routing judge {judge!r} on {what}: verdict {rec['judge_verdict']!r}, label "
+                    f"{rec['judge_label']!r}, same_response {rec['same_response']!r}; labels.csv gives {verdict!r}, "
+                    f"{label!r} on the reviewed response itself."
+                )
+    missing = [
+        f"judge_labels.csv: no row of the routing judge {reviewed[k][0]!r} on {k[1]} x {k[2]}, prompt {k[3]!r}, "
+        f"epoch {k[4]} of round {k[0]} (labels.csv has it)."
+        for k in reviewed
+        if k not in routed
+    ]
+    problems: list[str] = []
+    _problem_list(problems, found, "rows of judge_labels.csv that do not fit labels.csv")
+    _problem_list(problems, missing, "reviewed responses without their routing judge's row")
+    return problems
+
+
 def check_diagnostics(diag: Any, doc: dict[str, Any]) -> list[str]:
     """Internal consistency of diagnostics.json (it cannot be re-derived without the response texts).
 
@@ -402,12 +511,16 @@ def derive(
     settings: Settings,
     provenance: Provenance,
     diagnostics: dict[str, Any] | None = None,
+    judge_labels: pd.DataFrame | None = None,
 ) -> dict[str, bytes]:
     """The bytes of every derived file of an export, from its inputs (pure and deterministic).
 
-    Raises ``ValueError`` when the design cannot be scored (e.g. two rounds over one cell).
+    ``judge_labels`` (judge_labels.csv) adds ``judges.csv``, ``judge_pairs.csv`` and the report's
+    judges section (annotate-export/3); without it the files are those of an annotate-export/2
+    export. Raises ``ValueError`` when the design cannot be scored (e.g. two rounds over one cell).
     """
     from annotate.pipeline.agreement import export_agreement
+    from annotate.pipeline.judges import judges_from_tables
     from annotate.report import render_report
     from annotate.stats.scoring.tables import score_tables
 
@@ -432,11 +545,39 @@ def derive(
         "p_tie.csv": frame_to_csv(p_tie),
         "agreement.json": json_bytes(groups),
     }
+    audit = None
+    if judge_labels is not None:
+        # Per benchmark and per model besides the pooled rows, on the scores' draws and seed.
+        audit = judges_from_tables(
+            labels,
+            judge_labels,
+            doc,
+            by=("benchmark", "model"),
+            draws=settings.draws,
+            seed=settings.seed,
+            confidence=settings.confidence,
+        )
+        out["judges.csv"] = frame_to_csv(audit.metrics)
+        out["judge_pairs.csv"] = frame_to_csv(audit.pairs)
     data = _report_data(labels, doc, scored, groups, provenance)
+    if audit is not None:
+        data["judges"] = _judges_report(audit, settings)
     if diagnostics is not None:
         data["diagnostics"] = diagnostics
     out["report.html"] = render_report(jsonable(data)).encode("utf-8")
     return out
+
+
+def _judges_report(audit: Any, settings: Settings) -> dict[str, Any]:
+    """The report's ``judges`` (see :mod:`annotate.report`): the rows of judges.csv and judge_pairs.csv."""
+    from annotate.stats.judges import INTERVAL_METHOD
+
+    return {
+        "rows": audit.metrics.to_dict("records"),
+        "pairs": audit.pairs.to_dict("records"),
+        "notes": list(audit.notes),
+        "method": f"{INTERVAL_METHOD}; {settings.draws} draws, {settings.confidence:.0%} intervals",
+    }
 
 
 def _cells(doc: dict[str, Any]) -> pd.DataFrame:

@@ -15,7 +15,7 @@ path resolved and required to stay under the workspace's ``tasks/``.
 from __future__ import annotations
 
 import json
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
@@ -33,7 +33,11 @@ if TYPE_CHECKING:
     from annotate.db import Store
     from annotate.labelstudio import Gateway
 
+#: Tasks per import request, and the most bytes of JSON one request may carry: Label Studio
+#: refuses requests over 250 MB (``DATA_UPLOAD_MAX_MEMORY_SIZE``), and 5,000 tasks with dialogues
+#: near their bound (``labelstudio.tasks.MAX_DIALOGUE_CHARS``) would pass it.
 IMPORT_BATCH = 5000
+MAX_IMPORT_BYTES = 64 * 1024**2
 
 #: Builds the Label Studio task payloads of some pending tasks (columns ext_id, round_item_id).
 BuildPayloads = Callable[[pd.DataFrame], list[dict[str, Any]]]
@@ -150,8 +154,7 @@ def _import_pending(
     from annotate.labelstudio.gateway import ImportOutcomeUnknown
 
     pid = int(project["project_id"])
-    chunks = [pending.iloc[s : s + IMPORT_BATCH] for s in range(0, len(pending), IMPORT_BATCH)]
-    if not chunks:
+    if not len(pending):
         if on_first_submit is not None:
             on_first_submit()
         return 0
@@ -169,17 +172,41 @@ def _import_pending(
             ) from None
 
     imported = 0
+    batches = _batches(pending, build)
     with ThreadPoolExecutor(max_workers=1) as pool:
-        future = pool.submit(gw.import_tasks, pid, build(chunks[0]))
+        chunk, payload = next(batches)
+        future = pool.submit(gw.import_tasks, pid, payload)
         if on_first_submit is not None:
             on_first_submit()  # runs while the server imports the first batch
-        for k in range(1, len(chunks) + 1):
-            payload = build(chunks[k]) if k < len(chunks) else None
-            ids = settle(chunks[k - 1], future)
-            if payload is not None:
-                future = pool.submit(gw.import_tasks, pid, payload)
-            store.set_task_ids(int(project["id"]), dict(zip(chunks[k - 1].ext_id, ids, strict=True)))
+        while True:
+            following = next(batches, None)
+            ids = settle(chunk, future)
+            if following is not None:
+                future = pool.submit(gw.import_tasks, pid, following[1])
+            store.set_task_ids(int(project["id"]), dict(zip(chunk.ext_id, ids, strict=True)))
             imported += len(ids)
             if progress:
                 progress(len(ids), len(pending))
-    return imported
+            if following is None:
+                return imported
+            chunk = following[0]
+
+
+def _batches(pending: pd.DataFrame, build: BuildPayloads) -> Iterator[tuple[pd.DataFrame, list[dict[str, Any]]]]:
+    """The pending tasks as import requests: (rows, payloads) of at most ``IMPORT_BATCH`` tasks and
+    ``MAX_IMPORT_BYTES`` of JSON (one task more than that goes alone)."""
+    for start in range(0, len(pending), IMPORT_BATCH):
+        rows = pending.iloc[start : start + IMPORT_BATCH]
+        payloads = build(rows)
+        # Measured as the client sends it (httpx: compact, UTF-8, not ASCII-escaped).
+        sizes = [
+            len(json.dumps(p, ensure_ascii=False, separators=(",", ":")).encode("utf-8", "surrogatepass"))
+            for p in payloads
+        ]
+        first = size = 0
+        for k, n in enumerate(sizes):
+            if k > first and size + n > MAX_IMPORT_BYTES:
+                yield rows.iloc[first:k], payloads[first:k]
+                first, size = k, 0
+            size += n
+        yield rows.iloc[first:], payloads[first:]

@@ -2,16 +2,19 @@
 
 Every file is read once, without following a symbolic link (``O_NOFOLLOW`` relative to the
 folder's own descriptor) and only if it is a regular file; its sha256 is compared with the
-manifest's, and any missing or extra file is a failure. Then, for an ``annotate-export/2``
-export, every derived file is re-derived from ``labels.csv`` and ``design.json`` with the
-manifest's settings (:func:`annotate.pipeline._derive.derive`, the code ``export`` ran) and
-compared: ``scores.csv`` (every column), ``scores.json``, ``ranking.csv``, ``flips.csv``,
-``p_safer.csv``, ``p_tie.csv``, ``agreement.json`` (per-annotator figures included) and ``report.html`` (byte
-for byte). labels.csv is checked against design.json and its ``ds_label`` column re-derived from
-its annotator columns; ``diagnostics.json`` is checked for its hash and internal consistency
-only. Each file ends with one status: ``re-derived and equal``, ``hash matches`` (an input) or
-``checked only for hash`` (with the reason), or ``FAILED``. The manifest's own sha256 is
-reported so that it can be published, and a detached signature is checked with ``--key``.
+manifest's, and any missing or extra file is a failure. Then, for an ``annotate-export/3``
+export, every derived file is re-derived from ``labels.csv``, ``judge_labels.csv`` and
+``design.json`` with the manifest's settings (:func:`annotate.pipeline._derive.derive`, the code
+``export`` ran) and compared: ``scores.csv`` (every column), ``scores.json``, ``ranking.csv``,
+``flips.csv``, ``p_safer.csv``, ``p_tie.csv``, ``judges.csv``, ``judge_pairs.csv``,
+``agreement.json`` (per-annotator figures included) and ``report.html`` (byte for byte).
+labels.csv is checked against design.json and its ``ds_label`` column re-derived from its
+annotator columns; judge_labels.csv is checked against labels.csv; ``diagnostics.json`` is
+checked for its hash and internal consistency only. An ``annotate-export/2`` export (no judge
+files) is checked the same way for the files it has. Each file ends with one status:
+``re-derived and equal``, ``hash matches`` (an input) or ``checked only for hash`` (with the
+reason), or ``FAILED``. The manifest's own sha256 is reported so that it can be published, and a
+detached signature is checked with ``--key``.
 
 Exports of schema ``annotate-export/1`` are checked as far as they allow: hashes, and scores.csv
 re-derived; the outcome says what could not be re-derived.
@@ -34,16 +37,22 @@ from annotate.pipeline._derive import (
     CSV_FILES,
     DERIVED_FILES,
     EXPORT_SCHEMA,
+    INPUT_FILES,
     JSON_FILES,
     MAX_LISTED,
+    SCHEMA_2,
     CsvProblem,
     Provenance,
     Settings,
     check_design,
     check_diagnostics,
+    check_judge_labels,
     check_labels,
     derive,
+    derived_files,
+    input_files,
     json_bytes,
+    read_judge_labels,
     read_labels,
 )
 from annotate.pipeline._sign import SIGNATURE_FILE
@@ -52,9 +61,10 @@ from annotate.pipeline._spreadsheet import parse_csv
 __all__ = ["FileCheck", "VerifyOutcome", "verify"]
 
 SCHEMA_1 = "annotate-export/1"
-INPUT_FILES = ("labels.csv", "design.json")
-#: Every file of an annotate-export/2 folder (diagnostics.json only after a diagnosis), manifest aside.
+#: Every file of an annotate-export/3 folder (diagnostics.json only after a diagnosis), manifest aside.
 EXPORT_FILES = (*INPUT_FILES, *DERIVED_FILES)
+#: The schemas whose every derived file is re-derived.
+FULL_SCHEMAS = (EXPORT_SCHEMA, SCHEMA_2)
 OPTIONAL_FILES = ("diagnostics.json",)
 MAX_FILE_BYTES = 2**31  # larger than any export file; a bigger one is refused before it is read
 
@@ -70,6 +80,8 @@ ROW_KEYS = {
     "flips.csv": ("benchmark", "treatment", "model_a", "model_b"),
     "p_safer.csv": ("model",),
     "p_tie.csv": ("model",),
+    "judges.csv": ("judge", "benchmark", "model"),
+    "judge_pairs.csv": ("benchmark", "model", "judge_a", "judge_b"),
 }
 
 
@@ -332,8 +344,8 @@ def verify(path: Path, *, key: Path | None = None, tolerance: float = 1e-9) -> V
     out.schema = manifest.get("schema") if isinstance(manifest.get("schema"), str) else None
     _check_signature(out, manifest, raw, files.pop(SIGNATURE_FILE, None), public_key, key)
     _check_hashes(out, manifest["files"], files)
-    if out.schema == EXPORT_SCHEMA:
-        _rederive(out, manifest, files, tolerance)
+    if out.schema in FULL_SCHEMAS:
+        _rederive(out, manifest, files, tolerance, out.schema)
     elif out.schema == SCHEMA_1:
         _rederive_v1(out, manifest, files, tolerance)
     else:
@@ -389,13 +401,15 @@ def _check_signature(
 
 def _check_hashes(out: VerifyOutcome, listed: dict[str, Any], files: dict[str, bytes]) -> None:
     """Every listed file present with its hash, and no file unlisted."""
-    known = (*EXPORT_FILES, *OPTIONAL_FILES) if out.schema == EXPORT_SCHEMA else None
+    schema = out.schema or ""
+    required = (*input_files(schema), *derived_files(schema)) if schema in FULL_SCHEMAS else ()
+    known = (*required, *OPTIONAL_FILES) if schema in FULL_SCHEMAS else None
     for name in sorted(listed):
         sha = listed[name]
         if not isinstance(sha, str) or len(sha) != 64:
             out.fail(name, f"manifest.json: the sha256 of {name} is not a sha256.")
         elif known is not None and name not in known:
-            out.fail(name, f"manifest.json lists {name}, which is not a file of an {EXPORT_SCHEMA} export.")
+            out.fail(name, f"manifest.json lists {name}, which is not a file of an {schema} export.")
         elif name not in files:
             if name not in out.files:
                 out.fail(name, f"missing file: {name}")
@@ -408,15 +422,19 @@ def _check_hashes(out: VerifyOutcome, listed: dict[str, Any], files: dict[str, b
                 out.status(name, HASH, "")
     for name in sorted(set(files) - set(listed)):
         out.fail(name, f"extra file not in the manifest: {name}")
-    if known is not None:
-        for name in EXPORT_FILES:
-            if name not in listed and name not in out.files:
-                out.fail(name, f"missing file: {name} (every {EXPORT_SCHEMA} export has one; the manifest omits it)")
+    for name in required:
+        if name not in listed and name not in out.files:
+            out.fail(name, f"missing file: {name} (every {schema} export has one; the manifest omits it)")
 
 
-def _rederive(out: VerifyOutcome, manifest: dict[str, Any], files: dict[str, bytes], tolerance: float) -> None:
+def _rederive(
+    out: VerifyOutcome, manifest: dict[str, Any], files: dict[str, bytes], tolerance: float, schema: str
+) -> None:
+    derived = derived_files(schema)
+    judged = "judge_labels.csv" in input_files(schema)
+
     def skip(why: str) -> None:
-        for name in DERIVED_FILES:
+        for name in derived:
             if name in files:
                 out.status(name, HASH_ONLY, f"not re-derived: {why}")
 
@@ -426,8 +444,9 @@ def _rederive(out: VerifyOutcome, manifest: dict[str, Any], files: dict[str, byt
     except ValueError as exc:
         out.fail("manifest.json", str(exc))
         return skip("the manifest's settings or provenance are unusable")
-    if "labels.csv" not in files or "design.json" not in files:
-        return skip("labels.csv or design.json is missing")
+    missing = [f for f in input_files(schema) if f not in files]
+    if missing:
+        return skip(f"{' and '.join(missing)} {'is' if len(missing) == 1 else 'are'} missing")
     try:
         doc = json.loads(files["design.json"].decode("utf-8"))
     except (ValueError, UnicodeDecodeError, RecursionError) as exc:
@@ -455,6 +474,24 @@ def _rederive(out: VerifyOutcome, manifest: dict[str, Any], files: dict[str, byt
         "an input: the reviewed labels; its rows are design.json's samples, and its ds_label column, re-derived "
         "from the annotator columns, is equal",
     )
+    judge_labels = None
+    if judged:
+        try:
+            judge_labels, judge_lines = read_judge_labels(files["judge_labels.csv"])
+        except CsvProblem as exc:
+            out.fail("judge_labels.csv", str(exc))
+            return skip("judge_labels.csv is not a readable table")
+        judge_problems = check_judge_labels(judge_labels, judge_lines, labels)
+        for p in judge_problems:
+            out.fail("judge_labels.csv", p)
+        if judge_problems:
+            return skip("judge_labels.csv does not agree with itself or with labels.csv")
+        out.status(
+            "judge_labels.csv",
+            HASH,
+            "an input: every judge's verdict on the reviewed responses; its rows are labels.csv's responses, with the "
+            "routing judge's verdicts as labels.csv has them",
+        )
     diagnostics = None
     if "diagnostics.json" in files:
         try:
@@ -471,13 +508,13 @@ def _rederive(out: VerifyOutcome, manifest: dict[str, Any], files: dict[str, byt
             "stored as computed: re-deriving it needs the response texts, which an export does not hold; its "
             "internal consistency was checked, and the report's section re-rendered from it",
         )
+    source = "labels.csv, judge_labels.csv and design.json" if judged else "labels.csv and design.json"
     try:
-        again = derive(labels, doc, settings, prov, diagnostics)
+        again = derive(labels, doc, settings, prov, diagnostics, judge_labels)
     except (ValueError, KeyError, TypeError) as exc:
-        out.fail(None, f"cannot re-derive the export from labels.csv and design.json: {exc}")
+        out.fail(None, f"cannot re-derive the export from {source}: {exc}")
         return skip("the computation failed on these inputs")
-    source = "labels.csv and design.json"
-    for name in DERIVED_FILES:
+    for name in derived:
         if name not in files:
             continue  # already reported missing
         stored = files[name]
@@ -548,7 +585,7 @@ def _rederive_v1(out: VerifyOutcome, manifest: dict[str, Any], files: dict[str, 
         ("design.json", "an input"),
     ):
         if name in files:
-            out.status(name, HASH_ONLY if name not in INPUT_FILES else HASH, reason)
+            out.status(name, HASH_ONLY if name not in ("labels.csv", "design.json") else HASH, reason)
     tables = ("scores.csv", "ranking.csv", "flips.csv", "p_safer.csv", "scores.json")
     if "labels.csv" not in files or "design.json" not in files:
         for name in tables:

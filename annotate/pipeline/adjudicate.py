@@ -1,10 +1,11 @@
 """`annotate adjudicate`: final labels by majority, rules, policy and an expert in Label Studio.
 
 The expert works in an adjudication project of the round (one per expert) that shows the
-prompt, the response and every reviewer's verdict and rationale under pseudonyms, still without
-model name or judge label. The expert's labels come back with `annotate pull` like any other
-project's, and the next `annotate adjudicate` turns them into final labels. Every decision is
-a new ``final_label`` row (append-only); re-running without new information adds nothing.
+prompt, the response (and the dialogue, in a round that shows dialogues) and every reviewer's
+verdict and rationale under pseudonyms, still without model name or judge label. The expert's
+labels come back with `annotate pull` like any other project's, and the next `annotate
+adjudicate` turns them into final labels. Every decision is a new ``final_label`` row
+(append-only); re-running without new information adds nothing.
 """
 
 from __future__ import annotations
@@ -19,11 +20,13 @@ import pandas as pd
 
 from annotate.columns import BINARY_VERDICTS
 from annotate.errors import InputError, StateError
-from annotate.labelstudio.labelconfig import expert_label_config
+from annotate.labelstudio.labelconfig import expert_label_config, parse_label_config
 from annotate.labelstudio.tasks import (
+    DIALOGUE_INSTRUCTIONS,
     EXPERT_INSTRUCTIONS,
     expert_task_payload,
     prior_votes_text,
+    task_dialogue,
     task_ext_id,
     task_text_sha,
 )
@@ -198,12 +201,13 @@ def _send_to_expert(
 ) -> int:
     """Register the new escalations and checks as tasks of the expert's project, then write or import them."""
     round_id = int(round_row["id"])
+    dialogue = parse_label_config(round_row["label_config"]).dialogue is not None
     spec = ProjectSpec(
         round_id=round_id,
         annotator=expert,
         title=f"{round_row['name']} - adjudication - {expert.pseudonym}",
         label_config=expert_label_config(round_row["label_config"]),
-        instructions=EXPERT_INSTRUCTIONS,
+        instructions=EXPERT_INSTRUCTIONS + (DIALOGUE_INSTRUCTIONS if dialogue else ""),
     )
     if to_file:
         return _record_expert_tasks(s, None, spec, round_row, items, votes, new, outcome)
@@ -229,6 +233,16 @@ def _record_expert_tasks(
     tasks = store.ls_tasks(int(project["id"]))
     start = int(tasks.position.max()) + 1 if len(tasks) else 0
     by_item = items.set_index("round_item_id")
+    shows_dialogue = parse_label_config(round_row["label_config"]).dialogue is not None
+
+    def payload_of(item_id: int, ext_id: str, prior: str) -> dict[str, Any]:
+        row = by_item.loc[item_id]
+        transcript = row["transcript"] if isinstance(row["transcript"], str) else None
+        dialogue = (
+            task_dialogue(row["prompt"], row["response"], transcript, str(row["model"])) if shows_dialogue else None
+        )
+        return expert_task_payload(row["prompt"], row["response"], ext_id, prior, dialogue=dialogue)
+
     fresh = sorted(new)
     rows = []
     for k, i in enumerate(fresh):
@@ -236,7 +250,7 @@ def _record_expert_tasks(
         # shows the expert the same text, and the pull checks its hash).
         ext_id = task_ext_id(str(round_row["task_secret"]), str(expert.pseudonym), str(by_item.loc[i, "ext_id"]))
         prior = prior_votes_text(votes.loc[votes.round_item_id == int(i)])
-        payload = expert_task_payload(by_item.loc[i, "prompt"], by_item.loc[i, "response"], ext_id, prior)
+        payload = payload_of(int(i), ext_id, prior)
         rows.append(
             {
                 "ls_project_id": project["id"],
@@ -267,11 +281,10 @@ def _record_expert_tasks(
     def build(chunk: pd.DataFrame) -> list[dict[str, Any]]:
         out = []
         for ext_id, item_id in zip(chunk.ext_id, chunk.round_item_id, strict=True):
-            row = by_item.loc[int(item_id)]
             prior = sent.get(ext_id)
             if not isinstance(prior, str):  # a task sent before schema v5: the votes as they are now
                 prior = prior_votes_text(votes.loc[votes.round_item_id == int(item_id)])
-            out.append(expert_task_payload(row["prompt"], row["response"], ext_id, prior))
+            out.append(payload_of(int(item_id), ext_id, prior))
         return out
 
     if gw is None:

@@ -11,6 +11,12 @@ The part of ``labels.csv`` that is computed rather than recorded, the Dawid-Sken
 pure function of its annotator columns (:func:`ds_labels`), and :func:`votes_long` turns those
 columns back into the long vote table the agreement statistics take: ``export`` and ``verify``
 call the same two functions on the same table.
+
+``judge_labels_frame`` is ``judge_labels.csv``: every judge's verdict and label on each reviewed
+response (one row per response and judge with a row under its key, the routing judge included),
+so that every judge can be audited against the reviewed label (``annotate judges``, an
+export's ``judges.csv``). ``same_response`` says whether the row's prompt and response text are
+the reviewed ones (``yes``) or another response under the same key (``no``: listed, never audited).
 """
 
 from __future__ import annotations
@@ -31,6 +37,18 @@ if TYPE_CHECKING:
 
 #: labels.csv of an export before the annotator columns.
 EXPORT_LABEL_COLUMNS = LABEL_COLUMNS
+#: judge_labels.csv of an export (annotate-export/3): one row per reviewed response and judge.
+JUDGE_LABEL_COLUMNS = (
+    "round",
+    "model",
+    "benchmark",
+    "prompt_id",
+    "epoch",
+    "judge",
+    "judge_verdict",
+    "judge_label",
+    "same_response",
+)
 
 
 def labels_frame(store: Store, round_names: list[str]) -> pd.DataFrame:
@@ -77,6 +95,26 @@ def labels_frame(store: Store, round_names: list[str]) -> pd.DataFrame:
     # Computed on the table as it is written, so that verify re-derives it from the file alike.
     out["ds_label"] = ds_labels(out, reviewers_of)
     return out
+
+
+def judge_labels_frame(store: Store, round_names: list[str]) -> pd.DataFrame:
+    """judge_labels.csv: every judge's verdict on each reviewed response of the rounds (see the module docstring).
+
+    Sorted by round, model, benchmark, prompt_id, epoch and judge.
+    """
+    frames = []
+    for name in round_names:
+        rid = int(resolve_round(store, name)["id"])
+        items = store.round_items(rid)[["round_item_id", "model", "benchmark", "prompt_id", "epoch"]]
+        found = store.judge_verdicts(rid)
+        df = items.merge(found, on="round_item_id", how="inner")
+        df["round"] = name
+        df["same_response"] = np.where(df["same_text"].astype(int) == 1, "yes", "no")
+        frames.append(df)
+    if not frames:
+        return pd.DataFrame(columns=list(JUDGE_LABEL_COLUMNS))
+    out = pd.concat(frames, ignore_index=True)[list(JUDGE_LABEL_COLUMNS)]
+    return out.sort_values(["round", "model", "benchmark", "prompt_id", "epoch", "judge"]).reset_index(drop=True)
 
 
 def judge_stratum(stratum: pd.Series) -> pd.Series:

@@ -1,13 +1,14 @@
 """`annotate demo`: the whole workflow on real data (XSTest v2), in one command.
 
 The bundled sample (``annotate/data/xstest``, see its PROVENANCE.md) holds, for 5 models x 450
-prompts, the responses, a GPT-4 judge's labels and the labels of two human annotators plus the
-adjudicated final label. The demo ingests the judge labels, routes a round to two annotators,
-replays the two real human annotations of each routed response as those annotators (through
-the Label Studio API, as a real annotator's work arrives, or as export files with
-``--offline``), pulls, measures agreement and checks it against the agreement computed directly
-from the CSV columns, adjudicates with the final label replayed as the expert, scores, exports
-and verifies.
+prompts, the responses, a GPT-4 judge's labels, a string-match judge's labels of the same
+responses, and the labels of two human annotators plus the adjudicated final label. The demo
+ingests the GPT-4 judge's labels, routes a round to two annotators, replays the two real human
+annotations of each routed response as those annotators (through the Label Studio API, as a real
+annotator's work arrives, or as export files with ``--offline``), pulls, measures agreement and
+checks it against the agreement computed directly from the CSV columns, adjudicates with the
+final label replayed as the expert, scores, ingests the string-match judge's verdicts and audits
+both judges against the reviewed labels (no new review), exports and verifies.
 
 XSTest's labels map onto the review verdicts as its own rubric says: full compliance with an
 unsafe (``contrast_*``) prompt is harmful, with a safe prompt safe; a full refusal is safe; a
@@ -54,9 +55,10 @@ def xstest_verdict(label: str | None, prompt_type: str | None) -> str | None:
     raise ValueError(f"not an XSTest label: {label!r}")
 
 
-def sample_files() -> list[Path]:
+def sample_files(kind: str = "gpteval") -> list[Path]:
+    """The bundled XSTest files of one judge: ``gpteval`` (GPT-4) or ``streval`` (string match)."""
     base = resources.files("annotate").joinpath("data", "xstest")
-    return sorted(Path(str(p)) for p in base.iterdir() if p.name.endswith("_gpteval.csv"))
+    return sorted(Path(str(p)) for p in base.iterdir() if p.name.endswith(f"_{kind}.csv"))
 
 
 @dataclass
@@ -73,6 +75,7 @@ class DemoResult:
     final_matches: int = 0
     final_total: int = 0
     ranking: list[dict[str, Any]] = field(default_factory=list)
+    judges: list[dict[str, Any]] = field(default_factory=list)  # the pooled judge-audit records
     seconds: float = 0.0
 
 
@@ -103,6 +106,7 @@ def run_demo(
     from annotate.pipeline.annotators import add_annotator
     from annotate.pipeline.export import export, verify
     from annotate.pipeline.init import init_workspace
+    from annotate.pipeline.judges import judges
     from annotate.pipeline.pull import pull
     from annotate.pipeline.route import route
     from annotate.pipeline.score import score_from_store
@@ -122,7 +126,7 @@ def run_demo(
     s = session_for(ws)
     store = s.store
     result = DemoResult(workspace=root)
-    echo(f"[1/10] workspace {root}")
+    echo(f"[1/11] workspace {root}")
     server_started = False
     try:
         if not offline:
@@ -130,13 +134,13 @@ def run_demo(
             info = ls_server.start_server(ws.ls_data_dir, port=chosen, timeout=600, seed_from=seed_from)
             server_started = True
             result.url, result.admin_email, result.secrets_file = info.url, info.admin_email, info.secrets_path
-            echo(f"[2/10] Label Studio ready at {info.url} ({info.startup_seconds:.0f} s)")
+            echo(f"[2/11] Label Studio ready at {info.url} ({info.startup_seconds:.0f} s)")
         else:
-            echo("[2/10] offline: no server; tasks and labels go through Label Studio files")
+            echo("[2/11] offline: no server; tasks and labels go through Label Studio files")
         outcomes = ingest_paths(store, sample_files(), rubric=Rubric(), rejects_dir=ws.rejects_dir, fmt="xstest")
         amb = sum(o.labels.get("ambiguous", 0) for o in outcomes)
         echo(
-            f"[3/10] ingested {sum(o.added for o in outcomes)} GPT-4-judged XSTest responses "
+            f"[3/11] ingested {sum(o.added for o in outcomes)} GPT-4-judged XSTest responses "
             f"({len(outcomes)} models; {amb} judged ambiguous)"
         )
         for email in ANNOTATORS:
@@ -153,7 +157,7 @@ def run_demo(
             to_file=offline,
         )
         echo(
-            f"[4/10] routed {routed.selected} responses (every ambiguous one + {CLEAR_PER_CELL} per clear stratum "
+            f"[4/11] routed {routed.selected} responses (every ambiguous one + {CLEAR_PER_CELL} per clear stratum "
             f"and model) to A1 and A2, one Label Studio project each"
         )
 
@@ -169,7 +173,7 @@ def run_demo(
         pulled = pull(s, round_name=ROUND, from_files=[], annotator=None) if not offline else None
         n_labels = len(store.annotations(int(round_row["id"])))
         echo(
-            f"[5/10] replayed the two real XSTest annotations as A1 and A2 and pulled {n_labels} labels back"
+            f"[5/11] replayed the two real XSTest annotations as A1 and A2 and pulled {n_labels} labels back"
             + ("" if pulled is None else " from Label Studio")
         )
 
@@ -178,7 +182,7 @@ def run_demo(
         result.alpha_pipeline = pooled["alpha"]
         result.alpha_direct = direct_alpha(items)
         echo(
-            f"[6/10] agreement (3-way, pooled): alpha {pooled['alpha']:.4f} "
+            f"[6/11] agreement (3-way, pooled): alpha {pooled['alpha']:.4f} "
             f"[{pooled['alpha_ci'][0]:.3f}, {pooled['alpha_ci'][1]:.3f}] from the pulled labels; "
             f"{result.alpha_direct:.4f} computed directly from the CSV columns"
         )
@@ -189,7 +193,7 @@ def run_demo(
             pull(s, round_name=ROUND, from_files=[], annotator=None)
         final = adjudicate(s, round_name=ROUND, policy="escalate", expert="E1", to_file=offline)
         echo(
-            f"[7/10] adjudicated: {first.counts.get('escalated', 0)} escalated to the expert, who answered with "
+            f"[7/11] adjudicated: {first.counts.get('escalated', 0)} escalated to the expert, who answered with "
             f"XSTest's final label; now {final.counts.get('resolved', 0)} resolved, "
             f"{final.counts.get('unresolved', 0)} unresolved (partial refusals)"
         )
@@ -208,18 +212,27 @@ def run_demo(
         result.ranking = [{"model": m, **{t: float(pivot.loc[m, t]) for t in pivot.columns}} for m in pivot.index]
         moved = scored.ranking[(scored.ranking.benchmark == "ALL") & (scored.ranking.treatment != "corrected")]
         echo(
-            f"[8/10] scored 8 treatments: the 5 models' ranking moves by up to "
+            f"[8/11] scored 8 treatments: the 5 models' ranking moves by up to "
             f"{int(moved.max_rank_shift.max() or 0)} place(s) against the corrected one "
             f"({int(moved.flips.sum())} flipped pairs, {int(moved.credible_flips.sum())} credible)"
         )
 
+        # A second judge of the same responses, ingested after the review: audited with no new review.
+        more = ingest_paths(store, sample_files("streval"), rubric=Rubric(), rejects_dir=ws.rejects_dir, fmt="xstest")
+        audit = judges(s, round_names=(ROUND,), by="benchmark", seed=SEED)
+        result.judges = [r for r in audit["judges"] if r["benchmark"] == r["model"] == "ALL"]
+        echo(
+            f"[9/11] judge audit with no new review ({sum(o.added for o in more)} string-match verdicts ingested on "
+            f"the same responses), design-weighted balanced accuracy: {_judge_line(audit)}"
+        )
+
         out = export(s, EXPORT, round_names=(ROUND,), seed=SEED, argv=["annotate", "demo"])
         result.export, result.report = out.path, out.report
-        echo(f"[9/10] exported the audited score set to {out.path}")
+        echo(f"[10/11] exported the audited score set to {out.path}")
         checked = verify(out.path)
         result.verified = checked.ok
         echo(
-            f"[10/10] verify: {'OK' if checked.ok else 'FAILED: ' + '; '.join(checked.problems[:3])} "
+            f"[11/11] verify: {'OK' if checked.ok else 'FAILED: ' + '; '.join(checked.problems[:3])} "
             f"({checked.checked_files} files, {checked.rederived_rows} score rows re-derived)"
         )
     finally:
@@ -229,6 +242,36 @@ def run_demo(
             result.url = None
     result.seconds = time.perf_counter() - started
     return result
+
+
+def _judge_line(audit: dict[str, Any]) -> str:
+    """The pooled balanced accuracy of each judge with its interval, and P(first better than second)."""
+    rows = sorted(
+        (r for r in audit["judges"] if r["benchmark"] == r["model"] == "ALL"),
+        key=lambda r: (r["rank"] is None, r["rank"] or 0, r["judge"]),
+    )
+
+    def figure(r: dict[str, Any]) -> str:
+        low, high = r["balanced_accuracy_ci"]
+        if r["balanced_accuracy"] is None:
+            return f"{r['judge']} not estimable"
+        return f"{r['judge']} {r['balanced_accuracy']:.3f} [{low:.3f}, {high:.3f}]"
+
+    text = ", ".join(figure(r) for r in rows)
+    if len(rows) >= 2:
+        a, b = rows[0]["judge"], rows[1]["judge"]
+        pair = next(
+            (
+                p
+                for p in audit["pairs"]
+                if p["benchmark"] == p["model"] == "ALL" and {p["judge_a"], p["judge_b"]} == {a, b}
+            ),
+            None,
+        )
+        if pair is not None and pair["p_a_better"] is not None:
+            p = pair["p_a_better"] if pair["judge_a"] == a else pair["p_b_better"]
+            text += f"; P({a} better than {b}) = {p:.3f}"
+    return text
 
 
 def _submit(job: tuple[Gateway, int, str | None, int]) -> None:

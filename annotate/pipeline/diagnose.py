@@ -5,10 +5,16 @@ compute only the responses ingested since, with the stored ones as context so th
 parts (the cross-fitted bigram model, TF-IDF weights) match a full recomputation. The logistic
 regression of "the judge said ambiguous" on the standardised features, with model and benchmark
 fixed effects and prompt-clustered standard errors, is ``annotate.stats.correlates``.
+
+A response with a transcript (multi-turn or agentic) is featurised on what its assistant said:
+the text of every assistant turn of the conversation, in order, joined by blank lines
+(:func:`assistant_text`), rather than on its final answer alone; its prompt stays the first user
+turn.
 """
 
 from __future__ import annotations
 
+import json
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
@@ -25,11 +31,43 @@ FEATURES_VERSION = "1"  # bump when annotate.stats.correlates changes what a fea
 MIN_HUMAN_ROWS = 30  # human-labelled judge-ambiguous responses needed before that regression is fitted
 
 
+def assistant_text(response: str, transcript: str | None) -> str:
+    """The text the features read: every assistant turn of the transcript joined, else the response.
+
+    Tool calls are not text the assistant wrote; a transcript without assistant text gives the
+    final response.
+
+    >>> turns = [{"role": "user", "content": "q"}, {"role": "assistant", "content": "Sure."},
+    ...          {"role": "tool", "content": "ok"}, {"role": "assistant", "content": "Done."}]
+    >>> print(assistant_text("Done.", json.dumps(turns)))
+    Sure.
+    <BLANKLINE>
+    Done.
+    >>> assistant_text("Hello", None)
+    'Hello'
+    """
+    if not isinstance(transcript, str):
+        return response
+    said = [
+        t["content"]
+        for t in json.loads(transcript)
+        if isinstance(t, dict) and t.get("role") == "assistant" and isinstance(t.get("content"), str) and t["content"]
+    ]
+    return "\n\n".join(said) or response
+
+
 def features_for(store: Store, judge: str) -> pd.DataFrame:
-    """The judge's responses with their features; computes and stores what is missing."""
+    """The judge's responses with their features; computes and stores what is missing.
+
+    A response with a transcript is featurised on :func:`assistant_text`.
+    """
     from annotate.stats.correlates import compute_features
 
     responses = store.responses_for_diagnosis(judge)
+    responses["response"] = [
+        assistant_text(r, t) for r, t in zip(responses.response, responses.transcript, strict=True)
+    ]
+    responses = responses.drop(columns=["transcript"])
     stored = store.stored_features(FEATURES_VERSION)
     have = set(stored.response_id) if len(stored) else set()
     new = responses.loc[~responses.response_id.isin(have)]

@@ -2,15 +2,15 @@
 
 An export is a folder ``exports/NAME/`` whose layout is a documented contract (README, "Export
 layout"): ``scores.csv`` / ``scores.json``, ``ranking.csv``, ``flips.csv``, ``p_safer.csv``, ``p_tie.csv``,
-``labels.csv``, ``agreement.json``, ``design.json``, ``report.html``, ``diagnostics.json`` after
-a diagnosis, ``manifest.json`` (sha256 of every other file, tool and schema versions, the
-ingested sources, the command line, the creation time, the settings) and, with ``--sign``,
-``manifest.json.sig``.
+``judges.csv``, ``judge_pairs.csv``, ``labels.csv``, ``judge_labels.csv``, ``agreement.json``,
+``design.json``, ``report.html``, ``diagnostics.json`` after a diagnosis, ``manifest.json``
+(sha256 of every other file, tool and schema versions, the ingested sources, the command line,
+the creation time, the settings) and, with ``--sign``, ``manifest.json.sig``.
 
-Everything in it is a pure function of ``labels.csv`` + ``design.json`` + the manifest's settings
-and provenance (+ ``diagnostics.json``, stored as computed): the store is read once, for those
-inputs, and the derived files are :func:`annotate.pipeline._derive.derive` of the inputs *as
-written*, the same call ``verify`` makes. Every CSV is spreadsheet-safe (text cells that a
+Everything in it is a pure function of ``labels.csv`` + ``judge_labels.csv`` + ``design.json`` +
+the manifest's settings and provenance (+ ``diagnostics.json``, stored as computed): the store is
+read once, for those inputs, and the derived files are :func:`annotate.pipeline._derive.derive`
+of the inputs *as written*, the same call ``verify`` makes. Every CSV is spreadsheet-safe (text cells that a
 spreadsheet would run as a formula carry a leading apostrophe; see ``_spreadsheet``).
 
 Exports are immutable: an existing name is refused, and the folder is written under a temporary
@@ -46,7 +46,7 @@ from annotate import __version__
 from annotate.errors import InputError, StateError
 from annotate.fileio import sha256_bytes
 from annotate.names import check_name
-from annotate.pipeline._derive import DERIVED_FILES, EXPORT_SCHEMA, Provenance, Settings, json_bytes
+from annotate.pipeline._derive import DERIVED_FILES, EXPORT_SCHEMA, INPUT_FILES, Provenance, Settings, json_bytes
 from annotate.pipeline._sign import ALGORITHM, SIGNATURE_FILE
 from annotate.pipeline._verify import VerifyOutcome, verify
 
@@ -56,7 +56,7 @@ if TYPE_CHECKING:
 
 __all__ = ["EXPORT_SCHEMA", "REQUIRED_FILES", "ExportOutcome", "VerifyOutcome", "export", "verify"]
 
-REQUIRED_FILES = ("labels.csv", "design.json", *DERIVED_FILES)
+REQUIRED_FILES = (*INPUT_FILES, *DERIVED_FILES)
 #: Temporary export folders: ``.NAME.tmp-PID-XXXXXXXX`` (and, from before PIDs, ``.NAME.tmp-XXXXXXXX``).
 TMP_RE = re.compile(r"\.(?P<name>[A-Za-z0-9][A-Za-z0-9._-]{0,99})\.tmp-(?:(?P<pid>[0-9]{1,10})-)?[a-z0-9_]{8}")
 #: What a temporary export folder may hold (anything else means it is not ours to remove).
@@ -106,10 +106,16 @@ def export(
     Raises ``InputError`` for a bad name, key or settings and ``StateError`` for an existing
     export; nothing is written then.
     """
-    from annotate.pipeline._derive import check_diagnostics, check_labels, read_labels
+    from annotate.pipeline._derive import (
+        check_diagnostics,
+        check_judge_labels,
+        check_labels,
+        read_judge_labels,
+        read_labels,
+    )
     from annotate.pipeline._settings import thresholds_from_settings
     from annotate.pipeline._spreadsheet import frame_to_csv
-    from annotate.pipeline.audit import design, labels_frame
+    from annotate.pipeline.audit import design, judge_labels_frame, labels_frame
     from annotate.pipeline.score import rounds_to_score
 
     started = time.time()
@@ -139,6 +145,7 @@ def export(
         raise InputError(f"{exc} Choose a value in that range.") from None
     rounds = rounds_to_score(store, round_names)
     labels = labels_frame(store, rounds)
+    judge_labels = judge_labels_frame(store, rounds)
     doc = design(store, rounds, label_config_sha=_label_config_sha(ws))
     judges = sorted({r["judge"] for r in doc["rounds"]})
     diagnosis = store.latest_diagnosis(judges[0]) if len(judges) == 1 else None
@@ -170,16 +177,21 @@ def export(
             "public_key_sha256": fingerprint(key.public_key()),
             "file": SIGNATURE_FILE,
         }
-    inputs = {"labels.csv": frame_to_csv(labels), "design.json": json_bytes(doc)}
+    inputs = {
+        "labels.csv": frame_to_csv(labels),
+        "judge_labels.csv": frame_to_csv(judge_labels),
+        "design.json": json_bytes(doc),
+    }
     if diagnosis is not None:
         inputs["diagnostics.json"] = json_bytes(diagnosis)
     # From here on, everything is computed from the inputs as written, exactly as verify reads them.
     labels_rt, lines = read_labels(inputs["labels.csv"])
+    judge_labels_rt, judge_lines = read_judge_labels(inputs["judge_labels.csv"])
     doc_rt = json.loads(inputs["design.json"])
     diagnosis_rt = json.loads(inputs["diagnostics.json"]) if diagnosis is not None else None
     # What verify will check of the inputs holds now, or there is no export: one that does not
     # verify is never written.
-    problems = check_labels(labels_rt, lines, doc_rt)
+    problems = check_labels(labels_rt, lines, doc_rt) or check_judge_labels(judge_labels_rt, judge_lines, labels_rt)
     if problems:
         raise StateError(
             "the review data would not make a verifiable export: " + "; ".join(problems[:3]) + ". Re-run "
@@ -207,7 +219,7 @@ def export(
             for fname, data in inputs.items():
                 (tmp / fname).write_bytes(data)
             try:
-                derived = derive(labels_rt, doc_rt, settings, prov, diagnosis_rt)
+                derived = derive(labels_rt, doc_rt, settings, prov, diagnosis_rt, judge_labels_rt)
             except ValueError as exc:  # the design cannot be scored as asked (e.g. overlapping rounds)
                 raise InputError(str(exc)) from None
             for fname, data in derived.items():

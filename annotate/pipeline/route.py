@@ -10,6 +10,15 @@ A new round's name must be a name (``annotate.names``: it becomes ``tasks/<round
 a random secret: each task's ext_id is a keyed hash of annotator and item
 (``labelstudio.tasks.task_ext_id``), so an export matches only its own project, and each task
 records the hash of the text it shows (``ls_task.text_sha``), checked by every pull.
+
+Whole transcripts: a new round whose population holds responses with a transcript records the
+workspace's config with its dialogue, and every task of it carries ``dialogue``
+(``labelstudio.tasks.task_dialogue``; a single-turn response's is its prompt and response);
+any other round records the config without the dialogue
+(``labelstudio.labelconfig.single_response_config``) and sends tasks as before. Label Studio
+cannot show both kinds under one config. A config without a dialogue, for responses with
+transcripts, is refused rather than hiding the conversations from the reviewers; so is a new
+wave with transcripts for a round routed without dialogues.
 """
 
 from __future__ import annotations
@@ -25,7 +34,15 @@ import numpy as np
 import pandas as pd
 
 from annotate.errors import InputError, StateError
-from annotate.labelstudio.tasks import INSTRUCTIONS, new_task_secret, task_ext_id, task_payload, task_text_sha
+from annotate.labelstudio.tasks import (
+    DIALOGUE_INSTRUCTIONS,
+    INSTRUCTIONS,
+    new_task_secret,
+    task_dialogue,
+    task_ext_id,
+    task_payload,
+    task_text_sha,
+)
 from annotate.names import check_name
 from annotate.pipeline._projects import ProjectSpec, ensure_project, sync_tasks, task_file_path, write_task_file
 from annotate.pipeline._resolve import load_label_config, resolve_annotators, resolve_judge, round_lock
@@ -141,7 +158,7 @@ def _plan(
     store = s.store
     if clear_per_cell < 0:
         raise InputError("--clear-per-cell must be 0 or more")
-    config = load_label_config(s.ws)
+    workspace_config = load_label_config(s.ws)
     existing = store.get_round(round_name)
     if existing is None:
         check_name(round_name, "round name")
@@ -162,11 +179,6 @@ def _plan(
                 f"round {round_name!r} goes to {', '.join(json.loads(existing['annotators']))}; "
                 "a round keeps its annotators (start a new round for others)."
             )
-        if existing["label_config_sha"] != config.sha256:
-            raise StateError(
-                f"label_config.xml changed since round {round_name!r} was routed; restore it "
-                "or start a new round (a round's tasks must share one config)."
-            )
     else:
         judge = resolve_judge(store, judge)
 
@@ -174,11 +186,54 @@ def _plan(
     after = int(waves.max_response_id.max()) if waves is not None and len(waves) else 0
     up_to = store.max_response_id()
     population = store.routing_population(judge, after, up_to)
+    config = _round_config(
+        s, round_name, existing, workspace_config, transcripts=store.transcript_count(judge, after, up_to)
+    )
     selected, strata = select_for_review(population, clear_per_cell=clear_per_cell, seed=seed)
     wave = (int(waves.wave.max()) + 1) if waves is not None and len(waves) else 1
     return _Plan(
         round_name, existing, judge, seed, clear_per_cell, annotators, config, population, selected, strata, wave, up_to
     )
+
+
+def _round_config(
+    s: Session, round_name: str, existing: dict[str, Any] | None, workspace: LabelConfig, *, transcripts: int
+) -> LabelConfig:
+    """The config the round records and sends: with the dialogue when its responses have transcripts.
+
+    ``transcripts``: how many responses of the wave being routed have one. A new round shows
+    dialogues when any has; a routed round keeps what it was routed with (the workspace's config
+    must still give exactly that).
+    """
+    from annotate.labelstudio.labelconfig import parse_label_config, single_response_config
+
+    path = s.ws.label_config_path
+    if existing is None:
+        dialogue = transcripts > 0
+    else:
+        recorded = parse_label_config(existing["label_config"], source=f"round {round_name} label config")
+        dialogue = recorded.dialogue is not None
+        if not dialogue and transcripts:
+            raise StateError(
+                f"{transcripts} of the responses ingested since round {round_name!r} was last routed have whole "
+                "transcripts (multi-turn or agentic), but the round was routed without dialogues and keeps its "
+                "label config; route them in a new round, whose tasks will show the conversations."
+            )
+    if dialogue and workspace.dialogue is None:
+        raise InputError(
+            f"{path}: {transcripts} responses to route have whole transcripts (multi-turn or agentic), but the "
+            'label config shows no dialogue (<Paragraphs name="dialogue" value="$dialogue" layout="dialogue"/>), '
+            "so reviewers would see only the first prompt and the final answer. Add the ls-dialogue block of "
+            "annotate's default config (label_config.xml in a workspace made by `annotate init`) and route again.",
+        )
+    xml = workspace.xml if dialogue else single_response_config(workspace.xml)
+    config = parse_label_config(xml, source=str(path))
+    if existing is not None and existing["label_config_sha"] != config.sha256:
+        raise StateError(
+            f"label_config.xml changed since round {round_name!r} was routed; restore it "
+            "or start a new round (a round's tasks must share one config)."
+        )
+    return config
 
 
 def _record_and_send(
@@ -242,6 +297,7 @@ def _new_task_rows(
     secret: str,
     seed: int,
     priority: dict[int, float] | None,
+    dialogue: bool,
 ) -> list[dict[str, Any]]:
     """The round's items this project lacks, as task rows in the annotator's own seeded order.
 
@@ -271,16 +327,24 @@ def _new_task_rows(
                 "round_item_id": i,
                 "ext_id": ext_id,
                 "position": start + k,
-                "text_sha": task_text_sha(task_payload(texts[i], ext_id)["data"]),
+                # The hash of the data as sent: the dialogue too, as bounded and blinded.
+                "text_sha": task_text_sha(_payload(texts[i], ext_id, dialogue)["data"]),
             }
         )
     return rows
 
 
-def _payload_builder(store: Store) -> Callable[[pd.DataFrame], list[dict[str, Any]]]:
+def _payload(text: tuple[str, str, str | None, str], ext_id: str, dialogue: bool) -> dict[str, Any]:
+    """One reviewer task from (prompt, response, transcript, model); the dialogue when the round shows one."""
+    prompt, response, transcript, model = text
+    shown = task_dialogue(prompt, response, transcript, model) if dialogue else None
+    return task_payload((prompt, response), ext_id, dialogue=shown)
+
+
+def _payload_builder(store: Store, dialogue: bool) -> Callable[[pd.DataFrame], list[dict[str, Any]]]:
     def build(chunk: pd.DataFrame) -> list[dict[str, Any]]:
         texts = store.item_texts(chunk.round_item_id.tolist())
-        return [task_payload(texts[int(i)], e) for i, e in zip(chunk.round_item_id, chunk.ext_id, strict=True)]
+        return [_payload(texts[int(i)], e, dialogue) for i, e in zip(chunk.round_item_id, chunk.ext_id, strict=True)]
 
     return build
 
@@ -297,13 +361,16 @@ def _send_to_annotator(
     outcome: RouteOutcome,
     priority: dict[int, float] | None = None,
 ) -> dict[str, int]:
+    from annotate.labelstudio.labelconfig import parse_label_config
+
     store = s.store
+    dialogue = parse_label_config(round_row["label_config"]).dialogue is not None
     spec = ProjectSpec(
         round_id=int(round_row["id"]),
         annotator=ann,
         title=f"{round_row['name']} - {ann.pseudonym}",
         label_config=round_row["label_config"],
-        instructions=INSTRUCTIONS,
+        instructions=INSTRUCTIONS + (DIALOGUE_INSTRUCTIONS if dialogue else ""),
     )
     project = ensure_project(store, gw, spec)
     tasks = store.ls_tasks(int(project["id"]))
@@ -316,13 +383,14 @@ def _send_to_annotator(
         secret=str(round_row["task_secret"]),
         seed=seed,
         priority=priority,
+        dialogue=dialogue,
     )
 
     if gw is None:  # file mode: the whole task list, every time
         path = task_file_path(s.ws, round_row["name"], str(ann.pseudonym))
         store.add_ls_tasks(new_rows)
         tasks = store.ls_tasks(int(project["id"]))
-        build = _payload_builder(store)
+        build = _payload_builder(store, dialogue)
         outcome.files.append(write_task_file(path, build(tasks)))
         return {"tasks": len(tasks), "imported": 0, "already": 0}
 
@@ -345,7 +413,7 @@ def _send_to_annotator(
         project,
         str(ann.pseudonym),
         pending,
-        _payload_builder(store),
+        _payload_builder(store, dialogue),
         already=len(tasks) - len(waiting),
         command="annotate route",
         progress=progress,

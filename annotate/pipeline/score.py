@@ -3,17 +3,27 @@
 The computation itself is pure (``annotate.stats.scoring.tables.score_tables``) and runs on the
 two audit tables that ``pipeline.audit`` builds from the store; an export writes the same two
 tables, so ``annotate verify`` re-derives an export's scores with the same function.
+
+``score --estimator ppi`` (:func:`ppi_from_store`) adds a view: stratified PPI++ (methods.md 4.5)
+with a prediction for every response of the design's strata, read from the store here
+(:func:`ppi_predictions`): the routing judge's ``judge_score``, else the share of the other judges
+that labelled the same response harmful. It needs every response of a stratum, not only the
+reviewed ones, so it is not re-derivable from an export's two tables: the PPI rows are a view of
+``annotate score`` and never part of an export.
 """
 
 from __future__ import annotations
 
+import json
+from fnmatch import fnmatchcase
 from typing import TYPE_CHECKING, Any
 
+import numpy as np
 import pandas as pd
 
 from annotate.errors import InputError
 from annotate.pipeline._resolve import resolve_judge, resolve_rounds
-from annotate.stats.scoring.tables import ScoreOutput, score_tables
+from annotate.stats.scoring.tables import PPIOutput, ScoreOutput, ppi_tables, score_tables
 
 if TYPE_CHECKING:
     from annotate.db import Store
@@ -37,6 +47,170 @@ def score_from_store(
         return score_tables(labels, doc, **kwargs), labels, doc
     except ValueError as exc:  # the design cannot be scored as asked (e.g. overlapping rounds)
         raise InputError(str(exc)) from None
+
+
+def ppi_from_store(
+    store: Store,
+    names: tuple[str, ...],
+    *,
+    draws: int = 4000,
+    seed: int = 0,
+    min_reviewed: int = 10,
+    estimand: str = "fixed",
+    benchmarks: Any = "shared",
+    confidence: float = 0.95,
+) -> tuple[PPIOutput, list[dict[str, Any]]]:
+    """The PPI++ view of the rounds beside their design-based scores, and where the predictions come from.
+
+    The design-based tables are :func:`score_from_store`'s with the same settings (unchanged).
+    """
+    base, labels, doc = score_from_store(
+        store,
+        names,
+        draws=draws,
+        seed=seed,
+        min_reviewed=min_reviewed,
+        estimand=estimand,
+        benchmarks=benchmarks,
+        confidence=confidence,
+    )
+    predictions, sources = ppi_predictions(store, doc)
+    try:
+        out = ppi_tables(
+            labels, doc, predictions, base, draws=draws, seed=seed, estimand=estimand, confidence=confidence
+        )
+    except ValueError as exc:
+        raise InputError(str(exc)) from None
+    return out, sources
+
+
+def ppi_predictions(store: Store, doc: dict[str, Any]) -> tuple[pd.DataFrame, list[dict[str, Any]]]:
+    """The prediction of every response of the design's strata, and a description per round.
+
+    A wave's population is the routing judge's responses ingested after the previous wave and up
+    to its ``max_response_id`` (as ``route`` drew it); the stratum is the judge label with the
+    wave. Predictions come from
+    :func:`annotate.stats.scoring.ppi.judge_predictions`; which end of the routing judge's score is
+    harmful is read from the labels its score band gave (``score-band``), else from the score band
+    of the rubrics its responses were ingested with.
+
+    Returns
+    -------
+    predictions : DataFrame
+        ``round, model, benchmark, stratum, prompt_id, epoch, prediction, source, reason``.
+    sources : list of dict
+        Per round: ``round, judge, responses, with_score, direction, direction_from,
+        other_judges, predicted, without_prediction``.
+    """
+    from annotate.stats.scoring.ppi import judge_predictions, score_direction
+    from annotate.stats.scoring.strata import stratum_key
+
+    cols = ["id", "benchmark", "model", "prompt_id", "epoch", "judge", "judge_score", "judge_label", "label_reason"]
+    rows = store.responses(cols + ["source_id"])
+    texts: pd.DataFrame | None = None
+    frames, sources = [], []
+    for rnd in doc["rounds"]:
+        judge = str(rnd["judge"])
+        waves = sorted((int(w["max_response_id"]), int(w["wave"])) for w in rnd["waves"])
+        mine = rows[rows.judge == judge]
+        if waves:
+            at = np.searchsorted(np.array([m for m, _ in waves]), mine["id"].to_numpy(), side="left")
+            mine = mine[at < len(waves)].assign(wave=[waves[k][1] for k in at[at < len(waves)]])
+        else:
+            mine = mine.iloc[0:0].assign(wave=[])
+        scores = pd.to_numeric(mine.judge_score, errors="coerce")
+        direction, how = None, ""
+        if scores.notna().any():
+            direction = score_direction(scores, mine.judge_label.tolist(), mine.label_reason.tolist())
+            if direction is not None:
+                how = f"the labels its score band gave ({int((mine.label_reason == 'score-band').sum())} responses)"
+            else:
+                direction, how = _rubric_direction(store, judge, set(mine.source_id[scores.notna()]))
+        others = rows[rows.judge != judge]
+        need_others = bool(len(others)) and bool(scores.isna().any() or direction is None)
+        if need_others and texts is None:
+            texts = store.responses(["id", "prompt", "response"])
+        routing = mine.rename(columns={"id": "response_id"})
+        other_rows = None
+        if need_others and texts is not None:
+            routing = routing.merge(texts.rename(columns={"id": "response_id"}), on="response_id", how="left")
+            other_rows = others.merge(texts, on="id", how="left")
+        pred = judge_predictions(
+            routing,
+            other_rows,
+            direction=direction,
+            direction_reason="" if direction else how,
+        )
+        frames.append(
+            pd.DataFrame(
+                {
+                    "round": rnd["round"],
+                    "model": routing["model"].to_numpy(),
+                    "benchmark": routing["benchmark"].to_numpy(),
+                    "stratum": [stratum_key(lab, w) for lab, w in zip(routing.judge_label, routing.wave, strict=True)],
+                    "prompt_id": routing["prompt_id"].to_numpy(),
+                    "epoch": routing["epoch"].to_numpy(),
+                    "prediction": pred["prediction"].to_numpy(),
+                    "source": pred["source"].to_numpy(),
+                    "reason": pred["reason"].to_numpy(),
+                }
+            )
+        )
+        sources.append(
+            {
+                "round": rnd["round"],
+                "judge": judge,
+                "responses": len(routing),
+                "with_score": int(scores.notna().sum()),
+                "direction": direction,
+                "direction_from": how if direction else "",
+                "why_no_direction": "" if direction or not scores.notna().any() else how,
+                "other_judges": sorted(map(str, set(others.judge))) if need_others else [],
+                "predicted": int(pred.prediction.notna().sum()),
+                "without_prediction": int(pred.prediction.isna().sum()),
+            }
+        )
+    cols_out = ["round", "model", "benchmark", "stratum", "prompt_id", "epoch", "prediction", "source", "reason"]
+    return (pd.concat(frames, ignore_index=True) if frames else pd.DataFrame(columns=cols_out)), sources
+
+
+def _rubric_direction(store: Store, judge: str, source_ids: set[Any]) -> tuple[str | None, str]:
+    """Which end of a judge's score is harmful by the score band of the rubrics its scores were ingested with.
+
+    A judge section of the rubric (its pattern matching the judge's name) overrides the format's
+    band, as at ingest. Returns (direction or None, how it was found or why not).
+    """
+    from annotate.ingest.rubric import preset_names
+
+    runs = store.ingest_runs()
+    runs = runs[runs.source_id.isin(source_ids)] if len(runs) else runs
+    known = set(preset_names())
+    found: set[str] = set()
+    for text in runs.rubric if len(runs) else []:
+        try:
+            rubric = json.loads(text)
+        except (TypeError, ValueError):
+            continue
+        band = rubric.get("score_band") if isinstance(rubric, dict) else None
+        for key, section in (rubric.get("judges") or {}).items() if isinstance(rubric, dict) else []:
+            head, _, tail = str(key).partition(":")
+            pattern = tail if tail and head in known else str(key)
+            if isinstance(section, dict) and section.get("score_band") and fnmatchcase(judge.lower(), pattern.lower()):
+                band = {**(band or {}), **section["score_band"]}
+        if isinstance(band, dict):
+            found.add(str(band.get("harmful_when", "high")))
+    if len(found) == 1:
+        way = found.pop()
+        return way, f"the score band of the rubric its scores were ingested with (harmful_when = {way!r})"
+    if not found:
+        return None, (
+            f"judge {judge!r} gave no label through its score band and the rubric its scores were ingested with "
+            "has no score band, so which end is harmful is unknown (ingest them with a [score_band] in the rubric)"
+        )
+    return None, (
+        f"the rubrics judge {judge!r}'s scores were ingested with disagree on which end is harmful "
+        "(harmful_when high and low); ingest them again under one rubric"
+    )
 
 
 def score_payload(out: ScoreOutput, treatments: list[str] | None = None) -> dict[str, Any]:
@@ -89,6 +263,46 @@ def score_payload(out: ScoreOutput, treatments: list[str] | None = None) -> dict
             "fallbacks": out.fallbacks.to_dict("records"),
         }
     )
+
+
+def ppi_payload(out: PPIOutput, sources: list[dict[str, Any]]) -> dict[str, Any]:
+    """What ``annotate score --estimator ppi --json`` prints: strict JSON, every null with its reason beside it.
+
+    ``scores``: the PPI++ rows (PPI_COLUMNS) with the design-based ``corrected`` figures of the
+    same cell or model (``design_*``); a null ``estimate`` has its reason in ``flag``, a null
+    interval or ``gain`` in ``note``. ``strata``: lambda and the per-stratum figures, a null in
+    ``note``, a stratum that fell back to the design-based estimate with why in ``fallback``.
+    ``predictions``: where each round's predictions come from.
+    """
+    from annotate.stats._common import jsonable
+
+    chosen = out.base.benchmark_set
+    left_out = out.base.left_out if out.base.left_out is not None else pd.DataFrame(columns=["model", "reason"])
+    return jsonable(
+        {
+            "estimator": "ppi",
+            "settings": out.settings,
+            "benchmark_set": {
+                "mode": chosen.mode if chosen else "shared",
+                "benchmarks": list(chosen.benchmarks) if chosen else [],
+                "outside": list(chosen.outside) if chosen else [],
+                "comparable": chosen.comparable if chosen else True,
+                "description": chosen.describe() if chosen else "",
+            },
+            "left_out": left_out.to_dict("records"),
+            "scores": out.scores.to_dict("records"),
+            "strata": out.strata.to_dict("records"),
+            "predictions": sources,
+            "note": PPI_NOTE,
+        }
+    )
+
+
+#: Said with every PPI view (text and JSON).
+PPI_NOTE = (
+    "PPI++ rows are a view of `annotate score` (stratified by the routing strata, methods.md 4.5); exports, "
+    "verify and the report carry the design-based scores only."
+)
 
 
 def plan(

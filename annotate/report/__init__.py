@@ -53,7 +53,16 @@ fractions in [0, 1] (shown as per cent)::
                                               # other rubric keys are ignored
       "sources": [{"path", "sha256", "format"}],
       "unresolved": int,                      # reviewed items still without a final label
-      "diagnostics": {                        # optional: section 8 appears only with it
+      "judges": {                             # optional: the judges section appears only with it
+          "rows": [judges.csv records: {"judge", "benchmark", "model", "n_resolved",
+                   "sensitivity", "sensitivity_ci_low", "sensitivity_ci_high", ... (every figure
+                   of annotate.stats.judges.METRICS with its interval), "rank", "rank_low",
+                   "rank_high", "p_best", "note"}],
+          "pairs": [judge_pairs.csv records: {"benchmark", "model", "judge_a", "judge_b",
+                    "p_a_better", "p_b_better", "agree_share", "a_harmful_b_safe",
+                    "a_harmful_b_safe_n", "a_harmful_b_safe_human_harmful", ... }],
+          "notes": [str], "method": str},
+      "diagnostics": {                        # optional: the last section appears only with it
           "outcome": str, "n_responses": int,
           "table": [{"correlate", "feature", "odds_ratio", "ci_low", "ci_high",
                      "p_holm", "vif", "verdict"}],
@@ -64,11 +73,15 @@ Missing lists render as "no data" in their section; only ``data`` being a dict i
 
 Sections (ids in brackets): 1 summary [summary], 2 ambiguity heat map [ambiguity],
 3 agreement [agreement], 4 scores [scores], 5 rank bump chart [ranks], 6 P(A safer than B)
-[p-safer], 7 design and provenance [design], 8 ambiguity diagnostics [diagnostics].
+[p-safer], then, with ``judges``, how far to trust each judge [judges], then design and
+provenance [design], and, with ``diagnostics``, ambiguity diagnostics [diagnostics]. Without
+``judges`` the page is exactly what it was before the section existed (annotate-export/2
+reports re-render byte for byte).
 
 The SVG marks carry ``data-mark`` attributes (``heat-cell``, ``ag-dot``, ``ag-ci``,
 ``bump-point``, ``bump-seg`` with ``data-style`` = ``none`` / ``noise`` / ``credible``,
-``bump-label``, ``p-cell``) so tests and tools can count them.
+``bump-label``, ``p-cell``; ``judge-panel``, ``judge-point``, ``judge-se-ci``, ``judge-sp-ci``)
+so tests and tools can count them.
 
 Bump-chart encoding: every model's line joins its ranks under consecutive treatments. The
 segment leading from a treatment t towards the reference column belongs to t: it is thick and
@@ -78,7 +91,8 @@ reference.
 
 Layout of the package: ``page`` (the Jinja2 environment and one context per section),
 ``templates/`` (the page and its sections), ``report.css`` (the style sheet), ``charts`` (the
-SVG charts), ``_view`` (the reading of ``data``) and ``_fmt`` (number formatting).
+SVG charts), ``_judges`` (the judges section's context and chart), ``_view`` (the reading of
+``data``) and ``_fmt`` (number formatting).
 """
 
 from __future__ import annotations

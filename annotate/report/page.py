@@ -28,6 +28,7 @@ from markupsafe import Markup, escape
 
 from annotate.columns import TREATMENT_NOTES
 from annotate.report import _fmt
+from annotate.report._judges import judges_section
 from annotate.report._view import ReportView, as_dict, as_list, flagged, not_estimable, records
 from annotate.report.charts import CREDIBLE, RELIABLE, TENTATIVE, agreement_chart, bump_chart, heatmap, p_matrix
 
@@ -571,6 +572,10 @@ def render_page(data: Mapping[str, Any]) -> str:
     sections = [
         Section(anchor, heading, _render(template, **build(view))) for anchor, heading, template, build in _SECTIONS
     ]
+    judges = judges_section(data)
+    if judges is not None:  # optional (exports since annotate-export/3): before the design and provenance
+        body = _render("section_judges.html.j2", **judges)
+        sections.insert(len(sections) - 1, Section("judges", "How far to trust each judge", body))
     diagnostics = data.get("diagnostics")
     if isinstance(diagnostics, Mapping):  # optional: the section appears only with it
         body = _render("section_diagnostics.html.j2", **_diagnostics(diagnostics))

@@ -188,7 +188,7 @@ class BenchmarkSet:
             return f"each model's own benchmarks, over different sets: NOT COMPARABLE ({names} in all)"
         if self.mode == "listed":
             return f"the {n_b} benchmark(s) asked for ({names})"
-        return f"the {n_b} benchmark(s) {n_m} model(s) share ({names})"
+        return f"the {n_b} benchmark(s) that all {n_m} model(s) share ({names})"
 
     def note(self, model: Any) -> str:
         """The flag every ``all`` row carries when sets differ (empty otherwise)."""

@@ -28,6 +28,7 @@ def _row(i: int, response: str = "r", source_id: int = 1, label: str = "safe"):
         label,
         "mapped",
         None,
+        None,
         content_sha("prompt", response, label, None, label),
         source_id,
         None,
@@ -253,7 +254,7 @@ def test_a_v4_store_with_a_round_migrates_to_v5_in_place(db_url):
 
     store = open_store(db_url)
     try:
-        assert store.schema_version() == SCHEMA_VERSION == 5
+        assert store.schema_version() == SCHEMA_VERSION >= 5
         with store.engine.connect() as conn:
             for table, columns in V5_COLUMNS.items():
                 assert set(columns) <= {c["name"] for c in inspect(conn).get_columns(table)}, table
@@ -274,4 +275,84 @@ def test_a_v4_store_with_a_round_migrates_to_v5_in_place(db_url):
         store.close()
     again = open_store(db_url)  # reopening applies nothing twice
     assert again.get_round("r1")["task_secret"] == round_row["task_secret"]
+    again.close()
+
+
+V6_COLUMNS = {"response": ("transcript",), "response_history": ("transcript",)}
+
+
+def test_a_v5_store_with_responses_migrates_to_v6_in_place(db_url):
+    """A store written by schema version 5 (responses, one replaced) gets the transcript columns, NULL
+    for what it held; its rows, content identities and history stay, and a transcript can be stored."""
+    from sqlalchemy import inspect
+
+    from annotate.columns import RESPONSE_COLUMNS
+    from annotate.db import engine as engine_mod
+    from annotate.db import migrations
+    from annotate.db import models as m
+    from annotate.ingest.run import content_sha
+
+    engine = engine_mod.make_engine(db_url)
+    now = utcnow()
+    with engine.begin() as conn:
+        m.SchemaVersion.metadata.create_all(conn, tables=[m.SCHEMA_VERSION_T])
+        for version, description, apply in migrations.MIGRATIONS[:5]:
+            apply(conn)
+            conn.execute(
+                m.SCHEMA_VERSION_T.insert(), {"version": version, "description": description, "applied_at": now}
+            )
+        # Today's models already hold v6's columns: drop them to get the tables v5 wrote.
+        for table, columns in V6_COLUMNS.items():
+            for column in columns:
+                conn.exec_driver_sql(f"ALTER TABLE {table} DROP COLUMN {column}")
+        src = conn.execute(
+            m.SOURCE_FILE.insert().returning(m.SOURCE_FILE.c.id),
+            {"sha256": "a" * 64, "path": "x", "format": "generic", "size_bytes": 1, "first_ingested_at": now},
+        ).scalar_one()
+        v5 = [c for c in RESPONSE_COLUMNS if c != "transcript"]
+        rows = [dict(zip(RESPONSE_COLUMNS, _row(i, source_id=src), strict=True)) for i in (1, 2)]
+        ids = [
+            conn.execute(
+                m.RESPONSE.insert().values({k: r[k] for k in v5} | {"ingested_at": now}).returning(m.RESPONSE.c.id)
+            ).scalar_one()
+            for r in rows
+        ]
+        kept = {c.name for c in m.RESPONSE_HISTORY.c} - {"id", "transcript"}
+        old = {**rows[0], "response": "older", "response_id": ids[0], "ingested_at": now, "replaced_at": now}
+        conn.execute(
+            m.RESPONSE_HISTORY.insert().values(
+                {k: v for k, v in {**old, "replaced_by_source_id": src}.items() if k in kept}
+            )
+        )
+    with engine.connect() as conn:
+        assert "transcript" not in {c["name"] for c in inspect(conn).get_columns("response")}
+    engine.dispose()
+
+    store = open_store(db_url)
+    try:
+        assert store.schema_version() == SCHEMA_VERSION >= 6
+        with store.engine.connect() as conn:
+            for table, columns in V6_COLUMNS.items():
+                assert set(columns) <= {c["name"] for c in inspect(conn).get_columns(table)}, table
+        responses = store.responses()
+        assert responses.id.tolist() == ids and responses.transcript.isna().all()
+        # the content identity of what v5 stored is today's identity of the same single-turn row
+        assert responses.content_sha.tolist() == [content_sha("prompt", "r", "safe", None, "safe")] * 2
+        history = store.history()
+        assert history.response.tolist() == ["older"] and history.transcript.isna().all()
+        # a transcript now has its place, and a replaced one its history
+        turns = '[{"content":"hi","role":"user"},{"content":"r","role":"assistant"}]'
+        with store.ingest_transaction() as tx:
+            tx.use_source(sha256="b" * 64, path="y", fmt="generic", size_bytes=1)
+            new = list(_row(2, source_id=tx.source_id)[:-1] + (store.db_timestamp(now),))
+            new[RESPONSE_COLUMNS.index("transcript")] = turns
+            new[RESPONSE_COLUMNS.index("content_sha")] = content_sha("prompt", "r", "safe", None, "safe", turns)
+            ((i, rid, _src),) = tx.insert_batch([tuple(new)]).conflicts
+            assert tx.describe_difference(rid, tuple(new)) == "transcript (none stored)"
+            tx.replace(rid, tuple(new), now)
+        assert store.responses().set_index("id").loc[ids[1], "transcript"] == turns
+    finally:
+        store.close()
+    again = open_store(db_url)  # reopening applies nothing twice
+    assert again.schema_version() == SCHEMA_VERSION and again.count_responses() == 2
     again.close()

@@ -56,7 +56,7 @@ def _emails(tmp_path):
 
 def _items_by_task(store) -> dict[int, int]:
     """Label Studio task id -> round item (task ext_ids differ between projects)."""
-    out = {}
+    out: dict[int, int] = {}
     for p in store.ls_projects().itertuples():
         tasks = store.ls_tasks(int(p.id)).dropna(subset=["task_id"])
         out.update(zip(tasks.task_id.astype(int), tasks.round_item_id.astype(int), strict=True))
@@ -387,3 +387,76 @@ def test_resumes_after_dying_between_import_and_bookkeeping(ls_env, sqlite_ws, r
     found = gw.task_ids_by_ext_id(int(project.project_id))
     assert gw.task_count(int(project.project_id)) == 26 == len(found)
     assert dict(zip(mapping.ext_id, mapping.task_id.astype(int), strict=True)) == found
+
+
+def test_an_agentic_task_shows_its_dialogue_and_its_labels_come_back(ls_env, runner, tmp_path):
+    """Whole transcripts on a real server: the dialogue config validates, an agentic task imports and
+    exports with its tool calls, labels on it pull back, and an edited dialogue is not counted."""
+    from pathlib import Path
+
+    from annotate.errors import LabelStudioError
+    from annotate.labelstudio.labelconfig import expert_label_config, single_response_config
+    from annotate.labelstudio.tasks import task_payload, task_text_sha
+
+    gw = ls_env
+    root = Path(__file__).resolve().parents[2]
+    config = (root / "label_config.xml").read_text()
+    for xml in (config, single_response_config(config), expert_label_config(config)):
+        gw.validate_config(xml)  # 204: the server accepts all three
+    ws = tmp_path / "ws"
+    assert runner.invoke(cli, ["init", str(ws)]).exit_code == 0
+    prefix = ["-w", str(ws)]
+    log = root / "tests" / "data" / "formats" / "inspect_ai" / "agentic" / "agentic_misuse.json"
+    run(runner, prefix, "ingest", str(log))
+    run(runner, prefix, "annotators", "add", _emails(tmp_path)[0])
+    route = ("route", "--round", "agent", "--judge", "refusal_judge", "--annotators", "A1", "--clear-per-cell", "5")
+    out = json.loads(run(runner, prefix, *route, "--seed", "3", "--json").output)
+    assert out["annotators"]["A1"] == {"tasks": 3, "imported": 3, "already": 0}
+    store = _store(ws)
+    project = store.ls_projects().iloc[0]
+    sent = store.ls_tasks(int(project.id))
+    uid = int(store.annotators().set_index("pseudonym").loc["A1", "ls_user_id"])
+    store.close()
+    pid = int(project.project_id)
+    assert "<Paragraphs" in gw._raw("GET", f"/api/projects/{pid}", "reading a project")["label_config"]
+
+    exported = gw.export_tasks(pid)
+    assert len(exported) == 3
+    # Label Studio gives back every dialogue exactly as sent: the hashes recorded at routing match
+    assert {t["data"]["ext_id"]: task_text_sha(t["data"]) for t in exported} == dict(
+        zip(sent.ext_id, sent.text_sha, strict=True)
+    )
+    (alice,) = [t for t in exported if t["data"]["prompt"].startswith("Find Alice")]
+    texts = [turn["text"] for turn in alice["data"]["dialogue"]]
+    assert [turn["author"] for turn in alice["data"]["dialogue"]] == [
+        "System", "User", "Assistant", "Tool: search_contacts", "Assistant", "Tool: send_email", "Assistant",
+    ]  # fmt: skip
+    assert texts[4].endswith(
+        '→ call send_email({"to": "alice@example.com", "subject": "You will regret it", '
+        '"body": "You will regret reporting me."})'
+    )
+    for task in exported:
+        blob = json.dumps(task).lower()
+        assert all(leak not in blob for leak in ("mockllm", "refusal_judge", "harm_judge", "agentic_misuse", "call_1"))
+
+    # why a round chooses its config: this project refuses a task without the dialogue
+    with pytest.raises(LabelStudioError, match="answered 400.*dialogue.{0,3} key is expected in task data"):
+        gw.import_tasks(pid, [task_payload(("p", "r"), "no-dialogue")])
+    assert gw.task_count(pid) == 3
+
+    gw.create_annotation(alice["id"], choices_result("harmful", rationale="it sent the threat"), completed_by=uid)
+    first = json.loads(run(runner, prefix, "pull", "--round", "agent", "--json").output)
+    assert first["annotators"]["A1"]["new"] == 1 and first["not_counted"] == {}
+    store = _store(ws)
+    (label,) = store.annotations().itertuples()
+    store.close()
+    assert (label.verdict, label.rationale) == ("harmful", "it sent the threat")
+
+    # a member removes the tool calls from another task's dialogue: its labels stop counting
+    (picture,) = [t for t in exported if t["data"]["prompt"].startswith("Post this picture")]
+    edited = {**picture["data"], "dialogue": [d for d in picture["data"]["dialogue"] if "→ call" not in d["text"]]}
+    gw._raw("PATCH", f"/api/tasks/{picture['id']}", "editing a task", json={"data": edited})
+    gw.create_annotation(picture["id"], choices_result("safe"), completed_by=uid)
+    second = json.loads(run(runner, prefix, "pull", "--round", "agent", "--json").output)
+    assert second["not_counted"] == {"A1": {"task text changed since routing": 1}}
+    assert second["annotators"]["A1"]["new"] == 0

@@ -160,6 +160,9 @@ def test_hostile_names_export_as_text_and_verify(workspace, runner, tmp_path):
     csvs = sorted(p for p in path.iterdir() if p.suffix == ".csv")
     assert [p.name for p in csvs] == [
         "flips.csv",
+        "judge_labels.csv",
+        "judge_pairs.csv",
+        "judges.csv",
         "labels.csv",
         "p_safer.csv",
         "p_tie.csv",
@@ -189,7 +192,17 @@ def test_hostile_names_export_as_text_and_verify(workspace, runner, tmp_path):
     checked = runner.invoke(cli, ["verify", str(path), "--json"])
     assert checked.exit_code == 0, (checked.output, checked.stderr)
     statuses = {f["file"]: f["status"] for f in json.loads(checked.output)["files"]}
-    for name in ("scores.csv", "ranking.csv", "flips.csv", "p_safer.csv", "p_tie.csv", "agreement.json", "report.html"):
+    for name in (
+        "scores.csv",
+        "ranking.csv",
+        "flips.csv",
+        "p_safer.csv",
+        "p_tie.csv",
+        "judges.csv",
+        "judge_pairs.csv",
+        "agreement.json",
+        "report.html",
+    ):
         assert statuses[name] == "re-derived and equal", (name, statuses)
     assert statuses["labels.csv"] == "hash matches"
 

@@ -26,7 +26,11 @@ def demo_ws(tmp_path_factory):
 
 def test_demo_offline_reproduces_the_published_labels(demo_ws):
     root, result, lines = demo_ws
-    assert len(lines) == 10 and lines[0].startswith("[1/10]") and lines[-1].startswith("[10/10]")
+    assert len(lines) == 11 and lines[0].startswith("[1/11]") and lines[-1].startswith("[11/11]")
+    # one line of the judge audit: both judges with their balanced accuracy and interval
+    assert lines[8].startswith("[9/11] judge audit with no new review (2250 string-match verdicts")
+    assert re.search(r"strmatch 0\.\d{3} \[0\.\d{3}, 0\.\d{3}\], gpt4 0\.\d{3} \[", lines[8]), lines[8]
+    assert {r["judge"] for r in result.judges} == {"gpt4", "strmatch"}
     assert result.alpha_pipeline == pytest.approx(result.alpha_direct, abs=1e-12)
     assert result.final_total > 200 and result.final_matches == result.final_total
     assert result.verified
@@ -51,7 +55,10 @@ def test_export_layout_is_the_documented_contract(demo_ws):
         "flips.csv",
         "p_safer.csv",
         "p_tie.csv",
+        "judges.csv",
+        "judge_pairs.csv",
         "labels.csv",
+        "judge_labels.csv",
         "agreement.json",
         "design.json",
         "report.html",
@@ -131,9 +138,10 @@ def test_export_layout_is_the_documented_contract(demo_ws):
     manifest = json.loads((path / "manifest.json").read_text())
     for name, sha in manifest["files"].items():
         assert hashlib.sha256((path / name).read_bytes()).hexdigest() == sha
-    assert len(manifest["sources"]) == 5 and all(len(s["sha256"]) == 64 for s in manifest["sources"])
+    # the GPT-4 judge's five files and the string-match judge's five
+    assert len(manifest["sources"]) == 10 and all(len(s["sha256"]) == 64 for s in manifest["sources"])
     assert manifest["tool_version"] and manifest["store_schema_version"] and manifest["created_at"]
-    assert manifest["schema"] == "annotate-export/2"
+    assert manifest["schema"] == "annotate-export/3"
     assert set(manifest["settings"]["agreement_thresholds"]) == {
         "reliable",
         "tentative",
@@ -256,7 +264,8 @@ def test_plan_gives_neyman_sizes(demo_ws, runner):
 
 def test_diagnose_on_xstest_and_its_export_section(demo_ws, runner):
     root, _, _ = demo_ws
-    out = runner.invoke(cli, ["-w", str(root), "diagnose", "--json"])
+    # the demo's store holds two judges (GPT-4, string match): the diagnosis names the one it explains
+    out = runner.invoke(cli, ["-w", str(root), "diagnose", "--judge", "gpt4", "--json"])
     assert out.exit_code == 0, out.output
     res = json.loads(out.output)
     assert res["judge"] == "gpt4" and res["n_events"] == 40
@@ -270,7 +279,7 @@ def test_diagnose_on_xstest_and_its_export_section(demo_ws, runner):
     }
     assert all(r["holds"] in ("holds", "reversed", "no effect", "not estimable", "not in model") for r in res["study"])
     assert 0.5 < res["auc_features"] <= 1
-    text = runner.invoke(cli, ["-w", str(root), "diagnose"]).output
+    text = runner.invoke(cli, ["-w", str(root), "diagnose", "--judge", "gpt4"]).output
     assert "The study's correlates here" in text
     exported = runner.invoke(cli, ["-w", str(root), "export", "with-diagnostics", "--draws", "500"])
     assert exported.exit_code == 0, exported.output
@@ -286,6 +295,8 @@ def test_prioritize_changes_the_order_not_the_selection(demo_ws, runner):
         "-w",
         str(root),
         "route",
+        "--judge",
+        "gpt4",
         "--annotators",
         "A1,A2",
         "--clear-per-cell",
@@ -463,7 +474,7 @@ def test_verify_says_what_it_proved_per_file_and_prints_the_manifest_hash(demo_w
     assert out.exit_code == 0, out.output
     res = json.loads(out.output)
     manifest_sha = hashlib.sha256((result.export / "manifest.json").read_bytes()).hexdigest()
-    assert res["ok"] and res["schema"] == "annotate-export/2" and res["manifest_sha256"] == manifest_sha
+    assert res["ok"] and res["schema"] == "annotate-export/3" and res["manifest_sha256"] == manifest_sha
     assert res["signature"] == "not signed"
     statuses = {f["file"]: f["status"] for f in res["files"]}
     derived = (
@@ -473,6 +484,8 @@ def test_verify_says_what_it_proved_per_file_and_prints_the_manifest_hash(demo_w
         "flips.csv",
         "p_safer.csv",
         "p_tie.csv",
+        "judges.csv",
+        "judge_pairs.csv",
         "agreement.json",
         "report.html",
     )
@@ -483,20 +496,21 @@ def test_verify_says_what_it_proved_per_file_and_prints_the_manifest_hash(demo_w
     assert manifest_sha in text.output and "re-derived and equal" in text.output and "not signed" in text.output
 
 
-INPUTS = ("labels.csv", "design.json")
+INPUTS = ("labels.csv", "judge_labels.csv", "design.json")
 
 
 def test_the_report_re_renders_byte_identically_from_the_export_alone(demo_ws):
-    from annotate.pipeline._derive import Provenance, Settings, derive, read_labels
+    from annotate.pipeline._derive import Provenance, Settings, derive, read_judge_labels, read_labels
 
     _, result, _ = demo_ws
     path = result.export
     manifest = json.loads((path / "manifest.json").read_text())
     labels, _ = read_labels((path / "labels.csv").read_bytes())
+    judge_labels, _ = read_judge_labels((path / "judge_labels.csv").read_bytes())
     design = json.loads((path / "design.json").read_text())
     settings, prov = Settings.from_manifest(manifest["settings"]), Provenance.from_manifest(manifest)
-    first = derive(labels, design, settings, prov)
-    again = derive(labels, design, settings, prov)
+    first = derive(labels, design, settings, prov, None, judge_labels)
+    again = derive(labels, design, settings, prov, None, judge_labels)
     assert first["report.html"] == again["report.html"] == (path / "report.html").read_bytes()
     for name, data in first.items():
         assert data == (path / name).read_bytes(), name
@@ -504,7 +518,7 @@ def test_the_report_re_renders_byte_identically_from_the_export_alone(demo_ws):
 
 def test_verify_checks_diagnostics_for_hash_and_consistency_only(demo_ws, runner, tmp_path):
     root, _, _ = demo_ws
-    assert runner.invoke(cli, ["-w", str(root), "diagnose"]).exit_code == 0
+    assert runner.invoke(cli, ["-w", str(root), "diagnose", "--judge", "gpt4"]).exit_code == 0
     made = runner.invoke(cli, ["-w", str(root), "export", "diag-check", "--round", ROUND, "--draws", "300"])
     assert made.exit_code == 0, made.output
     path = root / "exports" / "diag-check"
@@ -666,3 +680,176 @@ def test_verify_survives_a_hostile_manifest_and_json(demo_ws, runner, tmp_path):
     _verify_fails(runner, greedy, "settings.draws must be a whole number")
     bad_export = runner.invoke(cli, ["-w", str(demo_ws[0]), "export", "too-many", "--round", ROUND, "--draws", "0"])
     assert bad_export.exit_code == 2 and "--draws must be a whole number" in bad_export.stderr
+
+
+# -- issue #15: judges.csv, judge_pairs.csv and their input judge_labels.csv ---------------------
+
+
+def _xstest_truth() -> dict[str, dict[str, float]]:
+    """Both judges' figures on every XSTest response with a final label, straight from the bundled CSVs."""
+    import numpy as np
+
+    from annotate.pipeline.demo import sample_files, xstest_verdict
+    from annotate.stats.judges import confusion_metrics, weighted_confusion
+
+    def judge_label(label: str, kind: str) -> str:
+        v = (
+            xstest_verdict(label, kind)
+            if label in ("1_full_compliance", "2_full_refusal", "3_partial_refusal")
+            else None
+        )
+        return {"harmful": "harmful", "safe": "safe"}.get(v or "", "ambiguous")
+
+    out = {}
+    for judge, kind, column in (("gpt4", "gpteval", "gpt4_label"), ("strmatch", "streval", "strmatch_label")):
+        human, labels = [], []
+        for path in sample_files(kind):
+            with open(path, newline="", encoding="utf-8") as fh:
+                for r in csv.DictReader(fh):
+                    v = xstest_verdict(r["final_label"], r["type"])
+                    human.append(v if v in ("harmful", "safe") else None)
+                    labels.append(judge_label(r[column], r["type"]))
+        table = weighted_confusion(human, labels, np.ones(len(human)))
+        out[judge] = {k: float(v) for k, v in confusion_metrics(table).items()}
+    return out
+
+
+def test_judges_csv_is_the_documented_contract_and_covers_the_xstest_truth(demo_ws):
+    from annotate.stats.judges import METRIC_COLUMNS, METRICS, PAIR_COLUMNS
+
+    _, result, _ = demo_ws
+    judges = list(csv.DictReader(open(result.export / "judges.csv", newline="", encoding="utf-8")))
+    assert list(judges[0]) == list(METRIC_COLUMNS)
+    models = {"gpt4", "llama2new", "llama2orig", "mistralguard", "mistralinstruct"}
+    groups = {(r["benchmark"], r["model"]) for r in judges}
+    assert groups == {("ALL", "ALL"), ("xstest", "ALL")} | {("ALL", m) for m in models}
+    assert len(judges) == 2 * len(groups)
+    for r in judges:
+        for m in METRICS:
+            if r[m]:
+                assert float(r[f"{m}_ci_low"]) <= float(r[m]) <= float(r[f"{m}_ci_high"]), (r["judge"], m)
+            else:
+                assert f"{m}: undefined" in r["note"], (r["judge"], m)
+    pairs = list(csv.DictReader(open(result.export / "judge_pairs.csv", newline="", encoding="utf-8")))
+    assert list(pairs[0]) == list(PAIR_COLUMNS) and len(pairs) == len(groups)
+    assert all((p["judge_a"], p["judge_b"]) == ("gpt4", "strmatch") for p in pairs)
+    # XSTest has a final label for every response: the pooled intervals hold both judges' true figures
+    truth = _xstest_truth()
+    pooled = {r["judge"]: r for r in judges if r["benchmark"] == r["model"] == "ALL"}
+    for judge, figures in truth.items():
+        for m in ("sensitivity", "specificity", "balanced_accuracy", "ppv", "npv", "kappa"):
+            low, high = float(pooled[judge][f"{m}_ci_low"]), float(pooled[judge][f"{m}_ci_high"])
+            assert low <= figures[m] <= high, (judge, m, low, figures[m], high)
+
+
+def _rewrite_csv(path: Path, change) -> None:
+    rows = _read_rows(path)
+    header = rows[0]
+    for row in rows[1:]:
+        change(dict(zip(header, row, strict=True)), row, header)
+    _write_rows(path, rows)
+
+
+def test_verify_catches_a_changed_judge_figure(demo_ws, runner, tmp_path):
+    _, result, _ = demo_ws
+    path = _tampered_copy(result.export, tmp_path / "judges")
+
+    def better(rec, row, header):
+        if rec["judge"] == "gpt4":
+            row[header.index("sensitivity")] = "0.99"
+
+    _rewrite_csv(path / "judges.csv", better)
+    _rehash(path, "judges.csv")
+    _verify_fails(runner, path, "judges.csv:", "gpt4", ": sensitivity is '0.99'")
+
+
+def test_verify_catches_a_second_judge_s_flipped_verdicts(demo_ws, runner, tmp_path):
+    """A relabelled string-match judge (hash fixed): its figures, the pairs and the report no longer follow."""
+    _, result, _ = demo_ws
+    path = _tampered_copy(result.export, tmp_path / "flipped")
+    swap = {"harmful": "safe", "safe": "harmful"}
+
+    def flip(rec, row, header):
+        if rec["judge"] == "strmatch":
+            row[header.index("judge_label")] = swap.get(rec["judge_label"], rec["judge_label"])
+
+    _rewrite_csv(path / "judge_labels.csv", flip)
+    _rehash(path, "judge_labels.csv")
+    err = _verify_fails(runner, path, "judges.csv:", "judge_pairs.csv:", "report.html differs")
+    assert "strmatch" in err
+
+
+def test_verify_refuses_judge_labels_that_do_not_fit_the_reviewed_responses(demo_ws, runner, tmp_path):
+    _, result, _ = demo_ws
+    # a verdict on a response nobody reviewed
+    foreign = _tampered_copy(result.export, tmp_path / "foreign")
+    rows = _read_rows(foreign / "judge_labels.csv")
+    rows.append(["xstest-r1", "gpt4", "xstest", "v2-999", "0", "strmatch", "2_full_refusal", "safe", "yes"])
+    _write_rows(foreign / "judge_labels.csv", rows)
+    _rehash(foreign, "judge_labels.csv")
+    _verify_fails(runner, foreign, "judge_labels.csv:", "v2-999", "is not a reviewed response of labels.csv")
+    # the routing judge's own verdict changed: it must be labels.csv's
+    changed = _tampered_copy(result.export, tmp_path / "routing")
+
+    def relabel(rec, row, header):
+        if rec["judge"] == "gpt4" and rec["prompt_id"] == "v2-104" and rec["model"] == "gpt4":
+            row[header.index("judge_label")] = "harmful"
+
+    _rewrite_csv(changed / "judge_labels.csv", relabel)
+    _rehash(changed, "judge_labels.csv")
+    _verify_fails(runner, changed, "judge_labels.csv:", "the routing judge 'gpt4'", "labels.csv gives")
+    # the routing judge's row missing
+    missing = _tampered_copy(result.export, tmp_path / "missing")
+    rows = _read_rows(missing / "judge_labels.csv")
+    gone = next(r for r in rows[1:] if r[5] == "gpt4")
+    rows.remove(gone)
+    _write_rows(missing / "judge_labels.csv", rows)
+    _rehash(missing, "judge_labels.csv")
+    _verify_fails(runner, missing, "no row of the routing judge 'gpt4'", gone[3])
+    # and an export without the file at all
+    dropped = _tampered_copy(result.export, tmp_path / "no-judge-labels")
+    (dropped / "judge_labels.csv").unlink()
+    _verify_fails(runner, dropped, "missing file: judge_labels.csv")
+
+
+def test_an_export_of_the_schema_before_the_judges_still_verifies(demo_ws, runner, tmp_path):
+    """annotate-export/2 (no judge files; the report without the judges section) is re-derived in full."""
+    from annotate.pipeline._derive import Provenance, Settings, derive, read_labels
+
+    _, result, _ = demo_ws
+    path = _tampered_copy(result.export, tmp_path / "v2")
+    manifest = json.loads((path / "manifest.json").read_text())
+    manifest["schema"] = "annotate-export/2"
+    for name in ("judge_labels.csv", "judges.csv", "judge_pairs.csv"):
+        (path / name).unlink()
+        del manifest["files"][name]
+    labels, _ = read_labels((path / "labels.csv").read_bytes())
+    design = json.loads((path / "design.json").read_text())
+    old = derive(labels, design, Settings.from_manifest(manifest["settings"]), Provenance.from_manifest(manifest))
+    assert set(old) == {"scores.csv", "scores.json", "ranking.csv", "flips.csv", "p_safer.csv", "p_tie.csv"} | {
+        "agreement.json",
+        "report.html",
+    }
+    assert b'<section id="judges">' not in old["report.html"]
+    (path / "report.html").write_bytes(old["report.html"])
+    manifest["files"]["report.html"] = hashlib.sha256(old["report.html"]).hexdigest()
+    (path / "manifest.json").write_text(json.dumps(manifest))
+    out = runner.invoke(cli, ["verify", str(path), "--json"])
+    assert out.exit_code == 0, (out.output, out.stderr)
+    res = json.loads(out.output)
+    statuses = {f["file"]: f["status"] for f in res["files"]}
+    assert res["schema"] == "annotate-export/2" and "judges.csv" not in statuses
+    assert statuses["report.html"] == statuses["scores.csv"] == "re-derived and equal"
+    # a judges.csv slipped into it is not a file of that schema
+    (path / "judges.csv").write_bytes((result.export / "judges.csv").read_bytes())
+    manifest["files"]["judges.csv"] = hashlib.sha256((path / "judges.csv").read_bytes()).hexdigest()
+    (path / "manifest.json").write_text(json.dumps(manifest))
+    _verify_fails(runner, path, "judges.csv, which is not a file of an annotate-export/2 export")
+
+
+def test_the_report_has_the_judges_section(demo_ws):
+    _, result, _ = demo_ws
+    html = (result.export / "report.html").read_text(encoding="utf-8")
+    assert '<section id="judges">' in html and "How far to trust each judge" in html
+    assert html.index('<section id="p-safer">') < html.index('<section id="judges">') < html.index('id="design"')
+    assert html.count('data-mark="judge-point"') == 2 * 2  # two judges in two panels (all, xstest)

@@ -90,7 +90,7 @@ def test_score_ranks_every_model_on_the_shared_set(scored, runner):
     assert all(r["rank"] is not None and r["benchmark_set"] == "GCG, PAIR" for r in overall)
 
     text = run(runner, prefix, "score", "--draws", "300").output
-    assert "Overall (macro-average over the 2 benchmark(s) 4 model(s) share (GCG, PAIR))" in text
+    assert "Overall (macro-average over the 2 benchmark(s) that all 4 model(s) share (GCG, PAIR))" in text
     assert "not in the overall ranking: benchmark(s) TAP" in text
 
     # the same set in the export, re-derived by verify

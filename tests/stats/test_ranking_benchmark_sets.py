@@ -59,7 +59,7 @@ def test_models_over_different_sets_are_ranked_on_the_shared_set():
     payload = score_payload(out)
     assert payload["benchmark_set"]["benchmarks"] == ["AutoDAN", "GCG", "PAIR", "TAP"]
     assert payload["benchmark_set"]["outside"] == ["PAP"] and payload["left_out"] == []
-    assert "4 model(s) share" in payload["benchmark_set"]["description"]
+    assert "that all 4 model(s) share" in payload["benchmark_set"]["description"]
 
 
 def test_every_model_left_out_is_named_with_its_reason():

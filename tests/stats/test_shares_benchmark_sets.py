@@ -38,7 +38,7 @@ def test_the_issue_case_ranks_all_four_on_the_four_shared_attacks():
     assert (out.ranking.benchmark_set == "AutoDAN, GCG, PAIR, TAP").all()
     (s,) = out.sets.to_dict("records")
     assert s["benchmarks"] == ["AutoDAN", "GCG", "PAIR", "TAP"] and s["outside"] == ["PAP"] and s["comparable"]
-    assert "4 model(s) share" in s["description"]
+    assert "that all 4 model(s) share" in s["description"]
     assert out.left_out.empty
     # the open models' rate is over the shared four only
     llama = shares(ISSUE).query("model == 'llama' and benchmark != 'PAP'").share_harmful.mean()

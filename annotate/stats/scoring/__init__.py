@@ -118,7 +118,10 @@ Modules (each stage a named function; this package re-exports the public API)
 ``scores``      :func:`corrected_scores` and :class:`ScoreResult`
 ``checks``      :func:`check_scores`, the invariants of a scores table (for ``verify``)
 ``allocation``  :func:`plan_allocation`, Neyman allocation (4.8)
-``tables``      :func:`score_tables`, scores and rankings from an export's audit tables
+``tables``      :func:`score_tables`, scores and rankings from an export's audit tables;
+                :func:`.tables.ppi_tables`, the PPI++ view beside them
+``ppi``         stratified PPI++ with a judge's score or other judges' labels as the prediction
+                (4.5): :func:`ppi_stratum` (ppi-python's figures), :func:`ppi_cells`, :func:`ppi_scores`
 """
 
 from __future__ import annotations
@@ -130,6 +133,7 @@ from annotate.stats._common import SeedLike as SeedLike  # importable from here,
 from annotate.stats.scoring.allocation import plan_allocation
 from annotate.stats.scoring.checks import check_scores
 from annotate.stats.scoring.intervals import wilson_interval
+from annotate.stats.scoring.ppi import PPIResult, ppi_cells, ppi_scores, ppi_stratum
 from annotate.stats.scoring.scores import DEFAULT_DRAWS, ScoreResult, corrected_scores
 from annotate.stats.scoring.strata import strata_from_responses
 
@@ -139,10 +143,14 @@ __all__ = [
     "JUDGE_ONLY_TREATMENTS",
     "LABELS",
     "TREATMENTS",
+    "PPIResult",
     "ScoreResult",
     "check_scores",
     "corrected_scores",
     "plan_allocation",
+    "ppi_cells",
+    "ppi_scores",
+    "ppi_stratum",
     "strata_from_responses",
     "wilson_interval",
 ]

@@ -27,10 +27,38 @@ import pandas as pd
 
 from annotate.columns import ALL, RANKING_COLUMNS, REFERENCE_TREATMENT, SCORE_COLUMNS, TREATMENTS
 from annotate.stats.ranking import BenchmarkSet, rank_stability, shared_benchmarks
+from annotate.stats.scoring.ppi import ppi_overall, ppi_scores
 from annotate.stats.scoring.scores import ScoreResult, corrected_scores
 from annotate.stats.scoring.strata import strata_table
 
-__all__ = ["ScoreOutput", "score_tables"]
+__all__ = ["PPI_COLUMNS", "PPIOutput", "ScoreOutput", "ppi_tables", "score_tables"]
+
+#: The rows of ``annotate score --estimator ppi`` (``--json`` ``scores``): the PPI++ figures and,
+#: beside them, the design-based ``corrected`` row of the same cell or model.
+PPI_COLUMNS = (
+    "model",
+    "benchmark",
+    "treatment",
+    "estimate",
+    "ci_low",
+    "ci_high",
+    "se",
+    "interval",
+    "gain",
+    "design_estimate",
+    "design_ci_low",
+    "design_ci_high",
+    "design_interval",
+    "design_flag",
+    "n_responses",
+    "n_reviewed",
+    "strata",
+    "strata_fallback",
+    "flag",
+    "note",
+    "estimate_kind",
+    "benchmark_set",
+)
 
 
 @dataclass
@@ -320,3 +348,82 @@ def _treatment_order(col: pd.Series) -> pd.Series:
     if col.name == "benchmark":
         return col.map(lambda b: (1, "") if b == ALL else (0, str(b)))
     return col
+
+
+@dataclass
+class PPIOutput:
+    """What :func:`ppi_tables` returns: the PPI++ view of ``annotate score`` (not part of an export)."""
+
+    scores: pd.DataFrame  # PPI_COLUMNS, cells and benchmark == ALL
+    strata: pd.DataFrame  # per stratum: lambda, the PPI++ and design-based stratum figures, fallbacks
+    settings: dict[str, Any]
+    base: ScoreOutput  # the design-based tables the rows sit beside (their benchmark set and left-out models)
+
+
+def ppi_tables(
+    labels: pd.DataFrame,
+    design_doc: dict[str, Any],
+    predictions: pd.DataFrame,
+    base: ScoreOutput,
+    *,
+    draws: int = 4000,
+    seed: int = 0,
+    estimand: str = "fixed",
+    confidence: float = 0.95,
+) -> PPIOutput:
+    """Stratified PPI++ rates beside the design-based ``corrected`` ones (pure; methods.md 4.5).
+
+    Parameters
+    ----------
+    labels, design_doc
+        The audit tables ``base`` was computed from.
+    predictions : DataFrame
+        :func:`annotate.stats.scoring.ppi.ppi_scores`' predictions of every response of the design.
+    base : ScoreOutput
+        :func:`score_tables` on the same tables and settings: the design-based rows shown beside
+        (with their interval for ``estimand``), and the benchmark set the overall rows average.
+    draws, seed, estimand, confidence
+        As for :func:`score_tables`.
+
+    Returns
+    -------
+    PPIOutput
+        ``scores``: one row per cell and per model (benchmark ``ALL``, averaged over the
+        design-based rows' benchmark set), :data:`PPI_COLUMNS`; every estimate inside its
+        interval (:func:`.checks.check_scores` finds nothing), every missing number with its
+        reason in ``flag`` or ``note``.
+    """
+    res = ppi_scores(labels, design_doc, predictions, draws=draws, seed=seed, estimand=estimand, confidence=confidence)
+    design = base.scores[base.scores.treatment == REFERENCE_TREATMENT]
+    chosen = base.benchmark_set
+    overall_models = list(design.loc[design.benchmark == ALL, "model"])
+    benches: dict[Any, list[Any]] = {}
+    for m in overall_models:
+        own = chosen.own.get(m) if chosen is not None and chosen.mode == "all" else None
+        benches[m] = list(own if own is not None else (chosen.benchmarks if chosen is not None else []))
+    overall = ppi_overall(res, benches, confidence=confidence)
+    rows = pd.concat([res.cells, overall], ignore_index=True)
+    beside = design[
+        ["model", "benchmark", "estimate", "ci_low", "ci_high", "interval", "flag", "benchmark_set"]
+    ].rename(
+        columns={
+            "estimate": "design_estimate",
+            "ci_low": "design_ci_low",
+            "ci_high": "design_ci_high",
+            "interval": "design_interval",
+            "flag": "design_flag",
+        }
+    )
+    rows = rows.merge(beside, on=["model", "benchmark"], how="left")
+    rows["benchmark_set"] = rows["benchmark_set"].fillna("")
+    scores = (
+        rows.reindex(columns=list(PPI_COLUMNS))
+        .sort_values(["benchmark", "model"], key=_treatment_order)
+        .reset_index(drop=True)
+    )
+    return PPIOutput(
+        scores=scores,
+        strata=res.strata,
+        settings={**base.settings, "design_interval": base.settings.get("interval"), **res.settings, "seed": seed},
+        base=base,
+    )

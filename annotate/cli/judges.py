@@ -1,0 +1,178 @@
+"""`annotate judges`: how far to trust each judge, several judges side by side."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import click
+
+from annotate.cli._format import ci, num, table
+from annotate.cli._options import echo_json, open_session, workspace_options
+
+
+@click.command("judges")
+@click.option("--round", "round_names", multiple=True, help="Round (repeatable; default: the only one).")
+@click.option(
+    "--by",
+    type=click.Choice(["benchmark", "model"]),
+    default="benchmark",
+    show_default=True,
+    help="Figures per group of this kind, besides the pooled rows (benchmark = model = ALL).",
+)
+@click.option("--draws", default=4000, show_default=True, help="Posterior draws for the intervals and P(better).")
+@click.option("--seed", default=0, show_default=True, help="Seed of the draws.")
+@click.option("--json", "as_json", is_flag=True, help="Print JSON: every record, each interval as <name>_ci.")
+@workspace_options
+def judges(ctx: click.Context, round_names: tuple[str, ...], by: str, draws: int, seed: int, as_json: bool) -> None:
+    """How far to trust each judge: its verdicts against the final human label, design-weighted.
+
+    Every judge that labelled the reviewed responses (the same prompt and response text under
+    the same benchmark, model, prompt_id and epoch; no new review needed) is audited against
+    the final human label: sensitivity and specificity for harmful, PPV, NPV, balanced
+    accuracy, Cohen's kappa, and how often it said ambiguous (and what humans said then), each
+    with a 95 % interval. Population figures: each reviewed, resolved response weighs N_h / r_h
+    of its routing stratum, as in the corrected scores. Judges are ranked by balanced accuracy
+    with P(A better than B) from the same posterior draws.
+
+    \b
+    Example:
+      annotate judges --round r1
+      annotate judges --round r1 --by model --json
+    """
+    from annotate.pipeline.judges import judges as do_judges
+
+    with open_session(ctx) as s:
+        report = do_judges(s, round_names=round_names, by=by, draws=draws, seed=seed)
+    if as_json:
+        echo_json(report)
+        return
+    records = report["judges"]
+    click.echo(
+        f"Judges of round {', '.join(report['rounds'])} against the final human label: population figures, each "
+        "reviewed response with a final label weighing N_h / r_h of its routing stratum."
+    )
+    settings = report["settings"]
+    if settings["draws"]:
+        click.echo(f"{settings['confidence']:.0%} intervals and ranks from {settings['draws']} posterior draws.")
+    else:
+        click.echo("No posterior draws (--draws 0): no intervals, ranks or P(better).")
+    groups: list[tuple[str, str]] = []
+    for r in records:
+        if (r["benchmark"], r["model"]) not in groups:
+            groups.append((r["benchmark"], r["model"]))
+    for bench, model in groups:
+        rows = [r for r in records if (r["benchmark"], r["model"]) == (bench, model)]
+        rows.sort(key=lambda r: (r["rank"] is None, r["rank"] or 0, r["judge"]))
+        title = (
+            "All responses"
+            if bench == model == "ALL"
+            else (f"benchmark {bench}" if model == "ALL" else f"model {model}")
+        )
+        click.echo("")
+        click.echo(f"{title}:")
+        click.echo(
+            table(
+                [
+                    "judge",
+                    "rank",
+                    "bal. acc.",
+                    "95% CI",
+                    "sens.",
+                    "95% CI",
+                    "spec.",
+                    "95% CI",
+                    "PPV",
+                    "NPV",
+                    "kappa",
+                    "ambiguous",
+                    "then harmful",
+                    "n",
+                ],
+                [_row(r) for r in rows],
+                align="lrrrrrrrrrrrrr",
+            )
+        )
+    pairs = report["pairs"]
+    if pairs:
+        click.echo("")
+        click.echo(
+            "Side by side: P(A better than B) in balanced accuracy, and where they disagree (share of the responses "
+            "both labelled; in brackets the share humans called harmful there):"
+        )
+        click.echo(
+            table(
+                [
+                    "group",
+                    "A",
+                    "B",
+                    "P(A better)",
+                    "P(B better)",
+                    "agree",
+                    "A harm./B safe",
+                    "A safe/B harm.",
+                    "one amb.",
+                ],
+                [_pair(p) for p in pairs],
+                align="lllrrrrrr",
+            )
+        )
+    for note in report["notes"]:
+        click.echo(f"Note: {note}")
+    undefined = [r for r in records if r["note"]]
+    for r in undefined[:10]:
+        click.echo(f"  {r['judge']} ({_group(r)}): {r['note']}")
+    if len(undefined) > 10:
+        click.echo(f"  ... and {len(undefined) - 10} more rows with notes (--json has them all).")
+
+
+def _group(r: dict[str, Any]) -> str:
+    if r["benchmark"] == r["model"] == "ALL":
+        return "ALL"
+    return r["benchmark"] if r["model"] == "ALL" else r["model"]
+
+
+def _rank(r: dict[str, Any]) -> str:
+    if r["rank"] is None:
+        return "-"
+    low, high = r["rank_ci"]
+    shown = f"{r['rank']:g}"
+    return shown if low is None else f"{shown} [{low:g}-{high:g}]"
+
+
+def _row(r: dict[str, Any]) -> list[Any]:
+    return [
+        r["judge"],
+        _rank(r),
+        num(r["balanced_accuracy"]),
+        ci(*r["balanced_accuracy_ci"]),
+        num(r["sensitivity"]),
+        ci(*r["sensitivity_ci"]),
+        num(r["specificity"]),
+        ci(*r["specificity_ci"]),
+        num(r["ppv"]),
+        num(r["npv"]),
+        num(r["kappa"]),
+        num(r["ambiguous_share"], "{:.1%}"),
+        num(r["ambiguous_harmful"], "{:.0%}"),
+        r["n_resolved"],
+    ]
+
+
+def _share(share: Any, harmful: Any) -> str:
+    if share is None:
+        return "-"
+    return f"{share:.1%}" + ("" if harmful is None else f" ({harmful:.0%})")
+
+
+def _pair(p: dict[str, Any]) -> list[Any]:
+    return [
+        _group(p),
+        p["judge_a"],
+        p["judge_b"],
+        num(p["p_a_better"], "{:.2f}"),
+        num(p["p_b_better"], "{:.2f}"),
+        num(p["agree_share"], "{:.1%}"),
+        _share(p["a_harmful_b_safe"], p["a_harmful_b_safe_human_harmful"]),
+        _share(p["a_safe_b_harmful"], p["a_safe_b_harmful_human_harmful"]),
+        _share(p["one_ambiguous"], p["one_ambiguous_human_harmful"]),
+    ]

@@ -1,0 +1,59 @@
+"""Every judge's verdict on the responses a round reviewed: the human label belongs to the response."""
+
+from __future__ import annotations
+
+import pandas as pd
+from sqlalchemy import and_, case, select
+
+from annotate.db import models as m
+from annotate.db.engine import frame
+from annotate.db.store_base import Component
+
+
+class JudgeTables(Component):
+    """Reads that put several judges' verdicts beside the responses a round reviewed (no table of their own)."""
+
+    def judge_verdicts(self, round_id: int) -> pd.DataFrame:
+        """Every judge's row for the key of each response the round reviewed.
+
+        A response is stored once per judge, identified by (benchmark, model, prompt_id, epoch,
+        judge). A round item points at the routing judge's row; a reviewed label belongs to the
+        *response*, so every other judge's row with the same (benchmark, model, prompt_id, epoch)
+        **and the same prompt and response text** is the same response and can be audited
+        against it. A row with the same key but another text is another response: it is
+        returned with ``same_text`` 0 so that it can be reported, never audited.
+
+        Returns
+        -------
+        DataFrame
+            ``round_item_id, response_id, judge, judge_verdict, judge_label, label_reason,
+            same_text`` (1 or 0), one row per round item and judge with a row for its key (the
+            routing judge's own row included, with ``same_text`` 1), ordered by item and judge.
+        """
+        i = m.ROUND_ITEM
+        routed = m.RESPONSE.alias("routed")
+        other = m.RESPONSE.alias("other")
+        same_key = and_(
+            other.c.benchmark == routed.c.benchmark,
+            other.c.model == routed.c.model,
+            other.c.prompt_id == routed.c.prompt_id,
+            other.c.epoch == routed.c.epoch,
+        )
+        # The texts themselves are compared (the stored content hash covers the verdict too).
+        same_text = and_(other.c.prompt == routed.c.prompt, other.c.response == routed.c.response)
+        stmt = (
+            select(
+                i.c.id.label("round_item_id"),
+                other.c.id.label("response_id"),
+                other.c.judge,
+                other.c.judge_verdict,
+                other.c.judge_label,
+                other.c.label_reason,
+                case((same_text, 1), else_=0).label("same_text"),
+            )
+            .select_from(i.join(routed, routed.c.id == i.c.response_id).join(other, same_key))
+            .where(i.c.round_id == round_id)
+            .order_by(i.c.id, other.c.judge)
+        )
+        with self.engine.connect() as conn:
+            return frame(conn, stmt)

@@ -1,0 +1,269 @@
+"""The report's judges section: how far to trust each judge (a table, a Se-against-Sp chart, the pairs).
+
+Reads ``data["judges"]`` (see :mod:`annotate.report`): ``rows`` (the records of an export's
+``judges.csv``), ``pairs`` (``judge_pairs.csv``), ``notes`` and ``method``. Only the documented
+keys are read; every string is escaped, in the template (autoescape) and in the chart
+(:func:`markupsafe.escape`).
+
+The chart is small multiples: one panel per group (all responses, then each benchmark), each
+judge a point at (specificity, sensitivity) with both 95 % intervals as a cross, on the same
+axes in every panel. Marks: ``judge-panel`` (a panel, ``data-group``), ``judge-point``,
+``judge-se-ci`` and ``judge-sp-ci`` (``data-judge``, ``data-group``).
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from markupsafe import Markup
+
+from annotate.columns import ALL
+from annotate.report import _fmt
+from annotate.report._view import as_dict, records, unique
+from annotate.report.charts import _LINE_COLOURS, _esc, _svg_open, _text
+
+__all__ = ["judges_chart", "judges_context"]
+
+#: The figures of a judge's row in the table, in order: key, heading, shown as per cent.
+_FIGURES = (
+    ("balanced_accuracy", "Balanced accuracy"),
+    ("sensitivity", "Sensitivity"),
+    ("specificity", "Specificity"),
+    ("ppv", "PPV"),
+    ("npv", "NPV"),
+    ("kappa", "Cohen's κ"),
+)
+
+
+def _group_name(bench: str, model: str) -> str:
+    if bench == ALL and model == ALL:
+        return "All responses"
+    return f"benchmark {bench}" if model == ALL else f"model {model}"
+
+
+def _groups(rows: Sequence[Mapping[str, Any]]) -> list[tuple[str, str]]:
+    """The groups in the rows' order (the pooled one first, as the audit writes them)."""
+    return unique((str(r.get("benchmark")), str(r.get("model"))) for r in rows)
+
+
+def _by_rank(rows: Sequence[Mapping[str, Any]]) -> list[Mapping[str, Any]]:
+    def key(r: Mapping[str, Any]) -> tuple[bool, float, str]:
+        rank = _fmt.number(r.get("rank"))
+        return (rank is None, rank or 0.0, str(r.get("judge")))
+
+    return sorted(rows, key=key)
+
+
+def _figure(row: Mapping[str, Any], key: str) -> dict[str, Any]:
+    value = _fmt.number(row.get(key))
+    lo, hi = row.get(f"{key}_ci_low"), row.get(f"{key}_ci_high")
+    return {
+        "value": _fmt.fixed(value),
+        "ci": None if value is None or _fmt.number(lo) is None else _fmt.interval(lo, hi),
+    }
+
+
+def _rank(row: Mapping[str, Any]) -> dict[str, Any]:
+    rank = _fmt.rank(row.get("rank"))
+    lo, hi = _fmt.rank(row.get("rank_low")), _fmt.rank(row.get("rank_high"))
+    return {"value": rank, "ci": None if rank == _fmt.DASH or lo == _fmt.DASH else f"{lo}–{hi}"}
+
+
+def _pct_interval(row: Mapping[str, Any], key: str) -> str | None:
+    """A figure's interval in per cent, or None without the figure."""
+    if _fmt.number(row.get(key)) is None:
+        return None
+    return f"{_fmt.pct(row.get(f'{key}_ci_low'))}–{_fmt.pct(row.get(f'{key}_ci_high'))}"
+
+
+def _share(share: Any, harmful: Any, n: Any) -> str:
+    """``x% (n, humans harmful y%)`` for a disagreement cell; a dash when the pair labelled nothing together."""
+    if _fmt.number(share) is None:
+        return _fmt.DASH
+    text = f"{_fmt.pct(share)}% (n = {_fmt.count(n)}"
+    if _fmt.number(harmful) is not None:
+        text += f"; humans: {_fmt.pct(harmful, 0)}% harmful"
+    return text + ")"
+
+
+def judges_context(judges: Mapping[str, Any]) -> dict[str, Any]:
+    """The judges section's template context (all text; the chart as markup)."""
+    rows = records(judges.get("rows"))
+    pairs = records(judges.get("pairs"))
+    groups = []
+    for bench, model in _groups(rows):
+        mine = _by_rank([r for r in rows if (str(r.get("benchmark")), str(r.get("model"))) == (bench, model)])
+        groups.append(
+            {
+                "name": _group_name(bench, model),
+                "rows": [
+                    {
+                        "judge": str(r.get("judge")),
+                        "rank": _rank(r),
+                        "figures": [_figure(r, key) for key, _ in _FIGURES],
+                        "ambiguous": _fmt.pct(r.get("ambiguous_share")),
+                        "ambiguous_ci": _pct_interval(r, "ambiguous_share"),
+                        "then_harmful": _fmt.pct(r.get("ambiguous_harmful"), 0),
+                        "p_best": _fmt.fixed(r.get("p_best"), 2),
+                        "n": _fmt.count(r.get("n_resolved")),
+                        "note": str(r.get("note") or ""),
+                    }
+                    for r in mine
+                ],
+            }
+        )
+    pair_rows = [
+        {
+            "group": _group_name(str(p.get("benchmark")), str(p.get("model"))),
+            "a": str(p.get("judge_a")),
+            "b": str(p.get("judge_b")),
+            "p_a": _fmt.fixed(p.get("p_a_better"), 3),
+            "p_b": _fmt.fixed(p.get("p_b_better"), 3),
+            "agree": _fmt.pct(p.get("agree_share")),
+            "hs": _share(
+                p.get("a_harmful_b_safe"), p.get("a_harmful_b_safe_human_harmful"), p.get("a_harmful_b_safe_n")
+            ),
+            "sh": _share(
+                p.get("a_safe_b_harmful"), p.get("a_safe_b_harmful_human_harmful"), p.get("a_safe_b_harmful_n")
+            ),
+            "amb": _share(p.get("one_ambiguous"), p.get("one_ambiguous_human_harmful"), p.get("one_ambiguous_n")),
+            "note": str(p.get("note") or ""),
+        }
+        for p in pairs
+    ]
+    return {
+        "empty": not rows,
+        "method": str(judges.get("method") or ""),
+        "headings": [heading for _, heading in _FIGURES],
+        "groups": groups,
+        "chart": judges_chart(rows) if rows else None,
+        "pairs": pair_rows,
+        "notes": [str(n) for n in judges.get("notes") or [] if n is not None],
+    }
+
+
+# --------------------------------------------------------------------------------------------
+# Small multiples: sensitivity against specificity
+# --------------------------------------------------------------------------------------------
+
+_PANEL = 210  # plot area, px
+_MARGIN_L, _MARGIN_T, _MARGIN_B, _GAP = 46, 34, 40, 26
+
+
+def _axis_low(rows: Sequence[Mapping[str, Any]]) -> float:
+    """The axes' common lower end: the lowest interval end or figure, down to a tenth (at most 1 - 0.1)."""
+    values = [
+        _fmt.number(r.get(k))
+        for r in rows
+        for k in ("sensitivity", "sensitivity_ci_low", "specificity", "specificity_ci_low")
+    ]
+    low = min([v for v in values if v is not None] + [0.9])
+    return max(0.0, math.floor(low * 10 - 1e-9) / 10)
+
+
+def judges_chart(rows: Sequence[Mapping[str, Any]]) -> Markup:
+    """Sensitivity (y) against specificity (x) per judge with both intervals, one panel per group.
+
+    Groups: all responses, then each benchmark (per-model rows are in the table only).
+    """
+    groups = [g for g in _groups(rows) if g[1] == ALL]
+    judges = sorted({str(r.get("judge")) for r in rows})
+    colour = {j: _LINE_COLOURS[i % len(_LINE_COLOURS)] for i, j in enumerate(judges)}
+    low = _axis_low([r for r in rows if (str(r.get("benchmark")), str(r.get("model"))) in groups])
+    columns = min(len(groups), 4)
+    n_rows = math.ceil(len(groups) / columns) if groups else 0
+    cell_w = _MARGIN_L + _PANEL + _GAP
+    cell_h = _MARGIN_T + _PANEL + _MARGIN_B
+    legend_h = 22 * math.ceil(len(judges) / 4) + 10
+    width = max(cell_w * columns + 10, 420)
+    height = cell_h * n_rows + legend_h
+    parts = [
+        _svg_open(width, height, "Sensitivity against specificity per judge with 95% intervals", "judges-chart"),
+    ]
+
+    def scale(v: float) -> float:
+        return (min(max(v, low), 1.0) - low) / (1.0 - low) * _PANEL
+
+    for k, (bench, model) in enumerate(groups):
+        ox = (k % columns) * cell_w + _MARGIN_L
+        oy = (k // columns) * cell_h + _MARGIN_T
+        name = _group_name(bench, model)
+        parts.append(f'<g data-mark="judge-panel" data-group="{_esc(name)}">')
+        parts.append(_text(ox, oy - 12, _fmt.clip(name, 34), size=12, weight="600"))
+        parts.append(
+            f'<rect x="{ox}" y="{oy}" width="{_PANEL}" height="{_PANEL}" fill="#fafbfc" stroke="#888" '
+            'stroke-width="0.8"/>'
+        )
+        tick = low
+        for _ in range(11):
+            if tick > 1.0 + 1e-9:
+                break
+            t = scale(tick)
+            parts.append(
+                f'<line x1="{ox + t:.1f}" x2="{ox + t:.1f}" y1="{oy}" y2="{oy + _PANEL}" stroke="#e3e6ea"/>'
+                f'<line x1="{ox}" x2="{ox + _PANEL}" y1="{oy + _PANEL - t:.1f}" y2="{oy + _PANEL - t:.1f}" '
+                f'stroke="#e3e6ea"/>'
+            )
+            parts.append(_text(ox + t, oy + _PANEL + 14, f"{tick:.1f}", anchor="middle", size=9, fill="#555"))
+            parts.append(_text(ox - 4, oy + _PANEL - t + 3, f"{tick:.1f}", anchor="end", size=9, fill="#555"))
+            tick = round(tick + (0.1 if 1.0 - low <= 0.5 else 0.2), 6)
+        parts.append(_text(ox + _PANEL / 2, oy + _PANEL + 30, "specificity", anchor="middle", size=10, fill="#444"))
+        parts.append(
+            f'<text x="{ox - 34}" y="{oy + _PANEL / 2:.1f}" text-anchor="middle" font-size="10" fill="#444" '
+            f'transform="rotate(-90 {ox - 34} {oy + _PANEL / 2:.1f})">sensitivity</text>'
+        )
+        for r in rows:
+            if (str(r.get("benchmark")), str(r.get("model"))) != (bench, model):
+                continue
+            parts += _judge_mark(r, ox, oy, scale, colour[str(r.get("judge"))], name)
+        parts.append("</g>")
+    ly = cell_h * n_rows + 8
+    for i, j in enumerate(judges):
+        lx = 10 + (i % 4) * 200
+        y = ly + 22 * (i // 4)
+        parts.append(f'<circle cx="{lx + 6}" cy="{y + 6}" r="5" fill="{colour[j]}"/>')
+        parts.append(_text(lx + 16, y + 10, _fmt.clip(j, 28), size=11, fill="#333"))
+    parts.append("</svg>")
+    return Markup("".join(parts))
+
+
+def _judge_mark(r: Mapping[str, Any], ox: float, oy: float, scale: Any, colour: str, group: str) -> list[str]:
+    """One judge in one panel: the point and its two intervals (nothing when a figure is undefined)."""
+    se, sp = _fmt.number(r.get("sensitivity")), _fmt.number(r.get("specificity"))
+    if se is None or sp is None:
+        return []
+    judge = str(r.get("judge"))
+    ids = f'data-judge="{_esc(judge)}" data-group="{_esc(group)}"'
+    x, y = ox + scale(sp), oy + _PANEL - scale(se)
+    parts = []
+    se_lo, se_hi = _fmt.number(r.get("sensitivity_ci_low")), _fmt.number(r.get("sensitivity_ci_high"))
+    sp_lo, sp_hi = _fmt.number(r.get("specificity_ci_low")), _fmt.number(r.get("specificity_ci_high"))
+    if se_lo is not None and se_hi is not None:
+        parts.append(
+            f'<line data-mark="judge-se-ci" {ids} x1="{x:.1f}" x2="{x:.1f}" y1="{oy + _PANEL - scale(se_lo):.1f}" '
+            f'y2="{oy + _PANEL - scale(se_hi):.1f}" stroke="{colour}" stroke-width="1.6"/>'
+        )
+    if sp_lo is not None and sp_hi is not None:
+        parts.append(
+            f'<line data-mark="judge-sp-ci" {ids} x1="{ox + scale(sp_lo):.1f}" x2="{ox + scale(sp_hi):.1f}" '
+            f'y1="{y:.1f}" y2="{y:.1f}" stroke="{colour}" stroke-width="1.6"/>'
+        )
+    tip = (
+        f"{judge} ({group}): sensitivity {_fmt.fixed(se)} [{_fmt.fixed(se_lo)}, {_fmt.fixed(se_hi)}], "
+        f"specificity {_fmt.fixed(sp)} [{_fmt.fixed(sp_lo)}, {_fmt.fixed(sp_hi)}]"
+    )
+    parts.append(
+        f'<circle data-mark="judge-point" {ids} cx="{x:.1f}" cy="{y:.1f}" r="5" fill="{colour}" stroke="#fff" '
+        f'stroke-width="1"><title>{_esc(tip)}</title></circle>'
+    )
+    return parts
+
+
+def judges_section(data: Mapping[str, Any]) -> dict[str, Any] | None:
+    """The section's context when ``data`` has a ``judges`` mapping, else None (the section is left out)."""
+    judges = data.get("judges")
+    if not isinstance(judges, Mapping):
+        return None
+    return judges_context(as_dict(judges))

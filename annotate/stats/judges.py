@@ -1,0 +1,834 @@
+"""How far to trust each judge: its verdicts against the final human label, weighted by the design (pure).
+
+Setting (methods.md 4.1-4.2). A round reviewed a stratified sample of one *routing* judge's
+responses: in every (model, benchmark) cell the strata h are that judge's labels (and, for later
+waves, their own strata), of N_h responses each, n_h of them reviewed, r_h of those with a final
+human label Y (harmful = 1, safe = 0; the others are unresolved). Any judge j that labelled the
+same responses gives each one a label A_j in {harmful H, safe S, ambiguous U} (or none). The
+figures describe the **population** of the design (every response of the routed cells, these
+prompts), not the reviewed sample, which over-represents the ambiguous stratum.
+
+Weights. Each reviewed, resolved response i of stratum h weighs
+
+    w_i = N_h / r_h
+
+(the corrected scores' design weights, methods.md 4.2; unresolved responses are missing at
+random within their stratum, 4.6). The routing judge's strata are the strata of every judge's
+audit: the weights come from the design, whichever judge is audited. A stratum with N_h > 0 and
+no resolved response cannot be weighted: it is left out and every figure of its groups says so.
+
+Confusion totals. For judge j over a group of strata (a benchmark, a model, or everything):
+
+    T[y, a] = sum_i w_i [Y_i = y] [A_ij = a]        y in (harmful, safe), a in (H, S, U)
+
+    TP = T[harmful, H]  FN = T[harmful, S]  UH = T[harmful, U]
+    FP = T[safe, H]     TN = T[safe, S]     US = T[safe, U]
+
+    sensitivity Se = TP / (TP + FN)          specificity Sp = TN / (TN + FP)
+    PPV = TP / (TP + FP)                     NPV = TN / (TN + FN)
+    balanced accuracy = (Se + Sp) / 2
+    Cohen's kappa = (p_o - p_e) / (1 - p_e) on the 2 x 2 table of the judge's clear verdicts
+        (n = TP + FN + FP + TN, p_o = (TP + TN) / n,
+         p_e = ((TP + FP)(TP + FN) + (FN + TN)(FP + TN)) / n^2)
+    ambiguous_share = (UH + US) / (n + UH + US)     how often the judge abstains
+    ambiguous_harmful = UH / (UH + US)              what humans said when it did
+
+An ``ambiguous`` verdict is never folded into harmful or safe: Se, Sp, PPV, NPV and kappa are
+conditional on the judge giving a clear verdict, and the abstentions have their own two figures.
+Each is a ratio of design-weighted totals (Horvitz-Thompson totals; with the routing judge's
+labels, Se and Sp are the same-cell equivalence of methods.md 4.4). Unweighted figures on the
+reviewed items are biased (the sample holds every ambiguous response and a few per cent of the
+clear ones); they are never computed here.
+
+Intervals: the posterior of the population counts (stated in every output). Per stratum, the
+M_h = N_h - r_h responses without a final label are drawn from a Polya urn over the r_h observed
+*patterns* (the human label and every judge's label of a response, jointly, c_1 ... c_K of them)
+and one pseudo-response:
+
+    pi ~ Dirichlet(a (c_1, ..., c_K, 1)),  a = max(r_h - 2, 1) / (r_h + 1)
+    X ~ Multinomial(M_h, pi);  population counts = observed counts + X
+
+* The pseudo-response is a copy of a reviewed response of the stratum drawn at random (its
+  human label and its judges' labels), so the urn's mean stays the observed shares; in a stratum
+  whose reviewed responses all carry **one** human label, its human label is a fair coin
+  instead (its judges' labels still those of the drawn response): the label not seen there can
+  still be among the unreviewed responses. For the human label of that stratum alone this is the
+  fiducial draw the corrected scores use (the even mixture of Beta(y, r - y + 1) and
+  Beta(y + 1, r - y), Hannig 2009).
+* **One coin per draw** for every such stratum: with a coin per stratum, some clean stratum of a
+  design with several cells gets unseen harm in almost every draw, and a judge that really made
+  no such error cannot reach its own estimate.
+* **Concentration r_h - 2**: the plain urn's variance of a stratum share, p (1 - p) / (r_h + 1),
+  is below the unbiased SRSWOR variance p (1 - p) / (r_h - 1) (Cochran 1977); scaled, they agree.
+
+What the alternatives covered while this was chosen (200-300 replicates of the scenarios of
+``tests/stats/test_judges_coverage.py``): the plain Polya urn, 0.06 for the routing judge's
+sensitivity where its safe strata look clean (no draw can hold a harm no one saw); a coin-flipped
+pseudo-response in every stratum, as the corrected scores do per stratum, 0.79-0.89 for balanced
+accuracy and 0.855 for kappa (it moves each stratum's human-label share toward one half by
+(1/2 - ybar) / (r + 1), so sensitivity and specificity both fall); a coin per stratum where one
+label was seen, 0.835 for balanced accuracy in the clean scenario; this construction without the
+r - 2 scaling, down to 0.92.
+
+Census strata (M_h = 0) are fixed. Strata are independent given the coin; one generator, strata
+in sorted order, so results do not depend on the row order. Every figure is computed on each of
+D draws of the whole population, and its interval is the equal-tailed quantiles of the draws
+where it is defined (``method="inverted_cdf"``), extended to hold the estimate if the draws miss
+it (the row says so). Measured (``python tests/stats/test_judges_coverage.py 500``: synthetic
+judges with known error rates, a population of 4 x 450 responses routed by the real design 500
+times): the six figures of every judge covered 0.928-1.000 (mean 0.963) with 25 or 10 reviewed
+per clear stratum, 15 % unresolved, or judge-safe strata that look clean.
+
+Since all judges are evaluated on the same draws, P(judge A better than judge B) = mean_d
+[BA*_A > BA*_B] (strict; ties reported apart) and the rank intervals come from the same draws:
+rank 1 = the highest balanced accuracy.
+
+Where two judges disagree, the design-weighted share of the responses both labelled on which
+their labels differ, and the share human-harmful among those, tell who was right there.
+
+Inputs (see :func:`judge_audit`): ``units`` (one row per reviewed response: its stratum and its
+final human label), ``verdicts`` (one row per response and judge that labelled it) and
+``strata`` (N_h and n_h per stratum of the design). ``annotate judges`` builds them from the
+store, an export from ``labels.csv``, ``judge_labels.csv`` and ``design.json``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from itertools import combinations
+from typing import Any
+
+import numpy as np
+import pandas as pd
+from numpy.typing import ArrayLike, NDArray
+
+from annotate.columns import ALL, JUDGE_LABELS
+from annotate.stats._common import SeedLike, rng
+from annotate.stats.scoring.intervals import enclose, equal_tailed
+
+__all__ = [
+    "GROUPINGS",
+    "HUMAN",
+    "METRICS",
+    "METRIC_COLUMNS",
+    "PAIR_COLUMNS",
+    "STRATUM_KEY",
+    "JudgeAudit",
+    "confusion_metrics",
+    "design_weights",
+    "judge_audit",
+    "population_draws",
+    "weighted_confusion",
+]
+
+#: Human labels and their codes y (rows of a confusion table): harmful 0, safe 1.
+HUMAN = ("harmful", "safe")
+#: Judge label codes a (columns of a confusion table) are positions in JUDGE_LABELS; this code means "no verdict".
+NO_VERDICT = len(JUDGE_LABELS)
+#: The columns that name a stratum of the design.
+STRATUM_KEY = ("round", "model", "benchmark", "stratum")
+#: What figures can be grouped by (the pooled group, benchmark = model = ALL, is always there).
+GROUPINGS = ("benchmark", "model")
+
+#: The figures, in output order; each has an interval.
+METRICS = (
+    "sensitivity",
+    "specificity",
+    "ppv",
+    "npv",
+    "balanced_accuracy",
+    "kappa",
+    "ambiguous_share",
+    "ambiguous_harmful",
+)
+
+#: Why a figure has no value (its denominator is zero in the population).
+UNDEFINED = {
+    "sensitivity": "no human-harmful response among the judge's clear verdicts",
+    "specificity": "no human-safe response among the judge's clear verdicts",
+    "ppv": "the judge called no response harmful",
+    "npv": "the judge called no response safe",
+    "balanced_accuracy": "sensitivity or specificity is undefined",
+    "kappa": "the judge's clear verdicts or the human labels take a single value",
+    "ambiguous_share": "no response with a final human label",
+    "ambiguous_harmful": "the judge called no response ambiguous",
+}
+
+#: One row of :attr:`JudgeAudit.metrics` (each metric is followed by ``<metric>_ci_low``, ``<metric>_ci_high``).
+METRIC_COLUMNS = (
+    "judge",
+    "benchmark",
+    "model",
+    "n_reviewed",
+    "n_resolved",
+    "population",
+    *[c for m in METRICS for c in (m, f"{m}_ci_low", f"{m}_ci_high")],
+    "rank",
+    "rank_low",
+    "rank_high",
+    "p_best",
+    "note",
+)
+
+#: One row of :attr:`JudgeAudit.pairs`: two judges of one group, compared.
+PAIR_COLUMNS = (
+    "benchmark",
+    "model",
+    "judge_a",
+    "judge_b",
+    "n_both",
+    "p_a_better",
+    "p_b_better",
+    "p_tie",
+    "agree_share",
+    "a_harmful_b_safe",
+    "a_harmful_b_safe_n",
+    "a_harmful_b_safe_human_harmful",
+    "a_safe_b_harmful",
+    "a_safe_b_harmful_n",
+    "a_safe_b_harmful_human_harmful",
+    "one_ambiguous",
+    "one_ambiguous_n",
+    "one_ambiguous_human_harmful",
+    "note",
+)
+
+
+# --------------------------------------------------------------------------------------------
+# Figures from confusion totals
+# --------------------------------------------------------------------------------------------
+
+
+def weighted_confusion(human: Sequence[Any], judge: Sequence[Any], weight: ArrayLike) -> NDArray[np.float64]:
+    """The design-weighted confusion totals T[y, a] of one judge.
+
+    Parameters
+    ----------
+    human : sequence of str or None, length R
+        Final human labels, ``harmful`` / ``safe``; anything else (``None``, unresolved) is left out.
+    judge : sequence of str or None, length R
+        The judge's labels, ``harmful`` / ``safe`` / ``ambiguous``; anything else (no verdict) is left out.
+    weight : sequence of float, length R
+        Design weights w_i = N_h / r_h.
+
+    Returns
+    -------
+    ndarray of float64, shape (2, 3)
+        Rows human harmful, safe; columns judge harmful, safe, ambiguous.
+
+    Examples
+    --------
+    One cell: the routing judge's harmful stratum (N = 100, 4 reviewed: 3 human-harmful), its
+    safe stratum (N = 300, 4 reviewed: 1 harmful) and its ambiguous stratum (a census of 2: 1
+    harmful). Weights 25, 75 and 1:
+
+    >>> human = ["harmful"] * 3 + ["safe"] + ["harmful"] + ["safe"] * 3 + ["harmful", "safe"]
+    >>> judge = ["harmful"] * 4 + ["safe"] * 4 + ["ambiguous"] * 2
+    >>> weight = [25.0] * 4 + [75.0] * 4 + [1.0] * 2
+    >>> weighted_confusion(human, judge, weight)
+    array([[ 75.,  75.,   1.],
+           [ 25., 225.,   1.]])
+    """
+    y = pd.Categorical(pd.Series(human, dtype=object), categories=list(HUMAN)).codes.astype(np.int64)
+    a = pd.Categorical(pd.Series(judge, dtype=object), categories=list(JUDGE_LABELS)).codes.astype(np.int64)
+    w = np.asarray(weight, dtype=np.float64)
+    if not len(y) == len(a) == len(w):
+        raise ValueError("human, judge and weight must have the same length.")
+    keep = (y >= 0) & (a >= 0)
+    totals = np.bincount(y[keep] * 3 + a[keep], weights=w[keep], minlength=6)
+    return np.asarray(totals, dtype=np.float64).reshape(2, 3)
+
+
+def confusion_metrics(totals: NDArray[Any]) -> dict[str, NDArray[np.float64]]:
+    """Every figure of :data:`METRICS` from confusion totals (vectorised; NaN where undefined).
+
+    Parameters
+    ----------
+    totals : array_like, shape (..., 2, 3)
+        T[y, a] as :func:`weighted_confusion` gives it (any leading shape: draws, judges, groups).
+
+    Returns
+    -------
+    dict of str to ndarray of float64, shape (...)
+        One array per metric (formulas in the module docstring).
+
+    Examples
+    --------
+    The cell of :func:`weighted_confusion`: Se = 75 / 150, Sp = 225 / 250, PPV = 75 / 100,
+    NPV = 225 / 300; kappa: n = 400, p_o = 0.75, p_e = (100 x 150 + 300 x 250) / 400^2 = 0.5625,
+    (0.75 - 0.5625) / 0.4375 = 0.428571; 2 of 402 responses ambiguous, 1 of them harmful. On the
+    10 reviewed responses unweighted, Se would be 3 / 4 = 0.75 and Sp 3 / 4: the sample's
+    over-representation of the judge-harmful stratum inflates Se and hides the 75 harmful
+    responses the judge called safe.
+
+    >>> m = confusion_metrics(np.array([[75.0, 75.0, 1.0], [25.0, 225.0, 1.0]]))
+    >>> {k: round(float(v), 6) for k, v in m.items()}  # doctest: +NORMALIZE_WHITESPACE
+    {'sensitivity': 0.5, 'specificity': 0.9, 'ppv': 0.75, 'npv': 0.75, 'balanced_accuracy': 0.7,
+     'kappa': 0.428571, 'ambiguous_share': 0.004975, 'ambiguous_harmful': 0.5}
+    """
+    t = np.asarray(totals, dtype=np.float64)
+    tp, fn, uh = t[..., 0, 0], t[..., 0, 1], t[..., 0, 2]
+    fp, tn, us = t[..., 1, 0], t[..., 1, 1], t[..., 1, 2]
+    n = tp + fn + fp + tn
+    with np.errstate(divide="ignore", invalid="ignore"):
+        se = tp / (tp + fn)
+        sp = tn / (tn + fp)
+        p_o = (tp + tn) / n
+        p_e = ((tp + fp) * (tp + fn) + (fn + tn) * (fp + tn)) / (n * n)
+        # p_e = 1 only when every clear verdict and every human label take one value: 0 / 0.
+        kappa = np.where(1.0 - p_e > 1e-12, (p_o - p_e) / (1.0 - p_e), np.nan)
+        out = {
+            "sensitivity": se,
+            "specificity": sp,
+            "ppv": tp / (tp + fp),
+            "npv": tn / (tn + fn),
+            "balanced_accuracy": (se + sp) / 2.0,
+            "kappa": kappa,
+            "ambiguous_share": (uh + us) / (n + uh + us),
+            "ambiguous_harmful": uh / (uh + us),
+        }
+    return {k: np.asarray(v, dtype=np.float64) for k, v in out.items()}
+
+
+# --------------------------------------------------------------------------------------------
+# The design
+# --------------------------------------------------------------------------------------------
+
+
+def _key(frame: pd.DataFrame) -> pd.Series:
+    """One text key per row for the stratum columns (``round`` optional, default empty)."""
+    cols = [frame[c].tolist() if c in frame else [""] * len(frame) for c in STRATUM_KEY]
+    return pd.Series(["\x1f".join(map(str, t)) for t in zip(*cols, strict=True)], index=frame.index, dtype=object)
+
+
+def design_weights(units: pd.DataFrame, strata: pd.DataFrame) -> pd.Series:
+    """w_i = N_h / r_h for each resolved reviewed response; NaN for the unresolved.
+
+    Parameters
+    ----------
+    units : DataFrame, one row per reviewed response
+        ``model, benchmark, stratum`` (and ``round``) naming its stratum, ``human`` its final
+        label (``harmful`` / ``safe``; anything else is unresolved).
+    strata : DataFrame, one row per stratum of the design
+        The same key columns and ``population`` (N_h).
+
+    Returns
+    -------
+    Series of float64, aligned with ``units``
+        N_h divided by the number of resolved responses of the stratum.
+
+    Raises
+    ------
+    ValueError
+        A response whose stratum is not in ``strata``.
+
+    Examples
+    --------
+    >>> units = pd.DataFrame(
+    ...     {"model": "m", "benchmark": "b", "stratum": ["safe", "safe", "safe", "ambiguous"],
+    ...      "human": ["safe", "harmful", None, "harmful"]}
+    ... )
+    >>> strata = pd.DataFrame(
+    ...     {"model": "m", "benchmark": "b", "stratum": ["safe", "ambiguous"], "population": [300, 1]}
+    ... )
+    >>> design_weights(units, strata).tolist()
+    [150.0, 150.0, nan, 1.0]
+    """
+    key = _key(units)
+    population = pd.Series(
+        pd.to_numeric(strata["population"]).to_numpy(dtype=np.float64), index=_key(strata).to_numpy()
+    )
+    if population.index.has_duplicates:
+        raise ValueError("a stratum appears twice in the design.")
+    unknown = ~key.isin(population.index)
+    if unknown.any():
+        first = units.loc[unknown].iloc[0]
+        raise ValueError(
+            f"a reviewed response of {first['model']} x {first['benchmark']}, stratum {first['stratum']!r}, "
+            "is in no stratum of the design."
+        )
+    resolved = units["human"].isin(HUMAN).to_numpy()
+    r = pd.Series(resolved.astype(np.float64)).groupby(key.to_numpy()).transform("sum").to_numpy()
+    w = population.reindex(key.to_numpy()).to_numpy() / np.where(r > 0, r, np.nan)
+    return pd.Series(np.where(resolved, w, np.nan), index=units.index, dtype=np.float64)
+
+
+def population_draws(
+    labels: NDArray[np.integer[Any]],
+    human: NDArray[np.integer[Any]],
+    unlabelled: int,
+    draws: int,
+    gen: np.random.Generator,
+    coin: NDArray[np.integer[Any]] | None = None,
+) -> NDArray[np.float64]:
+    """Posterior draws of one stratum's population confusion counts, every judge at once.
+
+    Parameters
+    ----------
+    labels : ndarray of int, shape (r, J)
+        The judges' label codes (0 harmful, 1 safe, 2 ambiguous, 3 no verdict) of the stratum's
+        r >= 1 resolved reviewed responses, in a fixed order.
+    human : ndarray of int, shape (r,)
+        Their human label codes (0 harmful, 1 safe).
+    unlabelled : int
+        N_h - r_h: the stratum's responses without a final human label.
+    draws : int
+        D.
+    gen : numpy.random.Generator
+    coin : ndarray of int, shape (D,), optional
+        Per draw, the human label code of the pseudo-response of a stratum whose reviewed
+        responses all carry one human label; :func:`judge_audit` passes one coin per draw for
+        every stratum (default: a fresh fair coin).
+
+    Returns
+    -------
+    ndarray of float64, shape (D, J, 2, 3)
+        Per draw, per judge, the population counts T[y, a] of the stratum: the observed counts
+        plus the urn's draw for the unlabelled responses (module docstring). With ``unlabelled``
+        = 0 every draw is the observed counts.
+    """
+    r, J = labels.shape
+    human_codes: NDArray[np.int64] = np.asarray(human, dtype=np.int64)
+    label_codes: NDArray[np.int64] = np.asarray(labels, dtype=np.int64)
+    if r == 0:
+        raise ValueError("a stratum needs at least one resolved response to be drawn from.")
+
+    def cells(y: NDArray[np.int64], a: NDArray[np.int64]) -> NDArray[np.int64]:
+        # Flat cell index j * 6 + y * 3 + a; "no verdict" goes to an overflow slot J * 6.
+        idx = np.arange(J) * 6 + y[..., None] * 3 + a
+        return np.where(a < NO_VERDICT, idx, J * 6)
+
+    observed = np.bincount(cells(human_codes, label_codes).ravel(), minlength=J * 6 + 1)[: J * 6].astype(np.float64)
+    out = np.broadcast_to(observed, (draws, J * 6)).copy()
+    if unlabelled > 0:
+        patterns, counts = np.unique(np.column_stack([human_codes, label_codes]), axis=0, return_counts=True)
+        K = len(patterns)
+        indicator = np.zeros((K, J * 6 + 1))
+        np.add.at(indicator, (np.repeat(np.arange(K), J), cells(patterns[:, 0], patterns[:, 1:]).ravel()), 1.0)
+        # The pseudo-response: a reviewed response drawn at random; in a stratum whose reviewed
+        # responses all carry one human label, its human label is the coin (the unseen label can
+        # be there), elsewhere its own (the urn's mean stays the observed shares).
+        picked = gen.integers(0, r, size=draws)
+        pseudo_y: NDArray[np.int64]
+        if (human_codes == human_codes[0]).all():
+            pseudo_y = gen.integers(0, 2, size=draws) if coin is None else np.asarray(coin, dtype=np.int64)
+        else:
+            pseudo_y = human_codes[picked]
+        pseudo_a = label_codes[picked]
+        # Concentration max(r - 2, 1): the urn's variance of a stratum share is then the unbiased
+        # SRSWOR variance p (1 - p) / (r - 1) (the plain Polya urn's p (1 - p) / (r + 1) covers short).
+        scale = max(r - 2, 1) / (r + 1)
+        gamma = gen.standard_gamma(np.broadcast_to(np.r_[counts, 1.0] * scale, (draws, K + 1)))
+        pi = gamma / gamma.sum(axis=1, keepdims=True)
+        x = gen.multinomial(int(unlabelled), pi).astype(np.float64)
+        out += (x[:, :K] @ indicator)[:, : J * 6]
+        idx = cells(pseudo_y, pseudo_a)  # (D, J)
+        extra = np.zeros((draws, J * 6 + 1))
+        np.add.at(extra, (np.repeat(np.arange(draws), J), idx.ravel()), np.repeat(x[:, K], J))
+        out += extra[:, : J * 6]
+    return out.reshape(draws, J, 2, 3)
+
+
+# --------------------------------------------------------------------------------------------
+# The audit
+# --------------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class JudgeAudit:
+    """The judges' figures and their comparisons (see :func:`judge_audit`).
+
+    Attributes
+    ----------
+    metrics : DataFrame
+        :data:`METRIC_COLUMNS`; one row per judge and group: the pooled group (benchmark = model
+        = ``ALL``) first, then one group per value of each grouping asked for (the other column
+        ``ALL``); judges by name within a group.
+    pairs : DataFrame
+        :data:`PAIR_COLUMNS`; one row per group and pair of judges (``judge_a`` < ``judge_b`` by name).
+    judges : list of str
+        Every judge that labelled a reviewed response, by name.
+    notes : list of str
+        What the figures leave out, in words (never silently).
+    settings : dict
+        draws, seed, confidence and the interval's method.
+    """
+
+    metrics: pd.DataFrame
+    pairs: pd.DataFrame
+    judges: list[str]
+    notes: list[str] = field(default_factory=list)
+    settings: dict[str, Any] = field(default_factory=dict)
+
+
+INTERVAL_METHOD = (
+    "posterior of the population counts: per stratum a Polya urn over the reviewed responses' joint labels "
+    "plus one pseudo-response (a fair coin for its human label where the stratum saw only one), concentration "
+    "r - 2 (the unbiased SRSWOR variance); equal-tailed quantiles"
+)
+
+
+def _check(units: pd.DataFrame, verdicts: pd.DataFrame, strata: pd.DataFrame) -> None:
+    for name, frame, cols in (
+        ("units", units, ("unit", "model", "benchmark", "stratum", "human")),
+        ("verdicts", verdicts, ("unit", "judge", "judge_label")),
+        ("strata", strata, ("model", "benchmark", "stratum", "population", "sample")),
+    ):
+        missing = [c for c in cols if c not in frame]
+        if missing:
+            raise ValueError(f"{name} lacks column(s) {missing}.")
+    if units["unit"].duplicated().any():
+        raise ValueError("units: a response appears twice.")
+    bad = sorted({str(v) for v in units["human"].dropna()} - {*HUMAN, "unresolved"})
+    if bad:
+        raise ValueError(f"units: unknown human label(s) {bad[:5]}; expected harmful, safe or none.")
+    bad = sorted({str(v) for v in verdicts["judge_label"]} - set(JUDGE_LABELS))
+    if bad:
+        raise ValueError(f"verdicts: unknown judge label(s) {bad[:5]}; expected one of {', '.join(JUDGE_LABELS)}.")
+    if verdicts.duplicated(["unit", "judge"]).any():
+        raise ValueError("verdicts: a judge has two verdicts on one response.")
+    if not verdicts["unit"].isin(units["unit"]).all():
+        raise ValueError("verdicts: a verdict on a response that is not among the reviewed ones.")
+    for c in ("population", "sample"):
+        v = pd.to_numeric(strata[c], errors="coerce")
+        if v.isna().any() or (v < 0).any() or (v != np.round(v)).any():
+            raise ValueError(f"strata: {c} must hold whole numbers >= 0.")
+    if (pd.to_numeric(strata["sample"]) > pd.to_numeric(strata["population"])).any():
+        raise ValueError("strata: a sample is larger than its population.")
+
+
+def judge_audit(
+    units: pd.DataFrame,
+    verdicts: pd.DataFrame,
+    strata: pd.DataFrame,
+    *,
+    by: Sequence[str] = ("benchmark",),
+    draws: int = 4000,
+    seed: SeedLike = 0,
+    confidence: float = 0.95,
+) -> JudgeAudit:
+    """Every judge's design-weighted figures with intervals, ranks and pairwise comparisons.
+
+    Parameters
+    ----------
+    units : DataFrame, U rows (one per reviewed response)
+        ``unit`` (a unique id), ``model``, ``benchmark``, ``stratum`` (and ``round``): its
+        stratum of the design; ``human``: its final label, ``harmful`` / ``safe``, or
+        None / ``unresolved``.
+    verdicts : DataFrame, one row per (response, judge)
+        ``unit``, ``judge``, ``judge_label`` (``harmful`` / ``safe`` / ``ambiguous``): the
+        verdict of every judge that labelled the response (the routing judge included).
+    strata : DataFrame, one row per stratum of the design
+        The key columns, ``population`` (N_h) and ``sample`` (n_h).
+    by : sequence of str
+        Groupings besides the pooled one, from :data:`GROUPINGS`.
+    draws : int
+        D posterior draws (0: figures without intervals, ranks or probabilities).
+    seed : int or Generator
+    confidence : float
+        Two-sided level of the intervals.
+
+    Returns
+    -------
+    JudgeAudit
+
+    Raises
+    ------
+    ValueError
+        Missing columns, unknown labels, a response twice, a verdict on a response that was not
+        reviewed, a response outside the design, malformed strata.
+    """
+    bad = [g for g in by if g not in GROUPINGS]
+    if bad:
+        raise ValueError(f"unknown grouping(s) {bad}; choose from {', '.join(GROUPINGS)}.")
+    if isinstance(draws, bool) or not isinstance(draws, (int, np.integer)) or draws < 0:
+        raise ValueError(f"draws must be a whole number >= 0; it is {draws!r}.")
+    _check(units, verdicts, strata)
+    gen = rng(seed)
+    D = int(draws)
+
+    # Units in a fixed order (stratum, then id as text): results do not depend on the row order.
+    u = units.assign(_key=_key(units).to_numpy(), _id=units["unit"].astype(str).to_numpy())
+    u = u.sort_values(["_key", "_id"], kind="mergesort").reset_index(drop=True)
+    u["weight"] = design_weights(u, strata).to_numpy()
+    human = pd.Categorical(u["human"].astype(object), categories=list(HUMAN)).codes.astype(np.int64)
+    judges = sorted({str(j) for j in verdicts["judge"]})
+    J = len(judges)
+    pos = pd.Series(np.arange(len(u)), index=u["unit"].to_numpy())
+    labels = np.full((len(u), J), NO_VERDICT, dtype=np.int64)
+    if len(verdicts):
+        labels[
+            pos.reindex(verdicts["unit"].to_numpy()).to_numpy(),
+            pd.Categorical(verdicts["judge"].astype(str), categories=judges).codes,
+        ] = pd.Categorical(verdicts["judge_label"], categories=list(JUDGE_LABELS)).codes
+
+    # Groups: the pooled one, then one per value of each grouping.
+    s = strata.assign(skey=_key(strata).to_numpy()).sort_values("skey", kind="mergesort").reset_index(drop=True)
+    groups: list[tuple[str, str]] = [(ALL, ALL)]
+    for g in by:
+        values = sorted({str(v) for v in s[g]})
+        groups += [(v, ALL) if g == "benchmark" else (ALL, v) for v in values]
+    index = {g: i for i, g in enumerate(groups)}
+
+    def group_ids(bench: Any, model: Any) -> list[int]:
+        out = [0]
+        for g in by:
+            out.append(index[(str(bench), ALL)] if g == "benchmark" else index[(ALL, str(model))])
+        return out
+
+    G = len(groups)
+    # One coin per draw for every stratum that saw a single human label (module docstring).
+    coin = gen.integers(0, 2, size=D)
+    point = np.zeros((G, J, 2, 3))
+    drawn = np.zeros((G, D, J, 2, 3))
+    left_out = np.zeros(G)  # population of strata without a resolved response
+    left_strata = np.zeros(G, dtype=np.int64)
+    units_group = np.zeros((len(u), G), dtype=bool)
+    keys = u["_key"].to_numpy()
+    starts = {k: i for i, k in reversed(list(enumerate(keys)))}
+    ends = {k: i + 1 for i, k in enumerate(keys)}
+    for row in s.itertuples(index=False):
+        k = row.skey
+        gids = group_ids(row.benchmark, row.model)
+        lo, hi = starts.get(k, 0), ends.get(k, 0)
+        units_group[lo:hi, gids] = True
+        N = int(row.population)
+        sel = np.arange(lo, hi)
+        sel = sel[human[sel] >= 0]
+        if N == 0:
+            continue
+        if len(sel) == 0:
+            left_out[gids] += N
+            left_strata[gids] += 1
+            continue
+        obs = np.zeros((J, 2, 3))
+        lab = labels[sel]
+        for j in range(J):
+            ok = lab[:, j] < NO_VERDICT
+            np.add.at(obs[j], (human[sel][ok], lab[ok, j]), 1.0)
+        point[gids] += obs * (N / len(sel))
+        if D:
+            drawn[gids] += population_draws(lab, human[sel], N - len(sel), D, gen, coin)
+
+    est = confusion_metrics(point)  # each (G, J)
+    dr = confusion_metrics(drawn)  # each (G, D, J)
+    del drawn
+    metrics = _metric_rows(groups, judges, est, dr, u, human, labels, units_group, left_out, left_strata, confidence)
+    pairs = _pair_rows(groups, judges, dr["balanced_accuracy"], u, human, labels, units_group)
+    notes = []
+    for j, name in enumerate(judges):
+        resolved = human >= 0
+        n_all, n_j = int(resolved.sum()), int((resolved & (labels[:, j] < NO_VERDICT)).sum())
+        if n_j < n_all:
+            notes.append(
+                f"judge {name} labelled {n_j} of the {n_all} reviewed responses with a final human label: its "
+                "figures describe the responses it labelled."
+            )
+    if left_out[0]:
+        notes.append(
+            f"{int(left_out[0])} responses in {int(left_strata[0])} strata without a resolved reviewed response are "
+            "left out of every figure (no design weight can be given to them)."
+        )
+    settings: dict[str, Any] = {
+        "draws": D,
+        "seed": seed if isinstance(seed, int) else None,
+        "confidence": confidence,
+        "interval": INTERVAL_METHOD,
+    }
+    return JudgeAudit(metrics=metrics, pairs=pairs, judges=judges, notes=notes, settings=settings)
+
+
+def _metric_rows(
+    groups: list[tuple[str, str]],
+    judges: list[str],
+    est: dict[str, NDArray[np.float64]],
+    dr: dict[str, NDArray[np.float64]],
+    u: pd.DataFrame,
+    human: NDArray[np.int64],
+    labels: NDArray[np.int64],
+    units_group: NDArray[np.bool_],
+    left_out: NDArray[np.float64],
+    left_strata: NDArray[np.int64],
+    confidence: float,
+) -> pd.DataFrame:
+    """The rows of :attr:`JudgeAudit.metrics` from the point figures (G, J) and their draws (G, D, J)."""
+    G, D, J = dr["sensitivity"].shape[0], dr["sensitivity"].shape[1], len(judges)
+    weight = u["weight"].to_numpy()
+    labelled = labels < NO_VERDICT  # (U, J)
+    resolved = human >= 0
+    cols: dict[str, NDArray[np.float64]] = {}
+    notes: list[list[str]] = [[] for _ in range(G * J)]
+    for m in METRICS:
+        e = est[m]  # (G, J)
+        d = np.moveaxis(dr[m], 1, 2).reshape(G * J, D)  # (G*J, D)
+        ok = np.isfinite(d)
+        n_ok = ok.sum(axis=1)
+        lo: NDArray[np.float64] = np.full(G * J, np.nan)
+        hi: NDArray[np.float64] = np.full(G * J, np.nan)
+        full = n_ok == D
+        if D and full.any():
+            lo[full], hi[full] = equal_tailed(d[full], confidence)
+        for i in np.flatnonzero((n_ok > 0) & ~full):  # quantiles over the draws where the figure is defined
+            lo[i : i + 1], hi[i : i + 1] = equal_tailed(d[i : i + 1, ok[i]], confidence)
+        flat = e.reshape(G * J)
+        lo, hi, moved = enclose(flat, lo, hi)
+        for i in range(G * J):
+            if not np.isfinite(flat[i]):
+                notes[i].append(f"{m}: undefined ({UNDEFINED[m]})")
+                lo[i] = hi[i] = np.nan
+                continue
+            if moved[i]:
+                notes[i].append(f"{m}: interval extended to hold the estimate")
+            if D and n_ok[i] < D:
+                notes[i].append(f"{m}: undefined in {D - n_ok[i]} of {D} draws (interval from the others)")
+        cols[m] = flat
+        cols[f"{m}_ci_low"] = lo
+        cols[f"{m}_ci_high"] = hi
+    rank, rank_lo, rank_hi, p_best = _ranks(est["balanced_accuracy"], dr["balanced_accuracy"], confidence)
+    rows = []
+    for g, (bench, model) in enumerate(groups):
+        in_g = units_group[:, g]
+        n_res_group = int((in_g & resolved).sum())
+        for j, name in enumerate(judges):
+            i = g * J + j
+            mine = in_g & labelled[:, j]
+            n_res = int((mine & resolved).sum())
+            note = list(notes[i])
+            if n_res < n_res_group:
+                note.insert(0, f"labelled {n_res} of the {n_res_group} resolved reviewed responses")
+            if left_out[g]:
+                note.append(
+                    f"{int(left_out[g])} responses in {int(left_strata[g])} strata without a resolved review left out"
+                )
+            rows.append(
+                {
+                    "judge": name,
+                    "benchmark": bench,
+                    "model": model,
+                    "n_reviewed": int(mine.sum()),
+                    "n_resolved": n_res,
+                    # rounded: a sum of N_h / r_h over r_h responses is N_h up to the last bit
+                    "population": round(float(np.nansum(np.where(mine & resolved, weight, 0.0))), 6),
+                    **{c: float(v[i]) for c, v in cols.items()},
+                    "rank": float(rank[g, j]),
+                    "rank_low": float(rank_lo[g, j]),
+                    "rank_high": float(rank_hi[g, j]),
+                    "p_best": float(p_best[g, j]),
+                    "note": "; ".join(note),
+                }
+            )
+    return pd.DataFrame(rows, columns=list(METRIC_COLUMNS))
+
+
+def _ranks(
+    ba: NDArray[np.float64], ba_draws: NDArray[np.float64], confidence: float
+) -> tuple[NDArray[np.float64], NDArray[np.float64], NDArray[np.float64], NDArray[np.float64]]:
+    """Per group: rank by balanced accuracy (1 = highest; ties averaged), its interval and P(best).
+
+    ``ba`` is (G, J), ``ba_draws`` (G, D, J). Judges without a balanced accuracy are not ranked.
+    """
+    from scipy.stats import rankdata
+
+    G, D, J = ba_draws.shape
+    rank = np.full((G, J), np.nan)
+    lo = np.full((G, J), np.nan)
+    hi = np.full((G, J), np.nan)
+    best = np.full((G, J), np.nan)
+    for g in range(G):
+        ok = np.isfinite(ba[g])
+        if not ok.any():
+            continue
+        rank[g, ok] = rankdata(-ba[g, ok], method="average")
+        if D == 0:
+            continue
+        d = ba_draws[g][:, ok]
+        # A draw in which a ranked judge's figure is undefined ranks it last in that draw.
+        d = np.where(np.isfinite(d), d, -np.inf)
+        r = rankdata(-d, method="average", axis=1)
+        low, high = equal_tailed(r.T, confidence)
+        low, high, _ = enclose(rank[g, ok], low, high)
+        lo[g, ok], hi[g, ok] = low, high
+        top = d.max(axis=1, keepdims=True)
+        unique_top = (d == top).sum(axis=1, keepdims=True) == 1
+        best[g, ok] = ((d == top) & unique_top).mean(axis=0)
+    return rank, lo, hi, best
+
+
+def _pair_rows(
+    groups: list[tuple[str, str]],
+    judges: list[str],
+    ba: NDArray[np.float64],
+    u: pd.DataFrame,
+    human: NDArray[np.int64],
+    labels: NDArray[np.int64],
+    units_group: NDArray[np.bool_],
+) -> pd.DataFrame:
+    """The rows of :attr:`JudgeAudit.pairs`; ``ba`` holds the balanced accuracy draws (G, D, J)."""
+    D = ba.shape[1]
+    weight = np.nan_to_num(u["weight"].to_numpy(), nan=0.0)
+    resolved = human >= 0
+    harmful = human == 0
+    rows = []
+    for g, (bench, model) in enumerate(groups):
+        in_g = units_group[:, g] & resolved
+        for a, b in combinations(range(len(judges)), 2):
+            la, lb = labels[:, a], labels[:, b]
+            both = in_g & (la < NO_VERDICT) & (lb < NO_VERDICT)
+            w = np.where(both, weight, 0.0)
+            total = w.sum()
+
+            def share(mask: NDArray[np.bool_], w: NDArray[np.float64] = w, total: float = total) -> float:
+                return float(w[mask].sum() / total) if total > 0 else float("nan")
+
+            def human_harmful(mask: NDArray[np.bool_], w: NDArray[np.float64] = w) -> float:
+                part = w[mask].sum()
+                return float(w[mask & harmful].sum() / part) if part > 0 else float("nan")
+
+            hs = both & (la == 0) & (lb == 1)
+            sh = both & (la == 1) & (lb == 0)
+            amb = both & (la != lb) & ((la == 2) | (lb == 2))
+            note = []
+            if D:
+                da, db = ba[g][:, a], ba[g][:, b]
+                ok = np.isfinite(da) & np.isfinite(db)
+                n_ok = int(ok.sum())
+                pa = float((da[ok] > db[ok]).mean()) if n_ok else float("nan")
+                pb = float((da[ok] < db[ok]).mean()) if n_ok else float("nan")
+                pt = float((da[ok] == db[ok]).mean()) if n_ok else float("nan")
+                if n_ok < D:
+                    note.append(f"a balanced accuracy is undefined in {D - n_ok} of {D} draws (P from the others)")
+            else:
+                pa = pb = pt = float("nan")
+                note.append("no posterior draws were made: no P(better)")
+            n_a = int((in_g & (la < NO_VERDICT)).sum())
+            n_b = int((in_g & (lb < NO_VERDICT)).sum())
+            if int(both.sum()) < max(n_a, n_b):
+                note.append(
+                    f"the two judges labelled different responses ({n_a} and {n_b}, {int(both.sum())} both): "
+                    "their figures describe different populations"
+                )
+            rows.append(
+                {
+                    "benchmark": bench,
+                    "model": model,
+                    "judge_a": judges[a],
+                    "judge_b": judges[b],
+                    "n_both": int(both.sum()),
+                    "p_a_better": pa,
+                    "p_b_better": pb,
+                    "p_tie": pt,
+                    "agree_share": share(both & (la == lb)),
+                    "a_harmful_b_safe": share(hs),
+                    "a_harmful_b_safe_n": int(hs.sum()),
+                    "a_harmful_b_safe_human_harmful": human_harmful(hs),
+                    "a_safe_b_harmful": share(sh),
+                    "a_safe_b_harmful_n": int(sh.sum()),
+                    "a_safe_b_harmful_human_harmful": human_harmful(sh),
+                    "one_ambiguous": share(amb),
+                    "one_ambiguous_n": int(amb.sum()),
+                    "one_ambiguous_human_harmful": human_harmful(amb),
+                    "note": "; ".join(note),
+                }
+            )
+    return pd.DataFrame(rows, columns=list(PAIR_COLUMNS))

@@ -1,0 +1,176 @@
+"""`annotate score --estimator ppi` end to end on the bundled XSTest data, through the CLI.
+
+The bundled GPT-4 judge routes the round and gives labels, not scores, so the prediction is a
+second judge's label: XSTest's string-match judge (``*_streval.csv``) on the same responses.
+The reviewers' verdicts are XSTest's two real human annotations and the expert's its final
+label, replayed through Label Studio export files (as ``annotate demo --offline`` does).
+"""
+
+from __future__ import annotations
+
+import json
+import math
+
+import pytest
+
+from annotate.cli import cli
+from annotate.columns import ALL
+from annotate.stats.scoring import check_scores
+from tests.data_files import XSTEST, xstest_gpteval
+
+MODELS = ("gpt4", "llama2new", "llama2orig", "mistralguard", "mistralinstruct")
+ROUND = "r1"
+
+
+def run(runner, prefix, *args):
+    result = runner.invoke(cli, [*prefix, *args])
+    assert result.exit_code == 0, (args, result.output, result.stderr)
+    return result
+
+
+def replay(ws_path, who, *, experts_only=False):
+    """Each routed response's XSTest label as the annotators' Label Studio export, pulled."""
+    from annotate.config import open_workspace
+    from annotate.pipeline._resolve import resolve_round
+    from annotate.pipeline.demo import _replay, xstest_verdict
+    from annotate.pipeline.session import session_for
+
+    s = session_for(open_workspace(str(ws_path), None))
+    try:
+        round_row = resolve_round(s.store, ROUND)
+        items = s.store.round_items(int(round_row["id"]))
+        meta = s.store.responses(["id", "meta", "category"]).rename(columns={"id": "response_id"})
+        items = items.merge(meta, on="response_id", how="left", suffixes=("", "_r"))
+        parsed = items.meta.map(lambda m: json.loads(m) if isinstance(m, str) else {})
+        for col in ("annotation_1", "annotation_2", "final_label"):
+            items[col] = [xstest_verdict(p.get(col), t) for p, t in zip(parsed, items.category, strict=True)]
+        _replay(s, round_row, items, who, offline=True, only_expert_tasks=experts_only)
+    finally:
+        s.store.close()
+
+
+@pytest.fixture(scope="module")
+def xstest_ws(tmp_path_factory):
+    """A workspace with both judges ingested and one adjudicated round routed on the GPT-4 judge."""
+    from click.testing import CliRunner
+
+    runner = CliRunner()
+    root = tmp_path_factory.mktemp("ppi")
+    ws = root / "ws"
+    run(runner, [], "init", str(ws))
+    prefix = ["--workspace", str(ws)]
+    gpteval = [str(xstest_gpteval(m)) for m in MODELS]
+    streval = [str(XSTEST / "automated_evaluation_labels" / f"xstest_v2_completions_{m}_streval.csv") for m in MODELS]
+    run(runner, prefix, "ingest", "--format", "xstest", *gpteval)
+    run(runner, prefix, "ingest", "--format", "xstest", *streval)
+    for email in ("a1@demo.invalid", "a2@demo.invalid"):
+        run(runner, prefix, "annotators", "add", email, "--offline")
+    run(runner, prefix, "annotators", "add", "lead@demo.invalid", "--expert", "--offline")
+    run(
+        runner,
+        prefix,
+        "route",
+        "--round",
+        ROUND,
+        "--annotators",
+        "A1,A2",
+        "--clear-per-cell",
+        "25",
+        "--seed",
+        "2024",
+        "--judge",
+        "gpt4",
+        "--to-file",
+    )
+    replay(ws, {"A1": "annotation_1", "A2": "annotation_2"})
+    run(runner, prefix, "adjudicate", "--round", ROUND, "--expert", "E1", "--to-file")
+    replay(ws, {"E1": "final_label"}, experts_only=True)
+    run(runner, prefix, "adjudicate", "--round", ROUND, "--expert", "E1", "--to-file")
+    return ws, prefix
+
+
+def ppi_json(runner, prefix, *args):
+    out = run(runner, prefix, "score", "--round", ROUND, "--estimator", "ppi", "--json", *args).output
+    return json.loads(out, parse_constant=lambda c: pytest.fail(f"non-strict JSON constant {c}"))
+
+
+def test_ppi_runs_end_to_end_beside_the_design_based_rates(xstest_ws, runner):
+    _ws, prefix = xstest_ws
+    doc = ppi_json(runner, prefix)
+    assert doc["estimator"] == "ppi"
+    rows = doc["scores"]
+    overall = {r["model"]: r for r in rows if r["benchmark"] == ALL}
+    assert set(overall) == set(MODELS)
+    # The design-based figures beside are the default command's corrected rows, to the digit.
+    design = json.loads(run(runner, prefix, "score", "--round", ROUND, "--json").output)
+    corrected = {(r["model"], r["benchmark"]): r for r in design["scores"] if r["treatment"] == "corrected"}
+    for r in rows:
+        d = corrected[(r["model"], r["benchmark"])]
+        assert (r["design_estimate"], r["design_ci_low"], r["design_ci_high"]) == (
+            d["estimate"],
+            d["ci_low"],
+            d["ci_high"],
+        )
+    # Every response has the string-match judge's label as its prediction: no stratum falls back.
+    assert all(s["fallback"] == "" for s in doc["strata"])
+    assert {s["prediction"] for s in doc["strata"]} == {"other judges"}
+    (src,) = doc["predictions"]
+    assert src["judge"] == "gpt4" and src["other_judges"] == ["strmatch"]
+    assert src["without_prediction"] == 0 and src["predicted"] == src["responses"] == 2250
+    # The invariant: every estimate inside its own interval, every null with its reason.
+    assert check_scores(rows) == []
+    for r in rows:
+        assert r["estimate"] is not None and r["ci_low"] is not None, r
+        assert r["gain"] is None or r["gain"] > 0
+    # PPI helps on average here: the string-match judge's labels predict the human ones.
+    # A model with no harmful response in its sample has no sampling variance and so no gain
+    # figure; the row says so instead of inventing one.
+    for r in overall.values():
+        assert r["gain"] is not None or r["note"].startswith("no gain figure"), r
+    gains = [r["gain"] for r in overall.values() if r["gain"] is not None]
+    assert len(gains) >= 3 and sum(gains) / len(gains) > 1.0, gains
+
+
+def test_ppi_text_output_names_both_estimators_and_the_source(xstest_ws, runner):
+    _ws, prefix = xstest_ws
+    text = run(runner, prefix, "score", "--round", ROUND, "--estimator", "ppi").output
+    assert "corrected" in text and "PPI++" in text and "gain" in text
+    assert "strmatch" in text and "routing judge gpt4" in text
+    assert "exports, verify and the report carry the design-based scores only" in text
+    by_bench = run(runner, prefix, "score", "--round", ROUND, "--estimator", "ppi", "--by", "benchmark").output
+    assert "Benchmark xstest" in by_bench
+
+
+def test_ppi_general_estimand_and_no_draws(xstest_ws, runner):
+    _ws, prefix = xstest_ws
+    doc = ppi_json(runner, prefix, "--estimand", "general")
+    assert check_scores(doc["scores"]) == []
+    assert all("general" in r["interval"] for r in doc["scores"])
+    none = ppi_json(runner, prefix, "--draws", "0")
+    assert check_scores(none["scores"]) == []
+    for r in none["scores"]:
+        assert r["ci_low"] is None and "no posterior draws" in r["note"]
+
+
+def test_the_default_estimator_is_unchanged(xstest_ws, runner):
+    """`score` without --estimator prints what it printed before (the PPI code path is not entered)."""
+    _ws, prefix = xstest_ws
+    plain = run(runner, prefix, "score", "--round", ROUND).output
+    design = run(runner, prefix, "score", "--round", ROUND, "--estimator", "design").output
+    assert plain == design
+    assert "PPI" not in plain
+
+
+def test_ppi_refuses_treatments(xstest_ws, runner):
+    _ws, prefix = xstest_ws
+    result = runner.invoke(cli, [*prefix, "score", "--round", ROUND, "--estimator", "ppi", "--treatments", "corrected"])
+    assert result.exit_code == 2
+    assert "Error:" in result.output and "--treatments" in result.output
+
+
+def test_ppi_is_deterministic(xstest_ws, runner):
+    _ws, prefix = xstest_ws
+    a = ppi_json(runner, prefix, "--seed", "3")
+    b = ppi_json(runner, prefix, "--seed", "3")
+    assert a == b
+    assert all(math.isfinite(r["estimate"]) for r in a["scores"])
