@@ -44,11 +44,20 @@ def table(
 
 
 def _fmt(v: Any) -> str:
+    """A cell's text; control characters from the data escaped, so that a hostile name (a newline,
+    a terminal escape sequence) can neither break the table nor drive the terminal.
+
+    >>> print(_fmt("judge" + chr(10) + chr(27) + "[31mred"), _fmt(0.5), repr(_fmt(None)))
+    judge\\n\\x1b[31mred 0.500 ''
+    """
     if v is None:
         return ""
     if isinstance(v, float):
         return f"{v:.3f}"
-    return str(v)
+    text = str(v)
+    if text.isprintable():
+        return text
+    return "".join(c if c.isprintable() else repr(c)[1:-1] for c in text)
 
 
 def pct(x: float) -> str:

@@ -3,10 +3,11 @@
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 import click
 
-from annotate.cli._format import num
+from annotate.cli._format import num, table
 from annotate.cli._options import echo_json, open_session, workspace_options
 from annotate.columns import POLICIES
 
@@ -22,10 +23,22 @@ from annotate.columns import POLICIES
 )
 @click.option("--expert", default=None, help="Expert pseudonym or e-mail: escalations and checks go to their project.")
 @click.option("--to-file", is_flag=True, help="Write the expert's tasks to tasks/<round>/<expert>-adjudication.json.")
+@click.option(
+    "--ds-with-judges",
+    is_flag=True,
+    help="Also fit Dawid-Skene over the reviewers and every judge together and print it beside the labels "
+    "of record, as a diagnostic (it changes no decision).",
+)
 @click.option("--json", "as_json", is_flag=True, help="Print JSON.")
 @workspace_options
 def adjudicate(
-    ctx: click.Context, round_name: str, policy: str, expert: str | None, to_file: bool, as_json: bool
+    ctx: click.Context,
+    round_name: str,
+    policy: str,
+    expert: str | None,
+    to_file: bool,
+    ds_with_judges: bool,
+    as_json: bool,
 ) -> None:
     """One final label per reviewed response, by a recorded procedure.
 
@@ -36,18 +49,30 @@ def adjudicate(
     check. Every decision is recorded with its votes, adjudicator and reason; re-running after
     new labels adds records and overwrites nothing.
 
+    --ds-with-judges adds each judge of the reviewed responses as one more rater (its
+    'ambiguous' counts as missing, as a reviewer's 'unsure' does) and prints that fit's label
+    set against the final labels and the reviewers-only Dawid-Skene labels, with every rater's
+    model-based sensitivity and specificity. A diagnostic only: it is neither stored nor
+    exported, and every decision is what it would be without it.
+
     \b
     Example:
       annotate annotators add lead@example.org --expert
       annotate adjudicate --round r1 --expert E1
       annotate pull --round r1 && annotate adjudicate --round r1 --expert E1
+      annotate adjudicate --round r1 --expert E1 --ds-with-judges
     """
     from annotate.pipeline.adjudicate import adjudicate as do_adjudicate
 
     with open_session(ctx) as s:
-        out = do_adjudicate(s, round_name=round_name, policy=policy, expert=expert, to_file=to_file)
+        out = do_adjudicate(
+            s, round_name=round_name, policy=policy, expert=expert, to_file=to_file, ds_with_judges=ds_with_judges
+        )
     if as_json:
-        echo_json({**vars(out), "files": [str(f) for f in out.files]})
+        payload = {**vars(out), "files": [str(f) for f in out.files]}
+        if out.ds_with_judges is None:  # without the option the output is what it always was
+            del payload["ds_with_judges"]
+        echo_json(payload)
         return
     total = sum(out.counts.values())
     click.echo(f"Round {out.round}: {total} reviewed responses; {out.new_records} new decision record(s).")
@@ -80,6 +105,72 @@ def adjudicate(
         )
     if out.counts.get("escalated") and not out.expert:
         click.echo("  Escalated items wait for an expert: pass --expert, or choose --policy.")
+    if out.ds_with_judges is not None:
+        _echo_ds_with_judges(out.ds_with_judges)
+
+
+def _comparison(c: dict[str, Any], record: str, unlabelled: str) -> str:
+    """One line of counts of the labels with judges (DS+judges) against another label set."""
+    only = c["only_diagnostic"]
+    return (
+        f"  against {record}: {c['n_both']} item(s) labelled by both: {c['agree']} agree, "
+        f"{c['harmful_vs_safe']} DS+judges harmful where {record} say safe, {c['safe_vs_harmful']} DS+judges safe "
+        f"where they say harmful; {only['harmful'] + only['safe']} {unlabelled} labelled by DS+judges "
+        f"({only['harmful']} harmful, {only['safe']} safe); {c['only_record']} labelled by {record} only, "
+        f"{c['neither']} by neither."
+    )
+
+
+def _echo_ds_with_judges(d: dict[str, Any]) -> None:
+    """The judges-as-raters diagnostic: raters with Se / Sp, then the comparisons and the caveats."""
+    click.echo("")
+    click.echo(
+        f"Dawid-Skene with judges as raters (DS+judges; a diagnostic: the labels of record above are unchanged): "
+        f"{d['n_reviewers'] + d['n_judges']} raters ({d['n_reviewers']} reviewer(s), {d['n_judges']} judge(s)) "
+        f"on {d['n_items']} reviewed item(s), {d['n_ratings']} harmful/safe ratings, {d['n_missing']} "
+        "'unsure'/'ambiguous' counted as missing."
+    )
+    rows = [
+        [
+            r["rater"],
+            r["kind"] + (" (routing)" if r["routing"] else ""),
+            r["n_harmful"],
+            r["n_safe"],
+            r["n_missing"],
+            r["n_unrated"],
+            num(r["sensitivity"]) if r["sensitivity"] is not None else "n/e",
+            num(r["specificity"]) if r["specificity"] is not None else "n/e",
+        ]
+        for r in d["raters"]
+    ]
+    text = table(
+        ["rater", "kind", "harmful", "safe", "missing", "no verdict", "DS Se", "DS Sp"], rows, align="llrrrrrr"
+    )
+    for line in text.splitlines():
+        click.echo("  " + line)
+    for r in d["raters"]:
+        if r["note"]:
+            click.echo(f"  {r['rater']}: {r['note']}.")
+    click.echo(_comparison(d["vs_final"], "the final labels", "item(s) without a final label (escalated, unresolved)"))
+    if d["vs_human_ds"] is not None:
+        click.echo(_comparison(d["vs_human_ds"], "the reviewers-only DS labels", "item(s) with only 'unsure' votes"))
+    else:
+        click.echo(f"  against the reviewers-only DS labels: none ({d['vs_human_ds_reason']}).")
+    differ = [
+        f"{i['ext_id']} ({i['ds_label']} vs {i['final_label']})"
+        for i in d["items"]
+        if i["final_label"] is not None and i["ds_label"] in ("harmful", "safe") and i["ds_label"] != i["final_label"]
+    ]
+    if differ:
+        click.echo(
+            f"  differ from the final label ({len(differ)}): "
+            + ", ".join(differ[:10])
+            + (" ... (--json lists every item)" if len(differ) > 10 else "")
+        )
+    for note in d["notes"]:
+        click.echo(f"  Note: {note}")
+    for caveat in d["caveats"]:
+        click.echo(f"  Caveat: {caveat}")
 
 
 @click.command()

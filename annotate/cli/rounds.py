@@ -25,6 +25,14 @@ from annotate.cli._options import echo_json, open_session, workspace_options
 @click.option(
     "--judge", default=None, help="Whose labels define the strata (needed when the store has several judges)."
 )
+@click.option(
+    "--strata-from",
+    "strata_from",
+    default=None,
+    help="Comma-separated judges (two or more) whose agreement makes the strata: all say harmful, all say safe, "
+    "anything else (disagreement, ambiguous, no verdict) reviewed in full. Routes the rows of --judge if it is "
+    "among them, else of the first named.",
+)
 @click.option("--dry-run", is_flag=True, help="Show what would be sent, per cell and stratum; send nothing.")
 @click.option(
     "--to-file", is_flag=True, help="Write tasks/<round>/<annotator>.json (Label Studio import format) instead."
@@ -44,6 +52,7 @@ def route(
     clear_per_cell: int,
     seed: int,
     judge: str | None,
+    strata_from: str | None,
     dry_run: bool,
     to_file: bool,
     prioritize: bool,
@@ -60,10 +69,13 @@ def route(
     Example:
       annotate route --round r1 --annotators A1,A2,A3 --clear-per-cell 25 --seed 7 --dry-run
       annotate route --round r1 --annotators A1,A2,A3 --clear-per-cell 25 --seed 7
+      annotate route --round r2 --annotators A1,A2 --strata-from gpt4,strmatch --dry-run
     """
     from annotate.pipeline.route import route as do_route
 
     names = [a.strip() for a in annotators.split(",") if a.strip()]
+    # Empty names are kept so that the route's checks say what is wrong with the list.
+    judges = None if strata_from is None else [j.strip() for j in strata_from.split(",")]
     bar: list[Any] = []
 
     def progress(n: int, total: int) -> None:
@@ -86,25 +98,29 @@ def route(
                 to_file=to_file,
                 progress=progress,
                 prioritize=prioritize,
+                strata_from=judges,
             )
     finally:
         if bar:
             bar[0].render_finish()
     strata = out.strata
     if as_json:
-        echo_json(
-            {
-                "round": out.round,
-                "judge": out.judge,
-                "wave": out.new_wave,
-                "dry_run": out.dry_run,
-                "prioritized": out.prioritized,
-                "selected": out.selected,
-                "strata": strata.to_dict("records"),
-                "annotators": out.per_annotator,
-                "files": [str(f) for f in out.files],
-            }
-        )
+        doc: dict[str, Any] = {
+            "round": out.round,
+            "judge": out.judge,
+            "wave": out.new_wave,
+            "dry_run": out.dry_run,
+            "prioritized": out.prioritized,
+            "selected": out.selected,
+            "strata": strata.to_dict("records"),
+            "annotators": out.per_annotator,
+            "files": [str(f) for f in out.files],
+        }
+        if out.strata_from is not None:
+            doc["strata_from"] = out.strata_from
+            doc["cells"] = [] if out.cells is None else out.cells.to_dict("records")
+            doc["without_verdict"] = [] if out.without_verdict is None else out.without_verdict.to_dict("records")
+        echo_json(doc)
         return
     if len(strata):
         rows = [
@@ -114,6 +130,8 @@ def route(
         click.echo(
             table(["model", "benchmark", "stratum", "population", "selected", "incl. prob"], rows, align="lllrrr")
         )
+    if out.strata_from is not None:
+        _echo_strata_from(out)
     head = "Would select" if dry_run else "Selected"
     if out.new_wave is None:
         click.echo(f"Round {out.round}: no new responses since the last routing (judge {out.judge}).")
@@ -128,6 +146,43 @@ def route(
         click.echo(f"  wrote {f}")
     if dry_run:
         click.echo("Dry run: nothing was sent or recorded.")
+
+
+def _echo_strata_from(out: Any) -> None:
+    """What a route with strata from several judges adds: the judges, each cell's three strata, missing verdicts."""
+    others = [j for j in out.strata_from if j != out.judge]
+    click.echo(
+        f"Strata from judges {', '.join(out.strata_from)} (the routed responses are {out.judge}'s rows): harmful = "
+        "every one says harmful, safe = every one says safe, ambiguous = anything else (a disagreement, an "
+        "ambiguous label, or no verdict on the same response), reviewed in full."
+    )
+    cells = out.cells
+    if cells is not None and len(cells):
+        rows = [
+            [c.model, c.benchmark, int(c.harmful), int(c.safe), int(c.ambiguous), int(c.without_verdict)]
+            for c in cells.itertuples()
+        ]
+        click.echo(
+            table(
+                ["model", "benchmark", "all harmful", "all safe", "ambiguous (census)", "without a verdict"],
+                rows,
+                align="llrrrr",
+            )
+        )
+    lacking = out.without_verdict
+    if lacking is not None and len(lacking):
+        total = int(cells.without_verdict.sum()) if cells is not None and len(cells) else 0
+        click.echo(
+            f"{total} response(s) lack the verdict of one of the judges on the same response (same key, prompt and "
+            "response text) and are in the census stratum:"
+        )
+        for r in lacking.itertuples():
+            none = " (no verdict on any of the cell's responses)" if int(r.responses) == int(r.population) else ""
+            click.echo(
+                f"  {r.model} x {r.benchmark}: {int(r.responses)} of {int(r.population)} without {r.judge}{none}"
+            )
+        if any(j in set(lacking.judge) for j in others):
+            click.echo("  Ingest those judges' verdicts before routing to sample these responses instead.")
 
 
 @click.command()

@@ -224,6 +224,19 @@ def score(
         )
     for r in out.fallbacks[out.fallbacks.treatment.isin(chosen)].itertuples():
         click.echo(f"note: {r.model} x {r.benchmark} x {r.treatment}: {r.reason}.")
+    _echo_strata_from(_doc)
+
+
+def _echo_strata_from(doc: dict[str, Any]) -> None:
+    """Rounds routed with ``--strata-from``: their judge-label rows read the unanimity strata."""
+    for rnd in doc.get("rounds", []):
+        if rnd.get("strata_from"):
+            click.echo(
+                f"note: round {rnd['round']} was stratified by the unanimity of {', '.join(rnd['strata_from'])}: "
+                "its judge-only rows (ambiguous_as_safe, ambiguous_as_harmful, ambiguous_excluded) and "
+                "adjudicated_clear_trusted read 'harmful' and 'safe' as all of those judges agreeing and "
+                "'ambiguous' as everything else, not as the routing judge's own labels."
+            )
 
 
 def _score_ppi(

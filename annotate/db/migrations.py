@@ -17,7 +17,7 @@ from annotate.db import models as m
 from annotate.db.engine import utcnow
 from annotate.errors import StoreError
 
-SCHEMA_VERSION = 6
+SCHEMA_VERSION = 7
 
 
 def _v1(conn: Connection) -> None:
@@ -86,6 +86,15 @@ def _v6(conn: Connection) -> None:
     _add_columns(conn, m.RESPONSE_HISTORY, ("transcript",))
 
 
+def _v7(conn: Connection) -> None:
+    # review_round.strata_from: JSON list of the judges whose unanimity made the round's strata
+    # (`route --strata-from`); NULL: the routing judge's own labels, as every earlier round.
+    # Not in the model (annotate.db.models): annotate.db.review reads and writes it.
+    have = {c["name"] for c in inspect(conn).get_columns("review_round")}
+    if "strata_from" not in have:
+        conn.exec_driver_sql("ALTER TABLE review_round ADD COLUMN strata_from TEXT")
+
+
 # (version, description, apply). Later schema changes append here; never edit a shipped step.
 MIGRATIONS: list[tuple[int, str, Callable[[Connection], None]]] = [
     (1, "responses, source files, ingest runs, response history", _v1),
@@ -94,6 +103,7 @@ MIGRATIONS: list[tuple[int, str, Callable[[Connection], None]]] = [
     (4, "response text features and diagnoses", _v4),
     (5, "per-project task ids and text hashes, pinned annotator user, completed_by of annotations", _v5),
     (6, "whole transcripts of multi-turn and agentic responses", _v6),
+    (7, "the judges whose unanimity made a review round's strata (route --strata-from)", _v7),
 ]
 assert MIGRATIONS[-1][0] == SCHEMA_VERSION
 

@@ -2,11 +2,12 @@
 
 from __future__ import annotations
 
+import json
 from collections.abc import Sequence
 from typing import Any
 
 import pandas as pd
-from sqlalchemy import func, select
+from sqlalchemy import and_, func, select, text
 
 from annotate.db import models as m
 from annotate.db.engine import begin_write, bulk_insert, frame, utcnow
@@ -70,14 +71,25 @@ class ReviewTables(Component):
         max_response_id: int,
         items: Any,
         strata: Any,
+        strata_from: Sequence[str] | None = None,
     ) -> int:
-        """Record a round (when new) and one wave of its design in one transaction; the round id."""
+        """Record a round (when new) and one wave of its design in one transaction; the round id.
+
+        ``strata_from``: a new round's judges whose unanimity made its strata (``route
+        --strata-from``); None: the routing judge's own labels.
+        """
         now = utcnow()
         with self.engine.begin() as conn:
             if round_row is None:
                 assert new_round is not None, "a new round needs its row"
                 t = m.REVIEW_ROUND
                 round_id = conn.execute(t.insert().returning(t.c.id), {**new_round, "created_at": now}).scalar_one()
+                if strata_from is not None:
+                    # The column (schema v7) is not in the model: written here, read by round_strata_from.
+                    conn.execute(
+                        text("UPDATE review_round SET strata_from = :judges WHERE id = :id"),
+                        {"judges": json.dumps(list(strata_from)), "id": round_id},
+                    )
             else:
                 round_id = round_row["id"]
             conn.execute(
@@ -118,6 +130,57 @@ class ReviewTables(Component):
                     ),
                 )
         return round_id
+
+    def round_strata_from(self, round_id: int) -> list[str] | None:
+        """The judges whose unanimity made the round's strata (``route --strata-from``), in the order given.
+
+        None: the strata are the routing judge's own labels (every round routed without it).
+        """
+        with self.engine.connect() as conn:
+            value = conn.execute(
+                text("SELECT strata_from FROM review_round WHERE id = :id"), {"id": int(round_id)}
+            ).scalar()
+        return None if value is None else [str(j) for j in json.loads(value)]
+
+    def strata_labels(self, judge: str, judges: Sequence[str], after_id: int, up_to_id: int) -> pd.DataFrame:
+        """Other judges' labels on the same responses as one judge's rows with after_id < id <= up_to_id.
+
+        The same response: the same (benchmark, model, prompt_id, epoch) **and** the same prompt
+        and response text (as :meth:`annotate.db.judges.JudgeTables.judge_verdicts`); a row with
+        the same key and another text is another response and is not returned. Only rows with
+        id <= up_to_id count, so that a wave's strata depend on what was ingested when it was
+        routed.
+
+        Returns
+        -------
+        DataFrame
+            ``response_id`` (the routing judge's row), ``judge``, ``judge_label``: one row per
+            response and judge of ``judges`` with a verdict on it.
+        """
+        routed = m.RESPONSE.alias("routed")
+        other = m.RESPONSE.alias("other")
+        same_response = and_(
+            other.c.benchmark == routed.c.benchmark,
+            other.c.model == routed.c.model,
+            other.c.prompt_id == routed.c.prompt_id,
+            other.c.epoch == routed.c.epoch,
+            other.c.prompt == routed.c.prompt,
+            other.c.response == routed.c.response,
+        )
+        stmt = (
+            select(routed.c.id.label("response_id"), other.c.judge, other.c.judge_label)
+            .select_from(routed.join(other, same_response))
+            .where(
+                routed.c.judge == judge,
+                routed.c.id > after_id,
+                routed.c.id <= up_to_id,
+                other.c.judge.in_(list(judges)),
+                other.c.id <= up_to_id,
+            )
+            .order_by(routed.c.id, other.c.judge)
+        )
+        with self.engine.connect() as conn:
+            return frame(conn, stmt)
 
     def round_strata(self, round_id: int) -> pd.DataFrame:
         t = m.ROUND_STRATUM

@@ -6,6 +6,13 @@ verdict and rationale under pseudonyms, still without model name or judge label.
 labels come back with `annotate pull` like any other project's, and the next `annotate
 adjudicate` turns them into final labels. Every decision is a new ``final_label`` row
 (append-only); re-running without new information adds nothing.
+
+``--ds-with-judges`` adds a diagnostic beside the labels of record: Dawid-Skene over the
+reviewers and every judge of the reviewed responses together (each judge one more rater, its
+``ambiguous`` missing; :func:`annotate.stats.adjudication.judges_as_raters`). It is computed after
+the decisions, from what they read and wrote, and never feeds back into them: the stored records
+are those of a run without the option. It is printed (and in ``--json``) only, never stored or
+exported.
 """
 
 from __future__ import annotations
@@ -54,16 +61,28 @@ class AdjudicationOutcome:
     unresolved: list[dict[str, Any]] = field(default_factory=list)
     awaiting_review: int = 0
     files: list[Path] = field(default_factory=list)
+    #: ``--ds-with-judges``: the diagnostic (a JSON-ready dict), None without the option.
+    ds_with_judges: dict[str, Any] | None = None
 
 
-def adjudicate(s: Session, *, round_name: str, policy: str, expert: str | None, to_file: bool) -> AdjudicationOutcome:
-    """Decide every reviewed item of the round; send escalations and checks to the expert."""
+def adjudicate(
+    s: Session, *, round_name: str, policy: str, expert: str | None, to_file: bool, ds_with_judges: bool = False
+) -> AdjudicationOutcome:
+    """Decide every reviewed item of the round; send escalations and checks to the expert.
+
+    With ``ds_with_judges``, also fit Dawid-Skene over the reviewers and the judges together and
+    report it beside the labels of record (``outcome.ds_with_judges``); the decisions are the same.
+    """
     name = str(resolve_round(s.store, round_name)["name"])
     with round_lock(s.store, name):
-        return _adjudicate(s, round_name=name, policy=policy, expert=expert, to_file=to_file)
+        return _adjudicate(
+            s, round_name=name, policy=policy, expert=expert, to_file=to_file, ds_with_judges=ds_with_judges
+        )
 
 
-def _adjudicate(s: Session, *, round_name: str, policy: str, expert: str | None, to_file: bool) -> AdjudicationOutcome:
+def _adjudicate(
+    s: Session, *, round_name: str, policy: str, expert: str | None, to_file: bool, ds_with_judges: bool = False
+) -> AdjudicationOutcome:
     from annotate.stats.adjudication import check_sample, decide, propose
     from annotate.stats.aggregation import dawid_skene_labels
     from annotate.stats.agreement import cohen_kappa
@@ -98,6 +117,8 @@ def _adjudicate(s: Session, *, round_name: str, policy: str, expert: str | None,
     )
     if votes.empty:
         raise StateError(f"round {round_row['name']!r} has no pulled labels yet: run `annotate pull` first.")
+    # Checked before anything is written: an option that cannot run leaves the store as it was.
+    judge_rows = _judge_ratings(store, round_row, votes) if ds_with_judges else None
     ds = dawid_skene_labels(votes, reviewers) if len(reviewers) >= 2 else None
     proposals = propose(votes, rules, ds=ds, categories=items.set_index("round_item_id")["category"])
     # Expert decisions count only for items sent to that expert (escalated or drawn as checks).
@@ -163,7 +184,92 @@ def _adjudicate(s: Session, *, round_name: str, policy: str, expert: str | None,
         for r in unresolved.itertuples()
     ]
     outcome.check = _check_agreement(proposals, expert_labels, checks | check_ids, cohen_kappa)
+    if judge_rows is not None:
+        # From the records as stored (read back above), so it compares with what is in force.
+        strata_from = store.round_strata_from(int(round_row["id"]))
+        outcome.ds_with_judges = _ds_with_judges(
+            round_row, reviewers, votes, judge_rows, final, ds, items, rules, strata_from=strata_from
+        )
     return outcome
+
+
+def _judge_ratings(store: Any, round_row: dict[str, Any], votes: pd.DataFrame) -> tuple[pd.DataFrame, list[str]]:
+    """Every judge's label on the reviewed responses (same text only), and notes on the rows left out.
+
+    Raises InputError when no judge gave a harmful or safe verdict on any reviewed response:
+    there is then no judge to add as a rater.
+    """
+    name = str(round_row["name"])
+    reviewed = set(votes["round_item_id"].tolist())
+    found = store.judge_verdicts(int(round_row["id"]))
+    found = found.loc[found["round_item_id"].isin(reviewed)]
+    same = found["same_text"].astype(int) == 1
+    rows = found.loc[same, ["round_item_id", "judge", "judge_label"]].reset_index(drop=True)
+    notes = [
+        f"{n} verdict(s) of judge {judge} are on another prompt or response text under a reviewed response's "
+        "key: another response, not used as a rating."
+        for judge, n in found.loc[~same].groupby("judge").size().items()
+    ]
+    if not rows["judge_label"].isin(BINARY_VERDICTS).any():
+        said = (
+            "; ".join(
+                f"{judge}: {', '.join(f'{k} {v}' for k, v in g['judge_label'].astype(str).value_counts().items())}"
+                for judge, g in rows.groupby("judge")
+            )
+            or "no verdict of any judge"
+        )
+        raise InputError(
+            f"round {name!r}: no judge called any of its {len(reviewed)} reviewed response(s) harmful or safe "
+            f"({said}), so there is no judge to add as a rater. Ingest another judge's verdicts on the same "
+            f"responses (`annotate ingest FILE`) and run `annotate adjudicate --round {name} --ds-with-judges` "
+            "again, or adjudicate without --ds-with-judges."
+        )
+    return rows, notes
+
+
+def _ds_with_judges(
+    round_row: dict[str, Any],
+    reviewers: list[str],
+    votes: pd.DataFrame,
+    judge_rows: tuple[pd.DataFrame, list[str]],
+    final: pd.DataFrame,
+    human_ds: pd.DataFrame | None,
+    items: pd.DataFrame,
+    rules: Any,
+    *,
+    strata_from: list[str] | None = None,
+) -> dict[str, Any]:
+    """The judges-as-raters diagnostic as a JSON-ready dict, items named by ext_id and stratum."""
+    from dataclasses import asdict
+
+    from annotate.stats.adjudication import judges_as_raters
+
+    rows, notes = judge_rows
+    record = pd.Series(final["label"].astype(object).to_numpy(), index=final["round_item_id"].to_numpy())
+    record = record.where(final["status"].to_numpy() == "resolved", None)
+    routing = round_row.get("judge")
+    result = judges_as_raters(
+        votes,
+        reviewers,
+        rows,
+        record,
+        human_ds,
+        rules,
+        routing_judge=None if routing is None else str(routing),
+        strata_from=strata_from,
+    )
+    out = asdict(result)
+    by_item = items.set_index("round_item_id")
+    out["items"] = [
+        {
+            "ext_id": str(by_item.loc[r["round_item_id"], "ext_id"]),
+            "stratum": str(by_item.loc[r["round_item_id"], "stratum"]),
+        }
+        | {k: v for k, v in r.items() if k != "round_item_id"}
+        for r in out["items"]
+    ]
+    out["notes"] = notes
+    return out
 
 
 def _check_agreement(

@@ -3,9 +3,11 @@
 ``labels_frame`` is ``labels.csv`` of an export: one row per reviewed (routed) response, with
 its stratum, inclusion probability, final label, gold label and every annotator's verdict.
 ``design`` is ``design.json``: the rounds and seeds, and N_h / n_h per (model, benchmark) cell
-and stratum. ``strata_table(labels, design)`` turns the two into the per-stratum counts the
-estimators take. ``annotate score`` and ``annotate verify`` both go through ``strata_table``, so
-an export's scores can be re-derived from its own files without the database.
+and stratum; a round routed with ``--strata-from`` also names those judges (``strata_from``) and
+says what its strata mean (``strata_rule``). ``strata_table(labels, design)`` turns the two
+into the per-stratum counts the estimators take. ``annotate score`` and ``annotate verify`` both
+go through ``strata_table``, so an export's scores can be re-derived from its own files without
+the database.
 
 The part of ``labels.csv`` that is computed rather than recorded, the Dawid-Skene label, is a
 pure function of its annotator columns (:func:`ds_labels`), and :func:`votes_long` turns those
@@ -48,6 +50,14 @@ JUDGE_LABEL_COLUMNS = (
     "judge_verdict",
     "judge_label",
     "same_response",
+)
+
+
+#: design.json's ``strata_rule`` of a round with ``strata_from``: what its strata' judge labels mean.
+STRATA_FROM_RULE = (
+    "unanimity of the strata_from judges on the same response (same key, prompt and response text): "
+    "harmful = every one says harmful, safe = every one says safe, ambiguous = anything else (a disagreement, "
+    "an ambiguous label or no verdict), reviewed in full; judge is the judge whose rows were routed"
 )
 
 
@@ -189,10 +199,14 @@ def design(store: Store, round_names: list[str], *, label_config_sha: str | None
         rid = int(row["id"])
         strata = store.round_strata(rid)
         waves = store.round_waves(rid)
+        strata_from = store.round_strata_from(rid)
+        # Said only for such rounds: the design of every other round stays as it was, byte for byte.
+        several = {"strata_from": strata_from, "strata_rule": STRATA_FROM_RULE} if strata_from is not None else {}
         rounds.append(
             {
                 "round": name,
                 "judge": row["judge"],
+                **several,
                 "seed": int(row["seed"]),
                 "clear_per_cell": int(row["clear_per_cell"]),
                 "annotators": json.loads(row["annotators"]),

@@ -19,6 +19,15 @@ any other round records the config without the dialogue
 cannot show both kinds under one config. A config without a dialogue, for responses with
 transcripts, is refused rather than hiding the conversations from the reviewers; so is a new
 wave with transcripts for a round routed without dialogues.
+
+Strata from several judges (``--strata-from J1,J2,...``): the routed responses are still one
+judge's rows (``--judge`` when it is among the named judges, else the first named); each one's
+stratum is ``harmful`` when every named judge says harmful on the same response, ``safe`` when
+every one says safe, and the census stratum ``ambiguous`` otherwise
+(:func:`annotate.stats.sampling.unanimity_strata`). The same response is the same key and the
+same prompt and response text (``Store.strata_labels``). The round records its judges
+(``review_round.strata_from``); later waves use them, and a route of the round with other
+judges is refused.
 """
 
 from __future__ import annotations
@@ -67,6 +76,12 @@ class RouteOutcome:
     files: list[Path] = field(default_factory=list)
     dry_run: bool = False
     prioritized: bool = False
+    # Strata from several judges (None: the routing judge's own labels).
+    strata_from: list[str] | None = None
+    # Per cell of the new wave: harmful, safe, ambiguous (N_h of each), without_verdict.
+    cells: pd.DataFrame | None = None
+    # Per cell and named judge without a verdict on some of the cell's responses: responses, population.
+    without_verdict: pd.DataFrame | None = None
 
 
 @dataclass(frozen=True)
@@ -85,6 +100,9 @@ class _Plan:
     strata: pd.DataFrame
     wave: int
     up_to: int
+    strata_from: list[str] | None = None
+    cells: pd.DataFrame | None = None
+    without_verdict: pd.DataFrame | None = None
 
 
 def route(
@@ -99,9 +117,25 @@ def route(
     to_file: bool,
     progress: Progress | None = None,
     prioritize: bool = False,
+    strata_from: list[str] | None = None,
 ) -> RouteOutcome:
-    """Select (or extend) a round's sample and send every item to every annotator's project."""
-    args = (round_name, annotator_names, clear_per_cell, seed, judge, dry_run, to_file, progress, prioritize)
+    """Select (or extend) a round's sample and send every item to every annotator's project.
+
+    ``strata_from``: the judges whose unanimity makes the strata (two at least; None: the
+    routing judge's own labels).
+    """
+    args = (
+        round_name,
+        annotator_names,
+        clear_per_cell,
+        seed,
+        judge,
+        dry_run,
+        to_file,
+        progress,
+        prioritize,
+        strata_from,
+    )
     if s.store.get_round(round_name) is None:
         check_name(round_name, "round name")  # before anything is created for it, a lock file included
     if dry_run:
@@ -121,8 +155,18 @@ def _route(
     to_file: bool,
     progress: Progress | None,
     prioritize: bool,
+    strata_from: list[str] | None,
 ) -> RouteOutcome:
-    plan = _plan(s, round_name, annotator_names, clear_per_cell, seed, judge, to_file=to_file and not dry_run)
+    plan = _plan(
+        s,
+        round_name,
+        annotator_names,
+        clear_per_cell,
+        seed,
+        judge,
+        to_file=to_file and not dry_run,
+        strata_from=strata_from,
+    )
     outcome = RouteOutcome(
         round=round_name,
         judge=plan.judge,
@@ -130,6 +174,9 @@ def _route(
         strata=plan.strata,
         selected=len(plan.selected),
         dry_run=dry_run,
+        strata_from=plan.strata_from,
+        cells=plan.cells,
+        without_verdict=plan.without_verdict,
     )
     if dry_run:
         return outcome
@@ -152,12 +199,15 @@ def _plan(
     judge: str | None,
     *,
     to_file: bool,
+    strata_from: list[str] | None = None,
 ) -> _Plan:
     from annotate.stats.sampling import select_for_review
 
     store = s.store
     if clear_per_cell < 0:
         raise InputError("--clear-per-cell must be 0 or more")
+    if strata_from is not None:
+        _check_judge_names(strata_from)
     workspace_config = load_label_config(s.ws)
     existing = store.get_round(round_name)
     if existing is None:
@@ -167,6 +217,7 @@ def _plan(
         for pseudonym in annotators.pseudonym:
             task_file_path(s.ws, round_name, str(pseudonym))
     if existing is not None:
+        strata_from = _round_strata_from(store, round_name, existing, strata_from)
         judge = str(existing["judge"])
         if (seed, clear_per_cell) != (existing["seed"], existing["clear_per_cell"]):
             raise InputError(
@@ -179,6 +230,8 @@ def _plan(
                 f"round {round_name!r} goes to {', '.join(json.loads(existing['annotators']))}; "
                 "a round keeps its annotators (start a new round for others)."
             )
+    elif strata_from is not None:
+        judge = _strata_judge(store, strata_from, judge)
     else:
         judge = resolve_judge(store, judge)
 
@@ -186,14 +239,130 @@ def _plan(
     after = int(waves.max_response_id.max()) if waves is not None and len(waves) else 0
     up_to = store.max_response_id()
     population = store.routing_population(judge, after, up_to)
+    cells = without_verdict = None
+    if strata_from is not None:
+        population, cells, without_verdict = unanimity_population(store, population, judge, strata_from, after, up_to)
     config = _round_config(
         s, round_name, existing, workspace_config, transcripts=store.transcript_count(judge, after, up_to)
     )
     selected, strata = select_for_review(population, clear_per_cell=clear_per_cell, seed=seed)
     wave = (int(waves.wave.max()) + 1) if waves is not None and len(waves) else 1
     return _Plan(
-        round_name, existing, judge, seed, clear_per_cell, annotators, config, population, selected, strata, wave, up_to
+        round_name,
+        existing,
+        judge,
+        seed,
+        clear_per_cell,
+        annotators,
+        config,
+        population,
+        selected,
+        strata,
+        wave,
+        up_to,
+        strata_from,
+        cells,
+        without_verdict,
     )
+
+
+def _check_judge_names(names: list[str]) -> None:
+    """``--strata-from``'s own checks: two judges at least, none named twice."""
+    if len(names) < 2:
+        raise InputError(
+            f"--strata-from needs two judges at least (got {', '.join(names) or 'none'}); "
+            "for one judge's labels use --judge alone."
+        )
+    twice = sorted({n for n in names if names.count(n) > 1})
+    if twice:
+        raise InputError(f"--strata-from names {', '.join(twice)} more than once; name each judge once.")
+
+
+def _strata_judge(store: Store, names: list[str], judge: str | None) -> str:
+    """The routing judge of a new round with strata from ``names``: ``judge`` if given, else the first named."""
+    known = store.judges()
+    if not known:
+        raise StateError("the store holds no responses: run `annotate ingest` first.")
+    unknown = [n for n in names if n not in known]
+    if unknown:
+        raise InputError(
+            f"--strata-from: no responses judged by {', '.join(map(repr, unknown))}; judges: {', '.join(known)}."
+        )
+    if judge is None:
+        return names[0]
+    if judge not in names:
+        raise InputError(
+            f"--judge {judge} is not among the judges of --strata-from ({', '.join(names)}); the routed responses "
+            "are one of those judges' rows: name it in --strata-from, or leave --judge out to route the first one's."
+        )
+    return judge
+
+
+def _round_strata_from(
+    store: Store, round_name: str, existing: dict[str, Any], given: list[str] | None
+) -> list[str] | None:
+    """The judges of a routed round's strata: the recorded ones; ``given`` must not differ."""
+    recorded = store.round_strata_from(int(existing["id"]))
+    if given is None or (recorded is not None and sorted(given) == sorted(recorded)):
+        return recorded
+    if recorded is None:
+        raise InputError(
+            f"round {round_name!r} was routed on the labels of judge {existing['judge']} alone; a round keeps its "
+            "design. Route it without --strata-from, or start a new round."
+        )
+    raise InputError(
+        f"round {round_name!r} was routed with --strata-from {','.join(recorded)}; a round keeps its design. "
+        f"Route it with those judges (or without --strata-from), or start a new round."
+    )
+
+
+def unanimity_population(
+    store: Store, population: pd.DataFrame, judge: str, judges: list[str], after: int, up_to: int
+) -> tuple[pd.DataFrame, pd.DataFrame, pd.DataFrame]:
+    """The wave's population with the unanimity strata of ``judges`` as its ``judge_label``.
+
+    Returns the population (``judge_label`` replaced), the cells (``model, benchmark, harmful,
+    safe, ambiguous, without_verdict``: N_h of each stratum and how many responses lack a verdict
+    of some named judge, all of them in the census stratum) and, per cell and judge with missing
+    verdicts, ``model, benchmark, judge, responses, population``.
+    """
+    from annotate.stats.sampling import unanimity_strata
+
+    key = ["model", "benchmark"]
+    if population.empty:
+        cells = pd.DataFrame(columns=[*key, "harmful", "safe", "ambiguous", "without_verdict"])
+        return population, cells, pd.DataFrame(columns=[*key, "judge", "responses", "population"])
+    others = [j for j in judges if j != judge]
+    found = store.strata_labels(judge, others, after, up_to)
+    ids = population.response_id.astype(int).to_numpy()
+    # Columns by position: judge names come from the ingested files and may be any text.
+    labels = {judge: population.judge_label.to_numpy(dtype=object)}
+    for j in others:
+        mine = found[found.judge == j]
+        by_id = dict(zip(mine.response_id.astype(int), mine.judge_label, strict=True))
+        labels[j] = np.array([by_id.get(int(i)) for i in ids], dtype=object)
+    wide = pd.DataFrame({k: labels[j] for k, j in enumerate(judges)})
+    stratum = unanimity_strata(wide).to_numpy()
+    lacking = wide.isna().to_numpy()
+    out = population.assign(judge_label=stratum)
+    cell = pd.MultiIndex.from_frame(out[key])
+    sizes = pd.crosstab([out.model, out.benchmark], stratum).reindex(
+        columns=["harmful", "safe", "ambiguous"], fill_value=0
+    )
+    sizes["without_verdict"] = pd.Series(lacking.any(axis=1).astype(int), index=cell).groupby(level=key).sum()
+    sizes.columns.name = None
+    cells = sizes.reset_index().astype({c: int for c in ("harmful", "safe", "ambiguous", "without_verdict")})
+    per_judge = pd.DataFrame(lacking.astype(int), index=cell).groupby(level=key).sum()
+    population_of = pd.Series(1, index=cell).groupby(level=key).sum()
+    rows = [
+        {"model": m, "benchmark": b, "judge": judges[k], "responses": int(n), "population": int(population_of[(m, b)])}
+        for (m, b), counts in per_judge.iterrows()
+        for k, n in enumerate(counts.to_numpy())
+        if n > 0
+    ]
+    missing = pd.DataFrame(rows, columns=[*key, "judge", "responses", "population"])
+    missing = missing.sort_values([*key, "judge"], kind="mergesort").reset_index(drop=True)
+    return out, cells, missing
 
 
 def _round_config(
@@ -264,6 +433,7 @@ def _record_and_send(
             max_response_id=plan.up_to,
             items=selected,
             strata=plan.strata,
+            strata_from=plan.strata_from if plan.existing is None else None,
         )
     elif plan.existing is None:
         raise StateError(f"no responses judged by {plan.judge!r} to route.")

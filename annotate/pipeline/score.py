@@ -26,6 +26,8 @@ from annotate.pipeline._resolve import resolve_judge, resolve_rounds
 from annotate.stats.scoring.tables import PPIOutput, ScoreOutput, ppi_tables, score_tables
 
 if TYPE_CHECKING:
+    from numpy.typing import NDArray
+
     from annotate.db import Store
 
 
@@ -141,13 +143,14 @@ def ppi_predictions(store: Store, doc: dict[str, Any]) -> tuple[pd.DataFrame, li
             direction=direction,
             direction_reason="" if direction else how,
         )
+        strata_labels = _design_strata_labels(store, mine, judge, rnd.get("strata_from"), waves)
         frames.append(
             pd.DataFrame(
                 {
                     "round": rnd["round"],
                     "model": routing["model"].to_numpy(),
                     "benchmark": routing["benchmark"].to_numpy(),
-                    "stratum": [stratum_key(lab, w) for lab, w in zip(routing.judge_label, routing.wave, strict=True)],
+                    "stratum": [stratum_key(lab, w) for lab, w in zip(strata_labels, routing.wave, strict=True)],
                     "prompt_id": routing["prompt_id"].to_numpy(),
                     "epoch": routing["epoch"].to_numpy(),
                     "prediction": pred["prediction"].to_numpy(),
@@ -172,6 +175,33 @@ def ppi_predictions(store: Store, doc: dict[str, Any]) -> tuple[pd.DataFrame, li
         )
     cols_out = ["round", "model", "benchmark", "stratum", "prompt_id", "epoch", "prediction", "source", "reason"]
     return (pd.concat(frames, ignore_index=True) if frames else pd.DataFrame(columns=cols_out)), sources
+
+
+def _design_strata_labels(
+    store: Store, mine: pd.DataFrame, judge: str, strata_from: list[str] | None, waves: list[tuple[int, int]]
+) -> NDArray[Any]:
+    """Each routing response's stratum label as the round's design drew it.
+
+    The routing judge's own label, or for a round routed with ``--strata-from`` the unanimity
+    of those judges on the same response, wave by wave with what had been ingested when the wave
+    was routed (``route`` computes it the same way: :func:`annotate.pipeline.route.unanimity_population`).
+    """
+    labels = mine["judge_label"].astype(object).to_numpy().copy()
+    if not strata_from:
+        return labels
+    from annotate.pipeline.route import unanimity_population
+
+    after = 0
+    for up_to, wave in waves:
+        sel = (mine["wave"] == wave).to_numpy()
+        if sel.any():
+            population = mine.loc[sel, ["id", "model", "benchmark", "judge_label"]].rename(
+                columns={"id": "response_id"}
+            )
+            drawn, _cells, _missing = unanimity_population(store, population, judge, list(strata_from), after, up_to)
+            labels[sel] = drawn["judge_label"].to_numpy(dtype=object)
+        after = up_to
+    return labels
 
 
 def _rubric_direction(store: Store, judge: str, source_ids: set[Any]) -> tuple[str | None, str]:
@@ -236,13 +266,7 @@ def score_payload(out: ScoreOutput, treatments: list[str] | None = None) -> dict
         {
             "settings": out.settings,
             # The overall ranking's benchmark set, stated in words too, and every model it leaves out.
-            "benchmark_set": {
-                "mode": chosen.mode if chosen else "shared",
-                "benchmarks": list(chosen.benchmarks) if chosen else [],
-                "outside": list(chosen.outside) if chosen else [],
-                "comparable": chosen.comparable if chosen else True,
-                "description": chosen.describe() if chosen else "",
-            },
+            "benchmark_set": benchmark_set_json(chosen),
             "left_out": left_out.to_dict("records"),
             "scores": scores.to_dict("records"),
             "ranking": out.ranking.to_dict("records"),
@@ -265,6 +289,17 @@ def score_payload(out: ScoreOutput, treatments: list[str] | None = None) -> dict
     )
 
 
+def benchmark_set_json(chosen: Any) -> dict[str, Any]:
+    """The ranking's benchmark set as ``--json`` states it: mode, benchmarks, outside, comparable, description."""
+    return {
+        "mode": chosen.mode if chosen else "shared",
+        "benchmarks": list(chosen.benchmarks) if chosen else [],
+        "outside": list(chosen.outside) if chosen else [],
+        "comparable": chosen.comparable if chosen else True,
+        "description": chosen.describe() if chosen else "",
+    }
+
+
 def ppi_payload(out: PPIOutput, sources: list[dict[str, Any]]) -> dict[str, Any]:
     """What ``annotate score --estimator ppi --json`` prints: strict JSON, every null with its reason beside it.
 
@@ -282,13 +317,7 @@ def ppi_payload(out: PPIOutput, sources: list[dict[str, Any]]) -> dict[str, Any]
         {
             "estimator": "ppi",
             "settings": out.settings,
-            "benchmark_set": {
-                "mode": chosen.mode if chosen else "shared",
-                "benchmarks": list(chosen.benchmarks) if chosen else [],
-                "outside": list(chosen.outside) if chosen else [],
-                "comparable": chosen.comparable if chosen else True,
-                "description": chosen.describe() if chosen else "",
-            },
+            "benchmark_set": benchmark_set_json(chosen),
             "left_out": left_out.to_dict("records"),
             "scores": out.scores.to_dict("records"),
             "strata": out.strata.to_dict("records"),

@@ -24,14 +24,14 @@ process; the majority stays the label of record for them and the agreement is re
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
 import pandas as pd
 
-from annotate.columns import POLICIES, VERDICTS
+from annotate.columns import BINARY_VERDICTS, POLICIES, VERDICTS
 from annotate.stats.sampling import stable_uniform
 
 
@@ -398,3 +398,305 @@ def decide(proposals: pd.DataFrame, votes: pd.DataFrame, expert: pd.DataFrame, r
                 )
             )
     return out
+
+
+# -- judges as raters: a diagnostic beside the labels of record -----------------------------------
+
+#: The kinds of rater in :func:`judges_as_raters`.
+REVIEWER, JUDGE = "reviewer", "judge"
+
+
+def compare_labels(diagnostic: pd.Series, record: pd.Series) -> dict[str, Any]:
+    """Item-by-item counts of a diagnostic label set against a label set of record, by direction.
+
+    Parameters
+    ----------
+    diagnostic, record : pandas.Series
+        Item -> label. Only ``harmful`` and ``safe`` are labels; anything else (``unsure``, None,
+        NaN, an item missing from one of the two) is no label. The items are the union of both
+        indexes.
+
+    Returns
+    -------
+    dict
+        ``n_items``; over the items both label: ``n_both``, ``agree``, ``harmful_vs_safe``
+        (diagnostic harmful, record safe), ``safe_vs_harmful``; ``only_diagnostic`` (the
+        diagnostic labels an item the record leaves without a label: ``{"harmful": n, "safe":
+        n}``); ``only_record`` (the reverse) and ``neither``.
+
+    Examples
+    --------
+    >>> diag = pd.Series(["harmful", "safe", "harmful", "unsure", "safe"], index=[1, 2, 3, 4, 5])
+    >>> record = pd.Series(["harmful", "harmful", None, "safe"], index=[1, 2, 3, 4])
+    >>> compare_labels(diag, record)  # doctest: +NORMALIZE_WHITESPACE
+    {'n_items': 5, 'n_both': 2, 'agree': 1, 'harmful_vs_safe': 0, 'safe_vs_harmful': 1,
+     'only_diagnostic': {'harmful': 1, 'safe': 1}, 'only_record': 1, 'neither': 0}
+    """
+    index = diagnostic.index.union(record.index)
+    d = diagnostic.reindex(index).astype(object)
+    r = record.reindex(index).astype(object)
+    d_ok = d.isin(BINARY_VERDICTS).to_numpy()
+    r_ok = r.isin(BINARY_VERDICTS).to_numpy()
+    dv, rv = d.to_numpy(), r.to_numpy()
+    both = d_ok & r_ok
+    return {
+        "n_items": int(len(index)),
+        "n_both": int(both.sum()),
+        "agree": int((both & (dv == rv)).sum()),
+        "harmful_vs_safe": int((both & (dv == "harmful") & (rv == "safe")).sum()),
+        "safe_vs_harmful": int((both & (dv == "safe") & (rv == "harmful")).sum()),
+        "only_diagnostic": {v: int((d_ok & ~r_ok & (dv == v)).sum()) for v in BINARY_VERDICTS},
+        "only_record": int((~d_ok & r_ok).sum()),
+        "neither": int((~d_ok & ~r_ok).sum()),
+    }
+
+
+@dataclass
+class JudgesAsRaters:
+    """Dawid-Skene over the reviewers and the judges together: a diagnostic, never a label of record.
+
+    Attributes
+    ----------
+    n_items : int
+        Reviewed items (with at least one reviewer's vote).
+    n_reviewers, n_judges : int
+        The raters of each kind.
+    n_ratings : int
+        Harmful and safe ratings the fit used (reviewers' and judges').
+    n_missing : int
+        Ratings counted as missing: reviewers' ``unsure``, judges' ``ambiguous``.
+    routing_judge : str or None
+        The judge whose labels define the round's strata.
+    converged : bool
+    n_iter : int
+    pseudo_count : float
+    raters : list of dict
+        Per rater: ``rater``, ``kind`` (reviewer / judge), ``routing`` (bool), ``n_harmful``,
+        ``n_safe``, ``n_missing``, ``n_unrated``, ``sensitivity``, ``specificity`` (model-based,
+        unweighted; None with ``note`` saying why), ``note``.
+    items : list of dict
+        Per reviewed item: ``round_item_id``, ``ds_label``, ``ds_posterior`` (the fit with
+        judges), ``human_ds_label`` (the reviewers-only fit adjudication uses; None without one),
+        ``final_label`` (the label of record; None when not resolved).
+    vs_final : dict
+        :func:`compare_labels` of the labels with judges against the final labels.
+    vs_human_ds : dict or None
+        :func:`compare_labels` of the labels with judges against the reviewers-only labels.
+    vs_human_ds_reason : str or None
+        Why ``vs_human_ds`` is None.
+    human_ds_vs_final : dict or None
+        The same comparison for the reviewers-only labels, for scale.
+    caveats : list of str
+        What the figures do not say, in sentences.
+    """
+
+    n_items: int
+    n_reviewers: int
+    n_judges: int
+    n_ratings: int
+    n_missing: int
+    routing_judge: str | None
+    converged: bool
+    n_iter: int
+    pseudo_count: float
+    raters: list[dict[str, Any]]
+    items: list[dict[str, Any]]
+    vs_final: dict[str, Any]
+    vs_human_ds: dict[str, Any] | None
+    vs_human_ds_reason: str | None
+    human_ds_vs_final: dict[str, Any] | None
+    caveats: list[str]
+
+
+def judges_as_raters(
+    votes: pd.DataFrame,
+    reviewers: Sequence[str],
+    judges: pd.DataFrame,
+    final: pd.Series,
+    human_ds: pd.DataFrame | None,
+    rules: Rules,
+    *,
+    routing_judge: str | None = None,
+    strata_from: Sequence[str] | None = None,
+) -> JudgesAsRaters:
+    """Dawid-Skene over the reviewers' votes and every judge's label, compared with the labels of record.
+
+    Each judge is one more rater: its ``ambiguous`` is a missing observation (as a reviewer's
+    ``unsure`` is), and so is an item it has no verdict on. Nothing here is used to decide an
+    item: the comparison says how often the fit with judges would have labelled an item
+    otherwise than the final label and than the reviewers-only fit.
+
+    Parameters
+    ----------
+    votes : pandas.DataFrame
+        The reviewers' current votes: ``round_item_id``, ``annotator``, ``verdict``. Its items are
+        the reviewed items; votes of annotators not in ``reviewers`` are left out.
+    reviewers : sequence of str
+        The round's reviewers (pseudonyms).
+    judges : pandas.DataFrame
+        One row per reviewed item and judge with a verdict on that response: ``round_item_id``,
+        ``judge``, ``judge_label`` (harmful / safe / ambiguous). Rows of other items are left out
+        (items nobody reviewed have nothing to compare with).
+    final : pandas.Series
+        round_item_id -> the final label of record (None or NaN when not resolved).
+    human_ds : pandas.DataFrame or None
+        The reviewers-only fit (:func:`annotate.stats.aggregation.dawid_skene_labels`), or None
+        when adjudication has none (a single reviewer).
+    rules : Rules
+        For the identification caveat (``ds_min_reviewers``, ``ds_min_items``).
+    routing_judge : str, optional
+        The judge whose labels define the strata.
+    strata_from : sequence of str, optional
+        The judges whose unanimity made the strata (a round routed with ``--strata-from``); the
+        caveat then names them all.
+
+    Returns
+    -------
+    JudgesAsRaters
+
+    Examples
+    --------
+    Two reviewers agree on 40 items; a judge agrees with them on all but four:
+
+    >>> truth = ["harmful" if i % 4 == 0 else "safe" for i in range(40)]
+    >>> votes = pd.DataFrame(
+    ...     [(i, a, t) for i, t in enumerate(truth) for a in ("A1", "A2")],
+    ...     columns=["round_item_id", "annotator", "verdict"],
+    ... )
+    >>> judges = pd.DataFrame(
+    ...     [(i, "j", "harmful" if i in (1, 2) else ("ambiguous" if i in (3, 5) else t)) for i, t in enumerate(truth)],
+    ...     columns=["round_item_id", "judge", "judge_label"],
+    ... )
+    >>> from annotate.stats.aggregation import dawid_skene_labels
+    >>> human = dawid_skene_labels(votes, ["A1", "A2"])
+    >>> out = judges_as_raters(votes, ["A1", "A2"], judges, pd.Series(truth), human, Rules(), routing_judge="j")
+    >>> out.n_items, out.n_ratings, out.n_missing, out.vs_final["agree"], out.vs_human_ds["agree"]
+    (40, 118, 2, 40, 40)
+    >>> [(r["rater"], r["n_harmful"], r["n_safe"], r["n_missing"]) for r in out.raters]
+    [('A1', 10, 30, 0), ('A2', 10, 30, 0), ('j', 12, 26, 2)]
+    """
+    from annotate.stats.aggregation import dawid_skene_raters
+
+    reviewer_list = [str(r) for r in reviewers]
+    votes = votes.loc[votes["annotator"].isin(reviewer_list)]
+    items = sorted(set(votes["round_item_id"].tolist()))
+    judged = judges.loc[judges["round_item_id"].isin(items)]
+    judge_list = sorted(set(judged["judge"].astype(str)))
+    ratings = pd.concat(
+        [
+            pd.DataFrame(
+                {
+                    "item": votes["round_item_id"].to_numpy(),
+                    "kind": REVIEWER,
+                    "rater": votes["annotator"].astype(str).to_numpy(),
+                    "verdict": votes["verdict"].to_numpy(),
+                }
+            ),
+            pd.DataFrame(
+                {
+                    "item": judged["round_item_id"].to_numpy(),
+                    "kind": JUDGE,
+                    "rater": judged["judge"].astype(str).to_numpy(),
+                    "verdict": judged["judge_label"].to_numpy(),
+                }
+            ),
+        ],
+        ignore_index=True,
+    )
+    rater_keys = [(REVIEWER, r) for r in reviewer_list] + [(JUDGE, j) for j in judge_list]
+    fit = dawid_skene_raters(ratings, rater_keys, items)
+    raters = [
+        {
+            "rater": r.rater,
+            "kind": r.kind,
+            "routing": bool(r.kind == JUDGE and r.rater == routing_judge),
+            "n_harmful": int(r.n_harmful),
+            "n_safe": int(r.n_safe),
+            "n_missing": int(r.n_missing),
+            "n_unrated": int(r.n_unrated),
+            "sensitivity": None if r.sensitivity != r.sensitivity else float(r.sensitivity),
+            "specificity": None if r.specificity != r.specificity else float(r.specificity),
+            "note": r.note,
+        }
+        for r in fit.raters.itertuples(index=False)
+    ]
+    with_judges = fit.labels["ds_label"]
+    record = final.reindex(items).astype(object)
+    record = record.where(record.isin(BINARY_VERDICTS), None)
+    human: pd.Series | None = None
+    reason = None
+    if human_ds is None:
+        reason = (
+            "one reviewer only: adjudication fits no reviewers-only Dawid-Skene labels"
+            if len(reviewer_list) < 2
+            else "no reviewers-only Dawid-Skene labels were given"
+        )
+    else:
+        human = human_ds["ds_label"].reindex(items).astype(object)
+    n_reviewers, n_judges = len(reviewer_list), len(judge_list)
+    caveats = [
+        "A diagnostic only: the final labels, escalations and every stored decision are those of the "
+        "reviewers' votes, the rules and the expert, exactly as without --ds-with-judges.",
+        "Sensitivity and specificity are Dawid-Skene's model-based estimates on the reviewed items, "
+        "unweighted by the sampling design (which takes every response the routing judge called ambiguous "
+        "and a sample of the others) and resting on raters erring independently given the true label; "
+        "`annotate judges` gives the design-weighted audit of each judge, with intervals.",
+    ]
+    several = [j for j in (strata_from or []) if j in judge_list]
+    if strata_from:
+        caveats.append(
+            f"The strata of this round come from the unanimity of {', '.join(strata_from)} (the census stratum is "
+            "exactly where they did not all say harmful or all say safe), so "
+            f"{'none of ' + ', '.join(several) + ' is' if several else 'none of them is'} an independent rater of "
+            "the selection."
+        )
+    elif routing_judge is not None and routing_judge in judge_list:
+        caveats.append(
+            f"{routing_judge} routed this round: its labels define the strata (the census stratum is exactly "
+            "where it said ambiguous, its harmful and safe strata are samples), so it is not an independent "
+            "rater of the selection."
+        )
+    short = [
+        f"{n} {what} (its escalation rule needs {need})"
+        for n, what, need in (
+            (n_reviewers, "reviewer(s)", rules.ds_min_reviewers),
+            (len(items), "reviewed item(s)", rules.ds_min_items),
+        )
+        if n < need
+    ]
+    if short:
+        caveats.append(
+            f"{n_reviewers + n_judges} raters ({n_reviewers} reviewer(s), {n_judges} judge(s)) on {len(items)} "
+            f"item(s). With {' and '.join(short)}, Dawid-Skene is weakly identified: the judges add raters, "
+            "but read these figures as rough."
+        )
+    if not fit.result.converged:
+        caveats.append(f"Dawid-Skene's EM did not converge in {fit.result.n_iter} iterations.")
+    item_rows = [
+        {
+            "round_item_id": it,
+            "ds_label": with_judges.loc[it],
+            "ds_posterior": fit.labels.loc[it, "ds_posterior"],
+            "human_ds_label": None if human is None or not isinstance(human.loc[it], str) else human.loc[it],
+            "final_label": record.loc[it],
+        }
+        for it in items
+    ]
+    return JudgesAsRaters(
+        n_items=len(items),
+        n_reviewers=n_reviewers,
+        n_judges=n_judges,
+        n_ratings=int(fit.labels["n_ratings"].sum()),
+        n_missing=int(fit.raters["n_missing"].sum()),
+        routing_judge=routing_judge,
+        converged=bool(fit.result.converged),
+        n_iter=int(fit.result.n_iter),
+        pseudo_count=float(fit.result.pseudo_count),
+        raters=raters,
+        items=item_rows,
+        vs_final=compare_labels(with_judges, record),
+        vs_human_ds=None if human is None else compare_labels(with_judges, human),
+        vs_human_ds_reason=reason,
+        human_ds_vs_final=None if human is None else compare_labels(human, record),
+        caveats=caveats,
+    )

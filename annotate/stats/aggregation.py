@@ -34,7 +34,15 @@ from annotate.columns import BINARY_VERDICTS
 from annotate.stats._common import NAN, as_codes, jsonable
 from annotate.stats.agreement.votes import vote_matrix_with_dropped
 
-__all__ = ["DEFAULT_PSEUDO_COUNT", "DawidSkeneResult", "binary_codes", "dawid_skene", "dawid_skene_labels"]
+__all__ = [
+    "DEFAULT_PSEUDO_COUNT",
+    "DawidSkeneResult",
+    "RaterFit",
+    "binary_codes",
+    "dawid_skene",
+    "dawid_skene_labels",
+    "dawid_skene_raters",
+]
 
 #: Pseudo-count added to every cell of every confusion-matrix row and to every class of the prior.
 #: One imaginary observation per cell is Laplace's rule of succession: an annotator right on all n
@@ -330,3 +338,141 @@ def dawid_skene_labels(
         },
         index=pd.Index(items, name="round_item_id"),
     )
+
+
+@dataclass(frozen=True, eq=False)
+class RaterFit:
+    """Dawid-Skene over raters of several kinds (reviewers and judges), per item and per rater.
+
+    Attributes
+    ----------
+    labels : pandas.DataFrame
+        Indexed by item (every item asked for, in the order given): ``ds_label`` (harmful or safe,
+        the larger posterior; an exact 0.5 tie goes to harmful; ``unsure`` for an item with no
+        harmful or safe rating), ``ds_posterior`` (that posterior; NaN without a rating) and
+        ``n_ratings`` (its harmful and safe ratings).
+    raters : pandas.DataFrame
+        One row per rater, in the order given: ``kind``, ``rater``, ``n_harmful``, ``n_safe``
+        (its ratings), ``n_missing`` (its ratings that are neither: ``unsure``, ``ambiguous``),
+        ``n_unrated`` (items without any rating of it), ``sensitivity`` = P(says harmful | harmful),
+        ``specificity`` = P(says safe | safe), both NaN for a rater without a harmful or safe
+        rating (the fit has nothing to estimate them from), and ``note`` saying so.
+    result : DawidSkeneResult
+        The fit itself (confusion matrices in the order of ``raters``).
+    """
+
+    labels: pd.DataFrame
+    raters: pd.DataFrame
+    result: DawidSkeneResult
+
+
+def dawid_skene_raters(
+    ratings: pd.DataFrame,
+    raters: Sequence[tuple[str, str]],
+    items: Sequence[Any],
+    *,
+    pseudo_count: float = DEFAULT_PSEUDO_COUNT,
+) -> RaterFit:
+    """Dawid-Skene over every rater of ``raters`` on ``items``; harmful and safe count, anything else is missing.
+
+    A rater is a (kind, name) pair, so that a judge and a reviewer that happen to share a name
+    (a judge called ``A1``) stay two raters.
+
+    Parameters
+    ----------
+    ratings : pandas.DataFrame
+        One row per rating: ``item``, ``kind``, ``rater``, ``verdict``. ``harmful`` and ``safe``
+        are observations; every other verdict (``unsure``, ``ambiguous``, None) is a missing
+        observation of that rater on that item, counted in ``n_missing``.
+    raters : sequence of (str, str)
+        The (kind, rater) pairs, in the order of the output.
+    items : sequence
+        The items, in the order of the output.
+    pseudo_count : float
+        See :func:`dawid_skene`.
+
+    Returns
+    -------
+    RaterFit
+
+    Raises
+    ------
+    ValueError
+        A rating of an item or rater not listed, a rater listed twice, or two ratings of one item
+        by one rater: nothing is dropped or chosen silently.
+
+    Examples
+    --------
+    Two reviewers agree on 40 items; a judge says the opposite of them on every one:
+
+    >>> truth = ["harmful" if i % 2 else "safe" for i in range(40)]
+    >>> flip = {"harmful": "safe", "safe": "harmful"}
+    >>> rows = [(i, "reviewer", a, t) for i, t in enumerate(truth) for a in ("A1", "A2")]
+    >>> rows += [(i, "judge", "j", flip[t]) for i, t in enumerate(truth)]
+    >>> ratings = pd.DataFrame(rows, columns=["item", "kind", "rater", "verdict"])
+    >>> fit = dawid_skene_raters(ratings, [("reviewer", "A1"), ("reviewer", "A2"), ("judge", "j")], range(40))
+    >>> fit.labels.ds_label.tolist() == truth
+    True
+    >>> fit.raters[["rater", "sensitivity", "specificity"]].round(2).values.tolist()
+    [['A1', 0.95, 0.95], ['A2', 0.95, 0.95], ['j', 0.05, 0.05]]
+    """
+    keys = [(str(k), str(r)) for k, r in raters]
+    if len(set(keys)) != len(keys):
+        raise ValueError("a rater is listed twice; list every (kind, rater) pair once.")
+    item_list = list(items)
+    if len(set(item_list)) != len(item_list):
+        raise ValueError("an item is listed twice; list every item once.")
+    col = {k: j for j, k in enumerate(keys)}
+    row = {it: u for u, it in enumerate(item_list)}
+    U, J = len(item_list), len(keys)
+    pair = list(zip(ratings["kind"].astype(str), ratings["rater"].astype(str), strict=True))
+    unknown_raters = sorted({p for p in pair if p not in col})
+    if unknown_raters:
+        raise ValueError(f"ratings of raters not listed: {unknown_raters[:5]}")
+    unknown_items = [it for it in ratings["item"].tolist() if it not in row]
+    if unknown_items:
+        raise ValueError(f"ratings of items not listed: {unknown_items[:5]}")
+    u = np.array([row[it] for it in ratings["item"].tolist()], dtype=np.int64)
+    j = np.array([col[p] for p in pair], dtype=np.int64)
+    if len(np.unique(u * max(J, 1) + j)) != len(u):
+        raise ValueError("two ratings of one item by one rater; pass one rating per item and rater.")
+    verdict = ratings["verdict"].astype(object).to_numpy()
+    code = np.array([BINARY_VERDICTS.index(v) if v in BINARY_VERDICTS else -1 for v in verdict], dtype=np.int64)
+    codes = np.full((U, J), -1, dtype=np.int64)
+    codes[u, j] = code
+    result = dawid_skene(codes, len(BINARY_VERDICTS), pseudo_count=pseudo_count)
+    n_ratings = (codes >= 0).sum(axis=1)
+    evidence = n_ratings > 0
+    post = result.posteriors
+    labels = pd.DataFrame(
+        {
+            "ds_label": np.where(evidence, np.array(BINARY_VERDICTS, dtype=object)[post.argmax(axis=1)], "unsure"),
+            "ds_posterior": np.where(evidence, post.max(axis=1), np.nan),
+            "n_ratings": n_ratings.astype(np.int64),
+        },
+        index=pd.Index(item_list, name="item"),
+    )
+    labels["ds_label"] = labels["ds_label"].astype(object)
+    n_h = (codes == 0).sum(axis=0)
+    n_s = (codes == 1).sum(axis=0)
+    n_missing = np.bincount(j[code < 0], minlength=J) if J else np.zeros(0, np.int64)
+    rated = (n_h + n_s) > 0
+    se = np.where(rated, result.confusion[:, 0, 0], np.nan) if J else np.zeros(0)
+    sp = np.where(rated, result.confusion[:, 1, 1], np.nan) if J else np.zeros(0)
+    table = pd.DataFrame(
+        {
+            "kind": [k for k, _ in keys],
+            "rater": [r for _, r in keys],
+            "n_harmful": n_h.astype(np.int64),
+            "n_safe": n_s.astype(np.int64),
+            "n_missing": n_missing.astype(np.int64),
+            "n_unrated": (U - n_h - n_s - n_missing).astype(np.int64),
+            "sensitivity": se,
+            "specificity": sp,
+            "note": [
+                "" if ok else "no harmful or safe rating: Dawid-Skene has nothing to estimate its error rates from"
+                for ok in rated
+            ],
+        }
+    )
+    return RaterFit(labels, table, result)

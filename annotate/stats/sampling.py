@@ -10,6 +10,12 @@ Randomness is a seeded hash of each response's natural key, so the same seed sel
 responses in any database and in any row order. Responses ingested after a round was routed
 form a new *wave* with strata of their own (same rules), so earlier inclusion probabilities stay
 exactly true and re-routing adds only the new responses.
+
+Strata from several judges (``route --strata-from``): :func:`unanimity_strata` puts a response
+in ``harmful`` when every named judge says harmful, in ``safe`` when every one says safe, and in
+the census stratum (``ambiguous``: reviewed in full) otherwise, a judge without a verdict on it
+included. The three names are the judge-label strata's, so the design is drawn and recorded,
+and the corrected scores computed, exactly as with one judge's labels.
 """
 
 from __future__ import annotations
@@ -22,12 +28,56 @@ from numpy.typing import NDArray
 
 from annotate.columns import CLEAR_LABELS, JUDGE_LABELS
 
-__all__ = ["CENSUS_STRATA", "SAMPLED_STRATA", "select_for_review", "stable_uniform", "task_order"]
+__all__ = [
+    "CENSUS_STRATA",
+    "SAMPLED_STRATA",
+    "select_for_review",
+    "stable_uniform",
+    "task_order",
+    "unanimity_strata",
+]
 
 #: Judge-label strata sampled (simple random samples of ``clear_per_cell``): the clear labels.
 SAMPLED_STRATA = CLEAR_LABELS
 #: Judge-label strata reviewed in full: every other judge label (``ambiguous``).
 CENSUS_STRATA = tuple(label for label in JUDGE_LABELS if label not in CLEAR_LABELS)
+
+
+def unanimity_strata(labels: pd.DataFrame) -> pd.Series:
+    """Each response's stratum from several judges' labels on it: unanimous, or the census.
+
+    Parameters
+    ----------
+    labels : DataFrame, one row per response, one column per judge (two at least)
+        Each judge's label on the response (``harmful``, ``safe``, ``ambiguous``); missing
+        (None or NaN) where the judge has no verdict on that response.
+
+    Returns
+    -------
+    Series of str, indexed like ``labels``
+        ``harmful`` where every judge says harmful, ``safe`` where every judge says safe, and
+        the census stratum ``ambiguous`` for anything else: a judge that says ambiguous, judges
+        that disagree, or a judge without a verdict.
+
+    Examples
+    --------
+    >>> labels = pd.DataFrame(
+    ...     {
+    ...         "j1": ["harmful", "safe", "harmful", "ambiguous", "safe"],
+    ...         "j2": ["harmful", "safe", "safe", "ambiguous", None],
+    ...     }
+    ... )
+    >>> unanimity_strata(labels).tolist()
+    ['harmful', 'safe', 'ambiguous', 'ambiguous', 'ambiguous']
+    """
+    if labels.shape[1] < 2:
+        raise ValueError("strata from several judges need the labels of two judges at least")
+    values = labels.astype(object).to_numpy()
+    harmful = (values == "harmful").all(axis=1)
+    safe = (values == "safe").all(axis=1)
+    census = CENSUS_STRATA[0]
+    out = np.where(harmful, "harmful", np.where(safe, "safe", census)).astype(object)
+    return pd.Series(out, index=labels.index, dtype=object)
 
 
 def stable_uniform(seed: int, keys: pd.Series) -> NDArray[np.float64]:
