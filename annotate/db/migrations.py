@@ -87,12 +87,9 @@ def _v6(conn: Connection) -> None:
 
 
 def _v7(conn: Connection) -> None:
-    # review_round.strata_from: JSON list of the judges whose unanimity made the round's strata
-    # (`route --strata-from`); NULL: the routing judge's own labels, as every earlier round.
-    # Not in the model (annotate.db.models): annotate.db.review reads and writes it.
-    have = {c["name"] for c in inspect(conn).get_columns("review_round")}
-    if "strata_from" not in have:
-        conn.exec_driver_sql("ALTER TABLE review_round ADD COLUMN strata_from TEXT")
+    # review_round.strata_from: the judges whose unanimity made the round's strata (`route
+    # --strata-from`); NULL for every earlier round (the routing judge's own labels).
+    _add_columns(conn, m.REVIEW_ROUND, ("strata_from",))
 
 
 # (version, description, apply). Later schema changes append here; never edit a shipped step.

@@ -138,6 +138,9 @@ class ReviewRound(SQLModel, table=True):
     # v5: the key of the round's per-project task ids (hex; HMAC-SHA256, labelstudio.tasks.task_ext_id).
     # Never leaves the store.
     task_secret: str | None = None
+    # v7: JSON list of the judges whose unanimity made the round's strata (`route --strata-from`);
+    # None: the routing judge's own labels.
+    strata_from: str | None = Field(default=None, sa_column=Column(Text))
 
 
 class RoundWave(SQLModel, table=True):

@@ -7,7 +7,7 @@ from collections.abc import Sequence
 from typing import Any
 
 import pandas as pd
-from sqlalchemy import and_, func, select, text
+from sqlalchemy import and_, func, select
 
 from annotate.db import models as m
 from annotate.db.engine import begin_write, bulk_insert, frame, utcnow
@@ -83,13 +83,9 @@ class ReviewTables(Component):
             if round_row is None:
                 assert new_round is not None, "a new round needs its row"
                 t = m.REVIEW_ROUND
-                round_id = conn.execute(t.insert().returning(t.c.id), {**new_round, "created_at": now}).scalar_one()
-                if strata_from is not None:
-                    # The column (schema v7) is not in the model: written here, read by round_strata_from.
-                    conn.execute(
-                        text("UPDATE review_round SET strata_from = :judges WHERE id = :id"),
-                        {"judges": json.dumps(list(strata_from)), "id": round_id},
-                    )
+                judges = None if strata_from is None else json.dumps(list(strata_from))
+                row = {**new_round, "created_at": now, "strata_from": judges}
+                round_id = conn.execute(t.insert().returning(t.c.id), row).scalar_one()
             else:
                 round_id = round_row["id"]
             conn.execute(
@@ -136,10 +132,9 @@ class ReviewTables(Component):
 
         None: the strata are the routing judge's own labels (every round routed without it).
         """
+        t = m.REVIEW_ROUND
         with self.engine.connect() as conn:
-            value = conn.execute(
-                text("SELECT strata_from FROM review_round WHERE id = :id"), {"id": int(round_id)}
-            ).scalar()
+            value = conn.execute(select(t.c.strata_from).where(t.c.id == int(round_id))).scalar()
         return None if value is None else [str(j) for j in json.loads(value)]
 
     def strata_labels(self, judge: str, judges: Sequence[str], after_id: int, up_to_id: int) -> pd.DataFrame:

@@ -69,6 +69,12 @@ def detect_format(path: Path, head: bytes, size: int) -> str:
             claimed = False
         if claimed:
             return name
+    for name in FORMATS:
+        # A reader may know a file of its tool that holds no results (an index, a bundle) and say so.
+        explain = getattr(reader_module(name), "not_results", None)
+        why = explain(path, body) if explain is not None else None
+        if why:
+            raise InputError(f"{path}: {why}")
     names = ", ".join(FORMATS)
     rest = body.lstrip(b" \t\r\n")
     if not rest:

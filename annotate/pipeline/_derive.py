@@ -617,7 +617,10 @@ def _report_data(
         "tool_version": prov.tool_version,
         "schema_version": prov.schema,
         "rounds": [
-            {k: r[k] for k in ("round", "judge", "seed", "clear_per_cell", "annotators")} for r in doc["rounds"]
+            {k: r[k] for k in ("round", "judge", "seed", "clear_per_cell", "annotators")}
+            # Only for rounds routed with --strata-from: every other report stays as it was, byte for byte.
+            | ({"strata_from": r["strata_from"]} if r.get("strata_from") else {})
+            for r in doc["rounds"]
         ],
         "cells": cells[["model", "benchmark", "n_responses", "share_harmful", "share_safe", "share_ambiguous"]].to_dict(
             "records"

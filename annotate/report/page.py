@@ -479,6 +479,7 @@ def _design(view: ReportView) -> dict[str, Any]:
                 "clear_per_cell": _fmt.count(r.get("clear_per_cell")),
                 "n_annotators": _fmt.count(len(as_list(r.get("annotators")))),
                 "annotators": [_text(a) for a in as_list(r.get("annotators"))],
+                "strata_from": [_text(j) for j in as_list(r.get("strata_from"))],
             }
             for r in records(data.get("rounds"))
         ],

@@ -124,6 +124,7 @@ EXPECTED_FORMAT = {
 NOT_RESULTS = [
     "formats/jailbreakbench/attack-artifacts/PAIR/attack-info.json",
     "formats/jailbreakbench/attack-artifacts/DSN/attack-info.json",
+    "formats/jailbreakbench/attack-artifacts/DSN/submission.json",
     "formats/lm_eval_harness/results_2025-09-09T13-31-53.431753.json",
     "formats/openai_evals/autogpt_test-match.record.jsonl",
     "formats/openai_evals/self_prompting_oriprompt.log",
@@ -289,14 +290,28 @@ def test_jailbreakbench_pair_artifact() -> None:
     assert first.meta["index"] == 6 and first.meta["method"] == "PAIR" and first.meta["attack_type"] == "black_box"
 
 
-def test_jailbreakbench_placeholder_artifact() -> None:
-    recs = records(read_all(jailbreakbench, JBB / "test-artifact" / "black_box" / "vicuna-13b-v1.5.json"))
-    assert len(recs) == 1
-    assert (recs[0].model, recs[0].prompt_id, recs[0].verdict, recs[0].judge) == (
+def test_jailbreakbench_placeholder_artifact_is_set_aside_not_counted() -> None:
+    """JailbreakBench's test artifact ("Placeholder Prompt" / "Placeholder Response", method PAIR,
+    evaluated 2024-01-01) is no model's output: counted, it entered jailbreakbench/PAIR under a judge
+    of its own (the real artifacts folder then showed two judges). It is set aside with the reason."""
+    items = read_all(jailbreakbench, JBB / "test-artifact" / "black_box" / "vicuna-13b-v1.5.json")
+    assert records(items) == []
+    (aside,) = [i for i in items if isinstance(i, SetAside)]
+    assert aside.reason == jailbreakbench.PLACEHOLDER_REASON
+    assert aside.data["model"] == "vicuna-13b-v1.5" and aside.data["behavior"] == "Defamation"
+
+
+def test_a_real_prompt_that_only_resembles_the_placeholder_is_read(tmp_path: Path) -> None:
+    artifact = json.loads((JBB / "test-artifact" / "black_box" / "vicuna-13b-v1.5.json").read_text())
+    artifact["jailbreaks"][0]["response"] = "Placeholder Response, but a real one"
+    path = tmp_path / "vicuna-13b-v1.5.json"
+    path.write_text(json.dumps(artifact))
+    (rec,) = records(read_all(jailbreakbench, path))
+    # Evaluated 2024-01-01, before JailbreakBench re-judged its artifacts: Llama Guard 1's verdict.
+    assert (rec.model, rec.prompt_id, rec.verdict, rec.judge) == (
         "vicuna-13b-v1.5",
         "Defamation",
         "true",
-        # The placeholder artifact was evaluated on 2024-01-01, before JailbreakBench re-judged its artifacts.
         "LlamaGuard1JailbreakJudge",
     )
 
@@ -323,7 +338,7 @@ def test_jailbreakbench_attack_info_is_one_problem() -> None:
 
 def test_jailbreakbench_malformed_items(tmp_path: Path) -> None:
     data = json.loads((JBB / "test-artifact" / "black_box" / "vicuna-13b-v1.5.json").read_text())
-    good = data["jailbreaks"][0]
+    good = {**data["jailbreaks"][0], "prompt": "a prompt", "response": "a response"}
     data["jailbreaks"] = [
         {k: v for k, v in good.items() if k != "jailbroken"},
         {**good, "jailbroken": "yes"},

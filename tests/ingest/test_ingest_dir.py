@@ -65,10 +65,14 @@ def test_collect_files_walks_the_folder_and_lists_what_it_skips(results: Path) -
         ".git",
         "README.md",
         "jbb/DSN/attack-info.json",
+        "jbb/DSN/submission.json",
         "harmbench/GCG/smollm2-135M-instruct/test_cases/test_cases.json",
     }
     assert skipped[".git"] == "a hidden folder (not walked)"
-    assert "not a supported format" in skipped["jbb/DSN/attack-info.json"]
+    assert "JailbreakBench attack-info.json" in skipped["jbb/DSN/attack-info.json"]
+    # The submission bundle repeats the artifacts' jailbreaks: read beside them, each would count twice.
+    assert "submission bundle" in skipped["jbb/DSN/submission.json"]
+    assert "not a supported format" in skipped["harmbench/GCG/smollm2-135M-instruct/test_cases/test_cases.json"]
 
 
 def test_collect_files_with_a_format_keeps_that_readers_files(results: Path) -> None:
@@ -145,7 +149,7 @@ def test_ingest_dir_reports_skips_and_totals_by_format(workspace, results: Path)
     skipped: list[tuple[Path, str]] = []
     with open_session(prefix[1], prefix[3]) as s:
         outcomes = ingest(s, [results], on_skip=lambda path, why: skipped.append((path, why)))
-    assert len(skipped) == 5
+    assert len(skipped) == 6
     totals = {t.format: t.to_dict() for t in totals_by_format(outcomes)}
     assert list(totals) == ["harmbench", "inspect", "jailbreakbench"]
     assert totals["harmbench"]["files"] == 2 and totals["harmbench"]["added"] == 5

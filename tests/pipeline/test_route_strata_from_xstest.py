@@ -205,6 +205,9 @@ def test_score_and_the_export_verify(xstest_sf, runner):
     (rnd,) = design["rounds"]
     assert rnd["judge"] == "gpt4" and rnd["strata_from"] == ["gpt4", "strmatch"]
     assert "unanimity" in rnd["strata_rule"]
+    # The report says it, and verify re-renders it byte for byte from the export.
+    report = (ws / "exports" / "sf-export" / "report.html").read_text()
+    assert "strata: the unanimity of gpt4, strmatch" in report
 
 
 def test_ppi_uses_the_round_s_own_strata_from_several_judges(xstest_sf, runner):

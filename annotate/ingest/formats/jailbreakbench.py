@@ -76,6 +76,11 @@ DEFAULT_RUBRIC: dict[str, Any] = {
 }
 
 NO_PROMPT_REASON = "no prompt/response (attack produced none)"
+#: JailbreakBench's own test artifacts (``attack-artifacts/test-artifact/``) hold this pair in
+#: place of a model's output; counted as responses, they would enter the benchmark of the method
+#: they name (PAIR) under a judge of their own.
+PLACEHOLDER = ("Placeholder Prompt", "Placeholder Response")
+PLACEHOLDER_REASON = "a placeholder (JailbreakBench's test artifact), not a model's response"
 #: JailbreakBench's judge of ``jailbroken`` (jailbreakbench.classifier), since the artifacts were re-judged.
 JUDGE = "Llama3JailbreakJudge"
 #: The judge of ``jailbroken`` before that (kept in ``jailbroken_llama_guard1`` afterwards).
@@ -192,13 +197,46 @@ _MAX_SIBLING_BYTES = 64 * 1024 * 1024  # an artifact is a few MB; a bound for a 
 _EVAL_HEAD_RE = re.compile(rb'^\s*\{\s*"(?:[^"\\]|\\.)*"\s*:\s*\{\s*"(?:[^"\\]|\\.)*"\s*:\s*\{')
 
 
+# attack-info.json opens {"models": {; a submission bundle (jbb.create_submission's
+# submission.json) opens {"summaries": {, {"test_logs": or {"eval_logs":.
+_ATTACK_INFO_HEAD_RE = re.compile(rb'^\s*\{\s*"models"\s*:\s*\{')
+_SUBMISSION_HEAD_RE = re.compile(rb'^\s*\{\s*"(?:summaries|test_logs|eval_logs)"\s*:')
+
+
+def not_results(path: Path, head: bytes) -> str | None:
+    """Why a JailbreakBench file that is not results is not read (for ``ingest`` to say), or None.
+
+    ``attack-info.json`` indexes an attack's models; ``submission.json`` (written by
+    ``jbb.create_submission``) bundles the summaries and logs of the artifacts it was made from,
+    the same jailbreaks again, so reading it beside them would count every response twice.
+    """
+    if path.suffix.lower() != ".json":
+        return None
+    head = head.removeprefix(b"\xef\xbb\xbf")
+    if _ATTACK_INFO_HEAD_RE.match(head):
+        return (
+            "a JailbreakBench attack-info.json (the index of an attack's models), not results; "
+            "the artifacts are in <attack type>/<model>.json beside it"
+        )
+    if _SUBMISSION_HEAD_RE.match(head):
+        return (
+            "a JailbreakBench submission bundle (jbb.create_submission's summaries and logs of the artifacts it "
+            "was made from), not an artifact; ingest the artifacts (<METHOD>/<attack type>/<model>.json) instead, "
+            "which hold the same jailbreaks with the judge's verdicts"
+        )
+    return None
+
+
 def sniff(path: Path, head: bytes) -> bool:
     """An artifact (``"parameters"`` + ``"jailbreaks"``) or an evaluation file (nested objects
-    with ``"jailbroken"``). ``attack-info.json`` has neither."""
+    with ``"jailbroken"``). ``attack-info.json`` has neither; a submission bundle
+    (:func:`not_results`) has both shapes inside it and is not claimed."""
     if path.suffix.lower() != ".json":
         return False
     head = head.removeprefix(b"\xef\xbb\xbf")
     if not head.lstrip().startswith(b"{"):
+        return False
+    if _SUBMISSION_HEAD_RE.match(head):
         return False
     if b'"parameters"' in head and b'"jailbreaks"' in head:
         return True
@@ -403,6 +441,11 @@ def _item(
             return Problem(line, f"{where}: field {key!r} must be a string, got {_type(value)}")
     if jailbroken is not None and not isinstance(jailbroken, bool):
         return Problem(line, f"{where}: field 'jailbroken' must be true or false, got {_type(jailbroken)}")
+    if (prompt, response) == PLACEHOLDER:
+        data = {"model": model, "behavior": behavior}
+        if "index" in item:
+            data["index"] = item["index"]
+        return SetAside(line, PLACEHOLDER_REASON, data)
     category = item.get("category")
     meta: dict[str, Any] = dict(run_meta)
     for key in ("index", "goal"):
