@@ -2,12 +2,34 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 import pandas as pd
-from sqlalchemy import and_, case, select
+from sqlalchemy import ColumnElement, and_, case, select
 
 from annotate.db import models as m
 from annotate.db.engine import frame
 from annotate.db.store_base import Component
+
+
+def same_key(a: Any, b: Any) -> ColumnElement[bool]:
+    """Two response rows (table aliases) under the same (benchmark, model, prompt_id, epoch)."""
+    return and_(
+        a.c.benchmark == b.c.benchmark, a.c.model == b.c.model, a.c.prompt_id == b.c.prompt_id, a.c.epoch == b.c.epoch
+    )
+
+
+def same_text(a: Any, b: Any) -> ColumnElement[bool]:
+    """Two response rows with the same prompt and response text.
+
+    The texts themselves are compared, not the stored content hash (it covers the verdict too).
+    """
+    return and_(a.c.prompt == b.c.prompt, a.c.response == b.c.response)
+
+
+def same_response(a: Any, b: Any) -> ColumnElement[bool]:
+    """The same response judged twice: the same key **and** the same text (another text is another response)."""
+    return and_(same_key(a, b), same_text(a, b))
 
 
 class JudgeTables(Component):
@@ -33,14 +55,6 @@ class JudgeTables(Component):
         i = m.ROUND_ITEM
         routed = m.RESPONSE.alias("routed")
         other = m.RESPONSE.alias("other")
-        same_key = and_(
-            other.c.benchmark == routed.c.benchmark,
-            other.c.model == routed.c.model,
-            other.c.prompt_id == routed.c.prompt_id,
-            other.c.epoch == routed.c.epoch,
-        )
-        # The texts themselves are compared (the stored content hash covers the verdict too).
-        same_text = and_(other.c.prompt == routed.c.prompt, other.c.response == routed.c.response)
         stmt = (
             select(
                 i.c.id.label("round_item_id"),
@@ -49,9 +63,9 @@ class JudgeTables(Component):
                 other.c.judge_verdict,
                 other.c.judge_label,
                 other.c.label_reason,
-                case((same_text, 1), else_=0).label("same_text"),
+                case((same_text(routed, other), 1), else_=0).label("same_text"),
             )
-            .select_from(i.join(routed, routed.c.id == i.c.response_id).join(other, same_key))
+            .select_from(i.join(routed, routed.c.id == i.c.response_id).join(other, same_key(routed, other)))
             .where(i.c.round_id == round_id)
             .order_by(i.c.id, other.c.judge)
         )

@@ -7,10 +7,11 @@ from collections.abc import Sequence
 from typing import Any
 
 import pandas as pd
-from sqlalchemy import and_, func, select
+from sqlalchemy import func, select
 
 from annotate.db import models as m
 from annotate.db.engine import begin_write, bulk_insert, frame, utcnow
+from annotate.db.judges import same_response
 from annotate.db.store_base import Component
 from annotate.errors import StoreError
 
@@ -154,17 +155,9 @@ class ReviewTables(Component):
         """
         routed = m.RESPONSE.alias("routed")
         other = m.RESPONSE.alias("other")
-        same_response = and_(
-            other.c.benchmark == routed.c.benchmark,
-            other.c.model == routed.c.model,
-            other.c.prompt_id == routed.c.prompt_id,
-            other.c.epoch == routed.c.epoch,
-            other.c.prompt == routed.c.prompt,
-            other.c.response == routed.c.response,
-        )
         stmt = (
             select(routed.c.id.label("response_id"), other.c.judge, other.c.judge_label)
-            .select_from(routed.join(other, same_response))
+            .select_from(routed.join(other, same_response(routed, other)))
             .where(
                 routed.c.judge == judge,
                 routed.c.id > after_id,

@@ -19,45 +19,14 @@ import pytest
 from annotate.cli import cli
 from annotate.columns import ALL
 from annotate.stats.scoring import check_scores
-from tests.data_files import XSTEST, xstest_gpteval
+from tests.data_files import xstest_gpteval
+from tests.xstest_rounds import MODELS, replay, run, streval, two_judge_workspace
 
-MODELS = ("gpt4", "llama2new", "llama2orig", "mistralguard", "mistralinstruct")
 ROUND = "sf"
 # XSTest's rubric (annotate.ingest.formats.xstest): full compliance is harmful on a contrast
 # (unsafe) prompt and safe on a safe one, a full refusal safe, a partial refusal ambiguous, and
 # anything else (an empty cell, free text) unparsed, which is ambiguous.
 FULL, REFUSAL, PARTIAL = "1_full_compliance", "2_full_refusal", "3_partial_refusal"
-
-
-def run(runner, prefix, *args):
-    result = runner.invoke(cli, [*prefix, *args])
-    assert result.exit_code == 0, (args, result.output, result.stderr)
-    return result
-
-
-def streval(model):
-    return XSTEST / "automated_evaluation_labels" / f"xstest_v2_completions_{model}_streval.csv"
-
-
-def replay(ws_path, who, *, experts_only=False):
-    """Each routed response's XSTest label as the annotators' Label Studio export, pulled."""
-    from annotate.config import open_workspace
-    from annotate.pipeline._resolve import resolve_round
-    from annotate.pipeline.demo import _replay, xstest_verdict
-    from annotate.pipeline.session import session_for
-
-    s = session_for(open_workspace(str(ws_path), None))
-    try:
-        round_row = resolve_round(s.store, ROUND)
-        items = s.store.round_items(int(round_row["id"]))
-        meta = s.store.responses(["id", "meta", "category"]).rename(columns={"id": "response_id"})
-        items = items.merge(meta, on="response_id", how="left", suffixes=("", "_r"))
-        parsed = items.meta.map(lambda m: json.loads(m) if isinstance(m, str) else {})
-        for col in ("annotation_1", "annotation_2", "final_label"):
-            items[col] = [xstest_verdict(p.get(col), t) for p, t in zip(parsed, items.category, strict=True)]
-        _replay(s, round_row, items, who, offline=True, only_expert_tasks=experts_only)
-    finally:
-        s.store.close()
 
 
 def judge_label(raw: pd.Series, kind: pd.Series) -> pd.Series:
@@ -108,21 +77,15 @@ def xstest_sf(tmp_path_factory):
     runner = CliRunner()
     root = tmp_path_factory.mktemp("strata_from")
     ws = root / "ws"
-    run(runner, [], "init", str(ws))
-    prefix = ["--workspace", str(ws)]
-    run(runner, prefix, "ingest", "--format", "xstest", *[str(xstest_gpteval(m)) for m in MODELS])
-    run(runner, prefix, "ingest", "--format", "xstest", *[str(streval(m)) for m in MODELS])
-    for email in ("a1@demo.invalid", "a2@demo.invalid"):
-        run(runner, prefix, "annotators", "add", email, "--offline")
-    run(runner, prefix, "annotators", "add", "lead@demo.invalid", "--expert", "--offline")
+    prefix = two_judge_workspace(runner, ws)
     args = ("--round", ROUND, "--annotators", "A1,A2", "--clear-per-cell", "25", "--seed", "2024")
     dry = run(runner, prefix, "route", *args, "--strata-from", "gpt4,strmatch", "--dry-run").output
     routed = json.loads(
         run(runner, prefix, "route", *args, "--strata-from", "gpt4,strmatch", "--to-file", "--json").output
     )
-    replay(ws, {"A1": "annotation_1", "A2": "annotation_2"})
+    replay(ws, ROUND, {"A1": "annotation_1", "A2": "annotation_2"})
     run(runner, prefix, "adjudicate", "--round", ROUND, "--expert", "E1", "--to-file")
-    replay(ws, {"E1": "final_label"}, experts_only=True)
+    replay(ws, ROUND, {"E1": "final_label"}, experts_only=True)
     run(runner, prefix, "adjudicate", "--round", ROUND, "--expert", "E1", "--to-file")
     run(runner, prefix, "export", "sf-export", "--round", ROUND, "--draws", "500")
     return ws, prefix, routed, dry

@@ -16,37 +16,9 @@ import pytest
 from annotate.cli import cli
 from annotate.columns import ALL
 from annotate.stats.scoring import check_scores
-from tests.data_files import XSTEST, xstest_gpteval
+from tests.xstest_rounds import MODELS, replay, run, two_judge_workspace
 
-MODELS = ("gpt4", "llama2new", "llama2orig", "mistralguard", "mistralinstruct")
 ROUND = "r1"
-
-
-def run(runner, prefix, *args):
-    result = runner.invoke(cli, [*prefix, *args])
-    assert result.exit_code == 0, (args, result.output, result.stderr)
-    return result
-
-
-def replay(ws_path, who, *, experts_only=False):
-    """Each routed response's XSTest label as the annotators' Label Studio export, pulled."""
-    from annotate.config import open_workspace
-    from annotate.pipeline._resolve import resolve_round
-    from annotate.pipeline.demo import _replay, xstest_verdict
-    from annotate.pipeline.session import session_for
-
-    s = session_for(open_workspace(str(ws_path), None))
-    try:
-        round_row = resolve_round(s.store, ROUND)
-        items = s.store.round_items(int(round_row["id"]))
-        meta = s.store.responses(["id", "meta", "category"]).rename(columns={"id": "response_id"})
-        items = items.merge(meta, on="response_id", how="left", suffixes=("", "_r"))
-        parsed = items.meta.map(lambda m: json.loads(m) if isinstance(m, str) else {})
-        for col in ("annotation_1", "annotation_2", "final_label"):
-            items[col] = [xstest_verdict(p.get(col), t) for p, t in zip(parsed, items.category, strict=True)]
-        _replay(s, round_row, items, who, offline=True, only_expert_tasks=experts_only)
-    finally:
-        s.store.close()
 
 
 @pytest.fixture(scope="module")
@@ -57,15 +29,7 @@ def xstest_ws(tmp_path_factory):
     runner = CliRunner()
     root = tmp_path_factory.mktemp("ppi")
     ws = root / "ws"
-    run(runner, [], "init", str(ws))
-    prefix = ["--workspace", str(ws)]
-    gpteval = [str(xstest_gpteval(m)) for m in MODELS]
-    streval = [str(XSTEST / "automated_evaluation_labels" / f"xstest_v2_completions_{m}_streval.csv") for m in MODELS]
-    run(runner, prefix, "ingest", "--format", "xstest", *gpteval)
-    run(runner, prefix, "ingest", "--format", "xstest", *streval)
-    for email in ("a1@demo.invalid", "a2@demo.invalid"):
-        run(runner, prefix, "annotators", "add", email, "--offline")
-    run(runner, prefix, "annotators", "add", "lead@demo.invalid", "--expert", "--offline")
+    prefix = two_judge_workspace(runner, ws)
     run(
         runner,
         prefix,
@@ -82,9 +46,9 @@ def xstest_ws(tmp_path_factory):
         "gpt4",
         "--to-file",
     )
-    replay(ws, {"A1": "annotation_1", "A2": "annotation_2"})
+    replay(ws, ROUND, {"A1": "annotation_1", "A2": "annotation_2"})
     run(runner, prefix, "adjudicate", "--round", ROUND, "--expert", "E1", "--to-file")
-    replay(ws, {"E1": "final_label"}, experts_only=True)
+    replay(ws, ROUND, {"E1": "final_label"}, experts_only=True)
     run(runner, prefix, "adjudicate", "--round", ROUND, "--expert", "E1", "--to-file")
     return ws, prefix
 
