@@ -250,6 +250,7 @@ def writeback(
                 score_name=score_name,
                 export=(export, outcome.export_manifest_sha256),
                 in_force=in_force,
+                strata_from=store.round_strata_from(round_id),
             )
             problems += _check_target(api, plan, log)
             del log  # one log in memory at a time
@@ -495,6 +496,7 @@ def _plan_log(
     score_name: str | None,
     export: tuple[str | None, str | None],
     in_force: dict[int, dict[str, Any]],
+    strata_from: list[str] | None = None,
 ) -> list[str]:
     """Fill ``plan`` with the edits of one log; the problems that refuse it (empty when none)."""
     where = plan.source
@@ -569,7 +571,14 @@ def _plan_log(
             elif now is not None:
                 item_edits.append(
                     _edit(
-                        sample, decision, item, inverse[now[0]], _explanation(decision, round_name), round_name, judge
+                        sample,
+                        decision,
+                        item,
+                        inverse[now[0]],
+                        _explanation(decision, round_name),
+                        round_name,
+                        judge,
+                        strata_from=strata_from,
                     )
                 )
             elif last is not None:  # the label written earlier was withdrawn: back to the judge's value
@@ -577,7 +586,9 @@ def _plan_log(
                     value, explanation = original.value, original.explanation
                 else:
                     value, explanation = math.nan, f"No human label in force: {decision['reason']}"
-                item_edits.append(_edit(sample, decision, item, value, explanation, round_name, judge))
+                item_edits.append(
+                    _edit(sample, decision, item, value, explanation, round_name, judge, strata_from=strata_from)
+                )
             last = now
         current = in_force.get(int(item["round_item_id"]))
         if export_sha is not None and item_edits and current is not None and _key(current) is not None:
@@ -604,8 +615,14 @@ def _edit(
     explanation: Any,
     round_name: str,
     judge: str,
+    *,
+    strata_from: list[str] | None = None,
 ) -> _Edit:
-    """One decision as an edit of the sample's score, with its provenance."""
+    """One decision as an edit of the sample's score, with its provenance.
+
+    ``strata_from``: the judges whose unanimity made the round's strata (``route --strata-from``),
+    recorded beside ``stratum`` so that the stratum is read right; absent for every other round.
+    """
     now = _key(decision)
     votes, reviewers = _votes(decision.get("votes"))
     metadata: dict[str, Any] = {
@@ -624,6 +641,8 @@ def _edit(
         "judge_verdict": None if _missing(item.get("judge_verdict")) else str(item["judge_verdict"]),
         "judge_label": str(item["judge_label"]),
     }
+    if strata_from:
+        metadata["strata_from"] = list(strata_from)
     if now is None:
         author, reason = "annotate", f"decision withdrawn ({decision['status']}): {decision['reason']}"
     else:

@@ -209,6 +209,7 @@ def test_writeback_edits_the_judges_scores_with_provenance_and_keeps_the_origina
     )
     assert meta["stratum"] == "ambiguous" and meta["inclusion_prob"] == 1.0 and meta["label"] == "harmful"
     assert meta["annotate_version"] and meta["judge_verdict"] == "P" and "export" not in meta
+    assert "strata_from" not in meta  # a round stratified by its own judge, as before
     # 7: a tie, settled by the expert E1 (a pseudonym, never an e-mail)
     s7 = samples[("7", 1)].scores["refusal_judge"]
     assert s7.value == "I" and s7.history[-1].provenance.author == "E1"
@@ -415,3 +416,39 @@ def test_without_inspect_ai_writeback_says_how_to_install_it(reviewed, runner, t
 def test_help_has_an_example(runner):
     result = CliRunner().invoke(writeback_cmd, ["--help"])
     assert result.exit_code == 0 and "Example:" in result.output and "--mode" in result.output
+
+
+def test_a_round_stratified_by_several_judges_names_them_in_the_provenance(workspace, runner, tmp_path):
+    """`route --strata-from`: the stratum in a log's provenance is the judges' unanimity, and says so."""
+    ws, prefix = workspace
+    logs = tmp_path / "logs"
+    logs.mkdir()
+    shutil.copyfile(DATA / JSON, logs / JSON)
+    run(runner, prefix, "ingest", str(logs / JSON))
+    for email in ("a1@example.org", "a2@example.org"):
+        run(runner, prefix, "annotators", "add", email, "--offline")
+    run(runner, prefix, "annotators", "add", "lead@example.org", "--offline", "--expert")
+    run(
+        runner,
+        prefix,
+        *("route", "--round", "sf", "--strata-from", "refusal_judge,harm_score", "--annotators", "A1,A2"),
+        *("--clear-per-cell", "2", "--seed", "7", "--to-file"),
+    )
+    for user, who in enumerate(("A1", "A2"), start=1):
+        path = label_file(
+            ws, "sf", f"{who}.json", who, lambda text: "harmful", base_id=1000 * user, user=user,
+            stamp="2026-01-10T09:00:00Z",
+        )  # fmt: skip
+        run(runner, prefix, "pull", "--round", "sf", "--from-file", str(path), "--annotator", who)
+    run(runner, prefix, "adjudicate", "--round", "sf", "--expert", "E1", "--to-file")
+    out_dir = tmp_path / "reviewed"
+    writeback(runner, prefix, "--round", "sf", "--to", str(out_dir), "--mode", "add")
+    edited = read_eval_log(str(out_dir / JSON))
+    metas = [
+        h.provenance.metadata
+        for s in edited.samples
+        for score in s.scores.values()
+        for h in score.history
+        if h.provenance is not None
+    ]
+    assert metas and all(m["strata_from"] == ["refusal_judge", "harm_score"] for m in metas)
