@@ -160,6 +160,8 @@ def test_score_and_the_export_verify(xstest_sf, runner):
         N, N_H, N_U = counts.sum(), counts.get("harmful", 0), counts.get("ambiguous", 0)
         assert score_rows[(model, "xstest", "ambiguous_as_safe")] == pytest.approx(N_H / N)
         assert score_rows[(model, "xstest", "ambiguous_as_harmful")] == pytest.approx((N_H + N_U) / N)
+    assert scored["settings"]["strata_from"] == {ROUND: ["gpt4", "strmatch"]}
+    assert export["settings"]["strata_from"] == {ROUND: ["gpt4", "strmatch"]}
     text = run(runner, prefix, "score", "--round", ROUND).output
     assert f"note: round {ROUND} was stratified by the unanimity of gpt4, strmatch" in text
     verified = runner.invoke(cli, ["verify", str(ws / "exports" / "sf-export")])

@@ -251,6 +251,8 @@ def score_tables(
             "interval": result.settings["interval"],
             "benchmarks": benchmarks if isinstance(benchmarks, str) else list(benchmarks),
             "benchmark_set": list(chosen.benchmarks),
+            # Rounds routed with --strata-from: their judge-label rows read the judges' unanimity.
+            **_strata_from(design_doc),
         },
         fallbacks=(
             pd.concat(fallback_rows, ignore_index=True)
@@ -427,3 +429,10 @@ def ppi_tables(
         settings={**base.settings, "design_interval": base.settings.get("interval"), **res.settings, "seed": seed},
         base=base,
     )
+
+
+def _strata_from(design_doc: dict[str, Any]) -> dict[str, Any]:
+    """``{"strata_from": {round: [judge, ...]}}`` for the rounds whose strata are several judges'
+    unanimity (``route --strata-from``); empty when there are none, so other settings stay as they were."""
+    several = {str(r["round"]): list(r["strata_from"]) for r in design_doc.get("rounds", []) if r.get("strata_from")}
+    return {"strata_from": several} if several else {}
