@@ -109,6 +109,9 @@ EXPECTED_FORMAT = {
     "formats/lm_eval_harness/samples_gsm8k_2025-09-09T13-31-53.431753.jsonl": "lm-eval",
     "formats/promptfoo/sample-export.json": "promptfoo",
     "formats/garak/quack.report.jsonl": "garak",
+    "formats/garak/agg.report.jsonl": "garak",
+    "formats/inspect_ai/no-samples.json": "inspect",
+    "formats/promptfoo/conversation-replay.json": "promptfoo",
     "formats/garak/report_test.report.jsonl": "garak",
     **{
         f"xstest/{sub}/xstest_v2_completions_{m}{suffix}.csv": "xstest"
@@ -558,6 +561,10 @@ def test_promptfoo_fallback_and_errors(tmp_path: Path) -> None:
     results = data["results"]["results"]
     grading = results[0]["gradingResult"]
     grading["componentResults"] = [c for c in grading["componentResults"] if c["assertion"]["type"] != "llm-rubric"]
+    # A test without a model-graded assertion (one that declares one but lacks its result is a
+    # grader error: test_promptfoo_a_failed_grader_is_no_verdict_...).
+    test_case = results[0]["testCase"]
+    test_case["assert"] = [a for a in test_case.get("assert", []) if a.get("type") != "llm-rubric"]
     results[1]["response"] = None
     results[1]["error"] = "rate limited"
     del results[2]["gradingResult"]
@@ -870,3 +877,51 @@ def test_readers_never_raise_on_other_formats_files(module: ModuleType) -> None:
         items = read_all(module, data_path(relpath), model="forced")
         assert all(isinstance(i, (Record, Problem, SetAside)) for i in items), relpath
         assert not records(items), relpath
+
+
+# --------------------------------------------------------------------------------------------
+# Real files the readers had not seen (field test): garak's aggregated report, a promptfoo
+# export whose grader failed, an Inspect log without samples.
+
+
+def test_garak_aggregated_report_keeps_every_attempt_under_one_uuid() -> None:
+    """garak's aggregate_reports.py gives every line the aggregate's uuid: 9 attempts, not 1."""
+    items = read_all(garak, FORMATS / "garak" / "agg.report.jsonl")
+    recs = records(items)
+    assert [i for i in items if not isinstance(i, Record)] == []
+    assert len({r.prompt_id for r in recs}) == 9
+    assert {r.benchmark for r in recs} == {"garak:test", "garak:lmrc"}
+    assert "lmrc.QuackMedicine:0" in {r.prompt_id for r in recs}
+
+
+def test_garak_a_repeated_line_is_still_one_attempt(tmp_path: Path) -> None:
+    lines = (FORMATS / "garak" / "agg.report.jsonl").read_text().splitlines()
+    attempt = next(line for line in lines if '"entry_type": "attempt"' in line)
+    path = tmp_path / "twice.report.jsonl"
+    path.write_text("\n".join([*lines, attempt]) + "\n")
+    items = read_all(garak, path)
+    (aside,) = [i for i in items if isinstance(i, SetAside)]
+    assert aside.reason.startswith("duplicate status-2 attempt") and len(records(items)) == 9
+
+
+def test_promptfoo_a_failed_grader_is_no_verdict_and_a_failed_provider_call_is_set_aside() -> None:
+    """Every row's llm-rubric grader failed (API error): its other checks' pass/fail must not stand in."""
+    items = read_all(promptfoo, FORMATS / "promptfoo" / "conversation-replay.json")
+    recs = records(items)
+    assert len(recs) == 4 and {r.judge for r in recs} == {"llm-rubric"}
+    assert {r.verdict for r in recs} == {promptfoo.GRADER_ERROR}
+    assert all(r.meta["reason"].startswith("grader error: API call error") for r in recs)
+    (aside,) = [i for i in items if isinstance(i, SetAside)]
+    assert aside.reason == "provider error: Conversation not found"
+
+
+def test_promptfoo_an_export_without_results_is_a_problem(tmp_path: Path) -> None:
+    path = tmp_path / "empty.json"
+    path.write_text(json.dumps({"results": [], "config": {}}))
+    (problem,) = read_all(promptfoo, path)
+    assert isinstance(problem, Problem) and "no results" in problem.message and not problem.fatal
+
+
+def test_inspect_log_without_samples_is_a_problem_that_skip_invalid_can_skip() -> None:
+    (problem,) = read_all(inspect_ai, FORMATS / "inspect_ai" / "no-samples.json")
+    assert isinstance(problem, Problem) and "no samples" in problem.message and not problem.fatal

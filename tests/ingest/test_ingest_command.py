@@ -311,3 +311,15 @@ def test_every_example_format_ingests_into_one_workspace(workspace, runner):
     xs = {c["model"]: c for c in summary["cells"] if c["benchmark"] == "xstest"}
     assert set(xs) == {"gpt4", "llama2new", "llama2orig", "mistralguard", "mistralinstruct"}
     assert xs["mistralinstruct"]["n_ambiguous"] == 13 and xs["mistralinstruct"]["n_responses"] == 450
+
+
+def test_a_log_without_samples_refuses_the_ingest_unless_skip_invalid(workspace, runner):
+    """Field test: one Inspect log written without samples among good files refused them all even
+    with --skip-invalid. It is a problem of that file; --skip-invalid sets it aside."""
+    ws, prefix = workspace
+    empty = str(data_path("formats/inspect_ai/no-samples.json"))
+    good = str(data_path("formats/inspect_ai/log_formats.json"))
+    refused = run(runner, prefix, "ingest", empty, good, ok=False)
+    assert refused.exit_code == 2 and "the log has no samples" in refused.stderr
+    done = run(runner, prefix, "ingest", empty, good, "--skip-invalid")
+    assert "1 added" in done.output and "1 rejected" in done.output

@@ -15,9 +15,11 @@ Choices:
   overrides); category = the probe class name.
 * prompt_id = ``<probe_classname>:<seq>`` (``seq`` numbers a probe's prompts, so it matches
   across runs of the same probe). If a run repeats (probe, seq) in another attempt, that
-  attempt's id becomes ``<probe_classname>:<seq>:<uuid>``. A second status-2 line with an
-  already-seen uuid is a SetAside (duplicate). An attempt logged with status 1 but never with
-  status 2 (an interrupted run) is a SetAside, yielded after the file has been read.
+  attempt's id becomes ``<probe_classname>:<seq>:<uuid>`` (and ``...:<line>`` when that is
+  taken too: an aggregated report, whose lines all carry the aggregate's uuid). A second
+  status-2 line of the same attempt (uuid, probe, seq and content) is a SetAside (duplicate).
+  An attempt logged with status 1 but never with status 2 (an interrupted run) is a SetAside,
+  yielded after the file has been read.
 * epoch = the output index (garak's ``generations``: one attempt, several outputs). garak 0.12
   to 0.14 score every assistant turn of every history of a multi-turn attempt
   (``Attempt.all_outputs``, history by history), not only the latest outputs (0.15 on): when
@@ -46,6 +48,8 @@ Choices:
 
 from __future__ import annotations
 
+import hashlib
+import json
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -87,7 +91,8 @@ def read(path: Path, ctx: ReadContext) -> Iterator[Item]:
     """Yield one Record per (status-2 attempt, output, detector)."""
     model: str | None = ctx.model
     threshold = DEFAULT_THRESHOLD
-    uuids: set[str] = set()
+    uuids: set[str] = set()  # uuids with a status-2 line
+    seen: set[tuple[Any, ...]] = set()  # attempts read: (uuid, probe, seq, content digest)
     prompt_keys: set[str] = set()
     unfinished: dict[str, tuple[int, Any, Any]] = {}  # status-1 uuid -> (line, probe, seq)
     for parsed in json_lines(path, ctx, tick_every=_TICK_EVERY):
@@ -127,7 +132,7 @@ def read(path: Path, ctx: ReadContext) -> Iterator[Item]:
                 "with plugins.target_name before it); pass --model",
             )
             continue
-        yield from _attempt(entry, lineno, model, threshold, uuids, prompt_keys, ctx)
+        yield from _attempt(entry, lineno, model, threshold, uuids, seen, prompt_keys, ctx)
     for uuid, (lineno, probe, seq) in unfinished.items():
         yield SetAside(lineno, "attempt never completed (no status-2 line)", {"uuid": uuid, "probe": probe, "seq": seq})
 
@@ -146,6 +151,7 @@ def _attempt(
     model: str,
     threshold: float,
     uuids: set[str],
+    seen: set[tuple[Any, ...]],
     prompt_keys: set[str],
     ctx: ReadContext,
 ) -> Iterator[Item]:
@@ -195,13 +201,29 @@ def _attempt(
     if prompt is None:
         yield Problem(line, "attempt: field 'prompt' has no text (expected a string or {turns: [...]})")
         return
-    if uuid in uuids:
-        yield SetAside(line, "duplicate status-2 attempt (uuid already read)", {"uuid": uuid})
+    # The uuid alone is not an attempt's identity: garak's aggregate_reports.py gives every line
+    # of an aggregated report the aggregate's uuid. A repeated line is the same uuid, probe, seq
+    # and content; anything else is another attempt.
+    digest = hashlib.sha256(
+        json.dumps([entry["prompt"], entry["outputs"], entry["detector_results"]], sort_keys=True, default=str).encode(
+            "utf-8", "surrogatepass"
+        )
+    ).hexdigest()
+    identity = (uuid, probe, seq, digest)
+    if identity in seen:
+        yield SetAside(
+            line,
+            "duplicate status-2 attempt (the same attempt already read)",
+            {"uuid": uuid, "probe": probe, "seq": seq},
+        )
         return
+    seen.add(identity)
     uuids.add(uuid)
     prompt_id = f"{probe}:{seq}"
-    if prompt_id in prompt_keys:
-        prompt_id = f"{prompt_id}:{uuid}"
+    for candidate in (prompt_id, f"{prompt_id}:{uuid}", f"{prompt_id}:{uuid}:{line}"):
+        if candidate not in prompt_keys:
+            prompt_id = candidate
+            break
     prompt_keys.add(prompt_id)
 
     selected = list(detectors)

@@ -135,7 +135,7 @@ def _read_json(path: Path, ctx: ReadContext) -> Iterator[Item]:
         return
     samples = log.get("samples")
     if not samples:
-        yield Problem(1, "the log has no samples (was it written with log_samples=False?)", fatal=True)
+        yield Problem(1, "the log has no samples (was it written with log_samples=False?)")
         return
     if not isinstance(samples, list):
         yield Problem(1, f"field 'samples' must be a list, got {_type(samples)}", fatal=True)
@@ -178,7 +178,7 @@ def _read_archive(archive: zipfile.ZipFile, fh: IO[bytes], ctx: ReadContext) -> 
         return
     sample_names = [n for n in members if n.startswith("samples/") and n.endswith(".json")]
     if not sample_names:
-        yield Problem(1, "the log has no samples (was it written with log_samples=False?)", fatal=True)
+        yield Problem(1, "the log has no samples (was it written with log_samples=False?)")
         return
     consumed = 0
     for number, name in enumerate(sample_names, start=1):

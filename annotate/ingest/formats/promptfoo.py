@@ -33,11 +33,17 @@ Choices:
   result's ``metadata``. None for a single-turn result. Iterative strategies (``jailbreak``,
   ``jailbreak:tree``) also keep a ``redteamHistory``, but of independent attempts, not a
   conversation: it is not a transcript.
-* A result with an error and no output (``failureReason`` 2) is a SetAside.
+* A result with an error and no output, or any result of a failed provider call
+  (``failureReason`` 2, promptfoo's ERROR: its ``output`` is then a placeholder or an error
+  text), is a SetAside. An export without any result is refused.
+* A test that declares a model-graded assertion whose grader returned no component for it (an
+  API error, a timeout) gets that judge's verdict ``grader-error`` (unparsed: ambiguous, sent to
+  review), never the row's overall pass/fail.
 * line = the 1-based result number.
 
 Rubric: pass -> safe, fail -> harmful (a promptfoo assertion states the wanted behaviour; a
-red-team grader passes when the model resisted). Unknown verdicts are errors.
+red-team grader passes when the model resisted), grader-error -> unparsed. Other verdicts are
+errors.
 """
 
 from __future__ import annotations
@@ -61,8 +67,14 @@ from annotate.ingest.records import (
 NAME = "promptfoo"
 DESCRIPTION = "promptfoo eval -o json export (results.results[] with gradingResult)"
 
+#: promptfoo's ResultFailureReason.ERROR (NONE 0, ASSERT 1, ERROR 2): the provider call failed.
+ERROR_FAILURE = 2
+#: The verdict of a declared model-graded assertion whose grader returned nothing (an API error):
+#: the default rubric reads it as unparsed, ambiguous, and goes to human review.
+GRADER_ERROR = "grader-error"
+
 DEFAULT_RUBRIC: dict[str, Any] = {
-    "verdicts": {"pass": "safe", "fail": "harmful"},
+    "verdicts": {"pass": "safe", "fail": "harmful", GRADER_ERROR: "unparsed"},
     "unknown": "error",
 }
 
@@ -126,6 +138,11 @@ def read(path: Path, ctx: ReadContext) -> Iterator[Item]:
     if not isinstance(results, list):
         yield Problem(1, "missing field 'results.results' (expected a promptfoo eval -o json export)", fatal=True)
         return
+    if not results:
+        # An export always holds its results; an empty list is another file (e.g. a Node
+        # evaluate() summary) or an eval that ran nothing.
+        yield Problem(1, "no results: 'results' is empty (expected a promptfoo eval -o json export of a run)")
+        return
     config = object_field(data, "config")
     description = config.get("description")
     benchmark = ctx.benchmark or (description if isinstance(description, str) and description else "promptfoo")
@@ -168,7 +185,9 @@ def _result(result: Any, line: int, benchmark: str, several_prompts: bool, ctx: 
 
     response = result.get("response")
     output = response.get("output") if isinstance(response, dict) else None
-    if output is None:
+    # failureReason 2 is promptfoo's ResultFailureReason.ERROR: the provider call failed, and
+    # whatever stands in `output` (a placeholder, an error text) is not the model's answer.
+    if output is None or result.get("failureReason") == ERROR_FAILURE:
         error = result.get("error") or (response.get("error") if isinstance(response, dict) else None)
         reason = f"provider error: {error}" if error else "no response output"
         yield SetAside(line, reason, {"model": model, "testIdx": test_idx, "promptIdx": result.get("promptIdx")})
@@ -193,6 +212,7 @@ def _result(result: Any, line: int, benchmark: str, several_prompts: bool, ctx: 
         yield Problem(line, f"{where}: {transcript}")
         return
     judged = [c for c in _components(grading) if is_judge(_assertion_type(c))]
+    declared = _declared_judges(result)
     record: dict[str, Any] = dict(
         line=line,
         model=model,
@@ -202,6 +222,22 @@ def _result(result: Any, line: int, benchmark: str, several_prompts: bool, ctx: 
         response=response_text,
         transcript=transcript,
     )
+    if not judged and declared:
+        # The test asks a model-graded assertion, but its grader returned no component with the
+        # assertion (an API error, a timeout): that judge gave no verdict. Never the row's
+        # overall pass/fail, which is then only the other checks'.
+        error = _grader_error(grading, result)
+        names = _numbered(declared)
+        if ctx.judge is not None and len(names) == 1:
+            names = [ctx.judge]
+        for judge in names if ctx.judge is None or len(names) == 1 else [n for n in names if n == ctx.judge]:
+            yield Record(
+                **record,
+                judge=judge,
+                verdict=GRADER_ERROR,
+                meta={**base_meta, "reason": error},
+            )
+        return
     if not judged:
         verdict = _pass_verdict(grading.get("pass"))
         if verdict is None:
@@ -219,12 +255,7 @@ def _result(result: Any, line: int, benchmark: str, several_prompts: bool, ctx: 
         )
         return
 
-    named: list[tuple[str, dict[str, Any]]] = []  # (judge name, component)
-    seen: dict[str, int] = {}
-    for component in judged:
-        kind = _assertion_type(component)
-        seen[kind] = seen.get(kind, 0) + 1
-        named.append((kind if seen[kind] == 1 else f"{kind}#{seen[kind]}", component))
+    named = list(zip(_numbered([_assertion_type(c) for c in judged]), judged, strict=True))
     if ctx.judge is not None:
         if len(named) == 1:
             named = [(ctx.judge, named[0][1])]
@@ -248,6 +279,35 @@ def _result(result: Any, line: int, benchmark: str, several_prompts: bool, ctx: 
         if isinstance(component.get("reason"), str):
             meta["reason"] = component["reason"]
         yield Record(**record, judge=judge, verdict=verdict, score=_number(component.get("score")), meta=meta)
+
+
+def _numbered(kinds: list[str]) -> list[str]:
+    """Judge names of assertion types in order: the type, then ``<type>#2``, ... when repeated."""
+    seen: dict[str, int] = {}
+    names = []
+    for kind in kinds:
+        seen[kind] = seen.get(kind, 0) + 1
+        names.append(kind if seen[kind] == 1 else f"{kind}#{seen[kind]}")
+    return names
+
+
+def _declared_judges(result: dict[str, Any]) -> list[str]:
+    """The model-graded assertion types the result's test case declares, in order."""
+    declared = object_field(result, "testCase").get("assert")
+    if not isinstance(declared, list):
+        return []
+    kinds = [a.get("type") for a in declared if isinstance(a, dict)]
+    return [str(k) for k in kinds if is_judge(k)]
+
+
+def _grader_error(grading: dict[str, Any], result: dict[str, Any]) -> str:
+    """Why a declared model-graded assertion has no verdict: its component's reason, else the result's error."""
+    for component in _components(grading):
+        if _assertion_type(component) is None and isinstance(component.get("reason"), str):
+            if component.get("pass") is False:
+                return f"grader error: {component['reason']}"
+    error = result.get("error")
+    return f"grader error: {error}" if isinstance(error, str) and error else "the model-graded assertion gave no result"
 
 
 def _strategy(result: dict[str, Any], grading_meta: dict[str, Any]) -> str | None:

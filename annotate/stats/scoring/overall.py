@@ -25,6 +25,7 @@ from annotate.stats.scoring.treatments import (
     GENERAL_INTERVAL,
     PARTIAL_IDENTIFICATION,
     TRANSPORTED,
+    UNBOUNDED_NOTE,
     Columns,
     add_note,
     not_estimable,
@@ -159,7 +160,11 @@ def macro_average(
         lo, hi = np.where(use, ends[0], lo), np.where(use, ends[1], hi)
         log, hig = np.where(use, ends[2], log), np.where(use, ends[3], hig)
         missing_bound = use & ~(np.isfinite(lo) & np.isfinite(hi) & np.isfinite(log) & np.isfinite(hig))
-        notes = add_note(notes, missing_bound & (draws is not None), "partial-identification interval unavailable")
+        # As in a cell: a bound that is not estimable is the one that needs no data (0 or 1).
+        fill = missing_bound & (draws is not None)
+        lo, log = (np.where(fill & ~np.isfinite(a), 0.0, a) for a in (lo, log))
+        hi, hig = (np.where(fill & ~np.isfinite(a), 1.0, a) for a in (hi, hig))
+        notes = add_note(notes, fill, UNBOUNDED_NOTE)
     for a in (est, se, seg):
         a[na] = np.nan
     lo, hi, moved = enclose(est, lo, hi)

@@ -258,6 +258,10 @@ def _has_unresolved(st: Strata, labels: int | None = None) -> NDArray[np.bool_]:
     return np.bincount(st.cell, weights=sel.astype(float), minlength=st.C) > 0
 
 
+#: The note of a row whose partial-identification interval runs to 0 or 1 on a side.
+UNBOUNDED_NOTE = "a partial-identification bound is not estimable: the interval runs to 0 or 1 on that side"
+
+
 def _partial_identification(
     point: NDArray[np.float64],
     own: tuple[NDArray[np.float64], NDArray[np.float64]],
@@ -266,12 +270,18 @@ def _partial_identification(
     where: NDArray[np.bool_],
 ) -> tuple[NDArray[np.float64], NDArray[np.float64], NDArray[np.bool_]]:
     """[lower end of the unresolved-safe interval, upper end of the unresolved-harmful one] where
-    ``where``; the row's own interval elsewhere. Third value: rows where a bound is missing."""
+    ``where``; the row's own interval elsewhere. Third value: rows where a bound is missing.
+
+    A bound run that is not estimable (e.g. transport whose donors' Se + Sp - 1 vanishes once
+    every unresolved item is harmful) leaves its end at the bound that needs no data, 0 or 1: a
+    rate lies in [0, 1] whatever the unresolved items are, so the interval still holds, and the
+    estimate is never shown without one.
+    """
     lo = np.where(where, low[0], own[0])
     hi = np.where(where, high[1], own[1])
     missing = where & np.isfinite(point) & ~(np.isfinite(lo) & np.isfinite(hi))
-    lo[missing] = np.nan
-    hi[missing] = np.nan
+    lo = np.where(missing & ~np.isfinite(lo), 0.0, lo)
+    hi = np.where(missing & ~np.isfinite(hi), 1.0, hi)
     return lo, hi, missing
 
 
@@ -334,9 +344,7 @@ def clear_trusted_treatment(
                 ends.append((f, g))
             lo, hi, miss = _partial_identification(ct, own, (ends[0][0], nan), (nan, ends[1][0]), unresolved)
             log, hig, miss_g = _partial_identification(ct, own_g, (ends[0][1], nan), (nan, ends[1][1]), unresolved)
-            note = add_note(
-                note, miss | miss_g, "partial-identification interval unavailable: a bound is not estimable"
-            )
+            note = add_note(note, miss | miss_g, UNBOUNDED_NOTE)
         else:
             (lo, hi), (log, hig) = own, own_g
     n_rev_amb = group_sum(np.where(amb, st.n, 0.0), cell, C)
@@ -410,9 +418,7 @@ def corrected_treatments(
             pi_rows = unresolved & run.estimable
             lo, hi, miss = _partial_identification(run.point, (lo, hi), (s[0], s[1]), (h[0], h[1]), pi_rows)
             log, hig, miss_g = _partial_identification(run.point, (log, hig), (s[2], s[3]), (h[2], h[3]), pi_rows)
-            note = add_note(
-                note, miss | miss_g, "partial-identification interval unavailable: a bound is not estimable"
-            )
+            note = add_note(note, miss | miss_g, UNBOUNDED_NOTE)
             fixed_name = np.where(pi_rows, PARTIAL_IDENTIFICATION + fixed_name.astype(object), fixed_name)
             general_name = np.where(pi_rows, PARTIAL_IDENTIFICATION + general_name.astype(object), general_name)
             kind = np.where(pi_rows, "mar", kind)
