@@ -117,7 +117,7 @@ def score(
         _score_ppi(ctx, round_names, estimand, by, parse_benchmarks(benchmarks), draws, seed, min_reviewed, as_json)
         return
     with open_session(ctx) as s:
-        out, labels, _doc = score_from_store(
+        out, _labels, _doc = score_from_store(
             s.store,
             round_names,
             draws=draws,
@@ -224,15 +224,16 @@ def score(
         )
     for r in out.fallbacks[out.fallbacks.treatment.isin(chosen)].itertuples():
         click.echo(f"note: {r.model} x {r.benchmark} x {r.treatment}: {r.reason}.")
-    _echo_strata_from(_doc)
+    _echo_strata_from(out.settings)
 
 
-def _echo_strata_from(doc: dict[str, Any]) -> None:
-    """Rounds routed with ``--strata-from``: their judge-label rows read the unanimity strata."""
-    for rnd in doc.get("rounds", []):
-        if rnd.get("strata_from"):
+def _echo_strata_from(settings: dict[str, Any]) -> None:
+    """Rounds routed with ``--strata-from`` (``settings["strata_from"]``): their judge-label rows read
+    the unanimity strata."""
+    for round_name, judges in settings.get("strata_from", {}).items():
+        if judges:
             click.echo(
-                f"note: round {rnd['round']} was stratified by the unanimity of {', '.join(rnd['strata_from'])}: "
+                f"note: round {round_name} was stratified by the unanimity of {', '.join(judges)}: "
                 "its judge-only rows (ambiguous_as_safe, ambiguous_as_harmful, ambiguous_excluded) and "
                 "adjudicated_clear_trusted read 'harmful' and 'safe' as all of those judges agreeing and "
                 "'ambiguous' as everything else, not as the routing judge's own labels."

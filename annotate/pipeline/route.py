@@ -35,6 +35,7 @@ from __future__ import annotations
 import json
 import secrets
 from collections.abc import Callable
+from contextlib import nullcontext
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -124,24 +125,23 @@ def route(
     ``strata_from``: the judges whose unanimity makes the strata (two at least; None: the
     routing judge's own labels).
     """
-    args = (
-        round_name,
-        annotator_names,
-        clear_per_cell,
-        seed,
-        judge,
-        dry_run,
-        to_file,
-        progress,
-        prioritize,
-        strata_from,
-    )
     if s.store.get_round(round_name) is None:
         check_name(round_name, "round name")  # before anything is created for it, a lock file included
-    if dry_run:
-        return _route(s, *args)
-    with round_lock(s.store, round_name):  # read the round's state and extend it under one lock
-        return _route(s, *args)
+    # A real route reads the round's state and extends it under one lock; a dry run writes nothing.
+    with nullcontext() if dry_run else round_lock(s.store, round_name):
+        return _route(
+            s,
+            round_name,
+            annotator_names,
+            clear_per_cell,
+            seed,
+            judge,
+            dry_run,
+            to_file,
+            progress,
+            prioritize,
+            strata_from,
+        )
 
 
 def _route(
