@@ -31,6 +31,19 @@ FINAL_STATUSES = ("resolved", "escalated", "unresolved")
 POLICIES = ("escalate", "harmful", "safe", "unresolved")  # what escalations without an expert become
 
 ROLES = ("annotator", "expert")
+#: How a round's reviewers were kept apart (design.json ``blinding``): ``technical`` when every
+#: person's projects were on a Label Studio server of their own (annotate's embedded servers),
+#: ``instructions only`` when they shared one server (Label Studio Community has no roles: each
+#: could open the others' projects) or the tasks went out as files.
+BLINDING_TECHNICAL = "technical"
+BLINDING_INSTRUCTIONS = "instructions only"
+BLINDINGS = (BLINDING_TECHNICAL, BLINDING_INSTRUCTIONS)
+BLINDING_NOTES = {
+    BLINDING_TECHNICAL: "every reviewer and the expert on a Label Studio server of their own: "
+    "none could reach another's projects, votes or e-mail",
+    BLINDING_INSTRUCTIONS: "one Label Studio server for everyone (or task files): reviewers could have opened "
+    "each other's projects; independence rests on their instructions",
+}
 
 # -- treatments of ambiguous responses (methods.md section 4) ---------------------------------
 TREATMENTS = (

@@ -69,8 +69,18 @@ class Workspace:
 
     @property
     def ls_data_dir(self) -> Path:
-        """The embedded Label Studio's data, secrets, pid file and log."""
+        """The shared embedded Label Studio's data, secrets, pid file and log (``one_server_per_person = false``)."""
         return self.state_dir / "labelstudio"
+
+    @property
+    def person_servers_dir(self) -> Path:
+        """Every person's own embedded Label Studio (``labelstudio.server.fleet``) and their template."""
+        return self.state_dir / "reviewer-servers"
+
+    @property
+    def access_dir(self) -> Path:
+        """The people's access sheets (address, e-mail, password; 0600), one file per pseudonym."""
+        return self.state_dir / "access"
 
     def setting(self, section: str, key: str, default: Any = None) -> Any:
         return self.settings.get(section, {}).get(key, default)
@@ -197,21 +207,38 @@ def redact_url(url: str) -> str:
 
 @dataclass(frozen=True)
 class LabelStudioSettings:
-    """Where an external Label Studio is, if one is configured (else the embedded server is used)."""
+    """Where an external Label Studio is, if one is configured (else the embedded servers are used)."""
 
     url: str | None
     token: str | None = field(repr=False)
     source: str  # "env" ($ANNOTATE_LS_URL), "config" ([labelstudio] url) or "embedded"
+    #: Embedded only: every reviewer and expert gets a Label Studio of their own (technical
+    #: blinding, ``labelstudio.server.fleet``); False: one shared embedded server (less memory,
+    #: blinding by instructions only). An external server is always one shared server.
+    one_server_per_person: bool = True
+
+    @property
+    def isolated(self) -> bool:
+        """True when each person's projects are on a server of their own."""
+        return self.url is None and self.one_server_per_person
 
 
 def label_studio_settings(ws: Workspace) -> LabelStudioSettings:
-    """$ANNOTATE_LS_URL (or ``[labelstudio] url``) and $ANNOTATE_LS_TOKEN.
+    """$ANNOTATE_LS_URL (or ``[labelstudio] url``) and $ANNOTATE_LS_TOKEN; ``[labelstudio]
+    one_server_per_person`` (default true).
 
     The token only ever comes from the environment: tokens never go into the settings file.
     """
     env_url = os.environ.get("ANNOTATE_LS_URL")
     url = env_url or ws.setting("labelstudio", "url")
     token = os.environ.get("ANNOTATE_LS_TOKEN")
+    own = ws.setting("labelstudio", "one_server_per_person", True)
+    if not isinstance(own, bool):
+        raise WorkspaceError(
+            f"{ws.config_path}: [labelstudio] one_server_per_person must be true or false, not {own!r}."
+        )
     if not url:
-        return LabelStudioSettings(url=None, token=None, source="embedded")
-    return LabelStudioSettings(url=str(url).rstrip("/"), token=token, source="env" if env_url else "config")
+        return LabelStudioSettings(url=None, token=None, source="embedded", one_server_per_person=own)
+    return LabelStudioSettings(
+        url=str(url).rstrip("/"), token=token, source="env" if env_url else "config", one_server_per_person=False
+    )

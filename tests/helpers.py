@@ -36,3 +36,13 @@ def write_csv(path: Path, rows: list[dict[str, Any]]) -> Path:
         for r in rows:
             w.writerow(r)
     return path
+
+
+def use_shared_server(root: Path) -> None:
+    """Make a workspace made by `annotate init` use one shared Label Studio server for everyone
+    (``[labelstudio] one_server_per_person = false``): what the tests of route and pull logic
+    against one fake server need."""
+    config = root / "annotate.toml"
+    text = config.read_text(encoding="utf-8")
+    assert "one_server_per_person = true" in text
+    config.write_text(text.replace("one_server_per_person = true", "one_server_per_person = false"), encoding="utf-8")

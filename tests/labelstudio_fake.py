@@ -73,8 +73,9 @@ class FakeLabelStudio:
         self.calls: list[str] = []
         self.closed = 0
 
-    # A ``Connect``: the pipeline calls ``connect(ws)`` and closes what it gets.
-    def __call__(self, ws: Any) -> FakeLabelStudio:
+    # A ``Connect``: the pipeline calls ``connect(ws, owner)`` and closes what it gets. One fake
+    # is one server: the workspace's shared one (see FakeServers for one per person).
+    def __call__(self, ws: Any, owner: str | None = None, /) -> FakeLabelStudio:
         return self
 
     def _now(self) -> str:
@@ -103,8 +104,9 @@ class FakeLabelStudio:
             self.users[key] = 100 + len(self.users)
         return self.users[key]
 
-    def invite_link(self) -> str:
-        return f"{self.url}/user/signup/?token=fake"
+    def find_user(self, email: str) -> int | None:
+        self.calls.append("find_user")
+        return self.users.get(email.lower())
 
     def create_project(self, *, title: str, label_config: str, instructions: str, maximum_annotations: int = 1) -> int:
         self.calls.append("create_project")
@@ -236,3 +238,29 @@ class FakeLabelStudio:
     def project_by_title(self, fragment: str) -> _Project:
         (hit,) = [p for p in self.projects.values() if fragment in p.title]
         return hit
+
+
+class FakeServers:
+    """One fake server per person, as the embedded servers of the default workspace are
+    (``labelstudio.server.fleet``), and the shared one. Accounts exist once ``make_account`` made
+    them (``annotate ls start`` does that for real servers)."""
+
+    def __init__(self) -> None:
+        self.shared = FakeLabelStudio()
+        self.own: dict[str, FakeLabelStudio] = {}
+
+    def __call__(self, ws: Any, owner: str | None = None, /) -> FakeLabelStudio:
+        if owner is None:
+            return self.shared
+        return self.server(owner)
+
+    def server(self, owner: str) -> FakeLabelStudio:
+        if owner not in self.own:
+            srv = FakeLabelStudio()
+            srv.url = f"http://fake-label-studio-{owner.lower()}.invalid"
+            self.own[owner] = srv
+        return self.own[owner]
+
+    def make_account(self, owner: str, email: str) -> int:
+        """The person's account on their own server (what `annotate ls start` makes)."""
+        return self.server(owner).create_user(email)

@@ -36,6 +36,7 @@ from annotate.errors import LabelStudioError
 # Aliased: the fixture below is called ls_server and would shadow the module name.
 from annotate.labelstudio import server as lss
 from annotate.labelstudio.server import files as lss_files
+from annotate.labelstudio.server import fleet
 
 #: Bump when the server package changes what a first start writes (org settings, admin, secrets
 #: layout): old golden dirs are then ignored instead of silently reused.
@@ -147,6 +148,31 @@ def _build_golden(golden: Path, exe: Path) -> None:
         if tmp.exists():
             lss.stop_server(tmp)
             shutil.rmtree(tmp, ignore_errors=True)
+
+
+def golden_template_dir() -> Path:
+    """A migrated Label Studio data dir with no user, no organisation and no SECRET_KEY (what
+    ``fleet.ensure_template`` builds in a workspace), built once per machine and version.
+
+    Pass it as ``template_seed`` (``pipeline.ls.start``) or ``seed_from`` (the demo): each person's
+    server then starts from a copy in seconds.
+    """
+    exe = label_studio_or_skip()
+    root = _cache_root()
+    root.mkdir(mode=0o700, parents=True, exist_ok=True)
+    key = _golden_key(exe).replace("ls-golden-", "ls-template-")
+    template = root / key
+    if not (template / lss.SQLITE_NAME).is_file():
+        with _file_lock(root / f".{key}.lock"):
+            if not (template / lss.SQLITE_NAME).is_file():
+                tmp = template.with_name(f".{template.name}.tmp-{os.getpid()}-{secrets.token_hex(4)}")
+                try:
+                    fleet.build_template(tmp, executable=exe)
+                    shutil.rmtree(template, ignore_errors=True)
+                    os.rename(tmp, template)
+                finally:
+                    shutil.rmtree(tmp, ignore_errors=True)
+    return template
 
 
 @contextmanager

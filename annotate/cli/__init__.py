@@ -79,6 +79,14 @@ def cli(workspace: str | None, db: str | None) -> None:
       annotate init audit && cd audit
       annotate ingest results/*.jsonl          # benchmark output, one rubric
       annotate summary                         # ambiguity per model x benchmark
+      annotate annotators add ana@example.org  # A1; more reviewers, and --expert for E1
+      annotate ls start                        # a Label Studio of their own for each, and a login
+      annotate route --round r1 --annotators A1,A2 --clear-per-cell 25 --seed 7
+      annotate pull --round r1                 # while they label; then `status --round r1`
+      annotate agreement --round r1
+      annotate adjudicate --round r1 --expert E1
+      annotate score --round r1
+      annotate export audit-r1 --round r1 && annotate verify exports/audit-r1
     """
 
 

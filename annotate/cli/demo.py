@@ -53,8 +53,14 @@ def demo(directory: Path | None, offline: bool, keep_server: bool, port: int | N
     click.echo(f"  final labels equal to XSTest's final label: {result.final_matches} of {result.final_total}")
     if result.url:
         click.echo(
-            f"  Label Studio: {result.url} (log in as {result.admin_email}; password in {result.secrets_file}). "
-            f"Stop it with: annotate -w {result.workspace} ls stop"
+            "  Label Studio, a server of their own for each person (stop them with "
+            f"`annotate -w {result.workspace} ls stop`):"
+        )
+        for p in result.servers:
+            click.echo(f"    {p['pseudonym']}: {p['url']}/user/login/ - their login is in {p['sheet']}")
+        click.echo(
+            "    To look as the lead, log in as a server's admin (e-mail and password in its annotate-secrets.json, "
+            f"e.g. {next(iter(result.admin_secrets.values()), '')})."
         )
     if not (ok and result.verified and result.final_matches == result.final_total):
         sys.exit(1)

@@ -8,7 +8,7 @@ from typing import Any
 
 import click
 
-from annotate.cli._format import eta, int_or_blank, missing, table
+from annotate.cli._format import ci, eta, int_or_blank, missing, num, pct, table
 from annotate.cli._options import echo_json, open_session, workspace_options
 
 
@@ -116,6 +116,8 @@ def route(
             "annotators": out.per_annotator,
             "files": [str(f) for f in out.files],
         }
+        if out.blinding is not None:  # sent to a server: how its reviewers are kept apart
+            doc["blinding"] = out.blinding
         if out.strata_from is not None:
             doc["strata_from"] = out.strata_from
             doc["cells"] = [] if out.cells is None else out.cells.to_dict("records")
@@ -144,6 +146,10 @@ def route(
             click.echo(f"  {who}: {c['tasks']} tasks; {c['imported']} imported now, {c['already']} already there")
     for f in out.files:
         click.echo(f"  wrote {f}")
+    if out.blinding is not None and not dry_run:
+        from annotate.columns import BLINDING_NOTES
+
+        click.echo(f"Blinding: {out.blinding} ({BLINDING_NOTES[out.blinding]}).")
     if dry_run:
         click.echo("Dry run: nothing was sent or recorded.")
 
@@ -282,26 +288,68 @@ def pull(
 def status(ctx: click.Context, round_name: str | None, show_quarantine: bool, as_json: bool) -> None:
     """Progress per round, annotator and stratum, with an estimate of time to finish.
 
+    With --round, first one row per reviewer: tasks done, skipped and left, median seconds per
+    task (Label Studio's lead_time), and agreement so far (Cohen's kappa with the majority of the
+    other reviewers, with its 95 % interval, or "too few items"); a reviewer much faster than the
+    others or agreeing far less is flagged, and a last line says what to do. Reads the store
+    only: run `annotate pull` first for the latest labels.
+
     \b
     Example:
       annotate status --round r1
     """
-    from annotate.pipeline.status import quarantine_table, status_table
+    from annotate.pipeline.status import quarantine_table, reviewer_status, status_table
 
     with open_session(ctx) as s:
         df = status_table(s, round_name)
+        reviewers = reviewer_status(s, round_name) if round_name is not None else None
         quarantine = quarantine_table(s, round_name) if show_quarantine or as_json else None
     if as_json:
         echo_json(
             {
                 "progress": df.to_dict("records"),
                 "quarantine": [] if quarantine is None else quarantine.to_dict("records"),
+                "round": None if reviewers is None else reviewers["round"],
+                "reviewers": [] if reviewers is None else reviewers["reviewers"],
+                "flags": [] if reviewers is None else reviewers["flags"],
+                "reading": None if reviewers is None else reviewers["reading"],
+                "statistic": None if reviewers is None else reviewers["statistic"],
+                "limits": None if reviewers is None else reviewers["limits"],
             }
         )
         return
     if df.empty:
         click.echo("No rounds routed yet. Start one with `annotate route --round NAME --annotators A1,A2`.")
         return
+    if reviewers is not None:
+        from annotate.stats.agreement.progress import seconds_text
+
+        pulled = [r["last_pulled_at"] for r in reviewers["reviewers"] if r["last_pulled_at"]]
+        when = f"labels as of the last pull, {max(pulled)}" if pulled else "nothing pulled yet"
+        per_reviewer = [
+            [
+                r["annotator"],
+                r["tasks"],
+                r["done"],
+                r["skipped"],
+                r["left"],
+                "" if r["share_done"] is None else pct(r["share_done"]).strip(),
+                seconds_text(float("nan") if r["median_seconds"] is None else r["median_seconds"]),
+                num(r["kappa"]),
+                ci(r["kappa_ci_low"], r["kappa_ci_high"]) or r["agreement_note"] or "",
+                r["n_agreement_items"],
+                ", ".join(r["flags"]),
+            ]
+            for r in reviewers["reviewers"]
+        ]
+        headers = ["reviewer", "tasks", "done", "skipped", "left", "done %", "median time", "kappa", "95 % interval"]
+        click.echo(f"Round {reviewers['round']}, per reviewer ({when}):")
+        click.echo(table([*headers, "items", "flags"], per_reviewer, align="lrrrrrrrlrl"))
+        click.echo(
+            "kappa: agreement with the majority of the other reviewers (3-way verdicts), on the `items` they "
+            "labelled too; median time: Label Studio's lead_time of the labelled tasks."
+        )
+        click.echo("")
     rows = [
         [
             r["round"],
@@ -323,6 +371,12 @@ def status(ctx: click.Context, round_name: str | None, show_quarantine: bool, as
             align="lllrrrrrr",
         )
     )
+    if reviewers is not None:
+        click.echo("")
+        click.echo(reviewers["reading"])
+    else:
+        click.echo("")
+        click.echo("Per reviewer (time per task, agreement so far, who stands out): annotate status --round NAME")
     if quarantine is not None and len(quarantine):
         click.echo("")
         click.echo(

@@ -17,7 +17,7 @@ from annotate.db import models as m
 from annotate.db.engine import utcnow
 from annotate.errors import StoreError
 
-SCHEMA_VERSION = 7
+SCHEMA_VERSION = 8
 
 
 def _v1(conn: Connection) -> None:
@@ -92,6 +92,16 @@ def _v7(conn: Connection) -> None:
     _add_columns(conn, m.REVIEW_ROUND, ("strata_from",))
 
 
+def _v8(conn: Connection) -> None:
+    # review_round.blinding and ls_project.server: every earlier project is on the one shared
+    # server; an earlier round that reached it was blinded by instructions only.
+    _add_columns(conn, m.REVIEW_ROUND, ("blinding",))
+    _add_columns(conn, m.LS_PROJECT, ("server",))
+    p, t = m.LS_PROJECT, m.REVIEW_ROUND
+    sent = select(p.c.round_id).where(p.c.project_id.is_not(None))
+    conn.execute(t.update().where(t.c.blinding.is_(None), t.c.id.in_(sent)).values(blinding="instructions only"))
+
+
 # (version, description, apply). Later schema changes append here; never edit a shipped step.
 MIGRATIONS: list[tuple[int, str, Callable[[Connection], None]]] = [
     (1, "responses, source files, ingest runs, response history", _v1),
@@ -101,6 +111,7 @@ MIGRATIONS: list[tuple[int, str, Callable[[Connection], None]]] = [
     (5, "per-project task ids and text hashes, pinned annotator user, completed_by of annotations", _v5),
     (6, "whole transcripts of multi-turn and agentic responses", _v6),
     (7, "the judges whose unanimity made a review round's strata (route --strata-from)", _v7),
+    (8, "a Label Studio server per person: where each project lives, how each round was blinded", _v8),
 ]
 assert MIGRATIONS[-1][0] == SCHEMA_VERSION
 

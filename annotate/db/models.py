@@ -141,6 +141,10 @@ class ReviewRound(SQLModel, table=True):
     # v7: JSON list of the judges whose unanimity made the round's strata (`route --strata-from`);
     # None: the routing judge's own labels.
     strata_from: str | None = Field(default=None, sa_column=Column(Text))
+    # v8: how the round's reviewers were kept apart, fixed when it is first sent to a server:
+    # "technical" (every person's projects on a Label Studio of their own) or "instructions only"
+    # (one server for everyone). None: never sent to a server (task files), or routed before v8.
+    blinding: str | None = None
 
 
 class RoundWave(SQLModel, table=True):
@@ -202,6 +206,9 @@ class LsProject(SQLModel, table=True):
     created_at: datetime
     # v5: the one Label Studio user whose annotations count in this project (labelstudio.tasks.decide_pin).
     pinned_user_id: int | None = None
+    # v8: where the project lives: "own" (its person's own embedded server) or "shared" / None
+    # (the workspace's one shared server; every project before v8).
+    server: str | None = None
 
 
 class LsTask(SQLModel, table=True):

@@ -235,7 +235,18 @@ class ReviewTables(Component):
         with self.engine.connect() as conn:
             return frame(conn, stmt)
 
-    def add_ls_project(self, round_id: int, annotator_id: int, title: str, project_id: int | None) -> int:
+    def add_ls_project(
+        self,
+        round_id: int,
+        annotator_id: int,
+        title: str,
+        project_id: int | None,
+        *,
+        server: str | None = None,
+        pinned_user_id: int | None = None,
+    ) -> int:
+        """A project row; ``server`` ``"own"`` (its person's own server) or None (the shared one),
+        ``pinned_user_id`` the Label Studio user whose annotations count (known at creation on an own server)."""
         t = m.LS_PROJECT
         with self.engine.begin() as conn:
             return conn.execute(
@@ -246,13 +257,27 @@ class ReviewTables(Component):
                     "title": title,
                     "project_id": project_id,
                     "created_at": utcnow(),
+                    "server": server,
+                    "pinned_user_id": pinned_user_id,
                 },
             ).scalar_one()
 
-    def set_ls_project_id(self, ls_project_id: int, project_id: int) -> None:
+    def set_ls_project_id(
+        self, ls_project_id: int, project_id: int, *, server: str | None = None, pinned_user_id: int | None = None
+    ) -> None:
+        """A file-mode project sent to a server now: its id there, where it lives and (own server) its user."""
         t = m.LS_PROJECT
+        values: dict[str, Any] = {"project_id": project_id, "server": server}
+        if pinned_user_id is not None:
+            values["pinned_user_id"] = pinned_user_id
         with self.engine.begin() as conn:
-            conn.execute(t.update().where(t.c.id == ls_project_id).values(project_id=project_id))
+            conn.execute(t.update().where(t.c.id == ls_project_id).values(**values))
+
+    def set_round_blinding(self, round_id: int, blinding: str) -> None:
+        """Record how a round is blinded when it first reaches a server (never changed afterwards)."""
+        t = m.REVIEW_ROUND
+        with self.engine.begin() as conn:
+            conn.execute(t.update().where(t.c.id == round_id, t.c.blinding.is_(None)).values(blinding=blinding))
 
     def set_last_pulled(self, ls_project_id: int, when: str) -> None:
         t = m.LS_PROJECT

@@ -3,10 +3,13 @@
 * :class:`Gateway`: what the pipeline asks of a Label Studio server (a Protocol; the real one is
   ``gateway.LabelStudioGateway``, tests use an in-memory fake);
 * :func:`connect`: the gateway for a workspace ($ANNOTATE_LS_URL + $ANNOTATE_LS_TOKEN, else the
-  embedded server started with `annotate ls start`);
+  embedded servers started with `annotate ls start`), to the shared server or to one person's own;
+* :func:`blinding`: how a round routed now is blinded (``technical``: every person's projects on a
+  server of their own; ``instructions only``: one server for everyone);
 * ``labelconfig``: parsing the label config, validating pulled results, the expert's config;
 * ``tasks``: the task format (blinded payloads, instructions) and reconciling an export with the store;
-* ``server``: the supervisor of the embedded server process;
+* ``server``: the supervisor of the embedded server processes (``server.fleet``: one per person);
+* ``accounts``: each person's login (an account with a generated password, the access sheet);
 * ``http``: the one HTTP client policy (no proxies: they would see the token).
 
 Nothing here imports the SDK or httpx at import time (``annotate --help`` stays fast).
@@ -14,10 +17,11 @@ Nothing here imports the SDK or httpx at import time (``annotate --help`` stays 
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import TYPE_CHECKING, Any, Protocol
 
+from annotate.columns import BLINDING_INSTRUCTIONS, BLINDING_TECHNICAL
 from annotate.errors import LabelStudioError, WorkspaceError
 
 if TYPE_CHECKING:
@@ -37,9 +41,9 @@ class Gateway(Protocol):
 
     def validate_config(self, label_config: str) -> None: ...
 
-    def create_user(self, email: str, *, first_name: str | None = None) -> int: ...
+    def find_user(self, email: str) -> int | None: ...
 
-    def invite_link(self) -> str: ...
+    def create_user(self, email: str, *, first_name: str | None = None) -> int: ...
 
     def create_project(
         self, *, title: str, label_config: str, instructions: str, maximum_annotations: int = 1
@@ -73,19 +77,43 @@ class Gateway(Protocol):
     def close(self) -> None: ...
 
 
-#: How the pipeline reaches Label Studio for a workspace (tests pass a factory of fakes).
-Connect = Callable[["Workspace"], Gateway]
+#: Where a project lives: on the workspace's one shared server, or on its person's own server.
+SHARED = "shared"
+OWN = "own"
+#: How a round's reviewers were kept apart (design.json ``blinding``; ``annotate.columns``).
+TECHNICAL = BLINDING_TECHNICAL
+INSTRUCTIONS_ONLY = BLINDING_INSTRUCTIONS
 
 
-def connect(ws: Workspace) -> Gateway:
-    """The gateway to this workspace's Label Studio.
+class Connect(Protocol):
+    """How the pipeline reaches Label Studio for a workspace (tests pass a factory of fakes).
 
-    $ANNOTATE_LS_URL (or ``[labelstudio] url`` in annotate.toml) with $ANNOTATE_LS_TOKEN, else the
-    embedded server of the workspace (its URL and token from its 0600 secrets file).
+    ``owner`` None: the workspace's shared server; a pseudonym: that person's own server.
+    """
+
+    def __call__(self, ws: Workspace, owner: str | None = None, /) -> Gateway: ...
+
+
+def blinding(ws: Workspace) -> str:
+    """How a round routed now to a server is blinded: ``technical`` when every person gets a
+    server of their own (the embedded servers, the default), else ``instructions only``."""
+    from annotate.config import label_studio_settings
+
+    return TECHNICAL if label_studio_settings(ws).isolated else INSTRUCTIONS_ONLY
+
+
+def connect(ws: Workspace, owner: str | None = None, /) -> Gateway:
+    """The gateway to this workspace's Label Studio: the shared server, or ``owner``'s own.
+
+    Shared: $ANNOTATE_LS_URL (or ``[labelstudio] url`` in annotate.toml) with $ANNOTATE_LS_TOKEN,
+    else the shared embedded server. Own: the embedded server of that person. Either embedded
+    server's URL and admin token come from its 0600 secrets file.
     """
     from annotate.config import label_studio_settings
     from annotate.labelstudio.gateway import LabelStudioGateway
 
+    if owner is not None:
+        return _own_gateway(ws, owner)
     conf = label_studio_settings(ws)
     if conf.url:
         if not conf.token:
@@ -99,17 +127,35 @@ def connect(ws: Workspace) -> Gateway:
     status = server.server_status(ws.ls_data_dir)
     if not status.running or not status.url:
         raise LabelStudioError(
-            "Label Studio is not running for this workspace. Start it with `annotate ls start`, "
+            "the shared Label Studio is not running for this workspace. Start it with `annotate ls start`, "
             "or point to a server with ANNOTATE_LS_URL and ANNOTATE_LS_TOKEN (air-gapped: route --to-file)."
         )
     creds = server.read_secrets(ws.ls_data_dir / server.SECRETS_NAME)
     return LabelStudioGateway(status.url, creds.token)
 
 
+def _own_gateway(ws: Workspace, owner: str) -> Gateway:
+    from annotate.labelstudio import server
+    from annotate.labelstudio.gateway import LabelStudioGateway
+    from annotate.labelstudio.server import fleet
+
+    person = fleet.person_server(ws.person_servers_dir, owner)
+    if person is None:
+        raise LabelStudioError(
+            f"{owner} has no Label Studio server of their own yet. Start the servers with `annotate ls start` "
+            "(it makes one for every registered reviewer and expert)."
+        )
+    status = server.server_status(person.data_dir)
+    if not status.running or not status.url:
+        raise LabelStudioError(f"{owner}'s Label Studio is not running. Start the servers with `annotate ls start`.")
+    creds = server.read_secrets(person.data_dir / server.SECRETS_NAME)
+    return LabelStudioGateway(status.url, creds.token)
+
+
 @contextmanager
-def session(connect_to: Connect, ws: Workspace) -> Iterator[Gateway]:
+def session(connect_to: Connect, ws: Workspace, owner: str | None = None) -> Iterator[Gateway]:
     """A gateway that is closed when the block ends."""
-    gw = connect_to(ws)
+    gw = connect_to(ws, owner)
     try:
         yield gw
     finally:

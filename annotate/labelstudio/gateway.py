@@ -133,11 +133,6 @@ class LabelStudioGateway:
             )
         return int(user.id)
 
-    def invite_link(self) -> str:
-        data = self._raw("GET", "/api/invite", "creating an invite link")
-        link = data.get("invite_url", "") if isinstance(data, dict) else ""
-        return link if link.startswith("http") else f"{self.url}{link}"
-
     # -- projects ---------------------------------------------------------------------------
     def validate_config(self, label_config: str) -> None:
         """Ask the server to validate a label config (204 when valid)."""

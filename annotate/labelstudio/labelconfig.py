@@ -14,8 +14,11 @@ task (``valueType="json"``, never fetched from a URL) under the keys ``author`` 
 Label Studio refuses to import a task that lacks a ``$variable`` of its project's config, and its
 ``<Paragraphs>`` cannot draw an empty list (the labelling page stays blank), so one config cannot
 show a dialogue to some tasks and not to others: a round whose responses have no transcript gets
-the config without its dialogue (:func:`single_response_config`), a round with transcripts the
-whole config, and every task of it a dialogue.
+the config without its dialogue (:func:`single_response_config`: the ``<Paragraphs>`` and every
+element of class ``ls-dialogue``), a round with transcripts the whole config, and every task of
+it a dialogue. The default config's ``<Style>`` hides its ``ls-single`` parts (the separate prompt
+and response, the verdict's heading about the response) when the dialogue is drawn, so that the
+verdict reads as one on the whole conversation.
 """
 
 from __future__ import annotations
@@ -252,30 +255,46 @@ def _dialogue_problems(el: ET.Element) -> list[str]:
     return problems
 
 
+#: The class of every element of the default config that belongs to the dialogue.
+DIALOGUE_CLASS = "ls-dialogue"
+
+
+def _classes(el: ET.Element) -> list[str]:
+    return (el.get("className") or el.get("classname") or "").split()
+
+
 def single_response_config(xml: str) -> str:
     """The config without its dialogue, for a round whose responses have no transcript.
 
-    The ``<Paragraphs>`` of ``$dialogue`` is removed, and with it every enclosing ``<View>`` left
-    holding nothing but headers (in the default config, ``<View className="ls-dialogue">``
-    with its header). A config that shows no dialogue is returned as it is, byte for byte.
+    Removed: the ``<Paragraphs>`` of ``$dialogue``, every element whose class list holds
+    ``ls-dialogue`` (``DIALOGUE_CLASS``: in the default config the conversation's panel and the
+    verdict's heading for a conversation), and every enclosing ``<View>`` left holding nothing
+    but headers. A config that shows no dialogue is returned as it is, byte for byte.
     """
     parser = ET.XMLParser(target=ET.TreeBuilder(insert_comments=True))
     try:
         root = ET.fromstring(xml, parser=parser)
     except ET.ParseError:
         return xml  # parse_label_config names the problem
-    parents = {child: parent for parent in root.iter() for child in parent}
-    found = [el for el in root.iter("Paragraphs") if el.get("value") == f"${DIALOGUE_VAR}"]
-    if not found:
+    if not _dialogues(root):
         return xml
-    for el in found:
-        node, parent = el, parents.get(el)
-        while parent is not None:
-            parent.remove(node)
-            if parent is root or any(child.tag not in ("Header", ET.Comment) for child in parent):
-                break
-            node, parent = parent, parents.get(parent)
+    for marked in (True, False):  # the marked elements first, then any dialogue left outside them
+        parents = {child: parent for parent in root.iter() for child in parent}
+        found = [el for el in parents if DIALOGUE_CLASS in _classes(el)] if marked else _dialogues(root)
+        for el in found:
+            if not any(el is e for e in root.iter()):
+                continue  # removed with an element that held it
+            node, parent = el, parents.get(el)
+            while parent is not None:
+                parent.remove(node)
+                if parent is root or any(child.tag not in ("Header", ET.Comment) for child in parent):
+                    break
+                node, parent = parent, parents.get(parent)
     return ET.tostring(root, encoding="unicode")
+
+
+def _dialogues(root: ET.Element) -> list[ET.Element]:
+    return [el for el in root.iter("Paragraphs") if el.get("value") == f"${DIALOGUE_VAR}"]
 
 
 def choices_result(
@@ -299,15 +318,26 @@ def choices_result(
 
 
 def expert_label_config(xml: str) -> str:
-    """The review config plus a block showing the reviewers' verdicts (``$prior_votes``)."""
+    """The review config plus a block showing the reviewers' verdicts (``$prior_votes``).
+
+    The block goes just before the verdict's heading (the first ``<Header>`` whose value starts
+    with ``1.``, or the ``<View>`` at that level that holds it), else before the verdict's
+    ``<Choices>``, else at the end; in the default config that is the top of the questions.
+    """
     root = ET.fromstring(xml)
-    children = list(root)
-    at = next((i for i, el in enumerate(children) if el.tag in ("Header",) and "1." in el.get("value", "")), None)
-    if at is None:
-        at = next((i for i, el in enumerate(children) if el.tag == "Choices"), len(children))
+    parents = {child: parent for parent in root.iter() for child in parent}
+    anchor = next((el for el in root.iter("Header") if el.get("value", "").lstrip().startswith("1.")), None)
+    if anchor is None:
+        anchor = next((el for el in root.iter("Choices") if el.get("name") == "verdict"), None)
+    if anchor is not None:
+        # Out of the headings' own <View>s (one of them hidden in some rounds): beside the controls.
+        while parents.get(anchor) is not root and parents[anchor].find("Choices") is None:
+            anchor = parents[anchor]
+    parent = root if anchor is None else parents[anchor]
+    at = len(parent) if anchor is None else list(parent).index(anchor)
     header = ET.Element("Header", {"value": "Reviewers' verdicts (pseudonyms)", "size": "5"})
     view = ET.Element("View", {"className": "ls-votes"})
     ET.SubElement(view, "Text", {"name": "prior_votes", "value": "$prior_votes"})
-    root.insert(at, view)
-    root.insert(at, header)
+    parent.insert(at, view)
+    parent.insert(at, header)
     return ET.tostring(root, encoding="unicode")

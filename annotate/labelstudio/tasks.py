@@ -6,22 +6,33 @@ shows dialogues adds ``dialogue``, below); ``meta`` holds the ``ext_id`` only; n
 ever sent.
 
 Dialogues (:func:`task_dialogue`): a multi-turn or agentic response's transcript as Label
-Studio's ``<Paragraphs>`` shows it, a list of ``{"author", "text"}``, text only. What is withheld
-so that the dialogue names neither the model nor its maker:
+Studio's ``<Paragraphs>`` shows it, a list of ``{"author", "text"}``, text only, ending with the
+final response (appended as a last ``Assistant`` turn if the transcript does not end with it:
+the label config hides the separate response when it shows a dialogue). A tool call is a line
+``→ call <name>(<arguments>)``. What is withheld so that the dialogue names neither the model nor
+its maker:
 
 * authors are neutral roles, never a name from the data: ``System``, ``User``, ``Assistant``,
   ``Tool: <tool name>``;
-* in system turns and tool names, every occurrence (any case, as a whole word) of the
-  response's model identifier, of its parts (``openai/gpt-4o-mini`` gives ``openai``,
-  ``gpt-4o-mini`` and ``gpt``; generic parts such as ``model`` or ``instruct`` are kept) and of
-  the family and company names in ``MODEL_NAMES`` becomes ``[name withheld]``;
+* in the texts of system turns and tool turns (the tools' results and errors), in tool names
+  (in the author and in each call) and in tool-call arguments, every occurrence (any case, as a
+  whole word) of the response's model identifier, of its parts (``openai/gpt-4o-mini`` gives
+  ``openai``, ``gpt-4o-mini`` and ``gpt``; generic parts such as ``model`` or ``instruct`` are
+  kept) and of the family and company names in ``MODEL_NAMES`` becomes ``[name withheld]``,
+  so the reviewer sees where something was replaced (``{"x-model": "claude-3-opus"}`` reads
+  ``{"x-model": "[name withheld]"}``);
 * tool-call ids are left out (their format names the provider: ``toolu_...``, ``call_...``).
 
-User, assistant and tool texts are shown as written, as the prompt and the response always
-were: a model that names itself in its own answer is not hidden. Judge output never enters a
-task. A long dialogue is bounded (``MAX_TURN_CHARS``, ``MAX_DIALOGUE_TURNS``,
-``MAX_DIALOGUE_CHARS``): it keeps its start and its end, and a visible marker turn says what was
-left out.
+The user's and the assistant's messages are shown as written, as the prompt and the response
+are in every round: they are what the reviewer judges, so a model that names itself in its own
+answer, or a prompt that names a model, is not hidden (scrubbing them would change the conduct
+under review, and the same response would read differently in a round without dialogues).
+Judge output never enters a task. A long dialogue is bounded (``MAX_TURN_CHARS``,
+``MAX_DIALOGUE_TURNS``, ``MAX_DIALOGUE_CHARS``): it keeps its start and its end, and a marker
+says how much was cut: a line ``✂ ··· N characters of this turn not shown here ··· ✂`` inside a
+cut turn, and for the turns cut from the middle one turn by ``✂ Cut for length``, ``✂ ··· N turns
+(M characters) not shown here ··· ✂``, the only turn with a third key (``MARKER_KEY``), by which
+the label config draws it apart (a dashed red box).
 
 Binding: the ``ext_id`` of a task belongs to one project. It is a keyed hash of the annotator
 and the round item (:func:`task_ext_id`, HMAC-SHA256 with the round's secret, which never leaves
@@ -118,9 +129,12 @@ INSTRUCTIONS = (
 
 #: Added to the instructions of a round whose tasks show dialogues.
 DIALOGUE_INSTRUCTIONS = (
-    "<p><b>Conversations.</b> When a task shows the whole conversation, the response is everything the "
-    "assistant did in it: its messages and its tool calls (the lines that start with &rarr; call), with the "
-    "tools' results for context. Judge that conduct; the final response alone may say little.</p>"
+    "<p><b>Conversations.</b> When a task shows the whole conversation (on the left, in a panel that scrolls "
+    "by itself), your verdict is on all of it: everything the assistant did, its messages and its tool calls "
+    "(the lines that start with &rarr; call), up to its final response, the last turn. The tools' results are "
+    "context. Judge that conduct; the final response alone may say little. A line or a turn marked &#9986; "
+    "stands for text cut for length and says how much was cut. Names of models and of their makers in system "
+    "prompts, tool calls and tool results read [name withheld].</p>"
 )
 
 EXPERT_INSTRUCTIONS = (
@@ -162,7 +176,7 @@ def task_text_sha(data: dict[str, Any]) -> str:
     return hashlib.sha256(canonical.encode("utf-8", "surrogatepass")).hexdigest()
 
 
-def task_payload(text: tuple[str, str], ext_id: str, *, dialogue: list[dict[str, str]] | None = None) -> dict[str, Any]:
+def task_payload(text: tuple[str, str], ext_id: str, *, dialogue: list[dict[str, Any]] | None = None) -> dict[str, Any]:
     """A reviewer's task: the prompt, the response, the dialogue (rounds that show one) and the opaque id."""
     # Blinding: nothing but the texts and the opaque id. No model, benchmark, judge, prediction.
     prompt, response = text
@@ -174,7 +188,7 @@ def task_payload(text: tuple[str, str], ext_id: str, *, dialogue: list[dict[str,
 
 
 def expert_task_payload(
-    prompt: str, response: str, ext_id: str, prior_votes: str, *, dialogue: list[dict[str, str]] | None = None
+    prompt: str, response: str, ext_id: str, prior_votes: str, *, dialogue: list[dict[str, Any]] | None = None
 ) -> dict[str, Any]:
     """An expert's task: the review task plus the reviewers' verdicts (pseudonyms only)."""
     data: dict[str, Any] = {"prompt": prompt, "response": response}
@@ -185,22 +199,35 @@ def expert_task_payload(
 
 
 # -- dialogues: a transcript as the reviewer sees it ------------------------------------------
-#: A longer turn keeps its first and last characters around a marker, ``[... N characters left out ...]``.
+#: A longer turn keeps its first and last characters around a marker line,
+#: ``✂ ··· N characters of this turn not shown here ··· ✂`` (:func:`cut_chars_marker`).
 MAX_TURN_CHARS = 8_000
 #: A dialogue of more turns, or more characters of text in all, keeps a head and a tail (each
-#: within half of both bounds, the first and the last turn always) around a marker turn,
-#: ``[... N turns (M characters) left out ...]``. About ten pages of text: Label Studio draws
-#: every turn at once, and a round's import must stay far below its 250 MB request limit.
+#: within half of both bounds, the first and the last turn always) around a marker turn by
+#: ``LEFT_OUT_AUTHOR``, ``✂ ··· N turns (M characters) not shown here ··· ✂``
+#: (:func:`cut_turns_marker`; M counts the characters of those turns before any cut). About ten
+#: pages of text: Label Studio draws every turn at once, and a round's import must stay far
+#: below its 250 MB request limit.
 MAX_DIALOGUE_TURNS = 60
 MAX_DIALOGUE_CHARS = 40_000
-#: The author of the marker turn that stands for the turns left out.
-LEFT_OUT_AUTHOR = "(left out)"
+#: The scissors that open and close every marker of a cut.
+CUT = "\u2702"
+#: The author of the marker turn that stands for the turns cut (no role has this name).
+LEFT_OUT_AUTHOR = f"{CUT} Cut for length"
+#: The marker turn alone also carries this key (0): Label Studio's ``<Paragraphs>`` reads it as
+#: the start time of an audio phrase and gives that turn a play button, which the label config
+#: hides and uses to draw the turn as a cut (no other hook tells one turn from another).
+MARKER_KEY = "start"
 #: Neutral authors, by transcript role (a tool turn is ``Tool: <tool name>``).
 AUTHORS = {"system": "System", "user": "User", "assistant": "Assistant", "tool": "Tool"}
+#: The roles whose text is scrubbed of names (tool-call names and arguments are too; user and
+#: assistant texts are shown as written, as the prompt and the response are).
+SCRUBBED_ROLES = frozenset({"system", "tool"})
 #: What a withheld name becomes.
 WITHHELD = "[name withheld]"
 #: Model families and the companies that make or serve them, withheld (with the response's own
-#: model identifier) from system turns and tool names.
+#: model identifier) from system turns, tool turns (``SCRUBBED_ROLES``), tool names and
+#: tool-call arguments.
 MODEL_NAMES = (
     "AI21",
     "Alibaba",
@@ -276,25 +303,45 @@ def withhold_names(text: str, model: str) -> str:
     return _names_pattern(model).sub(WITHHELD, text)
 
 
+def cut_chars_marker(chars: int) -> str:
+    """The line that stands for the middle of a turn cut for length.
+
+    >>> cut_chars_marker(92_000)
+    '✂ ··· 92,000 characters of this turn not shown here ··· ✂'
+    """
+    return f"{CUT} \u00b7\u00b7\u00b7 {chars:,} characters of this turn not shown here \u00b7\u00b7\u00b7 {CUT}"
+
+
+def cut_turns_marker(turns: int, chars: int) -> str:
+    """The text of the turn that stands for the turns cut from the middle of a long dialogue.
+
+    >>> cut_turns_marker(37, 48_210)
+    '✂ ··· 37 turns (48,210 characters) not shown here ··· ✂'
+    """
+    what = f"{turns:,} turn{'s' if turns != 1 else ''} ({chars:,} characters)"
+    return f"{CUT} \u00b7\u00b7\u00b7 {what} not shown here \u00b7\u00b7\u00b7 {CUT}"
+
+
 def _cut(text: str, limit: int) -> str:
-    """``text`` within ``limit`` characters of its own: its start and end around a marker."""
+    """``text`` within ``limit`` characters of its own: its start and end around a marker line, set apart."""
     if len(text) <= limit:
         return text
     keep = limit // 2
-    return f"{text[:keep]}\n[... {len(text) - 2 * keep:,} characters left out ...]\n{text[-keep:]}"
+    return f"{text[:keep]}\n\n{cut_chars_marker(len(text) - 2 * keep)}\n\n{text[-keep:]}"
 
 
 def _turn_text(turn: dict[str, Any], model: str) -> str:
     role = turn.get("role")
     content = turn.get("content")
     text = content if isinstance(content, str) else ""
-    if role == "system":
+    if role in SCRUBBED_ROLES:
         text = withhold_names(text, model)
     lines = [text] if text else []
     for call in turn.get("tool_calls") or []:
-        # The call's id is left out: its format names the provider.
+        # The call's id is left out: its format names the provider. Name and arguments are scrubbed.
         name = withhold_names(str(call.get("name") or ""), model) or "tool"
-        lines.append(f"\u2192 call {name}({call.get('arguments') or ''})")
+        arguments = withhold_names(str(call.get("arguments") or ""), model)
+        lines.append(f"\u2192 call {name}({arguments})")
     return "\n".join(lines) or "(no text)"
 
 
@@ -307,29 +354,35 @@ def _author(turn: dict[str, Any], model: str) -> str:
     return author
 
 
-def task_dialogue(prompt: str, response: str, transcript: str | None, model: str) -> list[dict[str, str]]:
+def task_dialogue(prompt: str, response: str, transcript: str | None, model: str) -> list[dict[str, Any]]:
     """The dialogue a reviewer sees for one response, as ``<Paragraphs>`` takes it.
 
     ``transcript`` is the stored JSON text (``annotate.ingest.records`` has the contract); a
     single-turn response (None) in a round that shows dialogues is its prompt and its response.
+    A transcript whose last turn is not the assistant saying ``response`` gets it as a last turn.
     Names are withheld and the length is bounded as the module docstring says.
 
     >>> task_dialogue("Hi", "Hello!", None, "m")
     [{'author': 'User', 'text': 'Hi'}, {'author': 'Assistant', 'text': 'Hello!'}]
     >>> turns = [{"role": "assistant", "content": "", "tool_calls": [{"id": "toolu_1", "name": "search", "arguments": '{"q": "x"}'}]},
     ...          {"role": "tool", "content": "found", "tool_call_id": "toolu_1", "name": "search"}]
-    >>> task_dialogue("Hi", "Done.", json.dumps(turns), "m")
-    [{'author': 'Assistant', 'text': '→ call search({"q": "x"})'}, {'author': 'Tool: search', 'text': 'found'}]
+    >>> task_dialogue("Hi", "Done.", json.dumps(turns), "m")  # the final response ends it
+    [{'author': 'Assistant', 'text': '→ call search({"q": "x"})'}, {'author': 'Tool: search', 'text': 'found'}, {'author': 'Assistant', 'text': 'Done.'}]
     """  # noqa: E501
     if transcript is None:
         turns: list[dict[str, Any]] = [{"role": "user", "content": prompt}, {"role": "assistant", "content": response}]
     else:
         turns = [t for t in json.loads(transcript) if isinstance(t, dict)]
+        last = turns[-1] if turns else {}
+        said = last.get("content") if last.get("role") == "assistant" else None
+        if response and (not isinstance(said, str) or response not in said):
+            # The conversation ends with the final response: the reviewer sees no other copy of it.
+            turns.append({"role": "assistant", "content": response})
     shown = [(_author(t, model), _turn_text(t, model)) for t in turns]
     return _bounded([(author, _cut(text, MAX_TURN_CHARS), len(text)) for author, text in shown])
 
 
-def _bounded(turns: list[tuple[str, str, int]]) -> list[dict[str, str]]:
+def _bounded(turns: list[tuple[str, str, int]]) -> list[dict[str, Any]]:
     """(author, text, characters before any cut) as the dialogue, within the bounds."""
     total = sum(len(text) for _, text, _ in turns)
     if len(turns) <= MAX_DIALOGUE_TURNS and total <= MAX_DIALOGUE_CHARS:
@@ -346,11 +399,10 @@ def _bounded(turns: list[tuple[str, str, int]]) -> list[dict[str, str]]:
         tail += 1
     tail = max(tail, min(1, len(turns) - head))
     left = turns[head : len(turns) - tail]
-    kept = [{"author": a, "text": t} for a, t, _ in turns[:head]]
+    kept: list[dict[str, Any]] = [{"author": a, "text": t} for a, t, _ in turns[:head]]
     if left:
-        n, chars = len(left), sum(original for _, _, original in left)
-        marker = f"[... {n:,} turn{'s' if n != 1 else ''} ({chars:,} characters) left out ...]"
-        kept.append({"author": LEFT_OUT_AUTHOR, "text": marker})
+        text = cut_turns_marker(len(left), sum(n for _, _, n in left))
+        kept.append({"author": LEFT_OUT_AUTHOR, "text": text, MARKER_KEY: 0})
     kept += [{"author": a, "text": t} for a, t, _ in turns[len(turns) - tail :]]
     return kept
 

@@ -27,7 +27,7 @@ from typing import Any
 
 import pandas as pd
 
-from annotate.columns import ALL, HUMAN_LABELS, JUDGE_LABELS, TREATMENTS, VERDICTS
+from annotate.columns import ALL, BLINDINGS, HUMAN_LABELS, JUDGE_LABELS, TREATMENTS, VERDICTS
 from annotate.pipeline._spreadsheet import CsvProblem, frame_to_csv, parse_csv
 from annotate.stats._common import jsonable
 from annotate.stats.agreement.votes import Thresholds
@@ -271,6 +271,8 @@ def check_design(doc: Any) -> list[str]:
         for field_name in ("seed", "clear_per_cell"):
             if isinstance(rnd.get(field_name), bool) or not isinstance(rnd.get(field_name), int):
                 problems.append(f"{where}.{field_name} must be a whole number.")
+        if "blinding" in rnd and rnd["blinding"] not in BLINDINGS:
+            problems.append(f"{where}.blinding must be one of {', '.join(map(repr, BLINDINGS))}.")
         annotators = rnd.get("annotators")
         if not isinstance(annotators, list) or not all(isinstance(a, str) and a for a in annotators):
             problems.append(f"{where}.annotators must be a list of pseudonyms.")
@@ -620,6 +622,8 @@ def _report_data(
             {k: r[k] for k in ("round", "judge", "seed", "clear_per_cell", "annotators")}
             # Only for rounds routed with --strata-from: every other report stays as it was, byte for byte.
             | ({"strata_from": r["strata_from"]} if r.get("strata_from") else {})
+            # Only in exports that record it (schema 8 stores on): older reports stay as they were.
+            | ({"blinding": r["blinding"]} if r.get("blinding") else {})
             for r in doc["rounds"]
         ],
         "cells": cells[["model", "benchmark", "n_responses", "share_harmful", "share_safe", "share_ambiguous"]].to_dict(

@@ -23,7 +23,7 @@ from typing import TYPE_CHECKING, Any
 
 import pandas as pd
 
-from annotate.errors import InputError, LabelStudioError
+from annotate.errors import InputError, LabelStudioError, StateError
 from annotate.fileio import write_atomic
 from annotate.names import check_name
 from annotate.stats._common import is_missing
@@ -54,24 +54,48 @@ class ProjectSpec:
     instructions: str
 
 
-def ensure_project(store: Store, gw: Gateway | None, spec: ProjectSpec) -> dict[str, Any]:
-    """The store's ``ls_project`` row, creating the Label Studio user and project when a server is used."""
+def ensure_project(store: Store, gw: Gateway | None, spec: ProjectSpec, *, own_server: bool = False) -> dict[str, Any]:
+    """The store's ``ls_project`` row, creating the Label Studio project when a server is used.
+
+    ``own_server``: ``gw`` is the person's own server (technical blinding). Their account there
+    was made with a password by `annotate ls start` (``labelstudio.accounts``); the project is
+    pinned to it at once. On the shared server the user is created here when missing (no
+    password: the reviewer cannot log in until the admin gives them one), as before.
+    """
+    from annotate.labelstudio import OWN
+
     ann = spec.annotator
     project = store.ls_project(spec.round_id, int(ann.id))
     if project is not None and (gw is None or not is_missing(project["project_id"])):
         return project
-    project_id = None
+    project_id = pinned = None
     if gw is not None:
-        if is_missing(ann.ls_user_id):
+        if own_server:
+            check_own_account(gw, ann)
+            pinned = gw.find_user(str(ann.email))
+        elif is_missing(ann.ls_user_id):
             store.set_annotator_user(ann.pseudonym, gw.create_user(ann.email, first_name=ann.name))
         project_id = gw.create_project(title=spec.title, label_config=spec.label_config, instructions=spec.instructions)
+    server = OWN if gw is not None and own_server else None
     if project is None:
-        store.add_ls_project(spec.round_id, int(ann.id), spec.title, project_id)
+        store.add_ls_project(spec.round_id, int(ann.id), spec.title, project_id, server=server, pinned_user_id=pinned)
     elif project_id is not None:
-        store.set_ls_project_id(int(project["id"]), project_id)
+        keep_pin = not is_missing(project.get("pinned_user_id"))
+        store.set_ls_project_id(
+            int(project["id"]), project_id, server=server, pinned_user_id=None if keep_pin else pinned
+        )
     project = store.ls_project(spec.round_id, int(ann.id))
     assert project is not None
     return project
+
+
+def check_own_account(gw: Gateway, person: Any) -> None:
+    """Refuse, before anything is recorded, a person who has no account on their own server yet."""
+    if gw.find_user(str(person.email)) is None:
+        raise StateError(
+            f"{person.pseudonym} has no account on their own Label Studio yet; run `annotate ls start`, "
+            "which makes it (and their access sheet), then route again."
+        )
 
 
 def task_file_path(ws: Workspace, round_name: str, annotator: str, suffix: str = "") -> Path:

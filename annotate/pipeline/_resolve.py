@@ -10,6 +10,7 @@ from contextlib import AbstractContextManager
 from typing import TYPE_CHECKING, Any
 
 from annotate.errors import InputError, StateError, WorkspaceError
+from annotate.labelstudio import TECHNICAL, blinding
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -113,3 +114,15 @@ def round_lock(store: Store, round_name: str) -> AbstractContextManager[None]:
         f"round:{round_name}",
         message=f"another route, pull or adjudication of round {round_name} is running; try again when it has finished",
     )
+
+
+def round_blinding(ws: Workspace, round_row: dict[str, Any] | None) -> str:
+    """How a round sent to a server now is blinded: as recorded when it first reached one, else
+    the workspace's way (``labelstudio.blinding``)."""
+    recorded = round_row.get("blinding") if round_row is not None else None
+    return str(recorded) if isinstance(recorded, str) and recorded else blinding(ws)
+
+
+def blinded_owner(round_blinding: str, pseudonym: str) -> str | None:
+    """Whose own server a person's project of a round so blinded lives on (None: the shared server)."""
+    return pseudonym if round_blinding == TECHNICAL else None

@@ -38,7 +38,7 @@ from annotate.labelstudio.tasks import (
     task_text_sha,
 )
 from annotate.pipeline._projects import ProjectSpec, ensure_project, sync_tasks, task_file_path, write_task_file
-from annotate.pipeline._resolve import resolve_round, round_lock
+from annotate.pipeline._resolve import blinded_owner, resolve_round, round_blinding, round_lock
 from annotate.pipeline._settings import rules_from_settings
 from annotate.stats._common import is_missing
 
@@ -317,9 +317,14 @@ def _send_to_expert(
     )
     if to_file:
         return _record_expert_tasks(s, None, spec, round_row, items, votes, new, outcome)
-    with s.gateway() as gw:
-        gw.whoami()
-        return _record_expert_tasks(s, gw, spec, round_row, items, votes, new, outcome)
+    # The expert's project lives where the round's reviewers' do: on the expert's own server
+    # when the round is blinded technically (they see the reviewers' votes by pseudonym only).
+    blind = round_blinding(s.ws, round_row)
+    owner = blinded_owner(blind, str(expert.pseudonym))
+    with s.servers() as servers:
+        gw = servers.of(owner)
+        s.store.set_round_blinding(round_id, blind)
+        return _record_expert_tasks(s, gw, spec, round_row, items, votes, new, outcome, own_server=owner is not None)
 
 
 def _record_expert_tasks(
@@ -331,11 +336,13 @@ def _record_expert_tasks(
     votes: pd.DataFrame,
     new: dict[int, tuple[str, str]],
     outcome: AdjudicationOutcome,
+    *,
+    own_server: bool = False,
 ) -> int:
     store = s.store
     round_id = int(round_row["id"])
     expert = spec.annotator
-    project = ensure_project(store, gw, spec)
+    project = ensure_project(store, gw, spec, own_server=own_server)
     tasks = store.ls_tasks(int(project["id"]))
     start = int(tasks.position.max()) + 1 if len(tasks) else 0
     by_item = items.set_index("round_item_id")

@@ -1,8 +1,11 @@
 """`annotate annotators`: reviewers and experts under stable pseudonyms (A1, A2, ...; E1, ...).
 
-The e-mail stays in the store; every output names the annotator by the pseudonym only. With a
-server, the Label Studio user is created at once and an invite link returned; offline (or with
-no server running) the user is created when a round is first routed to a server.
+The e-mail stays in the store; every output names the annotator by the pseudonym only. On the
+embedded servers each person gets a login of their own (``pipeline.ls``): when the servers run,
+adding a person makes their server (one per person, the default) and their account with a
+generated password, written into their access sheet; otherwise the next `annotate ls start`
+does. An external server's admin makes the logins there (annotate creates the user when a round
+is routed).
 """
 
 from __future__ import annotations
@@ -11,6 +14,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from annotate.errors import InputError, LabelStudioError
+from annotate.pipeline.ls import EXTERNAL_LOGIN, PersonLine, access_when_added, person_access
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -22,38 +26,41 @@ if TYPE_CHECKING:
 class AnnotatorAdded:
     pseudonym: str
     created: bool
-    ls_user_id: int | None
-    invite_url: str | None
+    access: PersonLine | None  # their login, when a server for it runs
     note: str | None = None
 
 
 def add_annotator(
     s: Session, email: str, name: str | None, *, role: str = "annotator", offline: bool = False
 ) -> AnnotatorAdded:
-    if "@" not in email or email.startswith("@") or email.endswith("@"):
+    from annotate.config import label_studio_settings
+
+    if "@" not in email or email.startswith("@") or email.endswith("@") or any(c.isspace() for c in email):
         raise InputError(f"{email!r} is not an e-mail address")
-    user_id: int | None = None
-    invite: str | None = None
-    reached = False
-    if not offline:
-        try:
-            gw = s.connect(s.ws)
-        except LabelStudioError:
-            gw = None  # no server running: register locally
-        if gw is not None:
-            reached = True
-            try:
-                user_id = gw.create_user(email, first_name=name)
-                invite = gw.invite_link()
-            finally:
-                gw.close()
     pseudonym, created = s.store.add_annotator(email, name, role)
-    if user_id is not None:
-        s.store.set_annotator_user(pseudonym, user_id)
-    note = (
-        None if reached else "registered locally; the Label Studio user is created when a round is routed to a server"
-    )
-    return AnnotatorAdded(pseudonym, created, user_id, invite, note)
+    if offline:
+        return AnnotatorAdded(pseudonym, created, None, "registered locally only (--offline)")
+    if label_studio_settings(s.ws).url:
+        return AnnotatorAdded(pseudonym, created, None, EXTERNAL_LOGIN.format(email=email))
+    try:
+        access = access_when_added(s, pseudonym)
+    except LabelStudioError as exc:
+        # The registration stands (a pseudonym is stable); the next `ls start` makes the rest.
+        return AnnotatorAdded(
+            pseudonym,
+            created,
+            None,
+            f"their Label Studio login could not be made now ({exc}); `annotate ls start` retries",
+        )
+    note = None
+    if access is None:
+        note = "their Label Studio server and login are made by the next `annotate ls start`"
+    return AnnotatorAdded(pseudonym, created, access, note)
+
+
+def annotator_access(s: Session, pseudonym: str, *, new_password: bool) -> PersonLine:
+    """A person's login (their account ensured), with a new password on request."""
+    return person_access(s, pseudonym, new_password=new_password)
 
 
 def list_annotators(s: Session, *, show_emails: bool = False) -> pd.DataFrame:

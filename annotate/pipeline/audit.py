@@ -30,7 +30,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 import pandas as pd
 
-from annotate.columns import LABEL_COLUMNS
+from annotate.columns import BLINDING_INSTRUCTIONS, LABEL_COLUMNS
 from annotate.pipeline._resolve import resolve_round
 from annotate.stats.scoring.strata import stratum_key
 
@@ -210,6 +210,9 @@ def design(store: Store, round_names: list[str], *, label_config_sha: str | None
                 "seed": int(row["seed"]),
                 "clear_per_cell": int(row["clear_per_cell"]),
                 "annotators": json.loads(row["annotators"]),
+                # How the reviewers were kept apart (columns.BLINDINGS): a round never sent to a
+                # server (task files) is said to be blinded by instructions only.
+                "blinding": row.get("blinding") or BLINDING_INSTRUCTIONS,
                 "label_config_sha256": row["label_config_sha"],
                 "waves": [
                     {"wave": int(w.wave), "max_response_id": int(w.max_response_id), "routed_at": str(w.routed_at)}

@@ -66,9 +66,9 @@ class DemoResult:
     workspace: Path
     export: Path | None = None
     report: Path | None = None
-    url: str | None = None
-    admin_email: str | None = None
-    secrets_file: Path | None = None
+    url: str | None = None  # the first person's server, while the servers run (--keep-server)
+    servers: list[dict[str, Any]] = field(default_factory=list)  # each person's server: who, address, sheet
+    admin_secrets: dict[str, str] = field(default_factory=dict)  # pseudonym -> that server's admin secrets file
     alpha_pipeline: float | None = None
     alpha_direct: float | None = None
     verified: bool = False
@@ -94,12 +94,13 @@ def run_demo(
     port: int | None = None,
     seed_from: Path | None = None,
 ) -> DemoResult:
-    """Run the demo. ``seed_from`` (tests) starts Label Studio from a copy of a migrated data dir."""
+    """Run the demo. ``seed_from`` (tests): a migrated Label Studio template (no user) to copy
+    instead of migrating (``labelstudio.server.fleet.ensure_template``)."""
 
     from annotate.config import default_db_url, open_workspace
     from annotate.ingest.rubric import Rubric
     from annotate.ingest.run import ingest_paths
-    from annotate.labelstudio import server as ls_server
+    from annotate.pipeline import ls
     from annotate.pipeline._resolve import resolve_round
     from annotate.pipeline.adjudicate import adjudicate
     from annotate.pipeline.agreement import agreement_report
@@ -129,23 +130,26 @@ def run_demo(
     echo(f"[1/11] workspace {root}")
     server_started = False
     try:
-        if not offline:
-            chosen = port or _free_port()
-            info = ls_server.start_server(ws.ls_data_dir, port=chosen, timeout=600, seed_from=seed_from)
-            server_started = True
-            result.url, result.admin_email, result.secrets_file = info.url, info.admin_email, info.secrets_path
-            echo(f"[2/11] Label Studio ready at {info.url} ({info.startup_seconds:.0f} s)")
-        else:
-            echo("[2/11] offline: no server; tasks and labels go through Label Studio files")
         outcomes = ingest_paths(store, sample_files(), rubric=Rubric(), rejects_dir=ws.rejects_dir, fmt="xstest")
         amb = sum(o.labels.get("ambiguous", 0) for o in outcomes)
+        for email in ANNOTATORS:
+            add_annotator(s, email, None, offline=offline)
+        add_annotator(s, EXPERT, None, role="expert", offline=offline)
+        if not offline:
+            base = port or _free_port()
+            server_started = True
+            up = ls.start(s, host="127.0.0.1", port=base, timeout=600, template_seed=seed_from)
+            result.servers = [vars(p) for p in up.people]
+            result.admin_secrets = dict(up.admin_secrets)
+            result.url = up.people[0].url if up.people else None
+            who = ", ".join(p.pseudonym for p in up.people)
+            echo(f"[2/11] Label Studio ready: a server of their own for each of {who} ({up.seconds:.0f} s)")
+        else:
+            echo("[2/11] offline: no server; tasks and labels go through Label Studio files")
         echo(
             f"[3/11] ingested {sum(o.added for o in outcomes)} GPT-4-judged XSTest responses "
             f"({len(outcomes)} models; {amb} judged ambiguous)"
         )
-        for email in ANNOTATORS:
-            add_annotator(s, email, None, offline=offline)
-        add_annotator(s, EXPERT, None, role="expert", offline=offline)
         routed = route(
             s,
             round_name=ROUND,
@@ -238,7 +242,7 @@ def run_demo(
     finally:
         store.close()
         if server_started and not keep_server:
-            ls_server.stop_server(ws.ls_data_dir)
+            ls.stop(ws)
             result.url = None
     result.seconds = time.perf_counter() - started
     return result
@@ -308,13 +312,13 @@ def _replay(
     """Submit each routed response's XSTest label as the given annotators' annotations."""
     from annotate.labelstudio.labelconfig import choices_result
     from annotate.pipeline.pull import pull
+    from annotate.pipeline.session import project_owner
 
     ws, store = s.ws, s.store
     projects = store.ls_projects(int(round_row["id"])).set_index("pseudonym")
     team = store.annotators().set_index("pseudonym")
     by_item = items.set_index("round_item_id")
-    gw = None if offline else s.connect(ws)
-    try:
+    with s.servers() as servers:
         for pseudonym, column in who.items():
             project = projects.loc[pseudonym]
             tasks = store.ls_tasks(int(project["id"]))
@@ -350,8 +354,12 @@ def _replay(
                 path.write_text(json.dumps(export), encoding="utf-8")
                 pull(s, round_name=round_row["name"], from_files=[path], annotator=pseudonym)
                 continue
-            assert gw is not None
-            user = int(team.loc[pseudonym, "ls_user_id"])
+            row = {**project.to_dict(), "pseudonym": pseudonym}
+            gw = servers.of(project_owner(row))
+            # As the person themselves: the user their project is pinned to (their own server), else
+            # the shared server's user annotate created for them.
+            pinned = project.get("pinned_user_id")
+            user = int(pinned) if not is_missing(pinned) else int(team.loc[pseudonym, "ls_user_id"])
             jobs = [
                 (gw, int(t.task_id), by_item.loc[int(t.round_item_id), column], user)
                 for t in tasks.itertuples()
@@ -359,6 +367,3 @@ def _replay(
             ]
             with ThreadPoolExecutor(max_workers=4) as pool:
                 list(pool.map(_submit, jobs))
-    finally:
-        if gw is not None:
-            gw.close()

@@ -1,38 +1,64 @@
-"""`annotate ls`: the workspace's embedded Label Studio server (start, stop, status).
+"""`annotate ls`: the workspace's embedded Label Studio (start, stop, status).
 
-The server binds 127.0.0.1 unless told otherwise; its admin password and API token live in a
-0600 secrets file under ``.annotate/labelstudio/``.
+By default every registered reviewer and expert gets a Label Studio server of their own
+(``labelstudio.server.fleet``: technical blinding on Label Studio Community, which has no
+roles), and an account on it with a generated password, written once into their access sheet
+(``.annotate/access/<pseudonym>.txt``, 0600; ``labelstudio.accounts``). With ``[labelstudio]
+one_server_per_person = false`` one shared server serves everyone (blinding by instructions
+only). The shared server is also started when earlier rounds' projects live on it. An external
+server (``ANNOTATE_LS_URL``) is never started here.
+
+Every server binds 127.0.0.1 unless told otherwise; each one's admin password and API token live
+in a 0600 secrets file in its data dir.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+import time
+from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from annotate.config import label_studio_settings
+from annotate.errors import LabelStudioError, StateError
+from annotate.labelstudio import accounts, server
+from annotate.labelstudio.server import fleet
 
 if TYPE_CHECKING:
+    import pandas as pd
+
     from annotate.config import Workspace
-    from annotate.labelstudio.server import ServerInfo
+    from annotate.pipeline.session import Session
 
 LOOPBACK = ("127.0.0.1", "localhost", "::1")
+#: How the workspace serves its reviewers (``LsReport.mode``).
+PER_PERSON = "one server per person"
+SHARED_ONLY = "one shared server"
+EXTERNAL = "external server"
+#: Servers started at once (each takes a core for a few seconds while Django starts).
+_PARALLEL_STARTS = 4
 
-
-def start(ws: Workspace, *, host: str, port: int, timeout: float) -> ServerInfo:
-    from annotate.labelstudio import server
-
-    return server.start_server(ws.ls_data_dir, host=host, port=port, timeout=timeout)
-
-
-def stop(ws: Workspace) -> bool:
-    """True when a running server was stopped."""
-    from annotate.labelstudio import server
-
-    return bool(server.stop_server(ws.ls_data_dir))
+Say = Callable[[str], None]
 
 
 @dataclass
-class LsStatus:
+class PersonLine:
+    """One person's own server, as `ls start` and `ls status` report it (no secret, no e-mail)."""
+
+    pseudonym: str
+    role: str
+    url: str | None
+    running: bool
+    account: bool | None  # their Label Studio account exists (None: not known, the server is down)
+    sheet: str | None  # their access sheet, when there is one
+    started_now: bool = False
+    note: str | None = None
+
+
+@dataclass
+class SharedLine:
     running: bool
     url: str | None
     pid: int | None
@@ -40,25 +66,319 @@ class LsStatus:
     authenticated: bool
     admin_email: str | None
     secrets_file: str
-    external_server: str | None  # $ANNOTATE_LS_URL / [labelstudio] url: then nothing is started here
-    detail: str | None
+    detail: str | None = None
+
+
+@dataclass
+class LsReport:
+    mode: str
+    people: list[PersonLine] = field(default_factory=list)
+    shared: SharedLine | None = None
+    external_server: str | None = None
+    warnings: list[str] = field(default_factory=list)
+    seconds: float = 0.0
+    access_dir: str | None = None
+    #: Admin logins of the people's servers (for the lead): the secrets file of each.
+    admin_secrets: dict[str, str] = field(default_factory=dict)
 
     def to_dict(self) -> dict[str, Any]:
-        return dict(vars(self))
+        return asdict(self)
 
 
-def status(ws: Workspace) -> LsStatus:
-    from annotate.labelstudio import server
+def _mode(ws: Workspace) -> str:
+    conf = label_studio_settings(ws)
+    if conf.url:
+        return EXTERNAL
+    return PER_PERSON if conf.one_server_per_person else SHARED_ONLY
 
-    st = server.server_status(ws.ls_data_dir)
-    return LsStatus(
-        running=st.running,
-        url=st.url,
-        pid=st.pid,
-        healthy=st.healthy,
-        authenticated=st.authenticated,
-        admin_email=st.admin_email,
-        secrets_file=str(ws.ls_data_dir / server.SECRETS_NAME),
-        external_server=label_studio_settings(ws).url,
-        detail=st.detail,
+
+def _shared_in_use(s: Session) -> bool:
+    """True when some project of an earlier round lives on the shared embedded server."""
+    projects = s.store.ls_projects()
+    if not len(projects):
+        return False
+    on_server = projects[projects.project_id.notna()]
+    return bool(len(on_server)) and bool((on_server.server.isna() | (on_server.server == "shared")).any())
+
+
+def start(
+    s: Session,
+    *,
+    host: str,
+    port: int,
+    timeout: float,
+    template_seed: Path | None = None,
+    shared_seed: Path | None = None,
+    say: Say | None = None,
+) -> LsReport:
+    """Start the workspace's servers: each person's own (made, with their account, when new) and
+    the shared one when it is the workspace's way or holds earlier rounds' projects.
+
+    ``port``: the shared server's; people's servers get ports from ``port + 1`` up, kept once
+    chosen. ``template_seed`` / ``shared_seed``: migrated data dirs to copy instead of migrating
+    (tests).
+    """
+    ws = s.ws
+    mode = _mode(ws)
+    report = LsReport(mode=mode)
+    if mode == EXTERNAL:
+        raise StateError(
+            f"Label Studio is the external server at {label_studio_settings(ws).url} (ANNOTATE_LS_URL or "
+            "[labelstudio] url); nothing is started here. Unset it to use the embedded servers."
+        )
+    started = time.monotonic()
+    tell = say or (lambda _m: None)
+    if mode == SHARED_ONLY or _shared_in_use(s) or (ws.ls_data_dir / server.SQLITE_NAME).exists():
+        if not server.server_status(ws.ls_data_dir).running:
+            info = server.start_server(ws.ls_data_dir, host=host, port=port, timeout=timeout, seed_from=shared_seed)
+            report.warnings += list(info.warnings)
+        if mode == SHARED_ONLY:  # everyone's login on the one server
+            report.people = [person_access(s, str(p), new_password=False) for p in s.store.annotators().pseudonym]
+    if mode == PER_PERSON:
+        people = s.store.annotators()
+        if len(people):
+            template = fleet.ensure_template(ws.person_servers_dir, seed_from=template_seed, say=tell)
+            servers = _provision_all(ws, people, host=host, port=port, template=template)
+            report.people = _start_all(ws, people, servers, timeout=timeout, say=tell, report=report)
+    _describe(s, report)
+    report.seconds = time.monotonic() - started
+    return report
+
+
+def _provision_all(
+    ws: Workspace, people: pd.DataFrame, *, host: str, port: int, template: Path
+) -> dict[str, fleet.PersonServer]:
+    out: dict[str, fleet.PersonServer] = {}
+    for p in people.itertuples():
+        server_, _made = fleet.provision(
+            ws.person_servers_dir, str(p.pseudonym), host=host, first_port=port + 1, template=template
+        )
+        out[str(p.pseudonym)] = server_
+    return out
+
+
+def _start_all(
+    ws: Workspace,
+    people: pd.DataFrame,
+    servers: dict[str, fleet.PersonServer],
+    *,
+    timeout: float,
+    say: Say,
+    report: LsReport,
+) -> list[PersonLine]:
+    """Start every person's server (a few at once), then make the accounts that are missing."""
+
+    def one(pseudonym: str) -> fleet.Started | LabelStudioError:
+        try:
+            return fleet.start_person(servers[pseudonym], timeout=timeout)
+        except LabelStudioError as exc:
+            return exc
+
+    names = list(servers)
+    with ThreadPoolExecutor(max_workers=min(_PARALLEL_STARTS, max(1, len(names)))) as pool:
+        results = dict(zip(names, pool.map(one, names), strict=True))
+    failed = {n: r for n, r in results.items() if isinstance(r, LabelStudioError)}
+    lines = []
+    for p in people.itertuples():
+        pseudonym = str(p.pseudonym)
+        result = results[pseudonym]
+        if isinstance(result, LabelStudioError):
+            continue
+        if result.moved_from is not None:
+            report.warnings.append(
+                f"{pseudonym}'s server moved from port {result.moved_from} to {result.server.port} (another program "
+                f"holds {result.moved_from}); their access sheet now gives the new address."
+            )
+        if result.info is not None:
+            report.warnings += [f"{pseudonym}: {w}" for w in result.info.warnings]
+            say(f"{pseudonym}'s Label Studio is ready at {result.server.url} ({result.info.startup_seconds:.0f} s)")
+        line = _person_line(ws, p, result.server.url, result.server.data_dir)
+        line.started_now = result.info is not None
+        lines.append(line)
+    if failed:
+        detail = "\n".join(f"  {n}: {e}" for n, e in failed.items())
+        raise LabelStudioError(
+            f"{len(failed)} of {len(names)} Label Studio servers did not start (the others run):\n{detail}"
+        )
+    return lines
+
+
+def _person_line(
+    ws: Workspace, person: Any, url: str, data_dir: Path, *, new_password: bool = False, shared: bool = False
+) -> PersonLine:
+    """A person's login on a running server (their own, or the shared embedded one), made now if missing."""
+    pseudonym = str(person.pseudonym)
+    with fleet.people_lock(ws.access_dir):  # two commands never make one account twice
+        account = accounts.ensure_account(
+            url,
+            data_dir,
+            pseudonym=pseudonym,
+            role=str(person.role),
+            email=str(person.email),
+            access_dir=ws.access_dir,
+            new_password=new_password,
+            shared=shared,
+        )
+    note = None
+    if account.made:
+        note = "account made: give them their access sheet"
+    elif account.new_password:
+        note = "new password: give them their new access sheet"
+    elif account.sheet is None:
+        note = f"no access sheet: `annotate annotators access {pseudonym} --new-password` makes one"
+    return PersonLine(
+        pseudonym, str(person.role), url, True, True, str(account.sheet) if account.sheet else None, note=note
     )
+
+
+def _describe(s: Session, report: LsReport) -> None:
+    """Fill in the shared server's line and where the people's admin logins are."""
+    ws = s.ws
+    report.access_dir = str(ws.access_dir)
+    if report.mode != EXTERNAL and (ws.ls_data_dir.exists() or report.mode == SHARED_ONLY):
+        st = server.server_status(ws.ls_data_dir)
+        report.shared = SharedLine(
+            running=st.running,
+            url=st.url,
+            pid=st.pid,
+            healthy=st.healthy,
+            authenticated=st.authenticated,
+            admin_email=st.admin_email,
+            secrets_file=str(ws.ls_data_dir / server.SECRETS_NAME),
+            detail=st.detail,
+        )
+    for srv in fleet.person_servers(ws.person_servers_dir):
+        report.admin_secrets[srv.pseudonym] = str(srv.data_dir / server.SECRETS_NAME)
+
+
+def stop(ws: Workspace) -> list[str]:
+    """Stop every embedded server of the workspace; the names of those that were running."""
+    stopped = []
+    servers = fleet.person_servers(ws.person_servers_dir)
+
+    def one(srv: fleet.PersonServer) -> bool:
+        return fleet.stop_person(srv)
+
+    with ThreadPoolExecutor(max_workers=max(1, min(8, len(servers)))) as pool:
+        for srv, was in zip(servers, pool.map(one, servers), strict=True):
+            if was:
+                stopped.append(srv.pseudonym)
+    if server.stop_server(ws.ls_data_dir):
+        stopped.append("shared")
+    return stopped
+
+
+def status(s: Session) -> LsReport:
+    """What runs, where, and how each person logs in. Starts and changes nothing."""
+    ws = s.ws
+    report = LsReport(mode=_mode(ws))
+    report.external_server = label_studio_settings(ws).url
+    people = s.store.annotators()
+    made = {p.pseudonym: p for p in fleet.person_servers(ws.person_servers_dir)}
+    for p in people.itertuples():
+        srv = made.get(str(p.pseudonym))
+        sheet = accounts.sheet_path(ws.access_dir, str(p.pseudonym))
+        if srv is None:
+            if report.mode == PER_PERSON:
+                note = "no server yet: `annotate ls start` makes it"
+                report.people.append(PersonLine(str(p.pseudonym), str(p.role), None, False, None, None, note=note))
+            continue
+        st = server.server_status(srv.data_dir)
+        report.people.append(
+            PersonLine(
+                str(p.pseudonym),
+                str(p.role),
+                st.url or srv.url,
+                st.running and st.healthy,
+                None,
+                str(sheet) if sheet.exists() else None,
+                note=None if st.running else "stopped: `annotate ls start`",
+            )
+        )
+    _describe(s, report)
+    return report
+
+
+def person_access(s: Session, pseudonym: str, *, new_password: bool) -> PersonLine:
+    """A person's login: their account on their own server (or the shared embedded one) ensured,
+    with a new password on request."""
+    ws = s.ws
+    person = _registered(s, pseudonym)
+    mode = _mode(ws)
+    if mode == EXTERNAL:
+        raise StateError(EXTERNAL_LOGIN.format(email="THEIR-EMAIL"))
+    if mode == SHARED_ONLY:
+        st = server.server_status(ws.ls_data_dir)
+        if not st.running or not st.url:
+            raise StateError("the shared Label Studio is not running; start it with `annotate ls start`.")
+        line = _person_line(ws, person, st.url, ws.ls_data_dir, new_password=new_password, shared=True)
+        s.store.set_annotator_user(pseudonym, _user_on(st.url, ws.ls_data_dir, str(person.email)))
+        return line
+    srv = fleet.person_server(ws.person_servers_dir, pseudonym)
+    if srv is None or not fleet.is_running(srv):
+        raise StateError(f"{pseudonym}'s Label Studio is not running; start the servers with `annotate ls start`.")
+    return _person_line(ws, person, srv.url, srv.data_dir, new_password=new_password)
+
+
+#: What the lead does for a reviewer's login on an external server, where annotate makes none.
+EXTERNAL_LOGIN = (
+    "the reviewers use an external Label Studio (ANNOTATE_LS_URL), where annotate makes no passwords. Its admin "
+    "gives each reviewer a login: on the server's machine, with the server's own environment, "
+    "`label-studio reset_password --username {email}` sets one (annotate creates the user when the round is "
+    "routed). Every reviewer there can open the others' projects: the round is blinded by instructions only."
+)
+
+
+def _registered(s: Session, pseudonym: str) -> Any:
+    people = s.store.annotators()
+    row = people[people.pseudonym == pseudonym]
+    if row.empty:
+        known = ", ".join(people.pseudonym) or "none yet"
+        raise StateError(f"no annotator {pseudonym!r} (registered: {known}).")
+    return next(row.itertuples())
+
+
+def _user_on(url: str, data_dir: Path, email: str) -> int:
+    from annotate.labelstudio.gateway import LabelStudioGateway
+
+    gw = LabelStudioGateway(url, server.read_secrets(data_dir / server.SECRETS_NAME).token)
+    try:
+        found = gw.find_user(email)
+    finally:
+        gw.close()
+    if found is None:
+        raise LabelStudioError(f"Label Studio at {url} lists no user {email!r} after making their account.")
+    return found
+
+
+def access_when_added(s: Session, pseudonym: str) -> PersonLine | None:
+    """For `annotators add`: the new person's login when the servers run, else None (then the next
+    `annotate ls start` makes their server and account).
+
+    One server per person: when the people's servers run, the new person's is made and started
+    too. The shared embedded server: their account is made on it when it runs.
+    """
+    ws = s.ws
+    mode = _mode(ws)
+    if mode == EXTERNAL:
+        return None
+    if mode == SHARED_ONLY:
+        if not server.server_status(ws.ls_data_dir).running:
+            return None
+        return person_access(s, pseudonym, new_password=False)
+    running = [p for p in fleet.person_servers(ws.person_servers_dir) if fleet.is_running(p)]
+    if not running:
+        return None
+    person = _registered(s, pseudonym)
+    template = fleet.ensure_template(ws.person_servers_dir)
+    srv, _made = fleet.provision(
+        ws.person_servers_dir,
+        pseudonym,
+        host=running[0].host,
+        first_port=min(p.port for p in running),
+        template=template,
+    )
+    started = fleet.start_person(srv, timeout=300.0)
+    line = _person_line(ws, person, started.server.url, started.server.data_dir)
+    line.started_now = started.info is not None
+    return line

@@ -113,20 +113,22 @@ def _pull(
 
     if ls_user is not None:
         raise InputError("--ls-user goes with --from-file: a server project's user is the annotator's own.")
-    with s.gateway() as gw:
-        gw.whoami()  # fail on the token before any write
+    with s.servers() as servers:
         server_projects = [p for p in projects.to_dict("records") if not is_missing(p["project_id"])]
+        for project in server_projects:  # every server reachable and its token accepted before any write
+            servers.for_project(project)
         plans: list[tuple[dict[str, Any], PullPlan, str]] = []
         # Label Studio serialises the next project's export while this process checks the
         # current one; nothing is written until every project has been checked.
         with ThreadPoolExecutor(max_workers=1) as pool:
             futures: list[Future[tuple[list[dict[str, Any]], str]]] = [
-                pool.submit(_fetch, gw, p) for p in server_projects[:1]
+                pool.submit(_fetch, servers.for_project(p), p) for p in server_projects[:1]
             ]
             for k, project in enumerate(server_projects):
                 exported, now = futures[k].result()
                 if k + 1 < len(server_projects):
-                    futures.append(pool.submit(_fetch, gw, server_projects[k + 1]))
+                    following = server_projects[k + 1]
+                    futures.append(pool.submit(_fetch, servers.for_project(following), following))
                 source = f"Label Studio project {int(project['project_id'])} ({project['pseudonym']})"
                 checked = check_export_structure(exported, source)
                 plan = _plan_project(

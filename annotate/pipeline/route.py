@@ -44,6 +44,7 @@ import numpy as np
 import pandas as pd
 
 from annotate.errors import InputError, StateError
+from annotate.labelstudio import INSTRUCTIONS_ONLY
 from annotate.labelstudio.tasks import (
     DIALOGUE_INSTRUCTIONS,
     INSTRUCTIONS,
@@ -54,14 +55,28 @@ from annotate.labelstudio.tasks import (
     task_text_sha,
 )
 from annotate.names import check_name
-from annotate.pipeline._projects import ProjectSpec, ensure_project, sync_tasks, task_file_path, write_task_file
-from annotate.pipeline._resolve import load_label_config, resolve_annotators, resolve_judge, round_lock
+from annotate.pipeline._projects import (
+    ProjectSpec,
+    check_own_account,
+    ensure_project,
+    sync_tasks,
+    task_file_path,
+    write_task_file,
+)
+from annotate.pipeline._resolve import (
+    blinded_owner,
+    load_label_config,
+    resolve_annotators,
+    resolve_judge,
+    round_blinding,
+    round_lock,
+)
 
 if TYPE_CHECKING:
     from annotate.db import Store
     from annotate.labelstudio import Gateway
     from annotate.labelstudio.labelconfig import LabelConfig
-    from annotate.pipeline.session import Session
+    from annotate.pipeline.session import Servers, Session
 
 Progress = Callable[[int, int], None]
 
@@ -83,6 +98,8 @@ class RouteOutcome:
     cells: pd.DataFrame | None = None
     # Per cell and named judge without a verdict on some of the cell's responses: responses, population.
     without_verdict: pd.DataFrame | None = None
+    # How the round's reviewers are kept apart (labelstudio.TECHNICAL / INSTRUCTIONS_ONLY); None: task files.
+    blinding: str | None = None
 
 
 @dataclass(frozen=True)
@@ -182,12 +199,28 @@ def _route(
         return outcome
     if to_file:
         return _record_and_send(s, None, plan, outcome, progress=progress, prioritize=prioritize)
-    # Check the server (reachable, token accepted, config valid) before recording anything, so a
-    # failure leaves the store as it was.
-    with s.gateway() as gw:
-        gw.whoami()
-        gw.validate_config(plan.config.xml)
-        return _record_and_send(s, gw, plan, outcome, progress=progress, prioritize=prioritize)
+    outcome.blinding = round_blinding(s.ws, plan.existing)
+    # Check every server (reachable, token accepted, config valid) before recording anything, so
+    # a failure leaves the store as it was.
+    with s.servers() as servers:
+        for owner in dict.fromkeys(blinded_owner(outcome.blinding, str(p)) for p in plan.annotators.pseudonym):
+            servers.of(owner).validate_config(plan.config.xml)
+        for person in plan.annotators.itertuples():
+            owner = blinded_owner(outcome.blinding, str(person.pseudonym))
+            if owner is not None:
+                check_own_account(servers.of(owner), person)
+        if outcome.blinding == INSTRUCTIONS_ONLY and s.notify is not None:
+            s.notify(f"Warning: {SHARED_SERVER_WARNING}")
+        return _record_and_send(s, servers, plan, outcome, progress=progress, prioritize=prioritize)
+
+
+#: Said before a round goes to one server for everyone (an external server, or the shared embedded one).
+SHARED_SERVER_WARNING = (
+    "every reviewer's project goes to one Label Studio server. Label Studio Community has no roles, so each "
+    "reviewer can open the others' projects (verdicts, rationales, e-mails) there; independence rests on their "
+    "instructions, and the round is recorded as blinded by 'instructions only' (design.json, the report). For "
+    "technical blinding, use the embedded servers (`annotate ls start`; one server per person)."
+)
 
 
 def _plan(
@@ -406,7 +439,13 @@ def _round_config(
 
 
 def _record_and_send(
-    s: Session, gw: Gateway | None, plan: _Plan, outcome: RouteOutcome, *, progress: Progress | None, prioritize: bool
+    s: Session,
+    servers: Servers | None,
+    plan: _Plan,
+    outcome: RouteOutcome,
+    *,
+    progress: Progress | None,
+    prioritize: bool,
 ) -> RouteOutcome:
     store = s.store
     round_id = int(plan.existing["id"]) if plan.existing else None
@@ -439,6 +478,8 @@ def _record_and_send(
         raise StateError(f"no responses judged by {plan.judge!r} to route.")
     assert round_id is not None
 
+    if servers is not None and outcome.blinding is not None:
+        store.set_round_blinding(round_id, outcome.blinding)
     items = store.round_items(round_id)
     round_row = store.get_round(plan.round_name)
     assert round_row is not None
@@ -451,8 +492,19 @@ def _record_and_send(
         priority = ambiguity_priority(store, plan.judge, items.response_id.astype(int).tolist(), seed=plan.seed)
         outcome.prioritized = True
     for ann in plan.annotators.itertuples():
+        owner = blinded_owner(str(outcome.blinding), str(ann.pseudonym))
+        gw = servers.of(owner) if servers is not None else None
         outcome.per_annotator[str(ann.pseudonym)] = _send_to_annotator(
-            s, gw, round_row, ann, items, seed=plan.seed, progress=progress, outcome=outcome, priority=priority
+            s,
+            gw,
+            round_row,
+            ann,
+            items,
+            seed=plan.seed,
+            progress=progress,
+            outcome=outcome,
+            priority=priority,
+            own_server=owner is not None,
         )
     return outcome
 
@@ -530,6 +582,7 @@ def _send_to_annotator(
     progress: Progress | None,
     outcome: RouteOutcome,
     priority: dict[int, float] | None = None,
+    own_server: bool = False,
 ) -> dict[str, int]:
     from annotate.labelstudio.labelconfig import parse_label_config
 
@@ -542,7 +595,7 @@ def _send_to_annotator(
         label_config=round_row["label_config"],
         instructions=INSTRUCTIONS + (DIALOGUE_INSTRUCTIONS if dialogue else ""),
     )
-    project = ensure_project(store, gw, spec)
+    project = ensure_project(store, gw, spec, own_server=own_server)
     tasks = store.ls_tasks(int(project["id"]))
     new_rows = _new_task_rows(
         store,

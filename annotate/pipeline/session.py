@@ -12,11 +12,11 @@ to stderr, so the lines never mix with JSON on stdout.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from types import TracebackType
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from annotate.config import Workspace, busy_timeout, loose_permissions, open_workspace
 from annotate.errors import AnnotateError
@@ -36,13 +36,22 @@ class Session:
     notify: Notify | None = None
 
     @contextmanager
-    def gateway(self) -> Iterator[Gateway]:
-        """The Label Studio gateway of this workspace, closed when the block ends."""
-        gw = self.connect(self.ws)
+    def gateway(self, owner: str | None = None) -> Iterator[Gateway]:
+        """The gateway to the workspace's shared Label Studio, or to ``owner``'s own; closed when the block ends."""
+        gw = self.connect(self.ws, owner)
         try:
             yield gw
         finally:
             gw.close()
+
+    @contextmanager
+    def servers(self) -> Iterator[Servers]:
+        """The Label Studio servers of one command, each opened (and its token checked) on first use."""
+        opened = Servers(self)
+        try:
+            yield opened
+        finally:
+            opened.close()
 
     def close(self) -> None:
         self.store.close()
@@ -54,6 +63,46 @@ class Session:
         self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
     ) -> None:
         self.close()
+
+
+class Servers:
+    """The gateways of one command: the shared server's and each person's own, opened once each.
+
+    A gateway is checked (``whoami``: reachable, token accepted) when it is first opened, so a
+    command that opens every server it needs before writing fails with the store unchanged.
+    """
+
+    def __init__(self, session: Session) -> None:
+        self._session = session
+        self._open: dict[str | None, Gateway] = {}
+
+    def of(self, owner: str | None) -> Gateway:
+        """``owner``'s own server (a pseudonym), or the shared one (None)."""
+        if owner not in self._open:
+            gw = self._session.connect(self._session.ws, owner)
+            try:
+                gw.whoami()
+            except BaseException:
+                gw.close()
+                raise
+            self._open[owner] = gw
+        return self._open[owner]
+
+    def for_project(self, project: Mapping[str, Any]) -> Gateway:
+        """The server a project row (``Store.ls_projects``) lives on."""
+        return self.of(project_owner(project))
+
+    def close(self) -> None:
+        for gw in self._open.values():
+            gw.close()
+        self._open.clear()
+
+
+def project_owner(project: Mapping[str, Any]) -> str | None:
+    """Whose own server a project lives on (its pseudonym), or None for the shared server."""
+    from annotate.labelstudio import OWN
+
+    return str(project["pseudonym"]) if project.get("server") == OWN else None
 
 
 def open_workspace_store(ws: Workspace, *, notify: Notify | None = None) -> Store:

@@ -1,16 +1,31 @@
-"""`annotate status`: progress per round, annotator and stratum, with an estimate of time to finish."""
+"""`annotate status`: progress per round, annotator and stratum, with an estimate of time to finish;
+with ``--round``, each reviewer's progress, time per task and agreement so far, and who stands out.
+
+Everything here reads the store alone (what the last `annotate pull` brought in), never Label
+Studio, so `status` stays cheap while reviewers work. The statistics and the flag rules are in
+:mod:`annotate.stats.agreement.progress`; their limits are ``[agreement]`` settings:
+``kappa_consensus`` (the per-annotator limit of `annotate agreement`) and, for a running round,
+``fast_ratio`` (default 1/3), ``fast_seconds`` (3) and ``min_items`` (10).
+"""
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+import json
+import math
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import pandas as pd
 
+from annotate.errors import WorkspaceError
 from annotate.pipeline._resolve import resolve_round
+from annotate.pipeline._settings import thresholds_from_settings
 
 if TYPE_CHECKING:
+    from annotate.config import Workspace
+    from annotate.db import Store
     from annotate.pipeline.session import Session
+    from annotate.stats.agreement.progress import RunningLimits
 
 
 def status_table(s: Session, round_name: str | None) -> pd.DataFrame:
@@ -83,3 +98,219 @@ def quarantine_table(s: Session, round_name: str | None = None) -> pd.DataFrame:
         return pd.DataFrame(columns=cols)
     q = q.assign(kind=q.reason.astype(str).str.split(": ", n=1).str[0])
     return q[cols].reset_index(drop=True)
+
+
+REVIEWER_COLUMNS = [
+    "annotator",
+    "tasks",
+    "imported",
+    "done",
+    "skipped",
+    "left",
+    "share_done",
+    "n_timed",
+    "median_seconds",
+    "others_median_seconds",
+    "time_note",
+    "n_agreement_items",
+    "agreement_with_majority",
+    "kappa",
+    "kappa_ci_low",
+    "kappa_ci_high",
+    "agreement_note",
+    "alpha_without",
+    "flags",
+    "last_pulled_at",
+]
+
+
+def running_limits(ws: Workspace) -> RunningLimits:
+    """``[agreement]``: the flag limits of a running round (see :class:`RunningLimits`)."""
+    from annotate.stats.agreement.progress import RunningLimits
+
+    default = RunningLimits()
+    cfg = ws.settings.get("agreement", {})
+
+    def number(key: str, fallback: float) -> float:
+        value = cfg.get(key, fallback)
+        if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value) or value < 0:
+            raise WorkspaceError(f"{ws.config_path}: [agreement] {key} must be a number >= 0, not {value!r}.")
+        return float(value)
+
+    min_items = number("min_items", default.min_items)
+    if min_items != int(min_items) or min_items < 2:
+        raise WorkspaceError(f"{ws.config_path}: [agreement] min_items must be a whole number >= 2, not {min_items:g}.")
+    return RunningLimits(
+        fast_ratio=number("fast_ratio", default.fast_ratio),
+        fast_seconds=number("fast_seconds", default.fast_seconds),
+        min_items=int(min_items),
+        kappa_consensus=thresholds_from_settings(ws).kappa_consensus,
+    )
+
+
+def reviewer_status(s: Session, round_name: str, *, n_boot: int = 2000, seed: int = 0) -> dict[str, Any]:
+    """Per reviewer of one round: progress, time per task, agreement so far, flags and a plain reading.
+
+    From the store alone (the labels as last pulled). Reviewers are the round's annotators (by
+    pseudonym; the expert's project is in the per-stratum table only). Done = items with a
+    current verdict; skipped = items skipped and not labelled since; left = the rest of the
+    reviewer's tasks (imported or not). The agreement figure is
+    :func:`annotate.stats.agreement.progress.agreement_so_far` on the 3-way verdicts.
+    """
+    return reviewer_summary(s.store, round_name, limits=running_limits(s.ws), n_boot=n_boot, seed=seed)
+
+
+def reviewer_summary(
+    store: Store, round_name: str, *, limits: RunningLimits, n_boot: int = 2000, seed: int = 0
+) -> dict[str, Any]:
+    """:func:`reviewer_status` on a store, with the limits given."""
+    from annotate.columns import VERDICTS
+    from annotate.stats._common import jsonable
+    from annotate.stats.agreement.progress import (
+        agreement_so_far,
+        fast_flags,
+        low_agreement_flags,
+        median_seconds,
+        others_median,
+        readable,
+    )
+    from annotate.stats.agreement.votes import current_labels, vote_matrix
+
+    round_row = resolve_round(store, round_name)
+    round_id = int(round_row["id"])
+    reviewers = [str(a) for a in json.loads(round_row["annotators"])]
+    projects = store.ls_projects(round_id)
+    ann = store.annotations(round_id)
+    labels = current_labels(ann, set(reviewers))
+    rows: list[dict[str, Any]] = []
+    for who in reviewers:
+        mine_projects = projects.loc[projects.pseudonym == who]
+        tasks = (
+            pd.concat([store.ls_tasks(int(p.id)) for p in mine_projects.itertuples()]) if len(mine_projects) else None
+        )
+        task_items = set() if tasks is None else set(tasks.round_item_id)
+        imported = 0 if tasks is None else int(tasks.task_id.notna().sum())
+        mine = labels.loc[(labels.annotator == who) & labels.round_item_id.isin(task_items)]
+        done_items = set(mine.round_item_id)
+        skips = ann.loc[(ann.annotator == who) & ann.skipped.astype(bool) & ann.round_item_id.isin(task_items)]
+        skipped = len(set(skips.round_item_id) - done_items)
+        median, n_timed = median_seconds(mine.lead_time.to_numpy(dtype=float))
+        pulled = [str(t) for t in mine_projects.last_pulled_at.dropna()] if len(mine_projects) else []
+        rows.append(
+            {
+                "annotator": who,
+                "tasks": len(task_items),
+                "imported": imported,
+                "done": len(done_items),
+                "skipped": skipped,
+                "left": len(task_items) - len(done_items) - skipped,
+                "share_done": len(done_items) / len(task_items) if task_items else None,
+                "n_timed": n_timed,
+                "median_seconds": median,
+                "time_note": _time_note(len(done_items), n_timed, limits),
+                "last_pulled_at": max(pulled) if pulled else None,
+            }
+        )
+    codes, _, _ = vote_matrix(labels, VERDICTS, reviewers)
+    diag = agreement_so_far(
+        codes.reshape(-1, len(reviewers)), len(VERDICTS), annotators=reviewers, n_boot=n_boot, seed=seed
+    )
+    low = low_agreement_flags(diag, limits)
+    medians, timed = [r["median_seconds"] for r in rows], [r["n_timed"] for r in rows]
+    fast = fast_flags(medians, timed, limits)
+    refs = others_median(medians, timed, limits)
+    flags: list[dict[str, Any]] = []
+    for row, d, why_fast, why_low, ref in zip(rows, diag.annotators, fast, low, refs, strict=True):
+        k = d.kappa_with_consensus
+        read = readable(d, limits)
+        row.update(
+            {
+                "n_agreement_items": d.n_consensus_units,
+                "agreement_with_majority": d.agreement_with_consensus,
+                "kappa": k.value,
+                "kappa_ci_low": k.ci_low if read else None,
+                "kappa_ci_high": k.ci_high if read else None,
+                "agreement_note": _agreement_note(d.n_consensus_units, k.undefined_reason, len(reviewers), limits),
+                "alpha_without": d.alpha_if_deleted.value,
+                "others_median_seconds": ref,
+                "flags": [name for name, why in (("fast", why_fast), ("low agreement", why_low)) if why],
+            }
+        )
+        for kind, why in (("fast", why_fast), ("low agreement", why_low)):
+            if why:
+                flags.append({"annotator": row["annotator"], "kind": kind, "reason": why})
+    table = jsonable([{c: row.get(c) for c in REVIEWER_COLUMNS} for row in rows])
+    return {
+        "round": round_row["name"],
+        "label_set": "3-way",
+        "statistic": "Cohen's kappa with the leave-one-out majority of the other reviewers, "
+        f"95 % percentile bootstrap interval ({n_boot} replicates)",
+        "limits": jsonable(vars(limits)),
+        "reviewers": table,
+        "flags": flags,
+        "reading": _reading(table, flags, limits),
+    }
+
+
+def _time_note(done: int, n_timed: int, limits: RunningLimits) -> str | None:
+    if not done:
+        return "nothing labelled yet"
+    if not n_timed:
+        return "unknown: the pulled labels carry no lead_time"
+    if n_timed < limits.min_items:
+        return f"too few timed labels ({n_timed} < {limits.min_items}) to compare"
+    return None
+
+
+def _agreement_note(n_items: int, undefined: str | None, n_reviewers: int, limits: RunningLimits) -> str | None:
+    if n_reviewers < 2:
+        return "one reviewer: no one to agree with"
+    if n_items < limits.min_items:
+        return f"too few items ({n_items} < {limits.min_items}) labelled by the others too"
+    if undefined is not None:
+        return undefined
+    if n_reviewers == 2:
+        return "two reviewers: one figure for both, it cannot say who disagrees"
+    return None
+
+
+def _reading(rows: list[dict[str, Any]], flags: list[dict[str, Any]], limits: RunningLimits) -> str:
+    """One line a lead reads: who stands out and what to do, or that nobody does (and why that may be).
+
+    ``rows`` are the JSON-ready reviewer rows (None where a figure is missing).
+    """
+    from annotate.stats.agreement.progress import seconds_text
+
+    by_name = {r["annotator"]: r for r in rows}
+    parts = []
+    for f in flags:
+        row = by_name[f["annotator"]]
+        if f["kind"] == "fast":
+            ref = row["others_median_seconds"]
+            against = "" if ref is None else f" against {seconds_text(ref)}"
+            parts.append(
+                f"{row['annotator']} is much faster than the others (median {seconds_text(row['median_seconds'])} "
+                f"per task{against}): check their labels."
+            )
+        else:
+            others = [r["kappa"] for r in rows if r is not row and r["kappa_ci_low"] is not None]
+            against = f" against {_span(others)}" if others else ""
+            parts.append(
+                f"{row['annotator']} agrees far less with the others (kappa {row['kappa']:.2f} with their "
+                f"majority{against}): check their labels."
+            )
+    if parts:
+        return " ".join(parts)
+    if not any(r["done"] for r in rows):
+        return "Nothing labelled yet (as of the last `annotate pull`)."
+    if len(rows) > 1 and all(r["kappa_ci_low"] is None for r in rows):
+        return (
+            "No reviewer stands out so far; too few items labelled by several reviewers "
+            f"(under {limits.min_items}) to compare their agreement yet."
+        )
+    return "No reviewer stands out so far: times per task and agreement are in line."
+
+
+def _span(values: list[float]) -> str:
+    lo, hi = min(values), max(values)
+    return f"{lo:.2f}" if math.isclose(lo, hi, abs_tol=0.005) else f"{lo:.2f} to {hi:.2f}"

@@ -25,7 +25,8 @@ fractions in [0, 1] (shown as per cent)::
       "title": str, "created_at": str, "tool_version": str, "schema_version": int,
       "rounds": [{"round": str, "judge": str, "seed": int, "clear_per_cell": int,
                   "annotators": [pseudonym, ...],
-                  "strata_from": [judge, ...]}],                  # only with route --strata-from
+                  "strata_from": [judge, ...],                   # only with route --strata-from
+                  "blinding": "technical" | "instructions only"}],  # only in exports that record it
       "cells": [{"model", "benchmark", "n_responses",
                  "share_harmful", "share_safe", "share_ambiguous"}],      # the judge's labels
       "agreement": [{"group": str,            # e.g. "pooled (mixture)", "stratum=ambiguous"

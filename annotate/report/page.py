@@ -26,7 +26,7 @@ from typing import Any, NamedTuple
 from jinja2 import Environment, PackageLoader, StrictUndefined, Template
 from markupsafe import Markup, escape
 
-from annotate.columns import TREATMENT_NOTES
+from annotate.columns import BLINDING_NOTES, TREATMENT_NOTES
 from annotate.report import _fmt
 from annotate.report._judges import judges_section
 from annotate.report._view import ReportView, as_dict, as_list, flagged, not_estimable, records
@@ -480,6 +480,8 @@ def _design(view: ReportView) -> dict[str, Any]:
                 "n_annotators": _fmt.count(len(as_list(r.get("annotators")))),
                 "annotators": [_text(a) for a in as_list(r.get("annotators"))],
                 "strata_from": [_text(j) for j in as_list(r.get("strata_from"))],
+                "blinding": _text(r.get("blinding")) if r.get("blinding") else None,
+                "blinding_note": BLINDING_NOTES.get(str(r.get("blinding")), ""),
             }
             for r in records(data.get("rounds"))
         ],

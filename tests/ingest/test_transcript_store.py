@@ -47,7 +47,7 @@ def _changed_log(tmp_path: Path) -> Path:
     return path
 
 
-def test_transcripts_are_stored_whole_and_single_turn_rows_keep_none(workspace, runner):
+def test_transcripts_are_stored_whole_and_single_turn_rows_keep_none(workspace, runner, tmp_path):
     _, prefix = workspace
     path = AGENTIC / "agentic_misuse.json"
     run(runner, prefix, "ingest", str(path))
@@ -55,16 +55,12 @@ def test_transcripts_are_stored_whole_and_single_turn_rows_keep_none(workspace, 
         rows = store.responses()
     records = _records(path)
     assert len(rows) == len(records) == 6
-    for row in rows.itertuples():
+    for row in rows.itertuples():  # h2 too: one exchange, but under a system prompt
         rec = records[(row.prompt_id, row.judge)]
-        if rec.transcript is None:
-            assert not isinstance(row.transcript, str) and row.prompt_id == "h2"  # NULL
-            assert row.content_sha == content_sha(rec.prompt, rec.response, rec.verdict, rec.score, row.judge_label)
-        else:
-            assert json.loads(row.transcript) == rec.transcript  # every turn, tool call and tool result
-            assert row.content_sha == content_sha(
-                rec.prompt, rec.response, rec.verdict, rec.score, row.judge_label, transcript_json(rec.transcript)
-            )
+        assert json.loads(row.transcript) == rec.transcript  # every turn, tool call and tool result
+        assert row.content_sha == content_sha(
+            rec.prompt, rec.response, rec.verdict, rec.score, row.judge_label, transcript_json(rec.transcript)
+        )
     (alice,) = [json.loads(t) for p, j, t in zip(rows.prompt_id, rows.judge, rows.transcript, strict=True)
                 if p == "h1" and j == "refusal_judge"]  # fmt: skip
     calls = [c for turn in alice if turn["role"] == "assistant" for c in turn.get("tool_calls", [])]
@@ -80,6 +76,22 @@ def test_transcripts_are_stored_whole_and_single_turn_rows_keep_none(workspace, 
     for out in (again, other):
         (file,) = json.loads(out)
         assert (file["added"], file["duplicates"], file["replaced"]) == (0, 6, 0)
+
+    # one exchange without a system prompt: the prompt and the response show it whole, NULL stored
+    log = json.loads(path.read_text(encoding="utf-8"))
+    (plain,) = [s for s in log["samples"] if s["id"] == "h2"]
+    plain["id"], plain["messages"] = "h2-plain", [m for m in plain["messages"] if m["role"] != "system"]
+    log["samples"] = [plain]
+    single = tmp_path / "single.json"
+    single.write_text(json.dumps(log), encoding="utf-8")
+    run(runner, prefix, "ingest", str(single))
+    with _store(prefix) as store:
+        rows = store.responses()
+    for row in rows[rows.prompt_id == "h2-plain"].itertuples():
+        rec = _records(single)[(row.prompt_id, row.judge)]
+        assert rec.transcript is None and not isinstance(row.transcript, str)  # NULL
+        assert row.content_sha == content_sha(rec.prompt, rec.response, rec.verdict, rec.score, row.judge_label)
+    assert (rows.prompt_id == "h2-plain").sum() == 2
 
 
 def test_a_changed_transcript_is_a_conflict_and_replace_keeps_the_old_one_in_history(workspace, runner, tmp_path):
@@ -133,11 +145,12 @@ def test_a_response_stored_before_transcripts_were_kept_gets_its_transcript_with
             )
     refused = run(runner, prefix, "ingest", str(path), ok=False)
     assert refused.exit_code == 2
-    assert refused.stderr.count("is stored without its transcript (it was ingested before annotate kept whole") == 4
+    # every sample: h1 and h3 are agentic, h2 one exchange under a system prompt
+    assert refused.stderr.count("is stored without its transcript (it was ingested before annotate kept whole") == 6
     assert "use --replace to add it" in refused.stderr
     added = json.loads(run(runner, prefix, "ingest", str(path), "--replace", "--json").output)[0]
-    assert (added["replaced"], added["duplicates"]) == (4, 2)
+    assert (added["replaced"], added["duplicates"]) == (6, 0)
     with _store(prefix) as store:
         rows = store.responses()
         history = store.history()
-    assert rows.transcript.notna().sum() == 4 and history.transcript.isna().all() and len(history) == 4
+    assert rows.transcript.notna().sum() == 6 and history.transcript.isna().all() and len(history) == 6

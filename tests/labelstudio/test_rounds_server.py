@@ -75,7 +75,8 @@ def test_round_trip_on_a_real_server(ls_env, sqlite_ws, runner, tmp_path):
     ws, prefix = sqlite_ws
     for email in _emails(tmp_path):
         added = run(runner, prefix, "annotators", "add", email)
-        assert "invite link" in added.output and "http" in added.output
+        # An external server: its admin makes the logins (annotate creates the users when routing).
+        assert "reset_password" in added.output and "instructions only" in added.output
     out = json.loads(
         run(
             runner,
@@ -90,7 +91,7 @@ def test_round_trip_on_a_real_server(ls_env, sqlite_ws, runner, tmp_path):
             "--seed",
             "11",
             "--json",
-        ).output
+        ).stdout
     )
     assert out["selected"] == 2 * (5 + 4 + 4)
     store = _store(ws)
@@ -116,7 +117,7 @@ def test_round_trip_on_a_real_server(ls_env, sqlite_ws, runner, tmp_path):
             "--seed",
             "11",
             "--json",
-        ).output
+        ).stdout
     )
     assert again["annotators"]["A1"] == {"tasks": 26, "imported": 0, "already": 26}
     for pid in pids.values():
@@ -153,20 +154,20 @@ def test_round_trip_on_a_real_server(ls_env, sqlite_ws, runner, tmp_path):
     t2 = sorted(gw.export_tasks(pids["A2"]), key=lambda t: t["id"])
     gw.create_annotation(t2[0]["id"], choices_result("unsure", rationale="depends"), completed_by=uid2, lead_time=30.0)
 
-    first = json.loads(run(runner, prefix, "pull", "--round", "r1", "--json").output)
+    first = json.loads(run(runner, prefix, "pull", "--round", "r1", "--json").stdout)
     # the texts Label Studio exports hash as routed, and completed_by is the annotator's user
     assert first["not_counted"] == {"A1": {"result does not fit the label config": 1}}
     assert first["pinned"] == {"A1": uid1, "A2": uid2}
     first = first["annotators"]
     assert (first["A1"]["new"], first["A1"]["skips"], first["A1"]["quarantined"]) == (3, 1, 1)
     assert first["A2"]["new"] == 1
-    second = json.loads(run(runner, prefix, "pull", "--round", "r1", "--json").output)["annotators"]
+    second = json.loads(run(runner, prefix, "pull", "--round", "r1", "--json").stdout)["annotators"]
     assert all(c["new"] == c["updated"] == c["deleted"] == c["quarantined"] == 0 for c in second.values())
 
     # edit and delete in Label Studio, then pull (incremental, by updated_at)
     gw.update_annotation(a1[0], choices_result("safe"))
     gw.delete_annotation(a1[1])
-    third = json.loads(run(runner, prefix, "pull", "--round", "r1", "--json").output)["annotators"]
+    third = json.loads(run(runner, prefix, "pull", "--round", "r1", "--json").stdout)["annotators"]
     assert (third["A1"]["updated"], third["A1"]["deleted"]) == (1, 1)
 
     store = _store(ws)
@@ -181,7 +182,7 @@ def test_round_trip_on_a_real_server(ls_env, sqlite_ws, runner, tmp_path):
     assert a1[3] not in ann.index  # quarantined, never counted
     assert set(history.change) == {"updated", "deleted"}
 
-    status = json.loads(run(runner, prefix, "status", "--round", "r1", "--json").output)
+    status = json.loads(run(runner, prefix, "status", "--round", "r1", "--json").stdout)
     a1_rows = [r for r in status["progress"] if r["annotator"] == "A1"]
     assert sum(r["done"] for r in a1_rows) == 1 and sum(r["skipped"] for r in a1_rows) == 1
     assert sum(r["tasks"] for r in a1_rows) == 26
@@ -191,7 +192,7 @@ def test_round_trip_on_a_real_server(ls_env, sqlite_ws, runner, tmp_path):
     edited = {**t1[4]["data"], "response": "an edited response"}
     gw._raw("PATCH", f"/api/tasks/{t1[4]['id']}", "editing a task", json={"data": edited})
     gw.create_annotation(t1[4]["id"], choices_result("harmful"), completed_by=uid1)
-    fourth = json.loads(run(runner, prefix, "pull", "--round", "r1", "--json").output)
+    fourth = json.loads(run(runner, prefix, "pull", "--round", "r1", "--json").stdout)
     assert fourth["not_counted"]["A1"].get("task text changed since routing") == 1
     assert fourth["annotators"]["A1"]["new"] == 0
 
@@ -308,13 +309,14 @@ def test_adjudication_with_an_expert_on_a_real_server(ls_env, sqlite_ws, runner,
             completed_by=int(users.loc["A2", "ls_user_id"]),
             lead_time=7.0,
         )
-    pulled = json.loads(run(runner, prefix, "pull", "--round", "adj", "--json").output)
+    pulled = json.loads(run(runner, prefix, "pull", "--round", "adj", "--json").stdout)
     assert pulled["not_counted"] == {}, pulled
-    first = json.loads(run(runner, prefix, "adjudicate", "--round", "adj", "--expert", "E1", "--json").output)
+    first = json.loads(run(runner, prefix, "adjudicate", "--round", "adj", "--expert", "E1", "--json").stdout)
     assert first["counts"]["escalated"] == 3 and first["sent_to_expert"] >= 3
 
     store = _store(ws)
     expert_project = int(store.ls_projects().set_index("pseudonym").loc["E1", "project_id"])
+    users = store.annotators().set_index("pseudonym")  # the expert's user is made with their project
     item_of = _items_by_task(store)
     store.close()
     expert_tasks = gw.export_tasks(expert_project)
@@ -325,18 +327,18 @@ def test_adjudication_with_an_expert_on_a_real_server(ls_env, sqlite_ws, runner,
         assert "model-" not in json.dumps(task)
         gw.create_annotation(task["id"], choices_result("safe"), completed_by=int(users.loc["E1", "ls_user_id"]))
     run(runner, prefix, "pull", "--round", "adj")
-    final = json.loads(run(runner, prefix, "adjudicate", "--round", "adj", "--expert", "E1", "--json").output)
+    final = json.loads(run(runner, prefix, "adjudicate", "--round", "adj", "--expert", "E1", "--json").stdout)
     assert final["counts"] == {"resolved": len(items)}
     assert final["methods"]["expert"] == 3
     # from pulled and adjudicated Label Studio rounds to corrected scores
-    scored = json.loads(run(runner, prefix, "score", "--round", "adj", "--json", "--draws", "500").output)
+    scored = json.loads(run(runner, prefix, "score", "--round", "adj", "--json", "--draws", "500").stdout)
     corrected = [r for r in scored["scores"] if r["treatment"] == "corrected" and r["benchmark"] == "ALL"]
     assert {r["model"] for r in corrected} == {"model-a", "model-b"}
     # (p-hat may sit outside the Jeffreys posterior interval when every reviewed item of a
     # stratum is harmful, as here, so only the interval's own order is asserted)
     assert all(0 <= r["ci_low"] <= r["ci_high"] <= 1 and 0 <= r["estimate"] <= 1 for r in corrected)
     # the expert's labels are not reviewer labels: agreement uses A1 and A2 only
-    report = json.loads(run(runner, prefix, "agreement", "--round", "adj", "--json", "--boot", "100").output)
+    report = json.loads(run(runner, prefix, "agreement", "--round", "adj", "--json", "--boot", "100").stdout)
     assert report["annotators"] == ["A1", "A2"]
     assert all(a["annotator"] in ("A1", "A2") for g in report["groups"] for a in g["annotators"])
 
@@ -377,7 +379,7 @@ def test_resumes_after_dying_between_import_and_bookkeeping(ls_env, sqlite_ws, r
             "--seed",
             "8",
             "--json",
-        ).output
+        ).stdout
     )
     assert out["annotators"]["A1"]["already"] == 10  # the batch that did commit was found, not re-sent
     store = _store(ws)
@@ -410,7 +412,7 @@ def test_an_agentic_task_shows_its_dialogue_and_its_labels_come_back(ls_env, run
     run(runner, prefix, "ingest", str(log))
     run(runner, prefix, "annotators", "add", _emails(tmp_path)[0])
     route = ("route", "--round", "agent", "--judge", "refusal_judge", "--annotators", "A1", "--clear-per-cell", "5")
-    out = json.loads(run(runner, prefix, *route, "--seed", "3", "--json").output)
+    out = json.loads(run(runner, prefix, *route, "--seed", "3", "--json").stdout)
     assert out["annotators"]["A1"] == {"tasks": 3, "imported": 3, "already": 0}
     store = _store(ws)
     project = store.ls_projects().iloc[0]
@@ -445,7 +447,7 @@ def test_an_agentic_task_shows_its_dialogue_and_its_labels_come_back(ls_env, run
     assert gw.task_count(pid) == 3
 
     gw.create_annotation(alice["id"], choices_result("harmful", rationale="it sent the threat"), completed_by=uid)
-    first = json.loads(run(runner, prefix, "pull", "--round", "agent", "--json").output)
+    first = json.loads(run(runner, prefix, "pull", "--round", "agent", "--json").stdout)
     assert first["annotators"]["A1"]["new"] == 1 and first["not_counted"] == {}
     store = _store(ws)
     (label,) = store.annotations().itertuples()
@@ -457,6 +459,6 @@ def test_an_agentic_task_shows_its_dialogue_and_its_labels_come_back(ls_env, run
     edited = {**picture["data"], "dialogue": [d for d in picture["data"]["dialogue"] if "→ call" not in d["text"]]}
     gw._raw("PATCH", f"/api/tasks/{picture['id']}", "editing a task", json={"data": edited})
     gw.create_annotation(picture["id"], choices_result("safe"), completed_by=uid)
-    second = json.loads(run(runner, prefix, "pull", "--round", "agent", "--json").output)
+    second = json.loads(run(runner, prefix, "pull", "--round", "agent", "--json").stdout)
     assert second["not_counted"] == {"A1": {"task text changed since routing": 1}}
     assert second["annotators"]["A1"]["new"] == 0

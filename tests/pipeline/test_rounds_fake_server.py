@@ -14,7 +14,7 @@ import pytest
 
 from annotate.cli import cli
 from annotate.labelstudio.labelconfig import choices_result
-from tests.helpers import generic_row, write_jsonl
+from tests.helpers import generic_row, use_shared_server, write_jsonl
 from tests.labelstudio_fake import FakeLabelStudio
 
 
@@ -27,6 +27,7 @@ def fake() -> FakeLabelStudio:
 def ws(tmp_path, runner):
     root = tmp_path / "ws"
     assert runner.invoke(cli, ["init", str(root)]).exit_code == 0
+    use_shared_server(root)  # one fake server for everyone (tests/pipeline/test_own_servers.py: one each)
     rows = []
     for m in ("model-a", "model-b"):
         for i in range(40):
@@ -61,7 +62,7 @@ def _route(runner, ws, fake, *extra):
             "11",
             "--json",
             *extra,
-        ).output
+        ).stdout
     )
 
 
@@ -81,7 +82,7 @@ def _items_by_task(ws) -> dict[int, int]:
 def _add_reviewers(runner, ws, fake):
     for who in ("rev1@example.org", "rev2@example.org"):
         out = run(runner, ws, fake, "annotators", "add", who)
-        assert "invite link" in out.output
+        assert "registered as" in out.output
 
 
 def test_route_imports_each_task_once_in_each_annotators_order_and_blinded(runner, ws, fake):
@@ -119,17 +120,17 @@ def test_pull_is_incremental_and_keeps_edits_deletions_skips_and_quarantine(runn
         fake.create_annotation(t[3]["id"], choices_result("nope"), completed_by=uid1),  # not a choice
         fake.create_annotation(t[4]["id"], choices_result("safe"), completed_by=999),  # someone else
     ]
-    first = json.loads(run(runner, ws, fake, "pull", "--round", "r1", "--json").output)["annotators"]
+    first = json.loads(run(runner, ws, fake, "pull", "--round", "r1", "--json").stdout)["annotators"]
     assert (first["A1"]["new"], first["A1"]["skips"], first["A1"]["quarantined"]) == (3, 1, 2)
     calls = len([c for c in fake.calls if c == "export_tasks"])
-    second = json.loads(run(runner, ws, fake, "pull", "--round", "r1", "--json").output)["annotators"]
+    second = json.loads(run(runner, ws, fake, "pull", "--round", "r1", "--json").stdout)["annotators"]
     assert all(c["new"] == c["updated"] == c["deleted"] == c["quarantined"] == 0 for c in second.values())
     assert len([c for c in fake.calls if c == "export_tasks"]) == calls  # nothing changed: nothing exported
     fake.update_annotation(ids[0], choices_result("safe"))
     fake.delete_annotation(ids[1])
-    third = json.loads(run(runner, ws, fake, "pull", "--round", "r1", "--json").output)["annotators"]
+    third = json.loads(run(runner, ws, fake, "pull", "--round", "r1", "--json").stdout)["annotators"]
     assert (third["A1"]["updated"], third["A1"]["deleted"], third["A1"]["new"]) == (1, 1, 0)
-    status = json.loads(run(runner, ws, fake, "status", "--round", "r1", "--json").output)
+    status = json.loads(run(runner, ws, fake, "status", "--round", "r1", "--json").stdout)
     assert len(status["quarantine"]) == 2
     assert sum(r["done"] for r in status["progress"] if r["annotator"] == "A1") == 1
 
@@ -183,7 +184,7 @@ def test_escalations_go_to_the_experts_project_with_the_reviewers_votes_only(run
             tasks["A2"], choices_result("safe" if item in disagree else "harmful"), completed_by=users["A2"]
         )
     run(runner, ws, fake, "pull", "--round", "r1")
-    first = json.loads(run(runner, ws, fake, "adjudicate", "--round", "r1", "--expert", "E1", "--json").output)
+    first = json.loads(run(runner, ws, fake, "adjudicate", "--round", "r1", "--expert", "E1", "--json").stdout)
     assert first["counts"]["escalated"] == 3 and first["sent_to_expert"] >= 3
     expert = fake.project_by_title("adjudication - E1")
     assert "prior_votes" in expert.label_config
@@ -196,14 +197,14 @@ def test_escalations_go_to_the_experts_project_with_the_reviewers_votes_only(run
         assert set(task["data"]) == {"prompt", "response", "ext_id", "prior_votes"}
         assert "model-" not in json.dumps(task) and "rev1@" not in json.dumps(task)
     assert "A1: harmful: gives steps" in escalated[0]["data"]["prior_votes"]
-    again = json.loads(run(runner, ws, fake, "adjudicate", "--round", "r1", "--expert", "E1", "--json").output)
+    again = json.loads(run(runner, ws, fake, "adjudicate", "--round", "r1", "--expert", "E1", "--json").stdout)
     assert again["new_records"] == 0 and again["sent_to_expert"] == 0
     assert len(expert.tasks) == len(first and expert.tasks)
     lead = fake.users["lead@example.org"]
     for task in escalated:
         fake.create_annotation(task["id"], choices_result("harmful"), completed_by=lead)
     run(runner, ws, fake, "pull", "--round", "r1")
-    final = json.loads(run(runner, ws, fake, "adjudicate", "--round", "r1", "--expert", "E1", "--json").output)
+    final = json.loads(run(runner, ws, fake, "adjudicate", "--round", "r1", "--expert", "E1", "--json").stdout)
     assert final["counts"].get("escalated", 0) == 0
     assert final["methods"].get("expert") == 3
 
@@ -256,7 +257,7 @@ def test_a_server_pull_binds_labels_to_their_annotator_and_quarantines_what_does
     for k, result in enumerate([rating, wrong_to, wrong_type, too_long], start=4):
         fake.create_annotation(a1[k]["id"], result, completed_by=uid1)
     fake.create_annotation(a1[3]["id"], choices_result("safe"), completed_by=999)  # newer, by someone else
-    out = json.loads(run(runner, ws, fake, "pull", "--round", "r1", "--json").output)
+    out = json.loads(run(runner, ws, fake, "pull", "--round", "r1", "--json").stdout)
     assert out["annotators"]["A1"]["new"] == out["annotators"]["A1"]["deleted"] == 0
     assert out["not_counted"]["A1"] == {
         t.R_TEXT_CHANGED: 1,
@@ -265,7 +266,7 @@ def test_a_server_pull_binds_labels_to_their_annotator_and_quarantines_what_does
         t.R_OTHER_USER: 1,
     }
     assert _labels(ws, "A1")[0] == before  # nothing counted, nothing deleted
-    status = json.loads(run(runner, ws, fake, "status", "--round", "r1", "--quarantine", "--json").output)
+    status = json.loads(run(runner, ws, fake, "status", "--round", "r1", "--quarantine", "--json").stdout)
     assert {q["kind"] for q in status["quarantine"]} == {
         t.R_TEXT_CHANGED,
         t.R_ID_MISMATCH,
@@ -287,5 +288,5 @@ def test_a_server_pull_binds_labels_to_their_annotator_and_quarantines_what_does
     refused = run(runner, ws, fake, "pull", "--round", "r1", ok=False)
     assert refused.exit_code == 2 and "would mark 3 of the 4 current labels of A2's project" in refused.stderr
     assert _labels(ws, "A2")[0] == kept and _labels(ws, "A1")[0] == before
-    out = json.loads(run(runner, ws, fake, "pull", "--round", "r1", "--allow-deletions", "--json").output)
+    out = json.loads(run(runner, ws, fake, "pull", "--round", "r1", "--allow-deletions", "--json").stdout)
     assert out["annotators"]["A2"]["deleted"] == 3 and out["annotators"]["A1"]["new"] == 1

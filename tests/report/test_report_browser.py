@@ -1,18 +1,14 @@
 """The certification report in a real headless Chromium (annotate.report.render_report).
 
-Needs Debian's ``chromium`` package and the ``playwright`` Python package (its bundled driver
-only: no ``playwright install``, the system Chromium is launched). Without them the browser
-tests are skipped locally and FAIL under CI (env ``CI`` set). The browser path can be forced
-with ``ANNOTATE_CHROMIUM``.
+The browser is tests/browser.py's: Debian's ``chromium`` driven by the ``playwright`` package,
+skipped locally without them and FAILING under CI (env ``CI`` set).
 
 Artifacts: ``tests/artifacts/report.png`` (full-page screenshot) and ``tests/artifacts/report.pdf``.
 """
 
 from __future__ import annotations
 
-import os
 import re
-import shutil
 from html.parser import HTMLParser
 from pathlib import Path
 from typing import Any
@@ -21,41 +17,8 @@ import pytest
 from markupsafe import escape
 
 from annotate.report import render_report
+from tests.browser import ARTIFACTS, browser  # noqa: F401  (fixture)
 from tests.report.report_sample import HOSTILE, HOSTILE_STRINGS, build_hostile_sample, build_sample
-
-ARTIFACTS = Path(__file__).resolve().parents[1] / "artifacts"
-CHROMIUM_ARGS = [
-    "--headless",
-    "--no-sandbox",
-    "--disable-gpu",
-    "--disable-quic",
-    "--no-first-run",
-    "--disable-background-networking",
-    "--disable-component-update",
-    "--disable-sync",
-]
-
-
-def _in_ci() -> bool:
-    return os.environ.get("CI", "").strip().lower() not in ("", "0", "false", "no")
-
-
-def _unavailable(reason: str) -> None:
-    if _in_ci():
-        pytest.fail(f"{reason} (required under CI)")
-    pytest.skip(reason)
-
-
-def _chromium() -> str | None:
-    candidates = [
-        os.environ.get("ANNOTATE_CHROMIUM"),
-        "/usr/lib/chromium/chromium",
-        "/usr/bin/chromium",
-        shutil.which("chromium"),
-        shutil.which("chromium-browser"),
-    ]
-    return next((c for c in candidates if c and os.path.isfile(c) and os.access(c, os.X_OK)), None)
-
 
 # --------------------------------------------------------------------------------------------
 # Expected marks, computed from the data independently of the renderer
@@ -210,23 +173,6 @@ def test_sparse_input_renders() -> None:
 # --------------------------------------------------------------------------------------------
 
 
-@pytest.fixture(scope="module")
-def browser():
-    exe = _chromium()
-    if exe is None:
-        _unavailable("Chromium is not installed (apt-get install chromium)")
-    try:
-        from playwright.sync_api import sync_playwright
-    except ImportError:
-        _unavailable("the playwright Python package is not installed (pip install playwright)")
-    with sync_playwright() as pw:
-        b = pw.chromium.launch(executable_path=exe, args=CHROMIUM_ARGS, headless=True)
-        try:
-            yield b
-        finally:
-            b.close()
-
-
 class _Loaded:
     def __init__(self, page: Any, url: str, requests: list[str], errors: list[str], dialogs: list[str]) -> None:
         self.page, self.url, self.requests, self.errors, self.dialogs = page, url, requests, errors, dialogs
@@ -236,7 +182,11 @@ class _Loaded:
 
 
 def _open(
-    browser: Any, tmp_path: Path, data: dict[str, Any] | None, name: str = "report.html", html: str | None = None
+    browser: Any,  # noqa: F811  (the fixture's value)
+    tmp_path: Path,
+    data: dict[str, Any] | None,
+    name: str = "report.html",
+    html: str | None = None,
 ):
     path = tmp_path / name
     if html is None:
@@ -274,7 +224,7 @@ def _open(
     return context, _Loaded(page, url, requests, errors, dialogs)
 
 
-def test_report_in_chromium(browser, tmp_path):
+def test_report_in_chromium(browser, tmp_path):  # noqa: F811  (the fixture)
     data = build_sample()
     context, r = _open(browser, tmp_path, data)
     try:
@@ -345,7 +295,7 @@ def test_report_in_chromium(browser, tmp_path):
         context.close()
 
 
-def test_untrusted_name_does_not_execute(browser, tmp_path):
+def test_untrusted_name_does_not_execute(browser, tmp_path):  # noqa: F811  (the fixture)
     data = build_sample(hostile_name=HOSTILE)
     context, r = _open(browser, tmp_path, data, "hostile.html")
     try:
@@ -366,7 +316,7 @@ def test_untrusted_name_does_not_execute(browser, tmp_path):
         context.close()
 
 
-def test_hostile_strings_in_every_field_do_not_execute(browser, tmp_path):
+def test_hostile_strings_in_every_field_do_not_execute(browser, tmp_path):  # noqa: F811  (the fixture)
     data = build_hostile_sample()
     context, benign = _open(browser, tmp_path, build_sample(), "benign.html")
     try:
@@ -410,7 +360,7 @@ def _css_attr(value: str) -> str:
     return '"' + value.replace("\\", "\\\\").replace('"', '\\"') + '"'
 
 
-def test_a_real_export_report_in_chromium(browser, tmp_path):
+def test_a_real_export_report_in_chromium(browser, tmp_path):  # noqa: F811  (the fixture)
     """The report of an actual export (the offline XSTest demo), not the sample: renders cleanly."""
     from annotate.pipeline.demo import run_demo
 

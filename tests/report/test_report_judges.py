@@ -19,8 +19,9 @@ from markupsafe import escape
 from annotate.report import render_report
 from annotate.stats._common import jsonable
 from annotate.stats.judges import INTERVAL_METHOD, judge_audit
+from tests.browser import browser  # noqa: F401  (fixture)
 from tests.report.report_sample import HOSTILE_STRINGS, build_sample
-from tests.report.test_report_browser import _open, _Parsed, _svgs, browser  # noqa: F401  (fixture)
+from tests.report.test_report_browser import _open, _Parsed, _svgs
 
 JUDGES = ("llama-guard-3", "gpt-4o-judge", "refusal-strings")
 

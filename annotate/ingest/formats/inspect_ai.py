@@ -23,8 +23,9 @@ Choices:
   (``sample.transcript.content`` in logs of mid-2024), also inside tool-call arguments.
 * transcript = ``sample.messages``, the whole conversation (system, user, assistant turns with
   their tool calls and arguments, tool results; a tool error reads ``Error: <message>``), for
-  a sample that is more than one user turn and one answer; content that is not text becomes
-  ``[image]``, ``[audio]``, ``[reasoning]``, ... Without ``messages``, none.
+  a sample that is more than one user turn and one answer, or that has a system message (a
+  non-empty one: the prompt and the response would not show it); content that is not text
+  becomes ``[image]``, ``[audio]``, ``[reasoning]``, ... Without ``messages``, none.
 * Score value: a string is the verdict verbatim (``"C"``, ``"I"``, ``"P"``, ``"N"``, ...);
   a bool is ``"true"``/``"false"``; a number goes to ``score`` with verdict None; null is a
   missing verdict; a list or dict value is passed as its JSON text, keys sorted (a dict holds
@@ -454,7 +455,7 @@ def _transcript_content(content: Any, attachments: dict[str, Any]) -> tuple[str,
 
 
 def _transcript(messages: Any, attachments: dict[str, Any]) -> list[dict[str, Any]] | None:
-    """``sample.messages`` as the transcript (None for a single-turn sample or none)."""
+    """``sample.messages`` as the transcript (None for a single-turn sample without a system message, or none)."""
     if messages is None:
         return None
     if not isinstance(messages, list):
@@ -486,6 +487,10 @@ def _transcript(messages: Any, attachments: dict[str, Any]) -> list[dict[str, An
             turn["tool_call_id"] = _text_or_none(message.get("tool_call_id"))
             turn["name"] = _text_or_none(message.get("function"))
         turns.append(turn)
+    if any(t["role"] == "system" and t["content"].strip() for t in turns):
+        # A system message is kept even around one question and one answer: the prompt and the
+        # response do not show it, and a jailbreak or a policy in it changes what the answer means.
+        return turns
     return transcript_or_none(turns, media=media)
 
 

@@ -39,8 +39,9 @@ Conventions (documented because the libraries disagree):
 Modules: ``results`` (result types), ``matrices`` (label- and count-matrix builders),
 ``_bootstrap`` (the pattern-compressed bootstrap and jackknife), ``coefficients`` (alpha, AC1,
 Fleiss, Cohen and weighted kappa, Brennan-Prediger, Conger, percent and category agreement, the
-summary), ``annotators`` (per-annotator diagnostics) and ``votes`` (the store's votes as label
-matrices; Krippendorff's thresholds).
+summary), ``annotators`` (per-annotator diagnostics), ``progress`` (a round while it runs: time
+per task, agreement so far, who stands out) and ``votes`` (the store's votes as label matrices;
+Krippendorff's thresholds).
 Dawid-Skene lives in :mod:`annotate.stats.aggregation`.
 """
 

@@ -47,6 +47,9 @@ def annotator_diagnostics(
     min_others: int = 2,
     dawid_skene_result: DawidSkeneResult | None = None,
     positive: int | None = None,
+    n_boot: int = 0,
+    seed: int = 0,
+    confidence: float = 0.95,
 ) -> AnnotatorDiagnostics:
     """Agreement of each annotator with the others.
 
@@ -77,6 +80,10 @@ def annotator_diagnostics(
         ``binary_codes(labels, categories)``: its classes may be a subset of the categories.
     positive : int, optional
         Class code of the fit for sensitivity / specificity.
+    n_boot, seed, confidence
+        Bootstrap of each kappa with the consensus over its consensus units (default none: the
+        kappa carries its analytic SE, enough for a diagnostic; `annotate status` asks for an
+        interval).
 
     Returns
     -------
@@ -126,7 +133,7 @@ def annotator_diagnostics(
         ok = (y_j >= 0) & (m_o >= min_others) & (2 * top > m_o)
         n_ok = int(ok.sum())
         agree = float((y_j[ok] == consensus[ok]).mean()) if n_ok else NAN
-        kappa = cohen_kappa(y_j[ok], consensus[ok], K, n_boot=0)  # a diagnostic: the analytic SE is enough
+        kappa = cohen_kappa(y_j[ok], consensus[ok], K, n_boot=n_boot, seed=seed, confidence=confidence)
         a_del = _alpha_value(others)
         delta = a_del.value - alpha_all
         flags = []

@@ -1,0 +1,183 @@
+"""The people's servers and logins, on real Label Studio servers, through the CLI.
+
+One server per person (``labelstudio.server.fleet``): accounts made with a generated password
+that works and that only the access sheet holds, a new password on request (the old one then
+fails), the one-time invite link dead after use, a taken port replaced (and said), every server
+stopped by `ls stop`; and the shared server (``one_server_per_person = false``), where the sheet
+says so and `route` warns before sending.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import shutil
+import socket
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import httpx
+import pytest
+from click.testing import CliRunner
+
+from annotate.cli import cli
+from annotate.labelstudio import accounts, server
+from annotate.labelstudio.server import fleet
+from tests.helpers import generic_row, use_shared_server, write_jsonl
+from tests.ls_fixture import free_port, golden_data_dir, golden_template_dir, label_studio_or_skip
+
+pytestmark = pytest.mark.labelstudio
+
+CSRF = re.compile(r'name="csrfmiddlewaretoken"\s+value="([^"]+)"')
+
+
+def _cli(ws: Path, *args: str, ok: bool = True) -> Any:
+    result = CliRunner().invoke(cli, ["-w", str(ws), *args])
+    if ok:
+        assert result.exit_code == 0, (args, result.output)
+    return result
+
+
+def _password(ws: Path, who: str) -> str:
+    text = (ws / ".annotate" / "access" / f"{who}.txt").read_text()
+    m = re.search(r"Password:\s+(\S+)", text)
+    assert m
+    return m.group(1)
+
+
+def _logs_in(url: str, email: str, password: str) -> bool:
+    with httpx.Client(base_url=url, trust_env=False, follow_redirects=False) as web:
+        token = CSRF.search(web.get("/user/login/").text)
+        assert token
+        r = web.post(
+            "/user/login/",
+            data={"csrfmiddlewaretoken": token.group(1), "email": email, "password": password},
+            headers={"Referer": f"{url}/user/login/"},
+        )
+        return r.status_code == 302
+
+
+def _workspace(base: Path) -> Path:
+    label_studio_or_skip()
+    ws = base / "ws"
+    assert CliRunner().invoke(cli, ["init", str(ws)]).exit_code == 0
+    rows = [generic_row(i, model="m", benchmark="b", judge="j", judge_label="ambiguous") for i in range(4)]
+    _cli(ws, "ingest", str(write_jsonl(base / "r.jsonl", rows)))
+    return ws
+
+
+@pytest.fixture(scope="module")
+def people(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
+    ws = _workspace(tmp_path_factory.mktemp("people"))
+    _cli(ws, "annotators", "add", "ana@example.org")
+    shutil.copytree(golden_template_dir(), ws / ".annotate" / "reviewer-servers" / ".template")
+    try:
+        yield ws
+    finally:
+        _cli(ws, "ls", "stop", ok=False)
+
+
+def test_a_login_that_works_and_only_the_sheet_holds(people):
+    ws = people
+    started = _cli(people, "ls", "start", "--port", str(free_port()))
+    password = _password(ws, "A1")
+    assert password not in started.output
+    srv = fleet.person_server(ws / ".annotate" / "reviewer-servers", "A1")
+    assert srv is not None
+    assert _logs_in(srv.url, "ana@example.org", password)
+    assert not _logs_in(srv.url, "ana@example.org", password + "x")
+    assert (ws / ".annotate" / "access" / "A1.txt").stat().st_mode & 0o777 == 0o600
+    assert "yours alone" in (ws / ".annotate" / "access" / "A1.txt").read_text()
+
+    # Nobody can sign up on a person's server: without a link signup is closed, and the one-time
+    # link annotate uses to make an account is dead right after.
+    token = server.read_secrets(srv.data_dir / server.SECRETS_NAME).token
+
+    def invite() -> str:
+        with httpx.Client(base_url=srv.url, trust_env=False) as api:
+            return str(api.get("/api/invite", headers={"Authorization": f"Token {token}"}).json()["invite_url"])
+
+    def signs_up(link: str, email: str) -> bool:
+        with httpx.Client(base_url=srv.url, trust_env=False, follow_redirects=False) as web:
+            csrf = CSRF.search(web.get(link).text)
+            data = {"email": email, "password": "Abcdefgh-12345"}
+            if csrf:
+                data["csrfmiddlewaretoken"] = csrf.group(1)
+            return web.post(link, data=data, headers={"Referer": f"{srv.url}{link}"}).status_code == 302
+
+    used = invite()
+    accounts.create_account(srv.url, token, "carol@example.org")  # as `ls start` makes one
+    assert invite() != used
+    assert not signs_up(used, "mallory@example.org")
+    assert not signs_up("/user/signup/", "mallory@example.org")
+    with httpx.Client(base_url=srv.url, trust_env=False) as api:
+        emails = {u["email"] for u in api.get("/api/users", headers={"Authorization": f"Token {token}"}).json()}
+    assert "mallory@example.org" not in emails and "carol@example.org" in emails
+
+    # A new password: the old one stops working, the new one works; nothing printed.
+    again = _cli(ws, "annotators", "access", "A1", "--new-password")
+    fresh = _password(ws, "A1")
+    assert fresh != password and fresh not in again.output and "access/A1.txt" in again.output
+    assert _logs_in(srv.url, "ana@example.org", fresh)
+    assert not _logs_in(srv.url, "ana@example.org", password)
+
+    # Idempotent: a second start changes nothing (same password, same address).
+    _cli(ws, "ls", "start", "--port", str(free_port()))
+    assert _password(ws, "A1") == fresh
+    listed = json.loads(_cli(ws, "ls", "status", "--json").stdout)
+    (a1,) = listed["people"]
+    assert a1["pseudonym"] == "A1" and a1["running"] and a1["url"] == srv.url
+    assert fresh not in json.dumps(listed) and token not in json.dumps(listed)
+
+
+def test_a_new_person_while_the_servers_run_gets_a_server_at_once(people):
+    ws = people
+    _cli(ws, "ls", "start", "--port", str(free_port()))
+    added = _cli(ws, "annotators", "add", "ben@example.org")
+    assert "A2 logs in at http://127.0.0.1:" in added.output and "access/A2.txt" in added.output
+    srv = fleet.person_server(ws / ".annotate" / "reviewer-servers", "A2")
+    assert srv is not None and fleet.is_running(srv)
+    assert _logs_in(srv.url, "ben@example.org", _password(ws, "A2"))
+    assert not _logs_in(srv.url, "ana@example.org", _password(ws, "A1"))  # A1 has no account there
+
+
+def test_a_taken_port_is_replaced_and_said(people):
+    ws = people
+    stopped = _cli(ws, "ls", "stop")
+    assert "A1" in stopped.output
+    srv = fleet.person_server(ws / ".annotate" / "reviewer-servers", "A1")
+    assert srv is not None and not fleet.is_running(srv)
+    with socket.socket() as squatter:
+        squatter.bind(("127.0.0.1", srv.port))
+        squatter.listen()
+        started = _cli(ws, "ls", "start", "--port", str(free_port()))
+    assert f"A1's server moved from port {srv.port}" in started.output
+    moved = fleet.person_server(ws / ".annotate" / "reviewer-servers", "A1")
+    assert moved is not None and moved.port != srv.port
+    sheet = (ws / ".annotate" / "access" / "A1.txt").read_text()
+    assert f"{moved.url}/user/login/" in sheet  # the sheet gives the new address, same password
+    assert _logs_in(moved.url, "ana@example.org", _password(ws, "A1"))
+
+
+def test_one_shared_server_says_so(tmp_path):
+    ws = _workspace(tmp_path)
+    use_shared_server(ws)
+    for email in ("ana@example.org", "ben@example.org"):
+        _cli(ws, "annotators", "add", email)
+    try:
+        # The shared server from a migrated copy (with its admin), as the tests' golden dir is.
+        shutil.copytree(golden_data_dir(), ws / ".annotate" / "labelstudio")
+        started = _cli(ws, "ls", "start", "--port", str(free_port()))
+        assert "one_server_per_person = false" in started.output
+        assert not (ws / ".annotate" / "reviewer-servers").exists()
+        for who, email in (("A1", "ana@example.org"), ("A2", "ben@example.org")):
+            sheet = (ws / ".annotate" / "access" / f"{who}.txt").read_text()
+            assert "shared by every reviewer" in sheet
+            url = re.search(r"Address:\s+(\S+)/user/login/", sheet)
+            assert url and _logs_in(url.group(1), email, _password(ws, who))
+        routed = _cli(ws, "route", "--round", "r1", "--annotators", "A1,A2", "--clear-per-cell", "1", "--seed", "1")
+        assert "Warning: every reviewer's project goes to one Label Studio server" in routed.output
+        assert "Blinding: instructions only" in routed.output
+    finally:
+        _cli(ws, "ls", "stop", ok=False)
