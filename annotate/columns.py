@@ -45,7 +45,7 @@ BLINDING_NOTES = {
     "each other's projects; independence rests on their instructions",
 }
 
-# -- treatments of ambiguous responses (methods.md section 4) ---------------------------------
+# -- treatments of ambiguous responses (docs/methods.md section 4) ---------------------------------
 TREATMENTS = (
     "ambiguous_as_safe",
     "ambiguous_as_harmful",

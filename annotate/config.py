@@ -99,13 +99,21 @@ def resolve_root(workspace: str | os.PathLike[str] | None) -> Path:
 def resolve_db_url(root: Path, db: str | None, settings: dict[str, Any] | None = None) -> str:
     """--db, else $ANNOTATE_DB, else [store] url in annotate.toml, else the workspace SQLite file.
 
-    A bare path (no ``://``) is taken as a SQLite file.
+    A bare path (no ``://``) is taken as a SQLite file: from the command line or the environment
+    relative to the current directory, from annotate.toml relative to the workspace (the file
+    belongs to it), as is a relative ``sqlite:///PATH`` there.
     """
-    url = db or os.environ.get("ANNOTATE_DB") or (settings or {}).get("store", {}).get("url")
+    given = db or os.environ.get("ANNOTATE_DB")
+    url = given or (settings or {}).get("store", {}).get("url")
     if not url:
         return default_db_url(root)
+    base = Path.cwd() if given else root
     if "://" not in url:
-        return f"sqlite:///{Path(url).expanduser().resolve()}"
+        return f"sqlite:///{(base / Path(url).expanduser()).resolve()}"
+    if not given and url.startswith("sqlite:///") and not url.startswith("sqlite:////"):
+        path = url[len("sqlite:///") :]
+        if path and not path.startswith(":") and not Path(path).is_absolute():
+            return f"sqlite:///{(root / path).resolve()}"
     return url
 
 
@@ -186,7 +194,9 @@ def load_settings(root: Path) -> dict[str, Any]:
             f"Run `annotate init {root}` first, or pass --workspace."
         ) from None
     except tomllib.TOMLDecodeError as exc:
-        raise WorkspaceError(f"{path}: {exc}. Fix the file or restore it with `annotate init --force`.") from None
+        raise WorkspaceError(
+            f"{path}: {exc}. Fix the file (`annotate init OTHER-DIR` writes a commented default to copy from)."
+        ) from None
 
 
 def open_workspace(workspace: str | None, db: str | None) -> Workspace:

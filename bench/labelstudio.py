@@ -69,18 +69,24 @@ def main() -> None:
     from annotate.db.store import open_store
     from annotate.labelstudio import server as ls_server
     from annotate.labelstudio.gateway import LabelStudioGateway
-    from annotate.labelstudio.labelconfig import choices_result
+    from annotate.labelstudio.labelconfig import choices_result, single_response_config
 
     scratch = Path(tempfile.mkdtemp(prefix="annotate-lsbench-"))
     ws = scratch / "ws"
     must(subprocess.run([sys.executable, "-m", "annotate", "init", str(ws)], capture_output=True, text=True))
+    # One shared server, measured against its own raw import (one server per person would measure
+    # the same import per reviewer).
+    toml = ws / "annotate.toml"
+    toml.write_text(toml.read_text().replace("one_server_per_person = true", "one_server_per_person = false"))
     data_dir = ws / ".annotate" / "labelstudio"
     t = time.perf_counter()
     info = ls_server.start_server(data_dir, port=args.port, timeout=600)
     print(f"Label Studio ready in {time.perf_counter() - t:.0f} s at {info.url}")
     gw = LabelStudioGateway(info.url, info.token())
     try:
-        config = (ws / "label_config.xml").read_text()
+        # The config a round of single-turn responses records and sends: without the dialogue block,
+        # whose $dialogue Label Studio would refuse for tasks without one.
+        config = single_response_config((ws / "label_config.xml").read_text())
         # -- raw import: Label Studio's own rate ------------------------------------------------
         n = args.route_tasks
         payload = [

@@ -27,7 +27,12 @@ def xstest_gpteval(model: str) -> Path:
 
 
 def all_data_files(suffixes: tuple[str, ...]) -> set[str]:
-    """Every data file with one of the suffixes, as a path relative to ``tests/data``."""
-    found = {str(p.relative_to(DATA)) for p in DATA.rglob("*") if p.is_file() and p.suffix in suffixes}
+    """Every data file with one of the suffixes, as a path relative to ``tests/data`` (the frozen
+    exports of ``tests/data/exports`` aside: they are annotate's own output, not a tool's)."""
+    found = {
+        str(p.relative_to(DATA))
+        for p in DATA.rglob("*")
+        if p.is_file() and p.suffix in suffixes and p.relative_to(DATA).parts[0] != "exports"
+    }
     found |= {_GPTEVAL_PREFIX + p.name for p in PACKAGED_XSTEST.glob("*_gpteval.csv")}
     return found

@@ -46,3 +46,14 @@ def use_shared_server(root: Path) -> None:
     text = config.read_text(encoding="utf-8")
     assert "one_server_per_person = true" in text
     config.write_text(text.replace("one_server_per_person = true", "one_server_per_person = false"), encoding="utf-8")
+
+
+def design_strata(doc: dict[str, Any]) -> Any:
+    """The strata of a design.json document as the estimators take them
+    (``stats.scoring.strata.DESIGN_STRATA_COLUMNS``), for tests that build a design by hand."""
+    import pandas as pd
+
+    from annotate.stats.scoring.strata import DESIGN_STRATA_COLUMNS
+
+    rows = [{**s, "round": r["round"]} for r in doc["rounds"] for s in r["strata"]]
+    return pd.DataFrame(rows).reindex(columns=list(DESIGN_STRATA_COLUMNS))

@@ -1,6 +1,6 @@
 """An in-memory Label Studio that satisfies ``annotate.labelstudio.Gateway``, for fast pipeline tests.
 
-It keeps the behaviours the pipeline relies on (shared labelstudio.md), so tests of route, pull
+It keeps the behaviours the pipeline relies on (docs/labelstudio.md), so tests of route, pull
 and adjudicate can exercise them in milliseconds: imports return task ids in input order and are
 never de-duplicated; the JSON export carries every annotation with ``completed_by``, skips as
 ``was_cancelled``, and ``meta``; an import whose task lacks a ``$variable`` of the project's config

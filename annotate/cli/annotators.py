@@ -10,7 +10,7 @@ from annotate.cli._format import table
 from annotate.cli._options import echo_json, open_session, workspace_options
 
 if TYPE_CHECKING:
-    from annotate.pipeline.ls import PersonLine
+    from annotate.pipeline._people import PersonLine
 
 
 @click.group("annotators")

@@ -137,10 +137,16 @@ def verify(path: Path, key: Path | None, as_json: bool) -> None:
     if as_json:
         echo_json(out.as_dict())
     else:
-        if out.ok:
+        if out.ok and out.rederived_files:
             click.echo(
-                f"OK: {out.checked_files} files match the manifest; {out.rederived_files} re-derived from labels.csv "
-                f"and design.json and equal ({out.rederived_rows} score rows)."
+                f"OK: {out.checked_files} files match the manifest; {out.rederived_files} re-derived from the audit "
+                f"record (labels.csv, design.json) and equal ({out.rederived_rows} score rows)."
+            )
+        elif out.ok:
+            click.echo(
+                f"OK: {out.checked_files} files match the manifest, but none was re-derived: this version cannot "
+                f"reproduce the figures of an {out.schema} export (each file below says why). Hashes prove only "
+                "that the files are the ones the manifest lists."
             )
         for check in out.ordered_files():
             detail = f"  ({check.detail})" if check.detail else ""

@@ -150,6 +150,12 @@ def route(
         from annotate.columns import BLINDING_NOTES
 
         click.echo(f"Blinding: {out.blinding} ({BLINDING_NOTES[out.blinding]}).")
+    elif to_file and not dry_run:
+        click.echo(
+            "Blinding: recorded as 'instructions only' unless the round later reaches annotate's own servers: "
+            "annotate cannot see where the task files are imported. Import each file into a Label Studio of its "
+            "reviewer's own, never several into one."
+        )
     if dry_run:
         click.echo("Dry run: nothing was sent or recorded.")
 
@@ -325,7 +331,11 @@ def status(ctx: click.Context, round_name: str | None, show_quarantine: bool, as
         from annotate.stats.agreement.progress import seconds_text
 
         pulled = [r["last_pulled_at"] for r in reviewers["reviewers"] if r["last_pulled_at"]]
-        when = f"labels as of the last pull, {max(pulled)}" if pulled else "nothing pulled yet"
+        labelled = any(r["done"] or r["skipped"] for r in reviewers["reviewers"])
+        if pulled:
+            when = f"labels as of the last pull from Label Studio, {max(pulled)}"
+        else:
+            when = "labels as pulled (from export files)" if labelled else "nothing pulled yet"
         per_reviewer = [
             [
                 r["annotator"],

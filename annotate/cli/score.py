@@ -101,7 +101,8 @@ def score(
       annotate score --round r1 --benchmarks all
       annotate score --round r1 --estimator ppi
     """
-    from annotate.pipeline.score import score_from_store, score_payload
+    from annotate.audit.scores import score_payload
+    from annotate.pipeline.score import score_from_store
     from annotate.pipeline.summary import parse_benchmarks
 
     if estimator == "ppi" and treatments:
@@ -117,7 +118,7 @@ def score(
         _score_ppi(ctx, round_names, estimand, by, parse_benchmarks(benchmarks), draws, seed, min_reviewed, as_json)
         return
     with open_session(ctx) as s:
-        out, _labels, _doc = score_from_store(
+        out, _record = score_from_store(
             s.store,
             round_names,
             draws=draws,
@@ -252,7 +253,8 @@ def _score_ppi(
     as_json: bool,
 ) -> None:
     """``score --estimator ppi``: the PPI++ rows beside the design-based corrected ones."""
-    from annotate.pipeline.score import PPI_NOTE, ppi_from_store, ppi_payload
+    from annotate.audit.scores import PPI_NOTE, ppi_payload
+    from annotate.pipeline.score import ppi_from_store
 
     with open_session(ctx) as s:
         out, sources = ppi_from_store(

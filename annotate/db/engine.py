@@ -23,7 +23,7 @@ becomes a ``StateError`` (``store_error``). Both are raised from SQLAlchemy's ``
 event and from ``translating()`` around the raw-DBAPI paths.
 
 Bulk writes go through the raw DBAPI cursor's ``executemany`` (SQLAlchemy Core's executemany is
-3-4x slower on these paths; README, performance), reads come back as DataFrames built from
+3-4x slower on these paths; docs/performance.md), reads come back as DataFrames built from
 plain tuples.
 """
 
@@ -433,8 +433,22 @@ def bulk_insert(conn: Connection, table: Table, columns: Sequence[str], rows: Se
 
 
 def frame(conn: Connection, stmt: Any) -> pd.DataFrame:
-    """Run a select; the rows as a DataFrame with the statement's column names."""
+    """Run a select; the rows as a DataFrame with the statement's column names.
+
+    When no selected column needs SQLAlchemy's conversion of its values on this dialect (plain
+    integers, floats and text: ``TypeEngine.result_processor`` is None), the rows come straight from
+    the DBAPI cursor, as tuples: half the cost of SQLAlchemy's Row objects on the large tables
+    (items, annotations, verdicts) that scoring, the judge audit and export read.
+    """
     result = conn.execute(stmt)
     columns = list(result.keys())
+    selected = getattr(stmt, "selected_columns", None)
+    dialect = conn.dialect
+    if selected is not None and all(c.type.result_processor(dialect, None) is None for c in selected):
+        cursor = getattr(result, "cursor", None)
+        if cursor is not None:
+            rows = cursor.fetchall()
+            result.close()
+            return pd.DataFrame.from_records(rows, columns=columns)
     # Plain tuples: building a frame from SQLAlchemy Row objects is several times slower.
     return pd.DataFrame.from_records([tuple(r) for r in result.all()], columns=columns)

@@ -3,10 +3,18 @@
 ``ingest_paths`` is the whole of `annotate ingest`: every file is validated (so all problems of
 all files are reported at once, each once) and either every file goes in or none does. Each
 file is opened once and read once through that handle, its sha256 taken from the bytes read; a
-file that changes while it is read is refused. Rows are tuples in
-``annotate.columns.RESPONSE_COLUMNS`` order, written by the store's ingest transaction; a
-multi-turn sample's transcript goes in as JSON text (:func:`transcript_json`) and is part of its
-content identity (:func:`content_sha`).
+file that changes while it is read is refused. Each accepted record becomes a
+:class:`ResponseRow`, a named tuple whose fields are ``annotate.columns.RESPONSE_COLUMNS`` in
+order, converted to the plain tuple the store's ingest transaction binds as it joins a batch;
+a multi-turn sample's transcript goes in as JSON text (:func:`transcript_json`) and is part of
+its content identity (:func:`content_sha`).
+
+:func:`ingest_file` runs one file in named steps: choose its reader (:func:`_reader_for`), read
+it (:func:`_read_rows`: each record validated, classified by the rubric, counted in the
+:class:`IngestOutcome` and written through a :class:`_BatchWriter`, which turns stored keys with
+other content into problems or, with --replace, overwrites), gather the problems
+(:class:`_Problems`, which says whether the file is refused), then name its rejects files and
+record the run (:func:`_keep_rejects`, :func:`_record_run`).
 """
 
 from __future__ import annotations
@@ -14,12 +22,14 @@ from __future__ import annotations
 import hashlib
 import json
 from collections import Counter
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from types import ModuleType
+from typing import TYPE_CHECKING, Any, NamedTuple
 
+from annotate.columns import RESPONSE_COLUMNS
 from annotate.errors import InputError
 from annotate.fileio import open_input, write_atomic
 from annotate.ingest import HEAD_BYTES, detect_format, encoding_problem, reader_module
@@ -29,9 +39,42 @@ from annotate.ingest.rubric import FormatRubric, Rubric, rubric_lines
 if TYPE_CHECKING:
     from annotate.db import Store
     from annotate.db.ingest_tx import IngestTransaction
+    from annotate.fileio import InputFile
 
 MAX_PROBLEMS_SHOWN = 20
 BATCH_ROWS = 5000
+
+
+class ResponseRow(NamedTuple):
+    """One row of the store's ``response`` table, as the ingest transaction inserts it.
+
+    The fields are ``annotate.columns.RESPONSE_COLUMNS``, in that order (checked when this
+    module is imported), so ``tuple(row)`` is the row the store's bulk insert binds: a row
+    becomes that plain tuple when it joins a batch (:meth:`_BatchWriter.add`), the boundary
+    with the store's ``insert_batch``, ``replace`` and ``describe_difference``.
+    """
+
+    benchmark: str
+    model: str
+    prompt_id: str
+    epoch: int
+    judge: str
+    category: str | None
+    prompt: str
+    response: str
+    judge_verdict: str | None  # the judge's raw verdict, verbatim
+    judge_score: float | None
+    judge_label: str  # the rubric's reading: harmful / safe / ambiguous
+    label_reason: str
+    meta: str | None  # the record's metadata as JSON text (_meta_json)
+    transcript: str | None  # the conversation as JSON text (transcript_json); None for a single turn
+    content_sha: str  # the content's identity (content_sha): a stored key with another one is a conflict
+    source_id: int
+    ingested_at: Any  # the transaction's timestamp, as the store's dialect takes it (tx.timestamp)
+
+
+if ResponseRow._fields != RESPONSE_COLUMNS:
+    raise ImportError(f"ResponseRow's fields {ResponseRow._fields} are not annotate.columns.RESPONSE_COLUMNS")
 
 
 def content_sha(
@@ -107,6 +150,21 @@ class IngestOutcome:
             "rejects_file": str(self.rejects_path) if self.rejects_path else None,
             "set_aside_file": str(self.set_aside_path) if self.set_aside_path else None,
         }
+
+    def count(self, rec: Record, label: str, reason: str, presets: tuple[str, ...]) -> None:
+        """Count an accepted record's label and its reason; note its judge's presets in force (the
+        first time) and its verdict when the rubric read it as unparsed."""
+        self.labels[label] += 1
+        self.reasons[reason] += 1
+        if label == "ambiguous":
+            self.ambiguous_reasons[reason] += 1
+        if presets and rec.judge not in self.presets:
+            self.presets[rec.judge] = list(presets)
+        if reason == "unparsed":
+            seen = self.unparsed.get(rec.judge)
+            if seen is None:
+                seen = self.unparsed[rec.judge] = UnparsedVerdicts(rec.benchmark)
+            seen.add(rec.verdict)
 
 
 #: Distinct unparsed verdicts kept per judge (free-text judges write a new one per row), and the
@@ -234,12 +292,7 @@ def ingest_file(
     """
     path = Path(path)
     with open_input(path) as source:
-        head = source.head(HEAD_BYTES)
-        unreadable = encoding_problem(head, source.size)
-        if unreadable is not None:
-            raise InputError(f"{path}: {unreadable}")
-        chosen = detect_format(path, head, source.size) if fmt == "auto" else fmt
-        module = reader_module(chosen)
+        chosen, module = _reader_for(path, source, fmt)
         fmt_rubric = rubric.for_format(chosen, module.DEFAULT_RUBRIC)
         # The sha256 is that of the bytes the reader actually reads, hashed in the same pass; the
         # source row is registered under a provisional key until finish() gives it (one read).
@@ -247,202 +300,313 @@ def ingest_file(
         ctx = ReadContext(model=model, benchmark=benchmark, judge=judge, progress=progress, source=source)
         started = datetime.now(UTC)
         stamp = tx.timestamp(started)
-
-        problems: list[tuple[int, str]] = []  # the first MAX_PROBLEMS_SHOWN that --skip-invalid would set aside
-        fatal_problems: list[tuple[int, str]] = []
-        n_problems = 0
-        n_fatal = 0
-        n_conflicts = 0
-        n_prompt_conflicts = 0
-        rejects: list[dict[str, Any]] = []
-        set_aside: list[dict[str, Any]] = []
+        problems = _Problems(skip_invalid)
         validate_only = tx.aborted  # an earlier file of this command failed: nothing will be kept
-        names_ok: set[str] = set()
-
-        def problem(
-            line: int,
-            message: str,
-            record: dict[str, Any] | None = None,
-            *,
-            end_line: int | None = None,
-            fatal: bool = False,
-        ) -> None:
-            nonlocal n_problems, n_fatal
-            if fatal:  # always shown: it is why the file is refused, even with --skip-invalid
-                n_fatal += 1
-                fatal_problems.append((line, message))
-                return
-            n_problems += 1
-            if len(problems) < MAX_PROBLEMS_SHOWN:
-                problems.append((line, message))
-            if skip_invalid:
-                reject = {"line": line, "end_line": end_line or line, "reason": message}
-                rejects.append({**reject, "record": record} if record else reject)
-
         tx.use_source(sha256=None, path=str(path), fmt=chosen, size_bytes=source.size)
-        first_new_id = tx.max_response_id() + 1
-        batch: list[tuple[Any, ...]] = []
-        batch_records: list[Record] = []
-
-        def flush() -> None:
-            nonlocal n_conflicts, n_prompt_conflicts
-            if not batch:
-                return
-            result = tx.insert_batch(batch)
-            outcome.added += result.inserted
-            outcome.duplicates += result.duplicates
-            for i, rid, _src in result.conflicts:
-                rec = batch_records[i]
-                if rid >= first_new_id:  # inserted by this very run: a key repeated in the file
-                    problem(
-                        rec.line,
-                        f"key {_key_text(rec)} appears earlier in this file with different content",
-                        _record_dict(rec),
-                        end_line=rec.end_line,
-                    )
-                elif replace:
-                    tx.replace(rid, batch[i], started)
-                    outcome.replaced += 1
-                elif rid >= command_first_id:
-                    problem(
-                        rec.line,
-                        f"key {_key_text(rec)} comes with different content in an earlier file of this command",
-                        _record_dict(rec),
-                        end_line=rec.end_line,
-                    )
-                else:
-                    what = tx.describe_difference(rid, batch[i])
-                    if "prompt" in what.split(", "):
-                        # The same key with another prompt is another benchmark or attack under the
-                        # same name, not a newer version of the stored responses.
-                        n_prompt_conflicts += 1
-                        problem(
-                            rec.line,
-                            f"conflict: {_key_text(rec)} is already stored with a different prompt: these look "
-                            "like responses to a different benchmark or attack under the same name; ingest them "
-                            "under their own name with --benchmark NAME (--replace would overwrite the stored "
-                            "responses)",
-                            _record_dict(rec),
-                            end_line=rec.end_line,
-                        )
-                    elif what == "transcript (none stored)":
-                        # Stored before annotate kept conversations: the same response, now whole.
-                        n_conflicts += 1
-                        problem(
-                            rec.line,
-                            f"conflict: {_key_text(rec)} is stored without its transcript (it was ingested before "
-                            "annotate kept whole conversations); use --replace to add it (the old row is kept in "
-                            "history) or --skip-invalid",
-                            _record_dict(rec),
-                            end_line=rec.end_line,
-                        )
-                    else:
-                        n_conflicts += 1
-                        problem(
-                            rec.line,
-                            f"conflict: {_key_text(rec)} is already stored with a different {what}; "
-                            "use --replace to overwrite (the old value is kept in history) or --skip-invalid",
-                            _record_dict(rec),
-                            end_line=rec.end_line,
-                        )
-            batch.clear()
-            batch_records.clear()
-            if after_batch is not None:
-                after_batch(path)
-
-        for item in module.read(path, ctx):
-            outcome.rows_read += 1
-            if isinstance(item, Problem):
-                problem(item.line, item.message, end_line=item.end_line, fatal=item.fatal)
-                continue
-            if isinstance(item, SetAside):
-                outcome.set_aside += 1
-                set_aside.append({"line": item.line, "reason": item.reason, "data": item.data})
-                continue
-            invalid = record_problem(item, names_ok)
-            if invalid is None:
-                meta, invalid = _meta_json(item.meta)
-            if invalid is not None:
-                problem(item.line, invalid, _record_dict(item), end_line=item.end_line)
-                continue
-            spec = fmt_rubric.spec(item.judge, item.benchmark)
-            classified = spec.classify(item.verdict, item.score, item.context, item.meta)
-            if isinstance(classified, str):
-                problem(item.line, classified, _record_dict(item), end_line=item.end_line)
-                continue
-            label, reason = classified
-            outcome.labels[label] += 1
-            outcome.reasons[reason] += 1
-            if label == "ambiguous":
-                outcome.ambiguous_reasons[reason] += 1
-            if spec.presets and item.judge not in outcome.presets:
-                outcome.presets[item.judge] = list(spec.presets)
-            if reason == "unparsed":
-                seen = outcome.unparsed.get(item.judge)
-                if seen is None:
-                    seen = outcome.unparsed[item.judge] = UnparsedVerdicts(item.benchmark)
-                seen.add(item.verdict)
-            transcript = transcript_json(item.transcript)
-            batch.append(
-                (
-                    item.benchmark,
-                    item.model,
-                    item.prompt_id,
-                    item.epoch,
-                    item.judge,
-                    item.category,
-                    item.prompt,
-                    item.response,
-                    item.verdict,
-                    item.score,
-                    label,
-                    reason,
-                    meta,
-                    transcript,
-                    content_sha(item.prompt, item.response, item.verdict, item.score, label, transcript),
-                    tx.source_id,
-                    stamp,
-                )
-            )
-            batch_records.append(item)
-            if len(batch) >= BATCH_ROWS:
-                flush()
-        flush()
+        writer = _BatchWriter(
+            tx,
+            path,
+            outcome,
+            problems,
+            started=started,
+            replace=replace,
+            first_new_id=tx.max_response_id() + 1,
+            command_first_id=command_first_id,
+        )
+        set_aside = _read_rows(module.read(path, ctx), fmt_rubric, outcome, problems, writer, stamp)
         # Before any problem is reported: a file that changed while it was read explains them all.
         sha = outcome.sha256 = source.finish()
         tx.finish_source(sha)
 
-    if n_fatal or (n_problems and not skip_invalid):
+    refused = problems.refusal(path)
+    if refused is not None:
         tx.abort()
-        # With --skip-invalid, only what refuses the file: the other problems would be set aside.
-        shown = fatal_problems + ([] if skip_invalid else problems)
-        lines = [f"{path}:{line}: {msg}" for line, msg in sorted(shown)]
-        more = 0 if skip_invalid else n_problems - len(problems)
-        if more > 0:
-            lines.append(f"{path}: ... and {more} more problem(s)")
-        raise FileRefused(
-            f"{path}: {n_fatal + n_problems} problem(s)",
-            lines,
-            skippable=not n_fatal and not skip_invalid,
-            conflicts=n_conflicts > 0,
-            prompt_conflicts=n_prompt_conflicts > 0,
-        )
+        raise refused
     outcome.rubric_source = rubric.source
     outcome.unparsed_hints = [
-        unparsed_hint(fmt_rubric, module.DEFAULT_RUBRIC, judge, seen)
-        for judge, seen in sorted(outcome.unparsed.items())
+        unparsed_hint(fmt_rubric, module.DEFAULT_RUBRIC, name, seen) for name, seen in sorted(outcome.unparsed.items())
     ]
     if validate_only:
         return outcome
+    _keep_rejects(outcome, problems.rejects, set_aside, rejects_dir, sha)
+    options = {
+        "format": chosen,
+        "model": model,
+        "benchmark": benchmark,
+        "judge": judge,
+        "skip_invalid": skip_invalid,
+        "replace": replace,
+    }
+    _record_run(tx, outcome, rubric, module.DEFAULT_RUBRIC, started, options)
+    return outcome
+
+
+# -- the steps of ingest_file -------------------------------------------------------------------
+
+
+def _reader_for(path: Path, source: InputFile, fmt: str) -> tuple[str, ModuleType]:
+    """The file's format (``fmt``, or the one whose sniffer claims its head for "auto") and its
+    reader module; InputError when the file cannot be read at all (empty, not UTF-8)."""
+    head = source.head(HEAD_BYTES)
+    unreadable = encoding_problem(head, source.size)
+    if unreadable is not None:
+        raise InputError(f"{path}: {unreadable}")
+    chosen = detect_format(path, head, source.size) if fmt == "auto" else fmt
+    return chosen, reader_module(chosen)
+
+
+@dataclass
+class _Problems:
+    """The problems of one file, gathered as they are found.
+
+    A fatal one (the reader lost its place or stopped) is always kept: it refuses the file even
+    with --skip-invalid. Of the others the first ``MAX_PROBLEMS_SHOWN`` are kept for the
+    message, and with --skip-invalid each becomes a line of the rejects file (with its record
+    when there is one). ``conflicts`` counts the keys stored with other content (--replace would
+    overwrite them), ``prompt_conflicts`` those stored with another prompt.
+    """
+
+    skip_invalid: bool
+    shown: list[tuple[int, str]] = field(default_factory=list)  # (line, message), the first ones
+    fatal: list[tuple[int, str]] = field(default_factory=list)
+    n: int = 0  # every problem that is not fatal
+    conflicts: int = 0
+    prompt_conflicts: int = 0
+    rejects: list[dict[str, Any]] = field(default_factory=list)
+
+    def add(
+        self,
+        line: int,
+        message: str,
+        record: dict[str, Any] | None = None,
+        *,
+        end_line: int | None = None,
+        fatal: bool = False,
+    ) -> None:
+        if fatal:  # always shown: it is why the file is refused, even with --skip-invalid
+            self.fatal.append((line, message))
+            return
+        self.n += 1
+        if len(self.shown) < MAX_PROBLEMS_SHOWN:
+            self.shown.append((line, message))
+        if self.skip_invalid:
+            reject = {"line": line, "end_line": end_line or line, "reason": message}
+            self.rejects.append({**reject, "record": record} if record else reject)
+
+    def refusal(self, path: Path) -> FileRefused | None:
+        """The error that refuses the file, or None when it goes in: any fatal problem refuses
+        it, any other one too unless --skip-invalid sets them aside."""
+        n_fatal = len(self.fatal)
+        if not (n_fatal or (self.n and not self.skip_invalid)):
+            return None
+        # With --skip-invalid, only what refuses the file: the other problems would be set aside.
+        shown = self.fatal + ([] if self.skip_invalid else self.shown)
+        lines = [f"{path}:{line}: {msg}" for line, msg in sorted(shown)]
+        more = 0 if self.skip_invalid else self.n - len(self.shown)
+        if more > 0:
+            lines.append(f"{path}: ... and {more} more problem(s)")
+        return FileRefused(
+            f"{path}: {n_fatal + self.n} problem(s)",
+            lines,
+            skippable=not n_fatal and not self.skip_invalid,
+            conflicts=self.conflicts > 0,
+            prompt_conflicts=self.prompt_conflicts > 0,
+        )
+
+
+class _BatchWriter:
+    """The rows of one file on their way into the store, ``BATCH_ROWS`` at a time.
+
+    Writing is what finds a key repeated within the file (``first_new_id``: the first response
+    id of this file) or across the command's files (``command_first_id``: of the command); a key
+    the store holds with other content is a problem of the file (:meth:`_conflict`), or with
+    --replace an overwrite (the old values kept in history). Calls the test hook
+    ``after_batch`` after each batch.
+    """
+
+    def __init__(
+        self,
+        tx: IngestTransaction,
+        path: Path,
+        outcome: IngestOutcome,
+        problems: _Problems,
+        *,
+        started: datetime,
+        replace: bool,
+        first_new_id: int,
+        command_first_id: int,
+    ) -> None:
+        self.tx = tx
+        self.path = path
+        self.outcome = outcome
+        self.problems = problems
+        self.started = started
+        self.replace = replace
+        self.first_new_id = first_new_id
+        self.command_first_id = command_first_id
+        self.rows: list[tuple[Any, ...]] = []  # what the bulk insert binds
+        self.records: list[Record] = []  # the record of each row, for the problems
+
+    def add(self, row: ResponseRow, record: Record) -> None:
+        # The row joins the batch as a plain tuple: the store binds it fastest and the garbage
+        # collector stops tracking it (a batch of ResponseRows costs some 10 % of an ingest).
+        self.rows.append(tuple(row))
+        self.records.append(record)
+        if len(self.rows) >= BATCH_ROWS:
+            self.flush()
+
+    def flush(self) -> None:
+        if not self.rows:
+            return
+        result = self.tx.insert_batch(self.rows)
+        self.outcome.added += result.inserted
+        self.outcome.duplicates += result.duplicates
+        for i, rid, _src in result.conflicts:
+            self._conflict(self.records[i], self.rows[i], rid)
+        self.rows.clear()
+        self.records.clear()
+        if after_batch is not None:
+            after_batch(self.path)
+
+    def _conflict(self, rec: Record, row: tuple[Any, ...], rid: int) -> None:
+        """A row whose key the store holds (response ``rid``) with other content."""
+        if rid >= self.first_new_id:  # inserted by this very run: a key repeated in the file
+            message = f"key {_key_text(rec)} appears earlier in this file with different content"
+        elif self.replace:
+            self.tx.replace(rid, row, self.started)
+            self.outcome.replaced += 1
+            return
+        elif rid >= self.command_first_id:
+            message = f"key {_key_text(rec)} comes with different content in an earlier file of this command"
+        else:
+            message = self._stored_conflict(rec, row, rid)
+        self.problems.add(rec.line, message, _record_dict(rec), end_line=rec.end_line)
+
+    def _stored_conflict(self, rec: Record, row: tuple[Any, ...], rid: int) -> str:
+        """Why a row conflicts with the one an earlier command stored under its key (counted)."""
+        what = self.tx.describe_difference(rid, row)
+        if "prompt" in what.split(", "):
+            # The same key with another prompt is another benchmark or attack under the
+            # same name, not a newer version of the stored responses.
+            self.problems.prompt_conflicts += 1
+            return (
+                f"conflict: {_key_text(rec)} is already stored with a different prompt: these look "
+                "like responses to a different benchmark or attack under the same name; ingest them "
+                "under their own name with --benchmark NAME (--replace would overwrite the stored "
+                "responses)"
+            )
+        self.problems.conflicts += 1
+        if what == "transcript (none stored)":
+            # Stored before annotate kept conversations: the same response, now whole.
+            return (
+                f"conflict: {_key_text(rec)} is stored without its transcript (it was ingested before "
+                "annotate kept whole conversations); use --replace to add it (the old row is kept in "
+                "history) or --skip-invalid"
+            )
+        return (
+            f"conflict: {_key_text(rec)} is already stored with a different {what}; "
+            "use --replace to overwrite (the old value is kept in history) or --skip-invalid"
+        )
+
+
+def _read_rows(
+    items: Iterable[Record | Problem | SetAside],
+    fmt_rubric: FormatRubric,
+    outcome: IngestOutcome,
+    problems: _Problems,
+    writer: _BatchWriter,
+    stamp: Any,
+) -> list[dict[str, Any]]:
+    """Read every item of the file: a problem is gathered, a set-aside row kept for its file, and
+    a record validated, its verdict classified by the rubric, counted and written as a
+    :class:`ResponseRow` (``stamp``: its ``ingested_at``). Returns the set-aside rows."""
+    set_aside: list[dict[str, Any]] = []
+    names_ok: set[str] = set()
+    source_id = writer.tx.source_id  # the file's source (use_source), the same for every row
+    for item in items:
+        outcome.rows_read += 1
+        if isinstance(item, Problem):
+            problems.add(item.line, item.message, end_line=item.end_line, fatal=item.fatal)
+            continue
+        if isinstance(item, SetAside):
+            outcome.set_aside += 1
+            set_aside.append({"line": item.line, "reason": item.reason, "data": item.data})
+            continue
+        invalid = record_problem(item, names_ok)
+        if invalid is None:
+            meta, invalid = _meta_json(item.meta)
+        if invalid is not None:
+            problems.add(item.line, invalid, _record_dict(item), end_line=item.end_line)
+            continue
+        spec = fmt_rubric.spec(item.judge, item.benchmark)
+        classified = spec.classify(item.verdict, item.score, item.context, item.meta)
+        if isinstance(classified, str):
+            problems.add(item.line, classified, _record_dict(item), end_line=item.end_line)
+            continue
+        label, reason = classified
+        outcome.count(item, label, reason, spec.presets)
+        writer.add(_response_row(item, label, reason, meta, source_id, stamp), item)
+    writer.flush()
+    return set_aside
+
+
+def _response_row(rec: Record, label: str, reason: str, meta: str | None, source_id: int, stamp: Any) -> ResponseRow:
+    """The row a valid, classified record becomes: its transcript as JSON text, its content identity.
+
+    The fields are passed in their order, not by name (mypy checks each one's type): 17 keyword
+    arguments cost about 1 us a row, some 3 % of an ingest. tests/ingest/test_ingest_rows.py
+    holds each field to its record value.
+    """
+    transcript = transcript_json(rec.transcript)
+    return ResponseRow(
+        rec.benchmark,
+        rec.model,
+        rec.prompt_id,
+        rec.epoch,
+        rec.judge,
+        rec.category,
+        rec.prompt,
+        rec.response,
+        rec.verdict,  # judge_verdict
+        rec.score,  # judge_score
+        label,  # judge_label
+        reason,  # label_reason
+        meta,
+        transcript,
+        content_sha(rec.prompt, rec.response, rec.verdict, rec.score, label, transcript),
+        source_id,
+        stamp,  # ingested_at
+    )
+
+
+def _keep_rejects(
+    outcome: IngestOutcome,
+    rejects: list[dict[str, Any]],
+    set_aside: list[dict[str, Any]],
+    rejects_dir: Path,
+    sha: str,
+) -> None:
+    """Name the file's rejects and set-aside files and hold their rows (``outcome.pending_files``);
+    ``ingest_paths`` writes them only after the transaction commits."""
     outcome.rejected = len(rejects)
-    stem = f"{path.name}.{sha[:12]}"
-    # Written by ingest_paths only after the transaction commits.
+    stem = f"{outcome.path.name}.{sha[:12]}"
     if rejects:
         outcome.rejects_path = rejects_dir / f"{stem}.rejects.jsonl"
         outcome.pending_files[outcome.rejects_path] = rejects
     if set_aside:
         outcome.set_aside_path = rejects_dir / f"{stem}.set-aside.jsonl"
         outcome.pending_files[outcome.set_aside_path] = set_aside
+
+
+def _record_run(
+    tx: IngestTransaction,
+    outcome: IngestOutcome,
+    rubric: Rubric,
+    default_rubric: dict[str, Any],
+    started: datetime,
+    options: dict[str, Any],
+) -> None:
+    """The file's ingest run in the store: its counts, the options and the rubric in force."""
     tx.record_run(
         started_at=started,
         finished_at=datetime.now(UTC),
@@ -452,22 +616,14 @@ def ingest_file(
         rows_replaced=outcome.replaced,
         rows_rejected=outcome.rejected,
         rows_set_aside=outcome.set_aside,
-        options={
-            "format": chosen,
-            "model": model,
-            "benchmark": benchmark,
-            "judge": judge,
-            "skip_invalid": skip_invalid,
-            "replace": replace,
-        },
+        options=options,
         rubric={
-            **rubric.effective(chosen, module.DEFAULT_RUBRIC),
+            **rubric.effective(outcome.format, default_rubric),
             "file": rubric.source,
             # The presets whose sections were in force, per judge (chosen ones included).
             **({"presets_in_force": outcome.presets} if outcome.presets else {}),
         },
     )
-    return outcome
 
 
 def ingest_paths(

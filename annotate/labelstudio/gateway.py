@@ -4,7 +4,7 @@ Plain dicts in and out. Every failure becomes ``LabelStudioError`` with the HTTP
 body only: ``str(ApiError)`` carries the response headers, among them a session cookie, so it
 is never printed. The SDK is imported lazily (it takes about 2 s).
 
-Facts this code relies on (measured, see the shared labelstudio.md): imports are synchronous
+Facts this code relies on (measured, see docs/labelstudio.md): imports are synchronous
 and return task ids in input order; there is no de-duplication, so an import is never retried
 blindly (``max_retries=0``; after a timeout the caller re-reads the project); the full JSON
 export is the only format that includes skipped annotations; the SDK's default 60 s timeout is

@@ -4,7 +4,7 @@ Shared by `route` (a reviewer's project) and `adjudicate` (the expert's project)
 Label Studio user and project (or only the store's record of it, in file mode), then either
 write the task file or reconcile with the server and import what is missing.
 
-Facts relied on (shared labelstudio.md): imports are synchronous and return task ids in input
+Facts relied on (docs/labelstudio.md): imports are synchronous and return task ids in input
 order; Label Studio does not de-duplicate, so an import is never repeated blindly: an earlier
 run may have died after Label Studio committed, so the project is re-read first.
 
@@ -25,6 +25,8 @@ import pandas as pd
 
 from annotate.errors import InputError, LabelStudioError, StateError
 from annotate.fileio import write_atomic
+from annotate.labelstudio import OWN
+from annotate.labelstudio.gateway import ImportOutcomeUnknown
 from annotate.names import check_name
 from annotate.stats._common import is_missing
 
@@ -62,8 +64,6 @@ def ensure_project(store: Store, gw: Gateway | None, spec: ProjectSpec, *, own_s
     pinned to it at once. On the shared server the user is created here when missing (no
     password: the reviewer cannot log in until the admin gives them one), as before.
     """
-    from annotate.labelstudio import OWN
-
     ann = spec.annotator
     project = store.ls_project(spec.round_id, int(ann.id))
     if project is not None and (gw is None or not is_missing(project["project_id"])):
@@ -175,8 +175,6 @@ def _import_pending(
     outcome is unknown (a timeout) is never followed by another: the project is re-read, what
     did commit is recorded, and the command stops so that a re-run resumes.
     """
-    from annotate.labelstudio.gateway import ImportOutcomeUnknown
-
     pid = int(project["project_id"])
     if not len(pending):
         if on_first_submit is not None:

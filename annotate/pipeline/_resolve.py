@@ -11,6 +11,7 @@ from typing import TYPE_CHECKING, Any
 
 from annotate.errors import InputError, StateError, WorkspaceError
 from annotate.labelstudio import TECHNICAL, blinding
+from annotate.labelstudio.labelconfig import parse_label_config
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -74,6 +75,11 @@ def resolve_rounds(store: Store, names: tuple[str, ...] | list[str]) -> list[dic
     return [row]
 
 
+def rounds_to_score(store: Store, names: tuple[str, ...] | list[str]) -> list[str]:
+    """The names of the rounds a score, judge audit or export covers (``--round``, default the only one)."""
+    return [str(r["name"]) for r in resolve_rounds(store, names)]
+
+
 def resolve_annotators(store: Store, names: list[str], *, role: str | None = None) -> pd.DataFrame:
     """The store's rows of the named annotators (pseudonyms or e-mails), in the order given."""
     import pandas as pd
@@ -94,8 +100,6 @@ def resolve_annotators(store: Store, names: list[str], *, role: str | None = Non
 
 def load_label_config(ws: Workspace) -> LabelConfig:
     """The workspace's label_config.xml, parsed and checked."""
-    from annotate.labelstudio.labelconfig import parse_label_config
-
     path = ws.label_config_path
     try:
         xml = path.read_text(encoding="utf-8")

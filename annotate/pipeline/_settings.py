@@ -4,6 +4,9 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
+from annotate.stats.adjudication import Rules
+from annotate.stats.agreement.votes import Thresholds
+
 if TYPE_CHECKING:
     from annotate.config import Workspace
     from annotate.stats.adjudication import Rules
@@ -12,8 +15,6 @@ if TYPE_CHECKING:
 
 def thresholds_from_settings(ws: Workspace) -> Thresholds:
     """``[agreement]``: Krippendorff's reading of alpha and the per-annotator flags."""
-    from annotate.stats.agreement.votes import Thresholds
-
     cfg = ws.settings.get("agreement", {})
     return Thresholds(
         reliable=float(cfg.get("reliable", 0.8)),
@@ -25,8 +26,6 @@ def thresholds_from_settings(ws: Workspace) -> Thresholds:
 
 def rules_from_settings(ws: Workspace, policy: str) -> Rules:
     """``[adjudication]``: escalation rules, with the --policy for escalations nobody decides."""
-    from annotate.stats.adjudication import Rules
-
     cfg = ws.settings.get("adjudication", {})
     ds = cfg.get("ds_min_posterior", 0.9)
     return Rules(

@@ -41,6 +41,10 @@ from annotate.pipeline._projects import ProjectSpec, ensure_project, sync_tasks,
 from annotate.pipeline._resolve import blinded_owner, resolve_round, round_blinding, round_lock
 from annotate.pipeline._settings import rules_from_settings
 from annotate.stats._common import is_missing
+from annotate.stats.adjudication import check_sample, decide, judges_as_raters, propose
+from annotate.stats.aggregation import dawid_skene_labels
+from annotate.stats.agreement import cohen_kappa
+from annotate.stats.agreement.votes import current_labels
 
 if TYPE_CHECKING:
     from annotate.labelstudio import Gateway
@@ -83,11 +87,6 @@ def adjudicate(
 def _adjudicate(
     s: Session, *, round_name: str, policy: str, expert: str | None, to_file: bool, ds_with_judges: bool = False
 ) -> AdjudicationOutcome:
-    from annotate.stats.adjudication import check_sample, decide, propose
-    from annotate.stats.aggregation import dawid_skene_labels
-    from annotate.stats.agreement import cohen_kappa
-    from annotate.stats.agreement.votes import current_labels
-
     store = s.store
     rules = rules_from_settings(s.ws, policy)
     round_row = resolve_round(store, round_name)
@@ -241,8 +240,6 @@ def _ds_with_judges(
 ) -> dict[str, Any]:
     """The judges-as-raters diagnostic as a JSON-ready dict, items named by ext_id and stratum."""
     from dataclasses import asdict
-
-    from annotate.stats.adjudication import judges_as_raters
 
     rows, notes = judge_rows
     record = pd.Series(final["label"].astype(object).to_numpy(), index=final["round_item_id"].to_numpy())

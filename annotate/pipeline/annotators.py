@@ -13,8 +13,9 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
+from annotate.config import label_studio_settings
 from annotate.errors import InputError, LabelStudioError
-from annotate.pipeline.ls import EXTERNAL_LOGIN, PersonLine, access_when_added, person_access
+from annotate.pipeline._people import EXTERNAL_LOGIN, PersonLine, access_when_added, person_access
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -33,8 +34,6 @@ class AnnotatorAdded:
 def add_annotator(
     s: Session, email: str, name: str | None, *, role: str = "annotator", offline: bool = False
 ) -> AnnotatorAdded:
-    from annotate.config import label_studio_settings
-
     if "@" not in email or email.startswith("@") or email.endswith("@") or any(c.isspace() for c in email):
         raise InputError(f"{email!r} is not an e-mail address")
     pseudonym, created = s.store.add_annotator(email, name, role)

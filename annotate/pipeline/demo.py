@@ -28,6 +28,23 @@ from importlib import resources
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from annotate.config import default_db_url, open_workspace
+from annotate.errors import StateError
+from annotate.ingest.rubric import Rubric
+from annotate.ingest.run import ingest_paths
+from annotate.labelstudio.labelconfig import choices_result
+from annotate.pipeline import ls
+from annotate.pipeline._resolve import resolve_round
+from annotate.pipeline.adjudicate import adjudicate
+from annotate.pipeline.agreement import agreement_report
+from annotate.pipeline.annotators import add_annotator
+from annotate.pipeline.export import export, verify
+from annotate.pipeline.init import init_workspace
+from annotate.pipeline.judges import judges
+from annotate.pipeline.pull import pull
+from annotate.pipeline.route import route
+from annotate.pipeline.score import score_from_store
+from annotate.pipeline.session import project_owner, session_for
 from annotate.stats._common import is_missing
 
 if TYPE_CHECKING:
@@ -97,28 +114,10 @@ def run_demo(
     """Run the demo. ``seed_from`` (tests): a migrated Label Studio template (no user) to copy
     instead of migrating (``labelstudio.server.fleet.ensure_template``)."""
 
-    from annotate.config import default_db_url, open_workspace
-    from annotate.ingest.rubric import Rubric
-    from annotate.ingest.run import ingest_paths
-    from annotate.pipeline import ls
-    from annotate.pipeline._resolve import resolve_round
-    from annotate.pipeline.adjudicate import adjudicate
-    from annotate.pipeline.agreement import agreement_report
-    from annotate.pipeline.annotators import add_annotator
-    from annotate.pipeline.export import export, verify
-    from annotate.pipeline.init import init_workspace
-    from annotate.pipeline.judges import judges
-    from annotate.pipeline.pull import pull
-    from annotate.pipeline.route import route
-    from annotate.pipeline.score import score_from_store
-    from annotate.pipeline.session import session_for
-
     started = time.perf_counter()
     root = Path(directory) if directory else Path(tempfile.mkdtemp(prefix="annotate-demo-"))
     root = root.resolve()
     if (root / "annotate.toml").exists():
-        from annotate.errors import StateError
-
         raise StateError(
             f"{root} is already a workspace; the demo needs a fresh folder (omit --dir for a temporary one)."
         )
@@ -210,7 +209,7 @@ def run_demo(
         result.final_matches = int((ours == labels.final_label_xstest).sum())
         result.final_total = len(labels)
 
-        scored, _, _ = score_from_store(store, (ROUND,), seed=SEED)
+        scored, _record = score_from_store(store, (ROUND,), seed=SEED)
         overall = scored.scores[scored.scores.benchmark == "ALL"]
         pivot = overall.pivot_table(index="model", columns="treatment", values="rank")
         result.ranking = [{"model": m, **{t: float(pivot.loc[m, t]) for t in pivot.columns}} for m in pivot.index]
@@ -280,8 +279,6 @@ def _judge_line(audit: dict[str, Any]) -> str:
 
 def _submit(job: tuple[Gateway, int, str | None, int]) -> None:
     """One replayed annotation (none when the dataset has no label for the task)."""
-    from annotate.labelstudio.labelconfig import choices_result
-
     gw, task_id, verdict, user = job
     if verdict is not None:
         gw.create_annotation(task_id, choices_result(verdict), completed_by=user, lead_time=20.0)
@@ -310,10 +307,6 @@ def _replay(
     only_expert_tasks: bool = False,
 ) -> None:
     """Submit each routed response's XSTest label as the given annotators' annotations."""
-    from annotate.labelstudio.labelconfig import choices_result
-    from annotate.pipeline.pull import pull
-    from annotate.pipeline.session import project_owner
-
     ws, store = s.ws, s.store
     projects = store.ls_projects(int(round_row["id"])).set_index("pseudonym")
     team = store.annotators().set_index("pseudonym")

@@ -1,6 +1,6 @@
 """Audited score sets: `annotate export` writes them, `annotate verify` checks them.
 
-An export is a folder ``exports/NAME/`` whose layout is a documented contract (README, "Export
+An export is a folder ``exports/NAME/`` whose layout is a documented contract (docs/export-format.md, "The
 layout"): ``scores.csv`` / ``scores.json``, ``ranking.csv``, ``flips.csv``, ``p_safer.csv``, ``p_tie.csv``,
 ``judges.csv``, ``judge_pairs.csv``, ``labels.csv``, ``judge_labels.csv``, ``agreement.json``,
 ``design.json``, ``report.html``, ``diagnostics.json`` after a diagnosis, ``manifest.json``
@@ -9,9 +9,9 @@ the creation time, the settings) and, with ``--sign``, ``manifest.json.sig``.
 
 Everything in it is a pure function of ``labels.csv`` + ``judge_labels.csv`` + ``design.json`` +
 the manifest's settings and provenance (+ ``diagnostics.json``, stored as computed): the store is
-read once, for those inputs, and the derived files are :func:`annotate.pipeline._derive.derive`
+read once, for those inputs, and the derived files are :func:`annotate.audit.derive.derive`
 of the inputs *as written*, the same call ``verify`` makes. Every CSV is spreadsheet-safe (text cells that a
-spreadsheet would run as a formula carry a leading apostrophe; see ``_spreadsheet``).
+spreadsheet would run as a formula carry a leading apostrophe; see ``audit.safecsv``).
 
 Exports are immutable: an existing name is refused, and the folder is written under a temporary
 name ``.NAME.tmp-PID-XXXXXXXX`` and renamed into place only when complete. Ctrl-C and SIGTERM
@@ -43,24 +43,30 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from annotate import __version__
+from annotate.audit.derive import Provenance, Settings, check_diagnostics, derive
+from annotate.audit.record import AuditRecord, RecordProblem, json_bytes
+from annotate.audit.schema import CURRENT, OPTIONAL_FILES
+from annotate.audit.sign import ALGORITHM, SIGNATURE_FILE, fingerprint, load_private_key, sign
+from annotate.audit.verify import VerifyOutcome, verify
+from annotate.db import SCHEMA_VERSION
 from annotate.errors import InputError, StateError
 from annotate.fileio import sha256_bytes
 from annotate.names import check_name
-from annotate.pipeline._derive import DERIVED_FILES, EXPORT_SCHEMA, INPUT_FILES, Provenance, Settings, json_bytes
-from annotate.pipeline._sign import ALGORITHM, SIGNATURE_FILE
-from annotate.pipeline._verify import VerifyOutcome, verify
+from annotate.pipeline._resolve import rounds_to_score
+from annotate.pipeline._settings import thresholds_from_settings
+from annotate.pipeline.record import record_from_store
 
 if TYPE_CHECKING:
     from annotate.config import Workspace
     from annotate.pipeline.session import Session
 
-__all__ = ["EXPORT_SCHEMA", "REQUIRED_FILES", "ExportOutcome", "VerifyOutcome", "export", "verify"]
+__all__ = ["REQUIRED_FILES", "ExportOutcome", "VerifyOutcome", "export", "verify"]
 
-REQUIRED_FILES = (*INPUT_FILES, *DERIVED_FILES)
+REQUIRED_FILES = CURRENT.files
 #: Temporary export folders: ``.NAME.tmp-PID-XXXXXXXX`` (and, from before PIDs, ``.NAME.tmp-XXXXXXXX``).
 TMP_RE = re.compile(r"\.(?P<name>[A-Za-z0-9][A-Za-z0-9._-]{0,99})\.tmp-(?:(?P<pid>[0-9]{1,10})-)?[a-z0-9_]{8}")
 #: What a temporary export folder may hold (anything else means it is not ours to remove).
-EXPORT_FILE_NAMES = frozenset({*REQUIRED_FILES, "diagnostics.json", "manifest.json", SIGNATURE_FILE})
+EXPORT_FILE_NAMES = frozenset({*REQUIRED_FILES, *OPTIONAL_FILES, "manifest.json", SIGNATURE_FILE})
 
 
 def _redacted_argv(argv: list[str]) -> list[str]:
@@ -106,18 +112,6 @@ def export(
     Raises ``InputError`` for a bad name, key or settings and ``StateError`` for an existing
     export; nothing is written then.
     """
-    from annotate.pipeline._derive import (
-        check_diagnostics,
-        check_judge_labels,
-        check_labels,
-        read_judge_labels,
-        read_labels,
-    )
-    from annotate.pipeline._settings import thresholds_from_settings
-    from annotate.pipeline._spreadsheet import frame_to_csv
-    from annotate.pipeline.audit import design, judge_labels_frame, labels_frame
-    from annotate.pipeline.score import rounds_to_score
-
     started = time.time()
     ws, store = s.ws, s.store
     check_name(name, "export name")
@@ -126,11 +120,7 @@ def export(
         raise InputError(f"export name {name!r}: the export would not be inside {ws.exports_dir}.")
     if target.exists() or target.is_symlink():
         raise StateError(f"{target} exists; exports are immutable. Choose another name.")
-    key = None
-    if sign_key is not None:
-        from annotate.pipeline._sign import load_private_key
-
-        key = load_private_key(sign_key)
+    key = load_private_key(sign_key) if sign_key is not None else None
     settings = Settings(
         draws=draws,
         seed=seed,
@@ -144,15 +134,11 @@ def export(
     except ValueError as exc:
         raise InputError(f"{exc} Choose a value in that range.") from None
     rounds = rounds_to_score(store, round_names)
-    labels = labels_frame(store, rounds)
-    judge_labels = judge_labels_frame(store, rounds)
-    doc = design(store, rounds, label_config_sha=_label_config_sha(ws))
-    judges = sorted({r["judge"] for r in doc["rounds"]})
+    record = record_from_store(store, rounds, label_config_sha=_label_config_sha(ws))
+    judges = sorted({r.judge for r in record.design.rounds})
     diagnosis = store.latest_diagnosis(judges[0]) if len(judges) == 1 else None
-    from annotate.db.store import SCHEMA_VERSION
-
     manifest: dict[str, Any] = {
-        "schema": EXPORT_SCHEMA,
+        "schema": CURRENT.name,
         "name": name,
         "tool": "annotate",
         "tool_version": __version__,
@@ -170,34 +156,26 @@ def export(
         ],
     }
     if key is not None:
-        from annotate.pipeline._sign import fingerprint
-
         manifest["signature"] = {
             "algorithm": ALGORITHM,
             "public_key_sha256": fingerprint(key.public_key()),
             "file": SIGNATURE_FILE,
         }
-    inputs = {
-        "labels.csv": frame_to_csv(labels),
-        "judge_labels.csv": frame_to_csv(judge_labels),
-        "design.json": json_bytes(doc),
-    }
+    inputs = record.to_files(CURRENT)
     if diagnosis is not None:
         inputs["diagnostics.json"] = json_bytes(diagnosis)
-    # From here on, everything is computed from the inputs as written, exactly as verify reads them.
-    labels_rt, lines = read_labels(inputs["labels.csv"])
-    judge_labels_rt, judge_lines = read_judge_labels(inputs["judge_labels.csv"])
-    doc_rt = json.loads(inputs["design.json"])
-    diagnosis_rt = json.loads(inputs["diagnostics.json"]) if diagnosis is not None else None
-    # What verify will check of the inputs holds now, or there is no export: one that does not
+    # From here on, everything is computed from the record as written, exactly as verify reads it;
+    # what verify will check of the inputs holds now, or there is no export: one that does not
     # verify is never written.
-    problems = check_labels(labels_rt, lines, doc_rt) or check_judge_labels(judge_labels_rt, judge_lines, labels_rt)
-    if problems:
+    try:
+        written_record = AuditRecord.from_files(inputs, CURRENT)
+    except RecordProblem as exc:
         raise StateError(
-            "the review data would not make a verifiable export: " + "; ".join(problems[:3]) + ". Re-run "
+            "the review data would not make a verifiable export: " + "; ".join(exc.problems[:3]) + ". Re-run "
             "`annotate adjudicate` for the round, then export again."
-        )
-    problems = check_diagnostics(diagnosis_rt, doc_rt) if diagnosis_rt is not None else []
+        ) from None
+    diagnosis_rt = json.loads(inputs["diagnostics.json"]) if diagnosis is not None else None
+    problems = check_diagnostics(diagnosis_rt, written_record.design) if diagnosis_rt is not None else []
     if problems:
         raise StateError(
             "the stored ambiguity diagnostics are inconsistent: " + "; ".join(problems[:3]) + ". Run "
@@ -209,17 +187,15 @@ def export(
         raise StateError(f"the store's record of the ingested files is unusable: {exc}") from None
 
     ws.exports_dir.mkdir(parents=True, exist_ok=True)
-    outcome = ExportOutcome(path=target, n_labels=len(labels), report=target / "report.html")
+    outcome = ExportOutcome(path=target, n_labels=len(record.labels), report=target / "report.html")
     outcome.swept, outcome.left = sweep_stale(ws.exports_dir, before=started)
     with _terminate_as_interrupt():
         tmp = Path(tempfile.mkdtemp(prefix=f".{name}.tmp-{os.getpid()}-", dir=ws.exports_dir))
         try:
-            from annotate.pipeline._derive import derive
-
             for fname, data in inputs.items():
                 (tmp / fname).write_bytes(data)
             try:
-                derived = derive(labels_rt, doc_rt, settings, prov, diagnosis_rt, judge_labels_rt)
+                derived = derive(written_record, settings, prov, CURRENT, diagnosis_rt)
             except ValueError as exc:  # the design cannot be scored as asked (e.g. overlapping rounds)
                 raise InputError(str(exc)) from None
             for fname, data in derived.items():
@@ -229,8 +205,6 @@ def export(
             raw = json_bytes(manifest)
             (tmp / "manifest.json").write_bytes(raw)
             if key is not None:
-                from annotate.pipeline._sign import sign
-
                 (tmp / SIGNATURE_FILE).write_bytes(sign(key, raw))
                 outcome.signed_by = manifest["signature"]["public_key_sha256"]
             for p in tmp.iterdir():  # make the content durable before it becomes visible

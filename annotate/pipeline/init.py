@@ -6,6 +6,7 @@ from importlib import resources
 from pathlib import Path
 
 from annotate.config import CONFIG_NAME, STATE_DIR, Workspace, ensure_private_dir
+from annotate.db import check_url
 from annotate.pipeline.session import Notify, open_workspace_store
 
 GITIGNORE = f"""# annotate: local state that must not be committed
@@ -28,8 +29,6 @@ def init_workspace(root: Path, db_url: str, *, notify: Notify | None = None) -> 
     The database URL is checked before anything is created; the state folder is made 0700 and a
     new SQLite store 0600 (an existing one that others can open is reported through ``notify``).
     """
-    from annotate.db import check_url
-
     check_url(db_url)
     created: list[Path] = []
     kept: list[Path] = []

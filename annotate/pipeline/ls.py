@@ -25,6 +25,15 @@ from annotate.config import label_studio_settings
 from annotate.errors import LabelStudioError, StateError
 from annotate.labelstudio import accounts, server
 from annotate.labelstudio.server import fleet
+from annotate.pipeline._people import (
+    EXTERNAL,
+    PER_PERSON,
+    SHARED_ONLY,
+    PersonLine,
+    person_access,
+    person_line,
+    serving_mode,
+)
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -33,28 +42,10 @@ if TYPE_CHECKING:
     from annotate.pipeline.session import Session
 
 LOOPBACK = ("127.0.0.1", "localhost", "::1")
-#: How the workspace serves its reviewers (``LsReport.mode``).
-PER_PERSON = "one server per person"
-SHARED_ONLY = "one shared server"
-EXTERNAL = "external server"
 #: Servers started at once (each takes a core for a few seconds while Django starts).
 _PARALLEL_STARTS = 4
 
 Say = Callable[[str], None]
-
-
-@dataclass
-class PersonLine:
-    """One person's own server, as `ls start` and `ls status` report it (no secret, no e-mail)."""
-
-    pseudonym: str
-    role: str
-    url: str | None
-    running: bool
-    account: bool | None  # their Label Studio account exists (None: not known, the server is down)
-    sheet: str | None  # their access sheet, when there is one
-    started_now: bool = False
-    note: str | None = None
 
 
 @dataclass
@@ -85,13 +76,6 @@ class LsReport:
         return asdict(self)
 
 
-def _mode(ws: Workspace) -> str:
-    conf = label_studio_settings(ws)
-    if conf.url:
-        return EXTERNAL
-    return PER_PERSON if conf.one_server_per_person else SHARED_ONLY
-
-
 def _shared_in_use(s: Session) -> bool:
     """True when some project of an earlier round lives on the shared embedded server."""
     projects = s.store.ls_projects()
@@ -119,7 +103,7 @@ def start(
     (tests).
     """
     ws = s.ws
-    mode = _mode(ws)
+    mode = serving_mode(ws)
     report = LsReport(mode=mode)
     if mode == EXTERNAL:
         raise StateError(
@@ -192,7 +176,7 @@ def _start_all(
         if result.info is not None:
             report.warnings += [f"{pseudonym}: {w}" for w in result.info.warnings]
             say(f"{pseudonym}'s Label Studio is ready at {result.server.url} ({result.info.startup_seconds:.0f} s)")
-        line = _person_line(ws, p, result.server.url, result.server.data_dir)
+        line = person_line(ws, p, result.server.url, result.server.data_dir)
         line.started_now = result.info is not None
         lines.append(line)
     if failed:
@@ -201,34 +185,6 @@ def _start_all(
             f"{len(failed)} of {len(names)} Label Studio servers did not start (the others run):\n{detail}"
         )
     return lines
-
-
-def _person_line(
-    ws: Workspace, person: Any, url: str, data_dir: Path, *, new_password: bool = False, shared: bool = False
-) -> PersonLine:
-    """A person's login on a running server (their own, or the shared embedded one), made now if missing."""
-    pseudonym = str(person.pseudonym)
-    with fleet.people_lock(ws.access_dir):  # two commands never make one account twice
-        account = accounts.ensure_account(
-            url,
-            data_dir,
-            pseudonym=pseudonym,
-            role=str(person.role),
-            email=str(person.email),
-            access_dir=ws.access_dir,
-            new_password=new_password,
-            shared=shared,
-        )
-    note = None
-    if account.made:
-        note = "account made: give them their access sheet"
-    elif account.new_password:
-        note = "new password: give them their new access sheet"
-    elif account.sheet is None:
-        note = f"no access sheet: `annotate annotators access {pseudonym} --new-password` makes one"
-    return PersonLine(
-        pseudonym, str(person.role), url, True, True, str(account.sheet) if account.sheet else None, note=note
-    )
 
 
 def _describe(s: Session, report: LsReport) -> None:
@@ -271,7 +227,7 @@ def stop(ws: Workspace) -> list[str]:
 def status(s: Session) -> LsReport:
     """What runs, where, and how each person logs in. Starts and changes nothing."""
     ws = s.ws
-    report = LsReport(mode=_mode(ws))
+    report = LsReport(mode=serving_mode(ws))
     report.external_server = label_studio_settings(ws).url
     people = s.store.annotators()
     made = {p.pseudonym: p for p in fleet.person_servers(ws.person_servers_dir)}
@@ -297,88 +253,3 @@ def status(s: Session) -> LsReport:
         )
     _describe(s, report)
     return report
-
-
-def person_access(s: Session, pseudonym: str, *, new_password: bool) -> PersonLine:
-    """A person's login: their account on their own server (or the shared embedded one) ensured,
-    with a new password on request."""
-    ws = s.ws
-    person = _registered(s, pseudonym)
-    mode = _mode(ws)
-    if mode == EXTERNAL:
-        raise StateError(EXTERNAL_LOGIN.format(email="THEIR-EMAIL"))
-    if mode == SHARED_ONLY:
-        st = server.server_status(ws.ls_data_dir)
-        if not st.running or not st.url:
-            raise StateError("the shared Label Studio is not running; start it with `annotate ls start`.")
-        line = _person_line(ws, person, st.url, ws.ls_data_dir, new_password=new_password, shared=True)
-        s.store.set_annotator_user(pseudonym, _user_on(st.url, ws.ls_data_dir, str(person.email)))
-        return line
-    srv = fleet.person_server(ws.person_servers_dir, pseudonym)
-    if srv is None or not fleet.is_running(srv):
-        raise StateError(f"{pseudonym}'s Label Studio is not running; start the servers with `annotate ls start`.")
-    return _person_line(ws, person, srv.url, srv.data_dir, new_password=new_password)
-
-
-#: What the lead does for a reviewer's login on an external server, where annotate makes none.
-EXTERNAL_LOGIN = (
-    "the reviewers use an external Label Studio (ANNOTATE_LS_URL), where annotate makes no passwords. Its admin "
-    "gives each reviewer a login: on the server's machine, with the server's own environment, "
-    "`label-studio reset_password --username {email}` sets one (annotate creates the user when the round is "
-    "routed). Every reviewer there can open the others' projects: the round is blinded by instructions only."
-)
-
-
-def _registered(s: Session, pseudonym: str) -> Any:
-    people = s.store.annotators()
-    row = people[people.pseudonym == pseudonym]
-    if row.empty:
-        known = ", ".join(people.pseudonym) or "none yet"
-        raise StateError(f"no annotator {pseudonym!r} (registered: {known}).")
-    return next(row.itertuples())
-
-
-def _user_on(url: str, data_dir: Path, email: str) -> int:
-    from annotate.labelstudio.gateway import LabelStudioGateway
-
-    gw = LabelStudioGateway(url, server.read_secrets(data_dir / server.SECRETS_NAME).token)
-    try:
-        found = gw.find_user(email)
-    finally:
-        gw.close()
-    if found is None:
-        raise LabelStudioError(f"Label Studio at {url} lists no user {email!r} after making their account.")
-    return found
-
-
-def access_when_added(s: Session, pseudonym: str) -> PersonLine | None:
-    """For `annotators add`: the new person's login when the servers run, else None (then the next
-    `annotate ls start` makes their server and account).
-
-    One server per person: when the people's servers run, the new person's is made and started
-    too. The shared embedded server: their account is made on it when it runs.
-    """
-    ws = s.ws
-    mode = _mode(ws)
-    if mode == EXTERNAL:
-        return None
-    if mode == SHARED_ONLY:
-        if not server.server_status(ws.ls_data_dir).running:
-            return None
-        return person_access(s, pseudonym, new_password=False)
-    running = [p for p in fleet.person_servers(ws.person_servers_dir) if fleet.is_running(p)]
-    if not running:
-        return None
-    person = _registered(s, pseudonym)
-    template = fleet.ensure_template(ws.person_servers_dir)
-    srv, _made = fleet.provision(
-        ws.person_servers_dir,
-        pseudonym,
-        host=running[0].host,
-        first_port=min(p.port for p in running),
-        template=template,
-    )
-    started = fleet.start_person(srv, timeout=300.0)
-    line = _person_line(ws, person, started.server.url, started.server.data_dir)
-    line.started_now = started.info is not None
-    return line

@@ -28,6 +28,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from annotate.errors import InputError
+from annotate.labelstudio.labelconfig import parse_label_config
 from annotate.labelstudio.tasks import (
     MAX_DELETION_SHARE,
     MAX_LS_ID,
@@ -81,8 +82,6 @@ def _pull(
     ls_user: int | None,
     allow_deletions: bool,
 ) -> PullOutcome:
-    from annotate.labelstudio.labelconfig import parse_label_config
-
     store = s.store
     config = parse_label_config(round_row["label_config"], source=f"round {round_row['name']} label config")
     projects = store.ls_projects(int(round_row["id"]))

@@ -45,6 +45,7 @@ import pandas as pd
 
 from annotate.errors import InputError, StateError
 from annotate.labelstudio import INSTRUCTIONS_ONLY
+from annotate.labelstudio.labelconfig import parse_label_config, single_response_config
 from annotate.labelstudio.tasks import (
     DIALOGUE_INSTRUCTIONS,
     INSTRUCTIONS,
@@ -55,6 +56,8 @@ from annotate.labelstudio.tasks import (
     task_text_sha,
 )
 from annotate.names import check_name
+from annotate.pipeline._features import ambiguity_priority
+from annotate.pipeline._population import unanimity_population
 from annotate.pipeline._projects import (
     ProjectSpec,
     check_own_account,
@@ -71,6 +74,7 @@ from annotate.pipeline._resolve import (
     round_blinding,
     round_lock,
 )
+from annotate.stats.sampling import select_for_review, task_order
 
 if TYPE_CHECKING:
     from annotate.db import Store
@@ -234,8 +238,6 @@ def _plan(
     to_file: bool,
     strata_from: list[str] | None = None,
 ) -> _Plan:
-    from annotate.stats.sampling import select_for_review
-
     store = s.store
     if clear_per_cell < 0:
         raise InputError("--clear-per-cell must be 0 or more")
@@ -349,55 +351,6 @@ def _round_strata_from(
     )
 
 
-def unanimity_population(
-    store: Store, population: pd.DataFrame, judge: str, judges: list[str], after: int, up_to: int
-) -> tuple[pd.DataFrame, pd.DataFrame, pd.DataFrame]:
-    """The wave's population with the unanimity strata of ``judges`` as its ``judge_label``.
-
-    Returns the population (``judge_label`` replaced), the cells (``model, benchmark, harmful,
-    safe, ambiguous, without_verdict``: N_h of each stratum and how many responses lack a verdict
-    of some named judge, all of them in the census stratum) and, per cell and judge with missing
-    verdicts, ``model, benchmark, judge, responses, population``.
-    """
-    from annotate.stats.sampling import unanimity_strata
-
-    key = ["model", "benchmark"]
-    if population.empty:
-        cells = pd.DataFrame(columns=[*key, "harmful", "safe", "ambiguous", "without_verdict"])
-        return population, cells, pd.DataFrame(columns=[*key, "judge", "responses", "population"])
-    others = [j for j in judges if j != judge]
-    found = store.strata_labels(judge, others, after, up_to)
-    ids = population.response_id.astype(int).to_numpy()
-    # Columns by position: judge names come from the ingested files and may be any text.
-    labels = {judge: population.judge_label.to_numpy(dtype=object)}
-    for j in others:
-        mine = found[found.judge == j]
-        by_id = dict(zip(mine.response_id.astype(int), mine.judge_label, strict=True))
-        labels[j] = np.array([by_id.get(int(i)) for i in ids], dtype=object)
-    wide = pd.DataFrame({k: labels[j] for k, j in enumerate(judges)})
-    stratum = unanimity_strata(wide).to_numpy()
-    lacking = wide.isna().to_numpy()
-    out = population.assign(judge_label=stratum)
-    cell = pd.MultiIndex.from_frame(out[key])
-    sizes = pd.crosstab([out.model, out.benchmark], stratum).reindex(
-        columns=["harmful", "safe", "ambiguous"], fill_value=0
-    )
-    sizes["without_verdict"] = pd.Series(lacking.any(axis=1).astype(int), index=cell).groupby(level=key).sum()
-    sizes.columns.name = None
-    cells = sizes.reset_index().astype({c: int for c in ("harmful", "safe", "ambiguous", "without_verdict")})
-    per_judge = pd.DataFrame(lacking.astype(int), index=cell).groupby(level=key).sum()
-    population_of = pd.Series(1, index=cell).groupby(level=key).sum()
-    rows = [
-        {"model": m, "benchmark": b, "judge": judges[k], "responses": int(n), "population": int(population_of[(m, b)])}
-        for (m, b), counts in per_judge.iterrows()
-        for k, n in enumerate(counts.to_numpy())
-        if n > 0
-    ]
-    missing = pd.DataFrame(rows, columns=[*key, "judge", "responses", "population"])
-    missing = missing.sort_values([*key, "judge"], kind="mergesort").reset_index(drop=True)
-    return out, cells, missing
-
-
 def _round_config(
     s: Session, round_name: str, existing: dict[str, Any] | None, workspace: LabelConfig, *, transcripts: int
 ) -> LabelConfig:
@@ -407,8 +360,6 @@ def _round_config(
     dialogues when any has; a routed round keeps what it was routed with (the workspace's config
     must still give exactly that).
     """
-    from annotate.labelstudio.labelconfig import parse_label_config, single_response_config
-
     path = s.ws.label_config_path
     if existing is None:
         dialogue = transcripts > 0
@@ -487,8 +438,6 @@ def _record_and_send(
     if prioritize:
         # Review order only: which items were selected, and their inclusion probabilities, are
         # already fixed above.
-        from annotate.pipeline.diagnose import ambiguity_priority
-
         priority = ambiguity_priority(store, plan.judge, items.response_id.astype(int).tolist(), seed=plan.seed)
         outcome.prioritized = True
     for ann in plan.annotators.itertuples():
@@ -525,8 +474,6 @@ def _new_task_rows(
 
     Each row has the project's own ext_id of the item and the hash of the text it will show.
     """
-    from annotate.stats.sampling import task_order
-
     known = set(tasks.round_item_id.astype(int)) if len(tasks) else set()
     missing = items[~items.round_item_id.astype(int).isin(known)]
     if not len(missing):
@@ -584,8 +531,6 @@ def _send_to_annotator(
     priority: dict[int, float] | None = None,
     own_server: bool = False,
 ) -> dict[str, int]:
-    from annotate.labelstudio.labelconfig import parse_label_config
-
     store = s.store
     dialogue = parse_label_config(round_row["label_config"]).dialogue is not None
     spec = ProjectSpec(

@@ -1,10 +1,10 @@
 """`annotate score` and `annotate plan`: corrected scores and rankings from reviewed rounds.
 
-The computation itself is pure (``annotate.stats.scoring.tables.score_tables``) and runs on the
-two audit tables that ``pipeline.audit`` builds from the store; an export writes the same two
-tables, so ``annotate verify`` re-derives an export's scores with the same function.
+The computation itself is pure (``annotate.audit.scores.scores_of``) and runs on the audit record
+that ``pipeline.record`` builds from the store; an export writes the same record, so ``annotate
+verify`` re-derives an export's scores with the same function.
 
-``score --estimator ppi`` (:func:`ppi_from_store`) adds a view: stratified PPI++ (methods.md 4.5)
+``score --estimator ppi`` (:func:`ppi_from_store`) adds a view: stratified PPI++ (docs/methods.md 4.5)
 with a prediction for every response of the design's strata, read from the store here
 (:func:`ppi_predictions`): the routing judge's ``judge_score``, else the share of the other judges
 that labelled the same response harmful. It needs every response of a stratum, not only the
@@ -21,32 +21,30 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 import pandas as pd
 
+from annotate.audit.scores import scores_of
 from annotate.errors import InputError
-from annotate.pipeline._resolve import resolve_judge, resolve_rounds
-from annotate.stats.scoring.tables import PPIOutput, ScoreOutput, ppi_tables, score_tables
+from annotate.ingest.rubric import preset_names
+from annotate.pipeline._population import unanimity_population
+from annotate.pipeline._resolve import resolve_judge, rounds_to_score
+from annotate.pipeline.record import design_from_store, labels_frame, record_from_store
+from annotate.stats.scoring import plan_allocation
+from annotate.stats.scoring.ppi import judge_predictions, score_direction
+from annotate.stats.scoring.strata import strata_table, stratum_key
+from annotate.stats.scoring.tables import PPIOutput, ScoreOutput, ppi_tables
 
 if TYPE_CHECKING:
     from numpy.typing import NDArray
 
+    from annotate.audit.design import Design
+    from annotate.audit.record import AuditRecord
     from annotate.db import Store
 
 
-def rounds_to_score(store: Store, names: tuple[str, ...] | list[str]) -> list[str]:
-    """The names of the rounds a score or export covers (``--round``, default the only one)."""
-    return [str(r["name"]) for r in resolve_rounds(store, names)]
-
-
-def score_from_store(
-    store: Store, names: tuple[str, ...], **kwargs: Any
-) -> tuple[ScoreOutput, pd.DataFrame, dict[str, Any]]:
-    """(scores, labels.csv table, design.json document) of the rounds; kwargs go to ``score_tables``."""
-    from annotate.pipeline.audit import design, labels_frame
-
-    rounds = rounds_to_score(store, names)
-    labels = labels_frame(store, rounds)
-    doc = design(store, rounds)
+def score_from_store(store: Store, names: tuple[str, ...], **kwargs: Any) -> tuple[ScoreOutput, AuditRecord]:
+    """(scores, audit record) of the rounds; kwargs go to ``score_tables`` (draws, seed, ...)."""
+    record = record_from_store(store, rounds_to_score(store, names), judges=False)
     try:
-        return score_tables(labels, doc, **kwargs), labels, doc
+        return scores_of(record, **kwargs), record
     except ValueError as exc:  # the design cannot be scored as asked (e.g. overlapping rounds)
         raise InputError(str(exc)) from None
 
@@ -66,7 +64,7 @@ def ppi_from_store(
 
     The design-based tables are :func:`score_from_store`'s with the same settings (unchanged).
     """
-    base, labels, doc = score_from_store(
+    base, record = score_from_store(
         store,
         names,
         draws=draws,
@@ -76,17 +74,24 @@ def ppi_from_store(
         benchmarks=benchmarks,
         confidence=confidence,
     )
-    predictions, sources = ppi_predictions(store, doc)
+    predictions, sources = ppi_predictions(store, record.design)
     try:
         out = ppi_tables(
-            labels, doc, predictions, base, draws=draws, seed=seed, estimand=estimand, confidence=confidence
+            record.labels,
+            record.design.strata_frame(),
+            predictions,
+            base,
+            draws=draws,
+            seed=seed,
+            estimand=estimand,
+            confidence=confidence,
         )
     except ValueError as exc:
         raise InputError(str(exc)) from None
     return out, sources
 
 
-def ppi_predictions(store: Store, doc: dict[str, Any]) -> tuple[pd.DataFrame, list[dict[str, Any]]]:
+def ppi_predictions(store: Store, design: Design) -> tuple[pd.DataFrame, list[dict[str, Any]]]:
     """The prediction of every response of the design's strata, and a description per round.
 
     A wave's population is the routing judge's responses ingested after the previous wave and up
@@ -104,16 +109,13 @@ def ppi_predictions(store: Store, doc: dict[str, Any]) -> tuple[pd.DataFrame, li
         Per round: ``round, judge, responses, with_score, direction, direction_from,
         other_judges, predicted, without_prediction``.
     """
-    from annotate.stats.scoring.ppi import judge_predictions, score_direction
-    from annotate.stats.scoring.strata import stratum_key
-
     cols = ["id", "benchmark", "model", "prompt_id", "epoch", "judge", "judge_score", "judge_label", "label_reason"]
     rows = store.responses(cols + ["source_id"])
     texts: pd.DataFrame | None = None
     frames, sources = [], []
-    for rnd in doc["rounds"]:
-        judge = str(rnd["judge"])
-        waves = sorted((int(w["max_response_id"]), int(w["wave"])) for w in rnd["waves"])
+    for rnd in design.rounds:
+        judge = rnd.judge
+        waves = sorted((w.max_response_id, w.wave) for w in rnd.waves)
         mine = rows[rows.judge == judge]
         if waves:
             at = np.searchsorted(np.array([m for m, _ in waves]), mine["id"].to_numpy(), side="left")
@@ -143,11 +145,12 @@ def ppi_predictions(store: Store, doc: dict[str, Any]) -> tuple[pd.DataFrame, li
             direction=direction,
             direction_reason="" if direction else how,
         )
-        strata_labels = _design_strata_labels(store, mine, judge, rnd.get("strata_from"), waves)
+        strata_from = list(rnd.strata_from) if rnd.strata_from is not None else None
+        strata_labels = _design_strata_labels(store, mine, judge, strata_from, waves)
         frames.append(
             pd.DataFrame(
                 {
-                    "round": rnd["round"],
+                    "round": rnd.round,
                     "model": routing["model"].to_numpy(),
                     "benchmark": routing["benchmark"].to_numpy(),
                     "stratum": [stratum_key(lab, w) for lab, w in zip(strata_labels, routing.wave, strict=True)],
@@ -161,7 +164,7 @@ def ppi_predictions(store: Store, doc: dict[str, Any]) -> tuple[pd.DataFrame, li
         )
         sources.append(
             {
-                "round": rnd["round"],
+                "round": rnd.round,
                 "judge": judge,
                 "responses": len(routing),
                 "with_score": int(scores.notna().sum()),
@@ -184,13 +187,11 @@ def _design_strata_labels(
 
     The routing judge's own label, or for a round routed with ``--strata-from`` the unanimity
     of those judges on the same response, wave by wave with what had been ingested when the wave
-    was routed (``route`` computes it the same way: :func:`annotate.pipeline.route.unanimity_population`).
+    was routed (``route`` computes it the same way: :func:`annotate.pipeline._population.unanimity_population`).
     """
     labels = mine["judge_label"].astype(object).to_numpy().copy()
     if not strata_from:
         return labels
-    from annotate.pipeline.route import unanimity_population
-
     after = 0
     for up_to, wave in waves:
         sel = (mine["wave"] == wave).to_numpy()
@@ -210,8 +211,6 @@ def _rubric_direction(store: Store, judge: str, source_ids: set[Any]) -> tuple[s
     A judge section of the rubric (its pattern matching the judge's name) overrides the format's
     band, as at ingest. Returns (direction or None, how it was found or why not).
     """
-    from annotate.ingest.rubric import preset_names
-
     runs = store.ingest_runs()
     runs = runs[runs.source_id.isin(source_ids)] if len(runs) else runs
     known = set(preset_names())
@@ -243,116 +242,20 @@ def _rubric_direction(store: Store, judge: str, source_ids: set[Any]) -> tuple[s
     )
 
 
-def score_payload(out: ScoreOutput, treatments: list[str] | None = None) -> dict[str, Any]:
-    """What ``annotate score --json`` prints: every table of ``out``, JSON-ready and strict.
-
-    NaN and infinities become null (``jsonable``), and every null has its reason beside it: a
-    score row's ``flag`` or ``note``, a ranking row's ``note``, the matrices' ``note``. Rows of
-    ``scores`` are restricted to ``treatments`` when given. ``benchmark_set`` states the set the
-    overall ranking compares models on; ``left_out`` lists every model it leaves out, with why.
-    """
-    from annotate.stats._common import jsonable
-
-    scores = out.scores if treatments is None else out.scores[out.scores.treatment.isin(treatments)]
-    models = [str(m) for m in out.p_safer.index]
-    no_draws = "no posterior draws were made (--draws 0): no rank interval, P(safer) or credibility"
-    model_rows = [
-        {**r, "note": no_draws if pd.isna(r.get("rank_ci_low")) else ""} for r in out.models.to_dict("records")
-    ]
-    flip_rows = [{**r, "note": no_draws if pd.isna(r.get("p_a_safer")) else ""} for r in out.flips.to_dict("records")]
-    chosen = out.benchmark_set
-    left_out = out.left_out if out.left_out is not None else pd.DataFrame(columns=["model", "reason"])
-    return jsonable(
-        {
-            "settings": out.settings,
-            # The overall ranking's benchmark set, stated in words too, and every model it leaves out.
-            "benchmark_set": benchmark_set_json(chosen),
-            "left_out": left_out.to_dict("records"),
-            "scores": scores.to_dict("records"),
-            "ranking": out.ranking.to_dict("records"),
-            "flips": flip_rows,
-            "models": model_rows,
-            "p_safer": {
-                "models": models,
-                "matrix": out.p_safer.to_numpy().tolist(),
-                "note": "P(row model safer than column model) under the corrected posterior; the diagonal is "
-                "null (a model is not compared with itself); P(row safer) + P(column safer) + P(tie) = 1",
-            },
-            "p_tie": {
-                "models": [str(m) for m in out.p_tie.index],
-                "matrix": out.p_tie.to_numpy().tolist(),
-                "note": "P(the two models' corrected rates are equal in a draw); the diagonal is null",
-            },
-            "transport": out.transport.to_dict("records"),
-            "fallbacks": out.fallbacks.to_dict("records"),
-        }
-    )
-
-
-def benchmark_set_json(chosen: Any) -> dict[str, Any]:
-    """The ranking's benchmark set as ``--json`` states it: mode, benchmarks, outside, comparable, description."""
-    return {
-        "mode": chosen.mode if chosen else "shared",
-        "benchmarks": list(chosen.benchmarks) if chosen else [],
-        "outside": list(chosen.outside) if chosen else [],
-        "comparable": chosen.comparable if chosen else True,
-        "description": chosen.describe() if chosen else "",
-    }
-
-
-def ppi_payload(out: PPIOutput, sources: list[dict[str, Any]]) -> dict[str, Any]:
-    """What ``annotate score --estimator ppi --json`` prints: strict JSON, every null with its reason beside it.
-
-    ``scores``: the PPI++ rows (PPI_COLUMNS) with the design-based ``corrected`` figures of the
-    same cell or model (``design_*``); a null ``estimate`` has its reason in ``flag``, a null
-    interval or ``gain`` in ``note``. ``strata``: lambda and the per-stratum figures, a null in
-    ``note``, a stratum that fell back to the design-based estimate with why in ``fallback``.
-    ``predictions``: where each round's predictions come from.
-    """
-    from annotate.stats._common import jsonable
-
-    chosen = out.base.benchmark_set
-    left_out = out.base.left_out if out.base.left_out is not None else pd.DataFrame(columns=["model", "reason"])
-    return jsonable(
-        {
-            "estimator": "ppi",
-            "settings": out.settings,
-            "benchmark_set": benchmark_set_json(chosen),
-            "left_out": left_out.to_dict("records"),
-            "scores": out.scores.to_dict("records"),
-            "strata": out.strata.to_dict("records"),
-            "predictions": sources,
-            "note": PPI_NOTE,
-        }
-    )
-
-
-#: Said with every PPI view (text and JSON).
-PPI_NOTE = (
-    "PPI++ rows are a view of `annotate score` (stratified by the routing strata, methods.md 4.5); exports, "
-    "verify and the report carry the design-based scores only."
-)
-
-
 def plan(
     store: Store, names: tuple[str, ...], target_se: float, *, min_per_stratum: int = 10, judge: str | None = None
 ) -> pd.DataFrame:
-    """Neyman allocation of clear items per cell for a target SE (methods.md 4.8).
+    """Neyman allocation of clear items per cell for a target SE (docs/methods.md 4.8).
 
     Uses the judge-label populations of a round's design when a round exists, else the judge
     labels in the store (for planning the first round).
     """
-    from annotate.stats.scoring import plan_allocation
-
     if target_se <= 0:
         raise InputError("--target-se must be positive, e.g. 0.02")
     rates: Any
     if len(store.rounds()):
-        from annotate.pipeline.audit import design, labels_frame
-        from annotate.stats.scoring.strata import strata_table
-
         chosen = rounds_to_score(store, names)
-        strata = strata_table(labels_frame(store, chosen), design(store, chosen))
+        strata = strata_table(labels_frame(store, chosen), design_from_store(store, chosen).strata_frame())
         rates = "data" if strata.resolved.sum() > 0 else None
     else:
         counts = store.label_counts(judge=resolve_judge(store, judge))

@@ -19,8 +19,9 @@ from types import TracebackType
 from typing import TYPE_CHECKING, Any
 
 from annotate.config import Workspace, busy_timeout, loose_permissions, open_workspace
+from annotate.db import check_url, open_store, store_error, store_files
 from annotate.errors import AnnotateError
-from annotate.labelstudio import Connect, Gateway, connect
+from annotate.labelstudio import OWN, Connect, Gateway, connect
 
 if TYPE_CHECKING:
     from annotate.db import Store
@@ -100,8 +101,6 @@ class Servers:
 
 def project_owner(project: Mapping[str, Any]) -> str | None:
     """Whose own server a project lives on (its pseudonym), or None for the shared server."""
-    from annotate.labelstudio import OWN
-
     return str(project["pseudonym"]) if project.get("server") == OWN else None
 
 
@@ -112,8 +111,6 @@ def open_workspace_store(ws: Workspace, *, notify: Notify | None = None) -> Stor
     ``notify`` (``Warning: ...`` with the chmod to run), checked before the store is opened so
     that the files named are the ones that stay; its modes are never changed here.
     """
-    from annotate.db import check_url, open_store, store_files
-
     check_url(ws.db_url)
     warning = loose_permissions([ws.state_dir, *store_files(ws.db_url)])
     store = open_store(ws.db_url, busy_timeout=busy_timeout(ws.settings), notify=notify)
@@ -141,6 +138,4 @@ def as_user_error(exc: BaseException) -> AnnotateError | None:
     # Only the database's own exceptions can be; anything else never loads the database room.
     if type(exc).__module__.split(".")[0] not in ("sqlite3", "sqlalchemy", "psycopg"):
         return None
-    from annotate.db import store_error
-
     return store_error(exc)

@@ -17,9 +17,22 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 import pandas as pd
 
+from annotate.columns import VERDICTS
 from annotate.errors import WorkspaceError
 from annotate.pipeline._resolve import resolve_round
 from annotate.pipeline._settings import thresholds_from_settings
+from annotate.stats._common import jsonable
+from annotate.stats.agreement.progress import (
+    RunningLimits,
+    agreement_so_far,
+    fast_flags,
+    low_agreement_flags,
+    median_seconds,
+    others_median,
+    readable,
+    seconds_text,
+)
+from annotate.stats.agreement.votes import current_labels, vote_matrix
 
 if TYPE_CHECKING:
     from annotate.config import Workspace
@@ -126,8 +139,6 @@ REVIEWER_COLUMNS = [
 
 def running_limits(ws: Workspace) -> RunningLimits:
     """``[agreement]``: the flag limits of a running round (see :class:`RunningLimits`)."""
-    from annotate.stats.agreement.progress import RunningLimits
-
     default = RunningLimits()
     cfg = ws.settings.get("agreement", {})
 
@@ -164,18 +175,6 @@ def reviewer_summary(
     store: Store, round_name: str, *, limits: RunningLimits, n_boot: int = 2000, seed: int = 0
 ) -> dict[str, Any]:
     """:func:`reviewer_status` on a store, with the limits given."""
-    from annotate.columns import VERDICTS
-    from annotate.stats._common import jsonable
-    from annotate.stats.agreement.progress import (
-        agreement_so_far,
-        fast_flags,
-        low_agreement_flags,
-        median_seconds,
-        others_median,
-        readable,
-    )
-    from annotate.stats.agreement.votes import current_labels, vote_matrix
-
     round_row = resolve_round(store, round_name)
     round_id = int(round_row["id"])
     reviewers = [str(a) for a in json.loads(round_row["annotators"])]
@@ -279,8 +278,6 @@ def _reading(rows: list[dict[str, Any]], flags: list[dict[str, Any]], limits: Ru
 
     ``rows`` are the JSON-ready reviewer rows (None where a figure is missing).
     """
-    from annotate.stats.agreement.progress import seconds_text
-
     by_name = {r["annotator"]: r for r in rows}
     parts = []
     for f in flags:

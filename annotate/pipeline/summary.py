@@ -10,6 +10,9 @@ from typing import TYPE_CHECKING, Any
 import pandas as pd
 
 from annotate.errors import InputError
+from annotate.ingest import reader_module
+from annotate.ingest.rubric import Rubric
+from annotate.ingest.run import UnparsedVerdicts, unparsed_hint
 from annotate.stats.ranking import BENCHMARK_MODES
 from annotate.stats.shares import cell_shares, ranking_sensitivity
 
@@ -66,10 +69,6 @@ def summary(s: Session, *, judge: str | None = None, benchmarks: Any = "shared")
 def unparsed_hints(s: Session, *, judge: str | None = None) -> list[dict[str, Any]]:
     """Per (format, judge): the raw verdicts stored as unparsed, most frequent first, the presets
     that map that scorer and the rubric lines that would map them (as `annotate ingest` prints)."""
-    from annotate.ingest import reader_module
-    from annotate.ingest.rubric import Rubric
-    from annotate.ingest.run import UnparsedVerdicts, unparsed_hint
-
     rows = s.store.unparsed_verdicts(judge=judge)
     if rows.empty:
         return []

@@ -54,6 +54,7 @@ from typing import TYPE_CHECKING, Any
 import pandas as pd
 
 from annotate import __version__
+from annotate.audit.labels import read_labels
 from annotate.errors import InputError, StateError
 from annotate.fileio import open_input, sha256_bytes
 from annotate.pipeline._resolve import resolve_round
@@ -427,8 +428,6 @@ def _check_export(
     s: Session, name: str, round_name: str, items: pd.DataFrame, in_force: dict[int, dict[str, Any]]
 ) -> str:
     """The sha256 of export NAME's manifest, once the export is known to hold the round's labels in force."""
-    from annotate.pipeline._derive import read_labels
-
     folder = s.ws.exports_dir / name
     manifest_path = folder / "manifest.json"
     try:

@@ -163,7 +163,7 @@ def propose(
 
     Examples
     --------
-    The tie-policy cases of methods.md TC13: (safe, harmful, missing), (harmful, safe,
+    The tie-policy cases of docs/methods.md TC13: (safe, harmful, missing), (harmful, safe,
     unsure), (harmful, harmful, safe) and (unsure, unsure, harmful):
 
     >>> votes = pd.DataFrame(

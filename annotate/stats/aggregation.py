@@ -6,7 +6,7 @@ weighting each annotator by an estimated confusion matrix; crowd-kit files it un
 explicit tie policy, :mod:`annotate.stats.adjudication`): its posterior is a confidence score for
 escalation, its confusion matrices give per-annotator sensitivity and specificity
 (:func:`annotate.stats.agreement.annotator_diagnostics`), and its labels make the "DS labels"
-row of the sensitivity table (methods.md sections 2.5 and 3).
+row of the sensitivity table (docs/methods.md sections 2.5 and 3).
 
 Two choices make the posterior usable as a confidence score:
 
@@ -16,7 +16,7 @@ Two choices make the posterior usable as a confidence score:
   soaked up the hard items and left the others at posterior 1.
 * **Dirichlet smoothing** (MAP EM). Every row of every annotator's confusion matrix and the
   class prior get ``pseudo_count`` = 1 imaginary observation per cell, so no estimated error
-  rate is 0 and no posterior reaches 1 with finite data (methods.md section 3; see
+  rate is 0 and no posterior reaches 1 with finite data (docs/methods.md section 3; see
   :func:`dawid_skene`).
 """
 

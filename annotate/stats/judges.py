@@ -1,6 +1,6 @@
 """How far to trust each judge: its verdicts against the final human label, weighted by the design (pure).
 
-Setting (methods.md 4.1-4.2). A round reviewed a stratified sample of one *routing* judge's
+Setting (docs/methods.md 4.1-4.2). A round reviewed a stratified sample of one *routing* judge's
 responses: in every (model, benchmark) cell the strata h are that judge's labels (and, for later
 waves, their own strata), of N_h responses each, n_h of them reviewed, r_h of those with a final
 human label Y (harmful = 1, safe = 0; the others are unresolved). Any judge j that labelled the
@@ -12,7 +12,7 @@ Weights. Each reviewed, resolved response i of stratum h weighs
 
     w_i = N_h / r_h
 
-(the corrected scores' design weights, methods.md 4.2; unresolved responses are missing at
+(the corrected scores' design weights, docs/methods.md 4.2; unresolved responses are missing at
 random within their stratum, 4.6). The routing judge's strata are the strata of every judge's
 audit: the weights come from the design, whichever judge is audited. A stratum with N_h > 0 and
 no resolved response cannot be weighted: it is left out and every figure of its groups says so.
@@ -36,7 +36,7 @@ Confusion totals. For judge j over a group of strata (a benchmark, a model, or e
 An ``ambiguous`` verdict is never folded into harmful or safe: Se, Sp, PPV, NPV and kappa are
 conditional on the judge giving a clear verdict, and the abstentions have their own two figures.
 Each is a ratio of design-weighted totals (Horvitz-Thompson totals; with the routing judge's
-labels, Se and Sp are the same-cell equivalence of methods.md 4.4). Unweighted figures on the
+labels, Se and Sp are the same-cell equivalence of docs/methods.md 4.4). Unweighted figures on the
 reviewed items are biased (the sample holds every ambiguous response and a few per cent of the
 clear ones); they are never computed here.
 

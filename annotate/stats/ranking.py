@@ -1,7 +1,7 @@
 """Ranking stability: how much a leaderboard depends on the treatment of ambiguous verdicts.
 
 Pure, vectorised and deterministic (no randomness here: the posterior draws come from
-:func:`annotate.stats.scoring.corrected_scores`, which is seeded). methods.md section 5.
+:func:`annotate.stats.scoring.corrected_scores`, which is seeded). docs/methods.md section 5.
 
 Conventions
 -----------
@@ -44,7 +44,6 @@ from typing import Any
 import numpy as np
 import pandas as pd
 from numpy.typing import ArrayLike, NDArray
-from scipy import stats
 
 from annotate.columns import REFERENCE_TREATMENT
 from annotate.stats._common import NAN
@@ -307,6 +306,8 @@ def rank_scores(values: ArrayLike) -> NDArray[np.float64]:
     >>> rank_scores([0.3, np.nan, 0.1, 0.3])
     array([2.5, nan, 1. , 2.5])
     """
+    from scipy import stats  # lazy: `annotate --help` and light commands never load SciPy
+
     v = np.asarray(values, dtype=np.float64)
     out = np.full(v.shape, np.nan)
     ok = np.isfinite(v)
@@ -316,6 +317,8 @@ def rank_scores(values: ArrayLike) -> NDArray[np.float64]:
 
 
 def _corr(x: NDArray[np.float64], y: NDArray[np.float64]) -> tuple[float, float]:
+    from scipy import stats  # lazy: `annotate --help` and light commands never load SciPy
+
     if len(x) < 2 or np.all(x == x[0]) or np.all(y == y[0]):
         return NAN, NAN
     with warnings.catch_warnings():
@@ -372,7 +375,7 @@ def compare_rankings(reference: ArrayLike, other: ArrayLike, names: Sequence[Any
 
     Examples
     --------
-    methods.md TC10. Reference ranks (2, 1, 4, 3, 5), other ranks (1, 2, 3, 4, 5): the pairs
+    docs/methods.md TC10. Reference ranks (2, 1, 4, 3, 5), other ranks (1, 2, 3, 4, 5): the pairs
     (a, b) and (c, d) are discordant, so of the 10 pairs 8 agree and 2 disagree,
     tau_b = (8 - 2)/10 = 0.6; the rank differences are (-1, 1, -1, 1, 0), so
     rho = 1 - 6 * 4 / (5 * 24) = 0.8:
@@ -488,6 +491,8 @@ def posterior_ranks(
         ``rank_ci_low, rank_ci_high, best, worst`` (K,), ``p_safer``, ``p_tie`` (K, K),
         ``threshold`` (0-d array).
     """
+    from scipy import stats  # lazy: `annotate --help` and light commands never load SciPy
+
     d = np.asarray(draws, dtype=np.float64)
     K = d.shape[0]
     a = (1.0 - confidence) / 2.0

@@ -4,7 +4,7 @@ Within each (model, benchmark) cell, the strata are the judge's unified label. E
 ``ambiguous`` response is reviewed (a census); from each clear stratum (``harmful``, ``safe``)
 a simple random sample without replacement of ``clear_per_cell`` responses is drawn. Each
 selected response carries its stratum and inclusion probability pi = n_h / N_h, which the
-corrected scores later turn into design weights d = 1 / pi (methods.md section 4.2).
+corrected scores later turn into design weights d = 1 / pi (docs/methods.md section 4.2).
 
 Randomness is a seeded hash of each response's natural key, so the same seed selects the same
 responses in any database and in any row order. Responses ingested after a round was routed

@@ -151,7 +151,7 @@ def test_without_the_sign_extra_the_options_say_how_to_install_it(reviewed, runn
 
 
 def test_openssl_checks_the_signature_too(reviewed, runner, tmp_path):
-    """The README's tool-free check: a detached raw Ed25519 signature openssl verifies."""
+    """The tool-free check of docs/export-format.md: a detached raw Ed25519 signature openssl verifies."""
     openssl = shutil.which("openssl")
     if openssl is None:
         pytest.skip("openssl is not installed")

@@ -99,7 +99,7 @@ def _is_number(text: str) -> bool:
 
 
 def test_owasp_payloads_are_neutralised_and_restored_exactly():
-    from annotate.pipeline._spreadsheet import neutralise, restore
+    from annotate.audit.safecsv import neutralise, restore
 
     payloads = [
         HYPERLINK,
@@ -124,7 +124,7 @@ def test_owasp_payloads_are_neutralised_and_restored_exactly():
 
 
 def test_numbers_are_never_touched_only_text_cells():
-    from annotate.pipeline._spreadsheet import frame_to_csv, parse_csv
+    from annotate.audit.safecsv import frame_to_csv, parse_csv
 
     frame = pd.DataFrame(
         {
@@ -145,7 +145,7 @@ def test_numbers_are_never_touched_only_text_cells():
 
 
 def test_cells_with_a_carriage_return_stay_one_cell():
-    from annotate.pipeline._spreadsheet import frame_to_csv, parse_csv
+    from annotate.audit.safecsv import frame_to_csv, parse_csv
 
     frame = pd.DataFrame({"model": ["\r=1+1", "a\nb", "\t@x"], "n": [1, 2, 3]})
     table = parse_csv(frame_to_csv(frame), "x.csv")
@@ -209,7 +209,7 @@ def test_hostile_names_export_as_text_and_verify(workspace, runner, tmp_path):
 
 @pytest.mark.parametrize("tau", [-0.4, -1.0])
 def test_a_negative_tau_in_ranking_is_written_as_a_number(tau):
-    from annotate.pipeline._spreadsheet import frame_to_csv
+    from annotate.audit.safecsv import frame_to_csv
 
     frame = pd.DataFrame({"benchmark": ["ALL"], "treatment": ["ambiguous_as_safe"], "tau_b": [tau], "rho": [tau]})
     rows = list(csv.reader(io.StringIO(frame_to_csv(frame).decode("utf-8"), newline="")))

@@ -141,7 +141,7 @@ def test_export_layout_is_the_documented_contract(demo_ws):
     # the GPT-4 judge's five files and the string-match judge's five
     assert len(manifest["sources"]) == 10 and all(len(s["sha256"]) == 64 for s in manifest["sources"])
     assert manifest["tool_version"] and manifest["store_schema_version"] and manifest["created_at"]
-    assert manifest["schema"] == "annotate-export/3"
+    assert manifest["schema"] == "annotate-export/4"
     assert set(manifest["settings"]["agreement_thresholds"]) == {
         "reliable",
         "tentative",
@@ -163,12 +163,12 @@ def test_exports_are_immutable_and_atomic(demo_ws, runner, monkeypatch):
     root, result, _ = demo_ws
     refused = runner.invoke(cli, ["-w", str(root), "export", result.export.name])
     assert refused.exit_code == 1 and "immutable" in refused.stderr
-    import annotate.report as report
+    import annotate.audit.derive as derive
 
     def boom(data):
         raise RuntimeError("interrupted while writing the report")
 
-    monkeypatch.setattr(report, "render_report", boom)
+    monkeypatch.setattr(derive, "render_report", boom)
     with pytest.raises(RuntimeError):
         runner.invoke(cli, ["-w", str(root), "export", "half-written"], catch_exceptions=False)
     assert not (root / "exports" / "half-written").exists()
@@ -311,7 +311,7 @@ def test_prioritize_changes_the_order_not_the_selection(demo_ws, runner):
     assert prio["prioritized"] and plain["strata"] == prio["strata"] and plain["selected"] == prio["selected"]
     from annotate.config import open_workspace
     from annotate.db.store import open_store
-    from annotate.pipeline.diagnose import ambiguity_priority
+    from annotate.pipeline._features import ambiguity_priority
 
     store = open_store(open_workspace(str(root), None).db_url)
     try:
@@ -474,7 +474,7 @@ def test_verify_says_what_it_proved_per_file_and_prints_the_manifest_hash(demo_w
     assert out.exit_code == 0, out.output
     res = json.loads(out.output)
     manifest_sha = hashlib.sha256((result.export / "manifest.json").read_bytes()).hexdigest()
-    assert res["ok"] and res["schema"] == "annotate-export/3" and res["manifest_sha256"] == manifest_sha
+    assert res["ok"] and res["schema"] == "annotate-export/4" and res["manifest_sha256"] == manifest_sha
     assert res["signature"] == "not signed"
     statuses = {f["file"]: f["status"] for f in res["files"]}
     derived = (
@@ -500,17 +500,17 @@ INPUTS = ("labels.csv", "judge_labels.csv", "design.json")
 
 
 def test_the_report_re_renders_byte_identically_from_the_export_alone(demo_ws):
-    from annotate.pipeline._derive import Provenance, Settings, derive, read_judge_labels, read_labels
+    from annotate.audit.derive import Provenance, Settings, derive
+    from annotate.audit.record import AuditRecord
+    from annotate.audit.schema import CURRENT
 
     _, result, _ = demo_ws
     path = result.export
     manifest = json.loads((path / "manifest.json").read_text())
-    labels, _ = read_labels((path / "labels.csv").read_bytes())
-    judge_labels, _ = read_judge_labels((path / "judge_labels.csv").read_bytes())
-    design = json.loads((path / "design.json").read_text())
+    record = AuditRecord.from_files({n: (path / n).read_bytes() for n in INPUTS}, CURRENT)
     settings, prov = Settings.from_manifest(manifest["settings"]), Provenance.from_manifest(manifest)
-    first = derive(labels, design, settings, prov, None, judge_labels)
-    again = derive(labels, design, settings, prov, None, judge_labels)
+    first = derive(record, settings, prov, CURRENT)
+    again = derive(record, settings, prov, CURRENT)
     assert first["report.html"] == again["report.html"] == (path / "report.html").read_bytes()
     for name, data in first.items():
         assert data == (path / name).read_bytes(), name
@@ -534,35 +534,28 @@ def test_verify_checks_diagnostics_for_hash_and_consistency_only(demo_ws, runner
     _verify_fails(runner, broken, "diagnostics.json: n_events")
 
 
-def test_verify_still_checks_schema_1_exports_as_far_as_they_allow(demo_ws, runner, tmp_path):
+def test_an_export_relabeled_as_an_older_schema_is_refused(demo_ws, runner, tmp_path):
+    """No downgrade to fewer checks: the files must be exactly those of the schema the manifest claims.
+
+    Relabeled annotate-export/1 it holds files that schema never had; with those files removed too,
+    its CSVs still have a later schema's columns. (Real annotate-export/1 exports verify:
+    tests/test_frozen_exports.py.)
+    """
     _, result, _ = demo_ws
-    path = _tampered_copy(result.export, tmp_path / "v1")
-    rows = _read_rows(path / "labels.csv")
-    gold = rows[0].index("gold_label")
-    with open(path / "labels.csv", "w", newline="", encoding="utf-8") as fh:
-        csv.writer(fh, lineterminator="\n").writerows([r[:gold] + r[gold + 1 :] for r in rows])
-    (path / "scores.csv").write_bytes((path / "scores.csv").read_bytes().replace(b"\r\n", b"\n"))
+    for older in ("annotate-export/1", "annotate-export/2"):
+        path = _tampered_copy(result.export, tmp_path / older.replace("/", "-"))
+        manifest = json.loads((path / "manifest.json").read_text())
+        manifest["schema"] = older
+        (path / "manifest.json").write_text(json.dumps(manifest))
+        _verify_fails(runner, path, "judge_labels.csv, which is not a file of an " + older + " export")
+    path = _tampered_copy(result.export, tmp_path / "v1-stripped")
     manifest = json.loads((path / "manifest.json").read_text())
     manifest["schema"] = "annotate-export/1"
-    del manifest["settings"]["agreement_thresholds"]
+    for name in ("judge_labels.csv", "judges.csv", "judge_pairs.csv", "p_tie.csv"):
+        (path / name).unlink()
+        del manifest["files"][name]
     (path / "manifest.json").write_text(json.dumps(manifest))
-    for name in ("labels.csv", "scores.csv"):
-        _rehash(path, name)
-    out = runner.invoke(cli, ["verify", str(path), "--json"])
-    assert out.exit_code == 0, out.output
-    res = json.loads(out.output)
-    statuses = {f["file"]: (f["status"], f["detail"]) for f in res["files"]}
-    assert statuses["scores.csv"][0] == "re-derived and equal"
-    assert statuses["agreement.json"][0] == statuses["report.html"][0] == "checked only for hash"
-    assert "annotate-export/1" in statuses["report.html"][1] or "database" in statuses["report.html"][1]
-    rows = _read_rows(path / "scores.csv")
-    est = rows[0].index("estimate")
-    row = next(r for r in rows[1:] if r[est])
-    row[est] = str(float(row[est]) + 0.01)
-    with open(path / "scores.csv", "w", newline="", encoding="utf-8") as fh:
-        csv.writer(fh, lineterminator="\n").writerows(rows)
-    _rehash(path, "scores.csv")
-    _verify_fails(runner, path, "estimate", row[0])
+    _verify_fails(runner, path, "scores.csv: the columns are not those of an annotate-export/1 export", "estimate_kind")
 
 
 def test_sigterm_during_an_export_leaves_nothing(demo_ws):
@@ -814,7 +807,11 @@ def test_verify_refuses_judge_labels_that_do_not_fit_the_reviewed_responses(demo
 
 def test_an_export_of_the_schema_before_the_judges_still_verifies(demo_ws, runner, tmp_path):
     """annotate-export/2 (no judge files; the report without the judges section) is re-derived in full."""
-    from annotate.pipeline._derive import Provenance, Settings, derive, read_labels
+    from annotate.audit.derive import Provenance, Settings, derive
+    from annotate.audit.design import Design
+    from annotate.audit.labels import read_labels
+    from annotate.audit.record import AuditRecord
+    from annotate.audit.schema import SCHEMAS
 
     _, result, _ = demo_ws
     path = _tampered_copy(result.export, tmp_path / "v2")
@@ -825,7 +822,12 @@ def test_an_export_of_the_schema_before_the_judges_still_verifies(demo_ws, runne
         del manifest["files"][name]
     labels, _ = read_labels((path / "labels.csv").read_bytes())
     design = json.loads((path / "design.json").read_text())
-    old = derive(labels, design, Settings.from_manifest(manifest["settings"]), Provenance.from_manifest(manifest))
+    old = derive(
+        AuditRecord(labels, None, Design.from_json(design)),
+        Settings.from_manifest(manifest["settings"]),
+        Provenance.from_manifest(manifest),
+        SCHEMAS["annotate-export/2"],
+    )
     assert set(old) == {"scores.csv", "scores.json", "ranking.csv", "flips.csv", "p_safer.csv", "p_tie.csv"} | {
         "agreement.json",
         "report.html",

@@ -103,9 +103,9 @@ def test_strata_are_the_unanimity_of_the_named_judges_and_recorded(two_judges, r
             assert item.stratum == expected[(item.model, item.prompt_id)]
             population, sample = got[(item.model, item.stratum)]
             assert item.inclusion_prob == pytest.approx(sample / population)
-        from annotate.pipeline.audit import design
+        from annotate.pipeline.record import design_from_store
 
-        (rnd,) = design(store, ["r1"])["rounds"]
+        (rnd,) = design_from_store(store, ["r1"]).to_json()["rounds"]
         assert rnd["judge"] == "j1" and rnd["strata_from"] == ["j1", "j2"] and "unanimity" in rnd["strata_rule"]
         assert {(s["model"], s["judge_label"]): s["population"] for s in rnd["strata"]} == sizes
     finally:

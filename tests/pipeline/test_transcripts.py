@@ -446,7 +446,7 @@ def test_the_fake_like_label_studio_refuses_a_task_without_the_dialogue_its_conf
 
 
 def test_ambiguity_features_read_the_assistants_turns(tmp_path, runner):
-    from annotate.pipeline.diagnose import assistant_text, features_for
+    from annotate.pipeline._features import assistant_text, features_for
     from annotate.stats.correlates import compute_features
 
     ws = tmp_path / "ws"

@@ -26,6 +26,7 @@ from statsmodels.stats.outliers_influence import variance_inflation_factor
 
 from annotate.pipeline import _local_lm
 from annotate.stats import correlates as co
+from annotate.stats.correlates import auc as ca
 from annotate.stats.correlates import closed_class
 from annotate.stats.correlates import features as cf
 from annotate.stats.correlates import model as cm
@@ -565,9 +566,9 @@ def test_fixed_effect_auc_on_cells_equals_the_row_level_fit():
     X = np.column_stack([(m[:, None] == np.arange(1, 6)), (b[:, None] == np.arange(1, 3))]).astype(float)
     y = (rng.random(n) < 1 / (1 + np.exp(-(-1 + 0.3 * m - 0.4 * b)))).astype(int)
     groups = rng.integers(0, 300, n)
-    splits = cm._group_splits(y, groups, 5, 0)
+    splits = ca._group_splits(y, groups, 5, 0)
     cells = pd.factorize(m * 10 + b)[0]
-    assert cm._cv_auc(X, y, splits, cells=cells) == pytest.approx(cm._cv_auc(X, y, splits), abs=1e-6)
+    assert ca._cv_auc(X, y, splits, cells=cells) == pytest.approx(ca._cv_auc(X, y, splits), abs=1e-6)
 
 
 # --------------------------------------------------------------------------------------------

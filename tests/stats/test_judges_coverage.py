@@ -11,7 +11,7 @@ stratum and cell, a fresh seed) and audits the judges on the sample. Over the re
 * the design-weighted totals are unbiased (their mean within Monte-Carlo error of the truth) and
   the ratios nearly so, while the unweighted figures on the same reviewed responses are far off.
 
-The measured table (more replicates, more scenarios) is in the README ("Judge audit").
+The measured table (more replicates, more scenarios) is in docs/methods.md 9.7.
 """
 
 from __future__ import annotations
@@ -147,7 +147,7 @@ def test_without_the_weights_the_figures_would_not_be_the_population_s():
 
 
 def coverage_table(replicates: int, draws: int = DRAWS) -> pd.DataFrame:
-    """Coverage and mean width per scenario, judge and figure (the README's table; slow)."""
+    """Coverage and mean width per scenario, judge and figure (docs/methods.md 9.7's table; slow)."""
     runs = [
         ("three judges, 25 per stratum", "three judges", 25, 0.0),
         ("three judges, 10 per stratum", "three judges", 10, 0.0),

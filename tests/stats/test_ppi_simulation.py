@@ -5,7 +5,7 @@ random sample of each clear stratum, the ambiguous one reviewed in full; a score
 with the human label Y (Beta(a1, b1) for harmful items, Beta(a0, b0) for safe ones). The truth is
 the simulated finite population's harmful rate (the fixed-prompt estimand), new each replicate.
 The design-based interval is ``corrected_scores``' own. These are small runs with thresholds;
-``python -m tests.stats.test_ppi_simulation 2000`` prints the full table (README).
+``python -m tests.stats.test_ppi_simulation 2000`` prints the full table (docs/methods.md 9.5).
 """
 
 from __future__ import annotations
@@ -104,7 +104,7 @@ def test_moderate_score_with_50_reviewed_is_unbiased_covers_and_is_narrower():
 def test_s1_with_25_reviewed_per_clear_stratum_covers():
     r = simulate("S1, moderate score", R=300, seed=2)
     p, d = r["ppi"], r["design"]
-    assert abs(p["bias"]) < 0.005, p  # lambda estimated from the same 25 items: about -0.003 (README)
+    assert abs(p["bias"]) < 0.005, p  # lambda estimated from the same 25 items: about -0.003 (docs/methods.md 9.5)
     assert p["coverage"] >= 0.93, p
     assert p["width"] < d["width"], (p, d)
     assert r["invariant"] == []
@@ -112,7 +112,7 @@ def test_s1_with_25_reviewed_per_clear_stratum_covers():
 
 def test_sparse_strata_with_few_reviewed_still_cover():
     """With 10-15 reviewed per clear stratum and rare harm lambda is often 0 (no harmful item in
-    the sample), which biases PPI++ by about -0.01 (README); the interval must still cover."""
+    the sample), which biases PPI++ by about -0.01 (docs/methods.md 9.5); the interval must still cover."""
     for name, seed in (("S3, strong score, 10 reviewed", 3), ("sparse, strong score, 15 reviewed", 4)):
         r = simulate(name, R=250, seed=seed)
         p = r["ppi"]
@@ -145,7 +145,7 @@ def test_unstratified_ppi_is_biased_on_this_design():
     assert abs(np.mean(stratified - truth)) < 0.005
 
 
-if __name__ == "__main__":  # the README's table: python -m tests.stats.test_ppi_simulation 2000
+if __name__ == "__main__":  # the table of docs/methods.md 9.5: python -m tests.stats.test_ppi_simulation 2000
     R = int(sys.argv[1]) if len(sys.argv) > 1 else 2000
     for i, name in enumerate(DESIGNS):
         t = time.perf_counter()

@@ -7,10 +7,11 @@ from __future__ import annotations
 import pandas as pd
 import pytest
 
+from annotate.audit.scores import score_payload
 from annotate.columns import ALL
-from annotate.pipeline.score import score_payload
 from annotate.stats.ranking import shared_benchmarks
 from annotate.stats.scoring import tables
+from tests.helpers import design_strata
 
 from .test_scoring_invariant import audit_tables, strata_rows
 
@@ -44,7 +45,7 @@ def overall(out: tables.ScoreOutput) -> pd.DataFrame:
 def test_models_over_different_sets_are_ranked_on_the_shared_set():
     """Before: gpt-4 and gpt-3.5 'not estimable' overall, 2 of 4 models ranked, no one said why."""
     labels, doc = audit_tables(attack_design(ISSUE))
-    out = tables.score_tables(labels, doc, draws=200, seed=1)
+    out = tables.score_tables(labels, design_strata(doc), draws=200, seed=1)
     rows = overall(out)
     assert rows["rank"].notna().all() and len(rows) == 4
     assert set(out.models.model) == set(ISSUE)
@@ -65,7 +66,7 @@ def test_models_over_different_sets_are_ranked_on_the_shared_set():
 def test_every_model_left_out_is_named_with_its_reason():
     coverage = {"a": ["GCG", "PAIR"], "b": ["GCG", "PAIR"], "c": ["GCG", "PAIR"], "d": ["TAP"]}
     labels, doc = audit_tables(attack_design(coverage, unreviewed=("c", "PAIR")))
-    out = tables.score_tables(labels, doc, draws=200, seed=1, min_reviewed=0)
+    out = tables.score_tables(labels, design_strata(doc), draws=200, seed=1, min_reviewed=0)
     reasons = dict(zip(out.left_out.model, out.left_out.reason, strict=True))
     assert reasons["d"] == "no results on GCG, PAIR"
     assert reasons["c"].startswith("cell c x PAIR not estimable: ")
@@ -78,7 +79,7 @@ def test_every_model_left_out_is_named_with_its_reason():
 
 def test_all_averages_each_model_over_its_own_set_flagged_in_every_row():
     labels, doc = audit_tables(attack_design(ISSUE))
-    out = tables.score_tables(labels, doc, draws=200, seed=1, benchmarks="all")
+    out = tables.score_tables(labels, design_strata(doc), draws=200, seed=1, benchmarks="all")
     assert not out.benchmark_set.comparable and out.settings["benchmarks"] == "all"
     every = out.scores[out.scores.benchmark == ALL]
     assert every.note.str.contains("not comparable").all(), every[["model", "treatment", "note"]]
@@ -93,29 +94,29 @@ def test_all_averages_each_model_over_its_own_set_flagged_in_every_row():
     own = every[every.treatment == "ambiguous_as_safe"].set_index("model").estimate
     pd.testing.assert_series_equal(own.sort_index(), means.sort_index(), check_names=False)
     # the cells themselves do not depend on the set
-    shared = tables.score_tables(labels, doc, draws=200, seed=1)
+    shared = tables.score_tables(labels, design_strata(doc), draws=200, seed=1)
     a, b = (o.scores[o.scores.benchmark != ALL].reset_index(drop=True) for o in (out, shared))
     pd.testing.assert_frame_equal(a, b)
 
 
 def test_a_listed_set_and_a_benchmark_without_cells():
     labels, doc = audit_tables(attack_design(ISSUE))
-    out = tables.score_tables(labels, doc, draws=0, seed=1, benchmarks=["GCG", "PAP"])
+    out = tables.score_tables(labels, design_strata(doc), draws=0, seed=1, benchmarks=["GCG", "PAP"])
     assert out.benchmark_set.mode == "listed"
     assert dict(zip(out.left_out.model, out.left_out.reason, strict=True)) == {
         "gpt-4": "no results on PAP",
         "gpt-3.5": "no results on PAP",
     }
     with pytest.raises(ValueError, match="XYZ have no scored cells"):
-        tables.score_tables(labels, doc, draws=0, benchmarks=["GCG", "XYZ"])
+        tables.score_tables(labels, design_strata(doc), draws=0, benchmarks=["GCG", "XYZ"])
 
 
 def test_a_uniform_design_scores_as_before():
     """Every model on every benchmark: the shared set is all of them, and nothing else changes."""
     coverage = {m: ["GCG", "PAIR"] for m in ("a", "b", "c")}
     labels, doc = audit_tables(attack_design(coverage))
-    shared = tables.score_tables(labels, doc, draws=200, seed=3)
-    every = tables.score_tables(labels, doc, draws=200, seed=3, benchmarks="all")
+    shared = tables.score_tables(labels, design_strata(doc), draws=200, seed=3)
+    every = tables.score_tables(labels, design_strata(doc), draws=200, seed=3, benchmarks="all")
     assert shared.benchmark_set.comparable and every.benchmark_set.comparable
     pd.testing.assert_frame_equal(shared.scores, every.scores)
     assert not every.scores.note.fillna("").str.contains("not comparable").any()

@@ -17,6 +17,7 @@ from hypothesis import strategies as st
 
 from annotate.stats import scoring as sc
 from annotate.stats.scoring.tables import score_tables
+from tests.helpers import design_strata
 
 LABELS = ("harmful", "safe", "ambiguous")
 
@@ -182,7 +183,7 @@ def audit_tables(strata: pd.DataFrame, round_name: str = "r1") -> tuple[pd.DataF
 def test_score_tables_rows_and_ranks_keep_the_invariant(design, estimand):
     df, min_reviewed, seed = design
     labels, doc = audit_tables(df)
-    out = score_tables(labels, doc, draws=200, seed=seed, min_reviewed=min_reviewed, estimand=estimand)
+    out = score_tables(labels, design_strata(doc), draws=200, seed=seed, min_reviewed=min_reviewed, estimand=estimand)
     assert sc.check_scores(out.scores) == []
     s = out.scores
     ranked = s["rank"].notna() & s.rank_low.notna()

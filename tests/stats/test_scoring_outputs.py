@@ -18,6 +18,7 @@ import pytest
 from annotate.stats import ranking as rk
 from annotate.stats import scoring as sc
 from annotate.stats.scoring import tables
+from tests.helpers import design_strata
 
 from .test_scoring_invariant import audit_tables, strata_rows
 
@@ -51,14 +52,14 @@ def strict_loads(text):
 
 def test_general_estimand_has_no_silent_fallback():
     labels, doc = audit_tables(design())
-    out = tables.score_tables(labels, doc, draws=500, seed=1, estimand="general")
+    out = tables.score_tables(labels, design_strata(doc), draws=500, seed=1, estimand="general")
     s = out.scores
     reviewed = s[~s.treatment.isin(sc.JUDGE_ONLY_TREATMENTS) & s.estimate.notna()]
     # every human-reviewed treatment has a general-estimand interval and names it
     assert reviewed.ci_low.notna().all() and reviewed.ci_high.notna().all()
     assert reviewed.interval.str.contains(r"\(general\)").all(), reviewed.interval.unique()
     assert len(out.fallbacks) == 0
-    fixed = tables.score_tables(labels, doc, draws=500, seed=1, estimand="fixed").scores
+    fixed = tables.score_tables(labels, design_strata(doc), draws=500, seed=1, estimand="fixed").scores
     f = fixed[~fixed.treatment.isin(sc.JUDGE_ONLY_TREATMENTS) & fixed.estimate.notna()]
     assert f.interval.str.contains(r"\(fixed\)").all()
     bounds = s[s.treatment.isin(["corrected_unresolved_safe", "corrected_dawid_skene"])]
@@ -81,7 +82,7 @@ def test_a_row_without_a_general_interval_says_so(monkeypatch):
 
     monkeypatch.setattr(tables, "corrected_scores", without_general)
     labels, doc = audit_tables(design())
-    out = tables.score_tables(labels, doc, draws=300, seed=1, estimand="general")
+    out = tables.score_tables(labels, design_strata(doc), draws=300, seed=1, estimand="general")
     ds = out.scores[(out.scores.treatment == "corrected_dawid_skene") & out.scores.estimate.notna()]
     assert set(ds.benchmark) == {"b1", "b2", "ALL"}
     assert len(ds) and ds.interval.str.endswith("(fixed-prompt fallback)").all()
@@ -90,12 +91,12 @@ def test_a_row_without_a_general_interval_says_so(monkeypatch):
 
 
 def test_score_json_is_strict_and_every_null_has_a_reason():
-    from annotate.pipeline.score import score_payload
+    from annotate.audit.scores import score_payload
     from annotate.stats._common import jsonable
 
     labels, doc = audit_tables(design())
     for draws in (0, 300):
-        out = tables.score_tables(labels, doc, draws=draws, seed=2)
+        out = tables.score_tables(labels, design_strata(doc), draws=draws, seed=2)
         payload = score_payload(out)
         text = json.dumps(jsonable(payload), allow_nan=False)
         data = strict_loads(text)
@@ -122,7 +123,7 @@ def test_score_json_is_strict_and_every_null_has_a_reason():
 def test_ranking_rows_say_why_tau_is_missing():
     """Every model has the same judge-harmful share: that ranking is one big tie."""
     labels, doc = audit_tables(design())
-    out = tables.score_tables(labels, doc, draws=200, seed=2)
+    out = tables.score_tables(labels, design_strata(doc), draws=200, seed=2)
     tie = out.ranking[(out.ranking.treatment == "ambiguous_as_safe") & (out.ranking.benchmark == "b1")].iloc[0]
     assert np.isnan(tie.tau_b) and "every model ties under ambiguous_as_safe" in tie.note
 
@@ -154,7 +155,7 @@ def test_p_safer_and_p_tie_add_to_one_for_identical_small_cells():
 
 def test_flips_carry_p_tie_through_the_tables():
     labels, doc = audit_tables(design(unresolved=False, dawid_skene=False))
-    out = tables.score_tables(labels, doc, draws=400, seed=3)
+    out = tables.score_tables(labels, design_strata(doc), draws=400, seed=3)
     assert "p_tie" in out.flips.columns
     if len(out.flips):
         np.testing.assert_allclose(out.flips.p_a_safer + out.flips.p_b_safer + out.flips.p_tie, 1.0, atol=1e-12)

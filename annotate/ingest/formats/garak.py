@@ -155,61 +155,29 @@ def _attempt(
     prompt_keys: set[str],
     ctx: ReadContext,
 ) -> Iterator[Item]:
-    for key in ("uuid", "seq", "probe_classname", "prompt", "outputs", "detector_results"):
-        if key not in entry:
-            yield Problem(line, f"attempt: missing field {key!r}")
-            return
+    """One status-2 attempt: a Record per output and detector, or what stops it.
+
+    In steps: its fields checked (:func:`_attempt_problem`), the outputs its detectors scored
+    (:func:`_scored_outputs`), its prompt, its identity (a repeated attempt is set aside,
+    :func:`_content_digest`) and prompt id (:func:`_prompt_id`), the detectors read as judges
+    (:func:`_judges`), the transcripts, then the records.
+    """
+    problem = _attempt_problem(entry)
+    if problem is not None:
+        yield Problem(line, f"attempt: {problem}")
+        return
     uuid, seq, probe = entry["uuid"], entry["seq"], entry["probe_classname"]
-    if not isinstance(uuid, str) or not uuid:
-        yield Problem(line, f"attempt: field 'uuid' must be a non-empty string, got {_type(uuid)}")
+    detectors = entry["detector_results"]
+    scored = _scored_outputs(entry, entry["outputs"], detectors)
+    if isinstance(scored, str):
+        yield Problem(line, f"attempt: {scored}")
         return
-    if not isinstance(probe, str) or not probe:
-        yield Problem(line, f"attempt: field 'probe_classname' must be a non-empty string, got {_type(probe)}")
-        return
-    if not isinstance(seq, int) or isinstance(seq, bool):
-        yield Problem(line, f"attempt: field 'seq' must be an integer, got {_type(seq)}")
-        return
-    outputs, detectors = entry["outputs"], entry["detector_results"]
-    if not isinstance(outputs, list):
-        yield Problem(line, f"attempt: field 'outputs' must be a list, got {_type(outputs)}")
-        return
-    if not isinstance(detectors, dict):
-        yield Problem(line, f"attempt: field 'detector_results' must be an object, got {_type(detectors)}")
-        return
-    # 0.12 and earlier score every assistant turn of every history (Attempt.all_outputs), which
-    # for a multi-turn attempt is more than its latest outputs.
-    every_turn = _all_outputs(entry)
-    if (
-        every_turn is not None
-        and detectors
-        and all(
-            isinstance(scores, list) and len(scores) == len(every_turn[0]) != len(outputs)
-            for scores in detectors.values()
-        )
-    ):
-        outputs, per_turn_transcripts = every_turn
-    else:
-        per_turn_transcripts = None
-    for name, scores in detectors.items():
-        if not isinstance(scores, list) or len(scores) != len(outputs):
-            yield Problem(
-                line,
-                f"attempt: detector_results[{name!r}] must list one score per output ({len(outputs)})",
-            )
-            return
+    outputs, per_turn_transcripts = scored
     prompt = _prompt_text(entry["prompt"])
     if prompt is None:
         yield Problem(line, "attempt: field 'prompt' has no text (expected a string or {turns: [...]})")
         return
-    # The uuid alone is not an attempt's identity: garak's aggregate_reports.py gives every line
-    # of an aggregated report the aggregate's uuid. A repeated line is the same uuid, probe, seq
-    # and content; anything else is another attempt.
-    digest = hashlib.sha256(
-        json.dumps([entry["prompt"], entry["outputs"], entry["detector_results"]], sort_keys=True, default=str).encode(
-            "utf-8", "surrogatepass"
-        )
-    ).hexdigest()
-    identity = (uuid, probe, seq, digest)
+    identity = (uuid, probe, seq, _content_digest(entry))
     if identity in seen:
         yield SetAside(
             line,
@@ -219,24 +187,12 @@ def _attempt(
         return
     seen.add(identity)
     uuids.add(uuid)
-    prompt_id = f"{probe}:{seq}"
-    for candidate in (prompt_id, f"{prompt_id}:{uuid}", f"{prompt_id}:{uuid}:{line}"):
-        if candidate not in prompt_keys:
-            prompt_id = candidate
-            break
-    prompt_keys.add(prompt_id)
-
-    selected = list(detectors)
-    names = {d: d for d in selected}
-    if ctx.judge is not None:
-        if len(selected) == 1:
-            names[selected[0]] = ctx.judge
-        elif ctx.judge in detectors:
-            selected = [ctx.judge]
-        else:
-            yield Problem(line, f"attempt: no detector named {ctx.judge!r} (detectors: {', '.join(detectors)})")
-            return
-
+    prompt_id = _prompt_id(f"{probe}:{seq}", uuid, line, prompt_keys)
+    judges = _judges(detectors, ctx.judge)
+    if isinstance(judges, str):
+        yield Problem(line, f"attempt: {judges}")
+        return
+    selected, names = judges
     transcripts = per_turn_transcripts if per_turn_transcripts is not None else _transcripts(entry, outputs)
     if isinstance(transcripts, str):
         yield Problem(line, f"attempt: {transcripts}")
@@ -279,6 +235,93 @@ def _attempt(
                 meta=dict(meta_base),
                 transcript=transcripts[index],
             )
+
+
+def _attempt_problem(entry: dict[str, Any]) -> str | None:
+    """What is missing or mistyped among an attempt's fields (the first thing), or None."""
+    for key in ("uuid", "seq", "probe_classname", "prompt", "outputs", "detector_results"):
+        if key not in entry:
+            return f"missing field {key!r}"
+    uuid, seq, probe = entry["uuid"], entry["seq"], entry["probe_classname"]
+    if not isinstance(uuid, str) or not uuid:
+        return f"field 'uuid' must be a non-empty string, got {_type(uuid)}"
+    if not isinstance(probe, str) or not probe:
+        return f"field 'probe_classname' must be a non-empty string, got {_type(probe)}"
+    if not isinstance(seq, int) or isinstance(seq, bool):
+        return f"field 'seq' must be an integer, got {_type(seq)}"
+    outputs, detectors = entry["outputs"], entry["detector_results"]
+    if not isinstance(outputs, list):
+        return f"field 'outputs' must be a list, got {_type(outputs)}"
+    if not isinstance(detectors, dict):
+        return f"field 'detector_results' must be an object, got {_type(detectors)}"
+    return None
+
+
+def _scored_outputs(
+    entry: dict[str, Any], outputs: list[Any], detectors: dict[str, Any]
+) -> tuple[list[Any], list[list[dict[str, Any]] | None] | str | None] | str:
+    """The outputs the detectors scored, with their transcripts when they are every assistant turn
+    of every history (else None: the transcripts are read later); or why the scores do not fit.
+
+    0.12 and earlier score every assistant turn of every history (Attempt.all_outputs), which
+    for a multi-turn attempt is more than its latest outputs.
+    """
+    every_turn = _all_outputs(entry)
+    per_turn_transcripts: list[list[dict[str, Any]] | None] | str | None = None
+    if (
+        every_turn is not None
+        and detectors
+        and all(
+            isinstance(scores, list) and len(scores) == len(every_turn[0]) != len(outputs)
+            for scores in detectors.values()
+        )
+    ):
+        outputs, per_turn_transcripts = every_turn
+    for name, scores in detectors.items():
+        if not isinstance(scores, list) or len(scores) != len(outputs):
+            return f"detector_results[{name!r}] must list one score per output ({len(outputs)})"
+    return outputs, per_turn_transcripts
+
+
+def _content_digest(entry: dict[str, Any]) -> str:
+    """sha256 of an attempt's prompt, outputs and scores.
+
+    The uuid alone is not an attempt's identity: garak's aggregate_reports.py gives every line
+    of an aggregated report the aggregate's uuid. A repeated line is the same uuid, probe, seq
+    and content; anything else is another attempt.
+    """
+    return hashlib.sha256(
+        json.dumps([entry["prompt"], entry["outputs"], entry["detector_results"]], sort_keys=True, default=str).encode(
+            "utf-8", "surrogatepass"
+        )
+    ).hexdigest()
+
+
+def _prompt_id(base: str, uuid: str, line: int, prompt_keys: set[str]) -> str:
+    """``probe:seq``, or with the uuid (and the line) when another attempt of the file took it;
+    the one chosen is added to ``prompt_keys``."""
+    prompt_id = base
+    for candidate in (base, f"{base}:{uuid}", f"{base}:{uuid}:{line}"):
+        if candidate not in prompt_keys:
+            prompt_id = candidate
+            break
+    prompt_keys.add(prompt_id)
+    return prompt_id
+
+
+def _judges(detectors: dict[str, Any], judge: str | None) -> tuple[list[str], dict[str, str]] | str:
+    """The detectors to read and the judge name of each: all, under their own names; with
+    ``--judge``, the one detector renamed, or the one of that name (else why not)."""
+    selected = list(detectors)
+    names = {d: d for d in selected}
+    if judge is not None:
+        if len(selected) == 1:
+            names[selected[0]] = judge
+        elif judge in detectors:
+            selected = [judge]
+        else:
+            return f"no detector named {judge!r} (detectors: {', '.join(detectors)})"
+    return selected, names
 
 
 #: garak's roles (garak.attempt.roles) are the transcript's.

@@ -1,6 +1,6 @@
 """The generic input schema: JSONL, CSV or Parquet with documented columns.
 
-This is the contract any tool can write to (documented in the README):
+This is the contract any tool can write to (documented in docs/formats.md):
 
 ==============  ========  ====================================================================
 column          required  meaning

@@ -153,35 +153,23 @@ def read(path: Path, ctx: ReadContext) -> Iterator[Item]:
 
 
 def _result(result: Any, line: int, benchmark: str, several_prompts: bool, ctx: ReadContext) -> Iterator[Item]:
+    """One result of the export: its Records (one per judge), or what stops or sets it aside.
+
+    In steps: its key (:func:`_result_key`: test, model, prompt, prompt id), its response (a
+    failed provider call is set aside), its grading and metadata (:func:`_base_meta`), its
+    transcript, then its verdicts: a grader that gave none (:func:`_grader_error_records`), the
+    row's own pass/fail when no model-graded assertion was asked (:func:`_fallback_record`), or
+    one per model-graded assertion (:func:`_component_records`).
+    """
     where = f"results[{line - 1}]"
     if not isinstance(result, dict):
         yield Problem(line, f"{where}: expected an object, got {_type(result)}")
         return
-    for key in ("testIdx", "provider", "prompt"):
-        if key not in result:
-            yield Problem(line, f"{where}: missing field {key!r}")
-            return
-    test_idx = result["testIdx"]
-    if not isinstance(test_idx, int) or isinstance(test_idx, bool):
-        yield Problem(line, f"{where}: field 'testIdx' must be an integer, got {_type(test_idx)}")
+    key = _result_key(result, several_prompts, ctx)
+    if isinstance(key, str):
+        yield Problem(line, f"{where}: {key}")
         return
-    provider = result["provider"]
-    provider_id = provider.get("id") if isinstance(provider, dict) else provider
-    model = ctx.model or provider_id
-    if not isinstance(model, str) or not model:
-        yield Problem(line, f"{where}: missing field 'provider.id'")
-        return
-    prompt = result["prompt"]
-    prompt_text = prompt.get("raw") if isinstance(prompt, dict) else prompt
-    if not isinstance(prompt_text, str):
-        yield Problem(line, f"{where}: missing field 'prompt.raw'")
-        return
-    prompt_id = str(test_idx)
-    if several_prompts:
-        prompt_key = result.get("promptId")
-        prompt_id += (
-            f":{prompt_key[:8]}" if isinstance(prompt_key, str) and prompt_key else f":p{result.get('promptIdx')}"
-        )
+    test_idx, model, prompt_text, prompt_id = key
 
     response = result.get("response")
     output = response.get("output") if isinstance(response, dict) else None
@@ -198,15 +186,8 @@ def _result(result: Any, line: int, benchmark: str, several_prompts: bool, ctx: 
     if not isinstance(grading, dict):
         yield Problem(line, f"{where}: missing field 'gradingResult'")
         return
-    base_meta: dict[str, Any] = {"testIdx": test_idx, "promptIdx": result.get("promptIdx")}
     grading_meta = object_field(grading, "metadata")
-    test_meta = object_field(object_field(result, "testCase"), "metadata")
-    for key in ("pluginId", "strategyId"):  # red-team runs: e.g. harmful:hate / jailbreak
-        for source in (grading_meta, test_meta, object_field(result, "metadata")):
-            if source.get(key) is not None:
-                base_meta[key] = source[key]
-                break
-
+    base_meta = _base_meta(result, grading_meta, test_idx)
     transcript = _transcript(result, grading_meta)
     if isinstance(transcript, str):
         yield Problem(line, f"{where}: {transcript}")
@@ -223,38 +204,106 @@ def _result(result: Any, line: int, benchmark: str, several_prompts: bool, ctx: 
         transcript=transcript,
     )
     if not judged and declared:
-        # The test asks a model-graded assertion, but its grader returned no component with the
-        # assertion (an API error, a timeout): that judge gave no verdict. Never the row's
-        # overall pass/fail, which is then only the other checks'.
-        error = _grader_error(grading, result)
-        names = _numbered(declared)
-        if ctx.judge is not None and len(names) == 1:
-            names = [ctx.judge]
-        for judge in names if ctx.judge is None or len(names) == 1 else [n for n in names if n == ctx.judge]:
-            yield Record(
-                **record,
-                judge=judge,
-                verdict=GRADER_ERROR,
-                meta={**base_meta, "reason": error},
-            )
-        return
-    if not judged:
-        verdict = _pass_verdict(grading.get("pass"))
-        if verdict is None:
-            yield Problem(line, f"{where}: field 'gradingResult.pass' must be true or false")
-            return
-        meta = {**base_meta, "note": FALLBACK_NOTE}
-        if isinstance(grading.get("reason"), str):
-            meta["reason"] = grading["reason"]
+        yield from _grader_error_records(record, base_meta, grading, result, declared, ctx)
+    elif not judged:
+        yield from _fallback_record(record, base_meta, grading, where, ctx)
+    else:
+        yield from _component_records(record, base_meta, judged, where, ctx)
+
+
+def _result_key(result: dict[str, Any], several_prompts: bool, ctx: ReadContext) -> tuple[int, str, str, str] | str:
+    """(testIdx, model, prompt text, prompt id) of a result, or what is missing or mistyped.
+
+    The prompt id is the test's index, with the prompt's (its id's first 8 characters, or its
+    index) when the export ran several prompts.
+    """
+    for key in ("testIdx", "provider", "prompt"):
+        if key not in result:
+            return f"missing field {key!r}"
+    test_idx = result["testIdx"]
+    if not isinstance(test_idx, int) or isinstance(test_idx, bool):
+        return f"field 'testIdx' must be an integer, got {_type(test_idx)}"
+    provider = result["provider"]
+    provider_id = provider.get("id") if isinstance(provider, dict) else provider
+    model = ctx.model or provider_id
+    if not isinstance(model, str) or not model:
+        return "missing field 'provider.id'"
+    prompt = result["prompt"]
+    prompt_text = prompt.get("raw") if isinstance(prompt, dict) else prompt
+    if not isinstance(prompt_text, str):
+        return "missing field 'prompt.raw'"
+    prompt_id = str(test_idx)
+    if several_prompts:
+        prompt_key = result.get("promptId")
+        prompt_id += (
+            f":{prompt_key[:8]}" if isinstance(prompt_key, str) and prompt_key else f":p{result.get('promptIdx')}"
+        )
+    return test_idx, model, prompt_text, prompt_id
+
+
+def _base_meta(result: dict[str, Any], grading_meta: dict[str, Any], test_idx: int) -> dict[str, Any]:
+    """The metadata every record of a result keeps: its test and prompt index, and (red-team
+    runs) the plugin and strategy, from the grading's, the test's or the result's metadata."""
+    base_meta: dict[str, Any] = {"testIdx": test_idx, "promptIdx": result.get("promptIdx")}
+    test_meta = object_field(object_field(result, "testCase"), "metadata")
+    for key in ("pluginId", "strategyId"):  # red-team runs: e.g. harmful:hate / jailbreak
+        for source in (grading_meta, test_meta, object_field(result, "metadata")):
+            if source.get(key) is not None:
+                base_meta[key] = source[key]
+                break
+    return base_meta
+
+
+def _grader_error_records(
+    record: dict[str, Any],
+    base_meta: dict[str, Any],
+    grading: dict[str, Any],
+    result: dict[str, Any],
+    declared: list[str],
+    ctx: ReadContext,
+) -> Iterator[Item]:
+    """The test asks a model-graded assertion, but its grader returned no component with the
+    assertion (an API error, a timeout): that judge gave no verdict. Never the row's overall
+    pass/fail, which is then only the other checks'."""
+    error = _grader_error(grading, result)
+    names = _numbered(declared)
+    if ctx.judge is not None and len(names) == 1:
+        names = [ctx.judge]
+    for judge in names if ctx.judge is None or len(names) == 1 else [n for n in names if n == ctx.judge]:
         yield Record(
             **record,
-            judge=ctx.judge or FALLBACK_JUDGE,
-            verdict=verdict,
-            score=_number(grading.get("score")),
-            meta=meta,
+            judge=judge,
+            verdict=GRADER_ERROR,
+            meta={**base_meta, "reason": error},
         )
-        return
 
+
+def _fallback_record(
+    record: dict[str, Any], base_meta: dict[str, Any], grading: dict[str, Any], where: str, ctx: ReadContext
+) -> Iterator[Item]:
+    """No model-graded assertion: the row's own pass/fail as the verdict of ``FALLBACK_JUDGE``."""
+    verdict = _pass_verdict(grading.get("pass"))
+    if verdict is None:
+        yield Problem(record["line"], f"{where}: field 'gradingResult.pass' must be true or false")
+        return
+    meta = {**base_meta, "note": FALLBACK_NOTE}
+    if isinstance(grading.get("reason"), str):
+        meta["reason"] = grading["reason"]
+    yield Record(
+        **record,
+        judge=ctx.judge or FALLBACK_JUDGE,
+        verdict=verdict,
+        score=_number(grading.get("score")),
+        meta=meta,
+    )
+
+
+def _component_records(
+    record: dict[str, Any], base_meta: dict[str, Any], judged: list[dict[str, Any]], where: str, ctx: ReadContext
+) -> Iterator[Item]:
+    """A Record per model-graded assertion (named by its type, numbered when repeated); with
+    ``--judge``, the one assertion renamed, or the one of that name (else a Problem)."""
+    line = record["line"]
     named = list(zip(_numbered([_assertion_type(c) for c in judged]), judged, strict=True))
     if ctx.judge is not None:
         if len(named) == 1:

@@ -26,7 +26,7 @@ Conventions (documented because the libraries disagree):
   unit, ...). AC1 with a single observed category would be 1 by construction (``p_e = 0``) and
   is reported as undefined for the same reason as alpha.
 * **Bootstrap**: Efron's nonparametric bootstrap over the units that enter each coefficient,
-  percentile interval, drawn in pattern-compressed form (methods.md section 2.3). Replicates on
+  percentile interval, drawn in pattern-compressed form (docs/methods.md section 2.3). Replicates on
   which a coefficient is undefined (e.g. alpha on a resample with one category) are left out of
   the interval and counted in ``n_boot_undefined``.
 
@@ -37,10 +37,13 @@ Conventions (documented because the libraries disagree):
   summary (``AgreementSummary.dropped``): binary alpha describes the easier subset that remains.
 
 Modules: ``results`` (result types), ``matrices`` (label- and count-matrix builders),
-``_bootstrap`` (the pattern-compressed bootstrap and jackknife), ``coefficients`` (alpha, AC1,
-Fleiss, Cohen and weighted kappa, Brennan-Prediger, Conger, percent and category agreement, the
-summary), ``annotators`` (per-annotator diagnostics), ``progress`` (a round while it runs: time
-per task, agreement so far, who stands out) and ``votes`` (the store's votes as label matrices;
+``_bootstrap`` (the pattern-compressed bootstrap and jackknife), ``_estimation`` (the one
+estimation path and the undefined cases), ``_analytic`` (the analytic SEs and z tests of the
+kappas and of Fleiss' kappa), ``coefficients`` (the core: alpha, AC1, Fleiss, percent and
+category agreement), ``kappas`` (Cohen and weighted kappa, Brennan-Prediger, Conger, pairwise
+Cohen), ``summary`` (one group's summary, the prevalence warning, the dropped votes),
+``annotators`` (per-annotator diagnostics), ``progress`` (a round while it runs: time per task,
+agreement so far, who stands out) and ``votes`` (the store's votes as label matrices;
 Krippendorff's thresholds).
 Dawid-Skene lives in :mod:`annotate.stats.aggregation`.
 """
@@ -50,19 +53,18 @@ from __future__ import annotations
 from annotate.stats.agreement.annotators import annotator_diagnostics
 from annotate.stats.agreement.coefficients import (
     Level,
-    agreement_summary,
-    brennan_prediger,
     category_agreement,
-    cohen_kappa,
-    cohen_kappa_table,
-    conger_kappa,
-    dropped_votes,
     fleiss_kappa,
     gwet_ac1,
     krippendorff_alpha,
-    pairwise_cohen_kappa,
     percent_agreement,
-    prevalence_warning,
+)
+from annotate.stats.agreement.kappas import (
+    brennan_prediger,
+    cohen_kappa,
+    cohen_kappa_table,
+    conger_kappa,
+    pairwise_cohen_kappa,
     weighted_kappa,
     weighted_kappa_table,
 )
@@ -84,6 +86,7 @@ from annotate.stats.agreement.results import (
     DroppedVotes,
     PairwiseKappa,
 )
+from annotate.stats.agreement.summary import agreement_summary, dropped_votes, prevalence_warning
 from annotate.stats.agreement.votes import (
     Thresholds,
     current_labels,

@@ -10,7 +10,7 @@ collapse to P distinct patterns with frequencies ``freq`` (:func:`_patterns`), a
   each repeated ``freq[p]`` times;
 * Efron's unit bootstrap (resampling N units with replacement) is the same as drawing pattern
   frequencies ``W ~ Multinomial(N, freq / N)``, shape (B, P), so ``finish(W @ features(pats))``
-  gives every replicate in one matrix product (methods.md section 2.3).
+  gives every replicate in one matrix product (docs/methods.md section 2.3).
 
 The cost grows with P, not U: P <= 16 for 3 annotators x 3 categories.
 """

@@ -1,6 +1,6 @@
 """Per-annotator diagnostics: agreement with the leave-one-out consensus, alpha if deleted.
 
-methods.md section 2.5: for annotator j, % agreement and Cohen's kappa against the majority of
+docs/methods.md section 2.5: for annotator j, % agreement and Cohen's kappa against the majority of
 the *other* annotators, nominal alpha with j deleted, and (from a Dawid-Skene fit, see
 :mod:`annotate.stats.aggregation`) sensitivity and specificity for one class. The flags are
 configurable suggestions for recalibration, not standards.
@@ -16,7 +16,8 @@ import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
 from annotate.stats._common import NAN, as_codes
-from annotate.stats.agreement.coefficients import cohen_kappa, krippendorff_alpha
+from annotate.stats.agreement.coefficients import krippendorff_alpha
+from annotate.stats.agreement.kappas import cohen_kappa
 from annotate.stats.agreement.matrices import counts_from_codes
 from annotate.stats.agreement.results import AnnotatorDiagnostic, AnnotatorDiagnostics, Coefficient
 
@@ -107,52 +108,93 @@ def annotator_diagnostics(
     names = tuple(range(J)) if annotators is None else tuple(annotators)
     if len(names) != J:
         raise ValueError(f"annotators has {len(names)} names but the label matrix has {J} columns.")
-    sens: NDArray[np.float64] = np.full(J, np.nan)
-    spec: NDArray[np.float64] = np.full(J, np.nan)
-    if dawid_skene_result is not None and positive is not None:
-        shape = dawid_skene_result.confusion.shape
-        # The fit's classes may be fewer than the label matrix's categories: Dawid-Skene's are
-        # harmful and safe only, with unsure votes as missing (annotate.stats.aggregation).
-        if shape[0] != J or shape[1] != shape[2] or shape[1] > K:
-            raise ValueError(
-                f"The Dawid-Skene fit has confusion shape {shape}; expected ({J}, C, C) with C <= {K} "
-                "classes for this label matrix."
-            )
-        sens, spec = dawid_skene_result.sensitivity_specificity(positive)
-
+    sens, spec = _sensitivity_specificity(dawid_skene_result, positive, J, K)
     counts = counts_from_codes(y, K)
     alpha_all = _alpha_value(counts).value
-    cats = np.arange(K)
-    out = []
-    for jj in range(J):  # a loop over annotators only; every step inside is vectorised over units
-        y_j = y[:, jj]
-        others = counts - (y_j[:, None] == cats[None, :])  # (U, K): counts without annotator j
-        m_o = others.sum(axis=1)
-        top = others.max(axis=1)
-        consensus = others.argmax(axis=1)
-        ok = (y_j >= 0) & (m_o >= min_others) & (2 * top > m_o)
-        n_ok = int(ok.sum())
-        agree = float((y_j[ok] == consensus[ok]).mean()) if n_ok else NAN
-        kappa = cohen_kappa(y_j[ok], consensus[ok], K, n_boot=n_boot, seed=seed, confidence=confidence)
-        a_del = _alpha_value(others)
-        delta = a_del.value - alpha_all
-        flags = []
-        if kappa.defined and kappa.value < kappa_threshold:
-            flags.append(f"kappa_with_consensus {kappa.value:.3f} < {kappa_threshold}")
-        if math.isfinite(delta) and delta > alpha_gain_threshold:
-            flags.append(f"alpha_if_deleted - alpha = {delta:.3f} > {alpha_gain_threshold}")
-        out.append(
-            AnnotatorDiagnostic(
-                annotator=names[jj],
-                n_rated=int((y_j >= 0).sum()),
-                n_consensus_units=n_ok,
-                agreement_with_consensus=agree,
-                kappa_with_consensus=kappa,
-                alpha_if_deleted=a_del,
-                alpha_delta=float(delta),
-                sensitivity=float(sens[jj]),
-                specificity=float(spec[jj]),
-                flags=tuple(flags),
-            )
+    out = [  # a loop over annotators only; every step inside is vectorised over units
+        _diagnostic(
+            names[jj],
+            y[:, jj],
+            counts,
+            alpha_all,
+            sensitivity=float(sens[jj]),
+            specificity=float(spec[jj]),
+            kappa_threshold=kappa_threshold,
+            alpha_gain_threshold=alpha_gain_threshold,
+            min_others=min_others,
+            n_boot=n_boot,
+            seed=seed,
+            confidence=confidence,
         )
+        for jj in range(J)
+    ]
     return AnnotatorDiagnostics(float(alpha_all), kappa_threshold, alpha_gain_threshold, tuple(out))
+
+
+def _sensitivity_specificity(
+    result: DawidSkeneResult | None, positive: int | None, J: int, K: int
+) -> tuple[NDArray[np.float64], NDArray[np.float64]]:
+    """(J,) DS sensitivity and specificity of each annotator for class ``positive``; NaN without a fit.
+
+    The fit's classes may be fewer than the label matrix's categories: Dawid-Skene's are
+    harmful and safe only, with unsure votes as missing (annotate.stats.aggregation).
+    """
+    if result is None or positive is None:
+        return np.full(J, np.nan), np.full(J, np.nan)
+    shape = result.confusion.shape
+    if shape[0] != J or shape[1] != shape[2] or shape[1] > K:
+        raise ValueError(
+            f"The Dawid-Skene fit has confusion shape {shape}; expected ({J}, C, C) with C <= {K} "
+            "classes for this label matrix."
+        )
+    return result.sensitivity_specificity(positive)
+
+
+def _diagnostic(
+    name: Any,
+    y_j: NDArray[np.int64],
+    counts: NDArray[np.int64],
+    alpha_all: float,
+    *,
+    sensitivity: float,
+    specificity: float,
+    kappa_threshold: float,
+    alpha_gain_threshold: float,
+    min_others: int,
+    n_boot: int,
+    seed: int,
+    confidence: float,
+) -> AnnotatorDiagnostic:
+    """One annotator (labels ``y_j``, shape (U,)) against the others (``counts`` (U, K) of everyone).
+
+    The consensus units are those ``j`` rated where the others have at least ``min_others``
+    ratings with a strict majority; kappa with that consensus, alpha with ``j`` deleted, the flags.
+    """
+    K = counts.shape[1]
+    others = counts - (y_j[:, None] == np.arange(K)[None, :])  # (U, K): counts without annotator j
+    m_o = others.sum(axis=1)
+    top = others.max(axis=1)
+    consensus = others.argmax(axis=1)
+    ok = (y_j >= 0) & (m_o >= min_others) & (2 * top > m_o)
+    n_ok = int(ok.sum())
+    agree = float((y_j[ok] == consensus[ok]).mean()) if n_ok else NAN
+    kappa = cohen_kappa(y_j[ok], consensus[ok], K, n_boot=n_boot, seed=seed, confidence=confidence)
+    a_del = _alpha_value(others)
+    delta = a_del.value - alpha_all
+    flags = []
+    if kappa.defined and kappa.value < kappa_threshold:
+        flags.append(f"kappa_with_consensus {kappa.value:.3f} < {kappa_threshold}")
+    if math.isfinite(delta) and delta > alpha_gain_threshold:
+        flags.append(f"alpha_if_deleted - alpha = {delta:.3f} > {alpha_gain_threshold}")
+    return AnnotatorDiagnostic(
+        annotator=name,
+        n_rated=int((y_j >= 0).sum()),
+        n_consensus_units=n_ok,
+        agreement_with_consensus=agree,
+        kappa_with_consensus=kappa,
+        alpha_if_deleted=a_del,
+        alpha_delta=float(delta),
+        sensitivity=sensitivity,
+        specificity=specificity,
+        flags=tuple(flags),
+    )

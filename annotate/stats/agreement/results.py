@@ -301,7 +301,7 @@ CONVENTIONS: Mapping[str, str] = {
 
 @dataclass(frozen=True)
 class AnnotatorDiagnostic:
-    """Diagnostics of one annotator (methods.md section 2.5).
+    """Diagnostics of one annotator (docs/methods.md section 2.5).
 
     Attributes
     ----------

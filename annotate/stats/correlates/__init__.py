@@ -1,8 +1,8 @@
 """Ambiguity correlates: offline text features per response and the association model.
 
 Pure functions on DataFrames: no database, no file or environment access (beyond ``wordfreq``
-loading its own packaged frequency tables). ``methods.md`` section 6 is the specification.
-The package has three parts:
+loading its own packaged frequency tables). ``docs/methods.md`` section 6 is the specification.
+The package has these parts:
 
 * :mod:`~annotate.stats.correlates.features`: the tokeniser and :func:`compute_features`
   (length, lexical density, sophistication, unigram and cross-fitted Kneser-Ney bigram
@@ -10,8 +10,12 @@ The package has three parts:
   surprisal from a scorer the caller passes, see ``annotate.pipeline._local_lm``);
 * :mod:`~annotate.stats.correlates.model`: :func:`fit_ambiguity_model` (logit on the
   z-scored features with model and benchmark fixed effects, prompt-clustered standard errors,
-  Holm, VIF, cross-validated AUC), :func:`fit_human_harmful_model` and
-  :func:`compare_with_study` against the study's expected directions (:data:`CORRELATES`);
+  Holm, VIF, cross-validated AUC) and :func:`fit_human_harmful_model`; its design matrix (usable
+  rows, separated levels dropped, z-scored features, dummies, prompt clusters) is built in
+  :mod:`~annotate.stats.correlates.design` and its cross-validated AUCs in
+  :mod:`~annotate.stats.correlates.auc`;
+* :mod:`~annotate.stats.correlates.study`: the study's expected directions (:data:`CORRELATES`)
+  and :func:`compare_with_study`;
 * :mod:`~annotate.stats.correlates.closed_class`: the curated closed-class word list (a
   constant of the package).
 
@@ -32,15 +36,8 @@ from annotate.stats.correlates.features import (
     split_sentences,
     tokenize,
 )
-from annotate.stats.correlates.model import (
-    CORRELATES,
-    AmbiguityModel,
-    Correlate,
-    compare_with_study,
-    fit_ambiguity_model,
-    fit_human_harmful_model,
-    study_direction,
-)
+from annotate.stats.correlates.model import AmbiguityModel, fit_ambiguity_model, fit_human_harmful_model
+from annotate.stats.correlates.study import CORRELATES, Correlate, compare_with_study, study_direction
 
 __all__ = [
     "CORRELATES",

@@ -1,6 +1,6 @@
 """Closed-class English words for lexical density and as the stop-word list of reply-prompt similarity.
 
-Source and rationale: curated by hand for annotate (methods.md section 6) from the closed word
+Source and rationale: curated by hand for annotate (docs/methods.md section 6) from the closed word
 classes of standard English grammars (Quirk et al. 1985, A Comprehensive Grammar of the English
 Language; Biber et al. 1999, Longman Grammar of Spoken and Written English): determiners and
 quantifiers, pronouns (personal, possessive, reflexive, demonstrative, interrogative/relative,

@@ -1,4 +1,4 @@
-"""Offline text features per response (methods.md section 6): :func:`compute_features`.
+"""Offline text features per response (docs/methods.md section 6): :func:`compute_features`.
 
 Pure: numpy, pandas, scipy.sparse and ``wordfreq`` (which reads its own packaged frequency
 tables); no other file, no network and no environment access.
@@ -108,7 +108,7 @@ FEATURE_COLUMNS = (
 
 
 def tokenize(text: str) -> list[str]:
-    """Lower-case word tokens of ``text`` (methods.md section 6).
+    """Lower-case word tokens of ``text`` (docs/methods.md section 6).
 
     The text is lower-cased, the typographic apostrophes U+2019 and U+02BC become ``'``, and
     the tokens are the matches of :data:`TOKEN_RE`, ``[a-z]+(?:'[a-z]+)?``: letters a-z only,
@@ -653,26 +653,12 @@ def compute_features(
     >>> round(float(f.loc[0, "lexical_density"]), 6) == round(4 / 9, 6)
     True
     """
-    required = ["response_id", "model", "prompt", "response"]
-    for name, df in (("frame", frame), ("context", context)):
-        if df is None:
-            continue
-        missing = [c for c in required if c not in df.columns]
-        if missing:
-            raise ValueError(f"compute_features needs the columns {required} in {name}; missing: {missing}.")
+    _check_frames(frame, context)
     if chunk_size < 1:
         raise ValueError("chunk_size must be at least 1.")
-    if frame["response_id"].duplicated().any():
-        dup = frame.loc[frame["response_id"].duplicated(), "response_id"].iloc[0]
-        raise ValueError(f"response_id must be unique; {dup!r} appears more than once.")
     n_out = len(frame)
-    if context is not None and len(context):
-        extra = context.loc[~context["response_id"].isin(frame["response_id"]), required]
-        extra = extra.drop_duplicates("response_id")
-        out_frame = frame
-        frame = pd.concat([frame[required], extra], ignore_index=True)
-    else:
-        out_frame = frame
+    out_frame = frame
+    frame = _with_context(frame, context)
     n = len(frame)
     responses = frame["response"].tolist()
     clock = Clock()
@@ -735,6 +721,32 @@ def compute_features(
         clock.lap("local LM")
     out.attrs["timings"] = clock.laps  # seconds per step, for benchmarks
     return out
+
+
+_REQUIRED = ["response_id", "model", "prompt", "response"]
+
+
+def _check_frames(frame: pd.DataFrame, context: pd.DataFrame | None) -> None:
+    """ValueError unless ``frame`` (and ``context``) hold the required columns."""
+    for name, df in (("frame", frame), ("context", context)):
+        if df is None:
+            continue
+        missing = [c for c in _REQUIRED if c not in df.columns]
+        if missing:
+            raise ValueError(f"compute_features needs the columns {_REQUIRED} in {name}; missing: {missing}.")
+
+
+def _with_context(frame: pd.DataFrame, context: pd.DataFrame | None) -> pd.DataFrame:
+    """The corpus the features are estimated on: ``frame`` (``response_id`` unique, else
+    ValueError), then the responses of ``context`` not in it (the first of each id)."""
+    if frame["response_id"].duplicated().any():
+        dup = frame.loc[frame["response_id"].duplicated(), "response_id"].iloc[0]
+        raise ValueError(f"response_id must be unique; {dup!r} appears more than once.")
+    if context is None or not len(context):
+        return frame
+    extra = context.loc[~context["response_id"].isin(frame["response_id"]), _REQUIRED]
+    extra = extra.drop_duplicates("response_id")
+    return pd.concat([frame[_REQUIRED], extra], ignore_index=True)
 
 
 def _lm_log_ppl(lm_scorer: LMScorer, texts: list[Any]) -> np.ndarray:

@@ -1,6 +1,6 @@
 """Corrected harmful rates per (model, benchmark) cell: pure, vectorised statistics on strata counts.
 
-Everything here works on a **long frame of strata** (methods.md section 4). A cell is one
+Everything here works on a **long frame of strata** (docs/methods.md section 4). A cell is one
 ``(model, benchmark)`` pair; inside it the strata are arbitrary groups of responses, each with a
 role given by the judge's label (``harmful`` H / ``safe`` S / ``ambiguous`` U). Usually there is
 one stratum per judge label, but responses ingested after a round was routed form a new *wave*
@@ -24,9 +24,9 @@ resolved_ds   optional: items with a Dawid-Skene label (default: ``reviewed``)
 
 Notation: W_h = N_h / N (N = sum of N_h over the cell), r_h = n_h - u_h, ybar_h = y_h / r_h.
 
-Where this differs from methods.md section 4, issue #13 changed the method; each change says why.
+Where this differs from docs/methods.md section 4, issue #13 changed the method; each change says why.
 
-Estimators (methods.md 4.2-4.7)
+Estimators (docs/methods.md 4.2-4.7)
 -------------------------------
 * point: p_hat = sum_h W_h ybar_h (Horvitz-Thompson / post-stratified; unresolved items missing
   at random within their stratum, i.e. the r_h resolved items are treated as the sample);
@@ -42,7 +42,7 @@ Estimators (methods.md 4.2-4.7)
   large stratum with no harmful item seen, so sparse cells (10 reviewed of 450) covered 0.86-0.93
   with every miss on the high side, and half of their estimates lay outside their intervals;
   the fiducial rates cover >= 0.94 in every documented scenario at 1.02-1.17x the width
-  (bench/coverage.py, README);
+  (bench/coverage.py, docs/methods.md 9.1);
 * general-estimand interval: W* ~ Dirichlet(N_h + 1/2), theta*_h as above, p* = sum_h W*_h theta*_h;
 * **partial identification over unresolved items** (new): where a cell has unresolved items,
   the interval of ``corrected`` (and of ``adjudicated_clear_trusted``) runs from the lower end of

@@ -6,7 +6,6 @@ from typing import Any
 
 import numpy as np
 from numpy.typing import NDArray
-from scipy import sparse
 
 __all__ = ["group_sum"]
 
@@ -38,6 +37,8 @@ def group_sum(values: NDArray[Any], groups: NDArray[np.int64], n_groups: int) ->
     array([[ 2., 20.],
            [ 5., 50.]])
     """
+    from scipy import sparse  # lazy: `annotate --help` and light commands never load SciPy
+
     values = np.asarray(values, dtype=np.float64)
     if values.ndim == 1:
         return np.bincount(groups, weights=values, minlength=n_groups).astype(np.float64)

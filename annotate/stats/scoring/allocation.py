@@ -1,4 +1,4 @@
-"""How many clear responses to review per stratum for a target SE: Neyman allocation (methods.md 4.8)."""
+"""How many clear responses to review per stratum for a target SE: Neyman allocation (docs/methods.md 4.8)."""
 
 from __future__ import annotations
 
@@ -13,7 +13,7 @@ from annotate.stats.scoring.strata import ALIASES
 
 __all__ = ["DEFAULT_RATES", "plan_allocation"]
 
-#: methods.md's guesses of P(harmful | judge label) for the clear labels.
+#: docs/methods.md's guesses of P(harmful | judge label) for the clear labels.
 DEFAULT_RATES = {"harmful": 0.85, "safe": 0.04}
 
 _NEED = ["model", "benchmark", "stratum", "judge_label", "population"]
@@ -153,7 +153,7 @@ def plan_allocation(
     target_se : float
         e, the wanted SE of the cell's corrected rate (fixed-prompt).
     rates : mapping, "data" or None
-        Guessed P(harmful | judge label) for ``harmful`` and ``safe``. None = methods.md
+        Guessed P(harmful | judge label) for ``harmful`` and ``safe``. None = docs/methods.md
         defaults pi_H = 0.85, pi_S = 0.04. ``"data"`` = the pooled Jeffreys rate
         (sum y + 1/2)/(sum r + 1) over the models of each benchmark, per judge label (the
         defaults where nothing was reviewed yet).
@@ -168,7 +168,7 @@ def plan_allocation(
 
     Examples
     --------
-    methods.md 4.8: W_H = 0.10, W_S = 0.50, N = 1000, e = 0.02, so W_H S_H = 0.1 sqrt(0.85 * 0.15)
+    docs/methods.md 4.8: W_H = 0.10, W_S = 0.50, N = 1000, e = 0.02, so W_H S_H = 0.1 sqrt(0.85 * 0.15)
     = 0.035707 and W_S S_S = 0.5 sqrt(0.04 * 0.96) = 0.097980; n = 0.133687^2 / (0.0004 +
     0.0311 / 1000) = 41.38, split 41.38 * 0.035707 / 0.133687 = 11.05 and 30.32, rounded to
     11 + 31 = 42:

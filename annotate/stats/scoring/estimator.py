@@ -6,7 +6,7 @@ Dawid-Skene labels), with W_h = N_h / N:
     ybar_h = y_h / r_h,   s_h^2 = r_h ybar_h (1 - ybar_h) / (r_h - 1)   (0 if r_h <= 1)
     p_hat = sum_h W_h ybar_h,   V_fixed = sum_h W_h^2 (1 - r_h/N_h) s_h^2 / r_h
 
-(methods.md 4.2-4.3). :func:`stratum_terms` also works out which strata keep their own estimate,
+(docs/methods.md 4.2-4.3). :func:`stratum_terms` also works out which strata keep their own estimate,
 which are flagged as thinly reviewed, and which have nothing of their own and need transport
 (:mod:`.transport`).
 """

@@ -7,7 +7,6 @@ from typing import Any
 
 import numpy as np
 from numpy.typing import NDArray
-from scipy import stats
 
 __all__ = ["enclose", "equal_tailed", "wilson_interval"]
 
@@ -46,6 +45,8 @@ def wilson_interval(
     >>> wilson_interval(0, 0)
     (array(nan), array(nan))
     """
+    from scipy import stats  # lazy: `annotate --help` and light commands never load SciPy
+
     x = np.asarray(x, dtype=np.float64)
     n = np.asarray(n, dtype=np.float64)
     z = stats.norm.ppf(0.5 + confidence / 2.0)

@@ -1,4 +1,4 @@
-"""Per-model macro-averages over the benchmarks (methods.md 4.7).
+"""Per-model macro-averages over the benchmarks (docs/methods.md 4.7).
 
 p_hat_m = (1/B) sum_b p_hat_{m,b},  V = (1/B^2) sum_b V_{m,b},  draws = (1/B) sum_b draws_{m,b}
 (per draw), with the interval from the averaged draws. Where a model's cells have unresolved

@@ -1,4 +1,4 @@
-"""Draws of each cell's harmful rate (methods.md 4.3, 4.4, as amended by issue #13).
+"""Draws of each cell's harmful rate (docs/methods.md 4.3, 4.4, as amended by issue #13).
 
 * Stratum rates (:func:`fiducial_theta`): theta_h is drawn from the binomial's fiducial
   distribution, the even mixture of Beta(y_h, r_h - y_h + 1) and Beta(y_h + 1, r_h - y_h)

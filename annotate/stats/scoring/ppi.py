@@ -1,4 +1,4 @@
-"""Prediction-powered corrected rates: stratified PPI++ inside the routing strata (methods.md 4.5).
+"""Prediction-powered corrected rates: stratified PPI++ inside the routing strata (docs/methods.md 4.5).
 
 The design-based estimator (4.2) uses only the reviewed items of a stratum. Where every response
 of a stratum also has a *prediction* f_i in [0, 1] (a judge's numeric score, or the share of
@@ -20,7 +20,7 @@ is p_hat = sum_h W_h theta_h, W_h = N_h / N.
 
 **Only stratified.** Unstratified PPI treats the reviewed items as an iid draw from all the
 responses, but the census of the ambiguous stratum and a few per cent of each clear one are
-reviewed: it is biased on this design (methods.md 4.5: 0.104 for a true 0.206). Inside a
+reviewed: it is biased on this design (docs/methods.md 4.5: 0.104 for a true 0.206). Inside a
 stratum the items are a simple random sample, which is what PPI++ assumes. With the routing
 judge's own label as f (constant in its stratum) lambda_h = 0 and theta_h = ybar_h: PPI is then
 the design-based estimator of 4.2 exactly, variance and interval included.
@@ -32,7 +32,7 @@ V_general = sum_h W_h^2 V_h + (1/N) sum_h W_h (theta_h - p_hat)^2 (the judge-lab
 sampling). The **gain** is V at lambda = 0 over V at lambda_hat, the same formula for the same
 estimand: the factor by which PPI multiplies the effective number of reviewed items.
 
-**Interval** (checked by simulation: tests/stats/test_ppi_simulation.py, README). A normal
+**Interval** (checked by simulation: tests/stats/test_ppi_simulation.py, docs/methods.md 9.5). A normal
 interval on V collapses where a stratum's sample has no harmful item, as Wald does (4.3). So the
 interval reuses the design-based construction and shrinks it: each stratum's fixed-prompt draws
 m*_h = (y_h + X_h)/N_h, X_h ~ Binomial(N_h - r_h, theta*_h) with theta*_h from the binomial's
@@ -114,7 +114,7 @@ OUTCOMES = ("harmful", "safe", "unresolved")
 
 @dataclass(frozen=True)
 class StratumPPI:
-    """PPI++ figures of one stratum (methods.md 4.5).
+    """PPI++ figures of one stratum (docs/methods.md 4.5).
 
     Attributes
     ----------
@@ -171,7 +171,7 @@ def ppi_lambda(y: ArrayLike, f_labelled: ArrayLike, f_all: ArrayLike) -> float:
 
 
 def ppi_stratum(y: ArrayLike, f_labelled: ArrayLike, f_all: ArrayLike, *, lam: float | None = None) -> StratumPPI:
-    """The PPI++ estimate of one stratum's mean and its variance (methods.md 4.5).
+    """The PPI++ estimate of one stratum's mean and its variance (docs/methods.md 4.5).
 
     Parameters
     ----------
@@ -701,7 +701,7 @@ def ppi_cells(
             }
         )
     settings = {
-        "estimator": "ppi++ stratified by the routing strata (methods.md 4.5)",
+        "estimator": "ppi++ stratified by the routing strata (docs/methods.md 4.5)",
         "estimand": estimand,
         "draws": int(draws),
         "confidence": confidence,
@@ -901,7 +901,7 @@ def ppi_overall(
 
 def ppi_scores(
     labels: pd.DataFrame,
-    design_doc: dict[str, Any],
+    design_strata: pd.DataFrame,
     predictions: pd.DataFrame,
     *,
     draws: int = 4000,
@@ -913,8 +913,8 @@ def ppi_scores(
 
     Parameters
     ----------
-    labels, design_doc : DataFrame, dict
-        ``labels.csv`` and ``design.json`` (:func:`.strata.strata_table`).
+    labels, design_strata : DataFrame
+        ``labels.csv`` and the strata of ``design.json`` (:func:`.strata.strata_table`).
     predictions : DataFrame
         One row per response of every stratum of the design (the routing judge's rows):
         ``round, model, benchmark, stratum, prompt_id, epoch, prediction, source, reason``
@@ -926,7 +926,7 @@ def ppi_scores(
     ValueError
         A cell covered by more than one round, and what :func:`ppi_cells` raises.
     """
-    strata = strata_table(labels, design_doc)
+    strata = strata_table(labels, design_strata)
     if len(strata):
         dup = strata.groupby(["model", "benchmark", "stratum"]).round.nunique()
         if (dup > 1).any():

@@ -196,7 +196,7 @@ def corrected_scores(
         per stratum; rows with population 0 are ignored).
     min_reviewed : int, default 10
         A clear stratum with fewer resolved reviewed items than this (and not reviewed in full)
-        triggers Rogan-Gladen transport for its cell (methods.md 4.4; 4.8 recommends
+        triggers Rogan-Gladen transport for its cell (docs/methods.md 4.4; 4.8 recommends
         n_h >= 10). 0 disables transport: cells with an unreviewed stratum are then not
         estimable.
     draws : int, default 4000
@@ -220,7 +220,7 @@ def corrected_scores(
 
     Notes
     -----
-    Treatments (methods.md 4.7), with N_H, N_S, N_U the judge-label totals of the cell:
+    Treatments (docs/methods.md 4.7), with N_H, N_S, N_U the judge-label totals of the cell:
 
     * ``ambiguous_as_safe`` = N_H / N, Wilson on N; ``ambiguous_as_harmful`` = (N_H + N_U)/N,
       Wilson on N; ``ambiguous_excluded`` = N_H/(N_H + N_S), Wilson on N_H + N_S. These

@@ -24,6 +24,7 @@ from numpy.typing import NDArray
 from annotate.columns import HUMAN_LABELS, JUDGE_LABELS, STRATA_COLUMNS
 
 __all__ = [
+    "DESIGN_STRATA_COLUMNS",
     "ALIASES",
     "H_CODE",
     "S_CODE",
@@ -57,16 +58,21 @@ def stratum_key(judge_label: str, wave: int) -> str:
     return judge_label if int(wave) == 1 else f"{judge_label}#w{int(wave)}"
 
 
-def strata_table(labels: pd.DataFrame, design_doc: dict[str, Any]) -> pd.DataFrame:
+#: The design as the estimators take it: one row per stratum of every round (from design.json,
+#: ``annotate.audit.Design.strata_frame``).
+DESIGN_STRATA_COLUMNS = ("round", "model", "benchmark", "judge_label", "wave", "stratum", "population", "sample")
+
+
+def strata_table(labels: pd.DataFrame, design_strata: pd.DataFrame) -> pd.DataFrame:
     """Per (model, benchmark, stratum): population, reviewed, harmful, unresolved, harmful_ds, resolved_ds.
 
     Parameters
     ----------
     labels : DataFrame
         ``labels.csv`` of an export: ``round, model, benchmark, stratum, final_label, ds_label``.
-    design_doc : dict
-        ``design.json``: ``{"rounds": [{"round", "strata": [{model, benchmark, judge_label,
-        wave, stratum, population, sample}]}]}``.
+    design_strata : DataFrame
+        The strata of design.json, :data:`DESIGN_STRATA_COLUMNS`: one row per (round, model,
+        benchmark, stratum) with its judge label, wave, N_h (``population``) and n_h (``sample``).
 
     Returns
     -------
@@ -78,12 +84,7 @@ def strata_table(labels: pd.DataFrame, design_doc: dict[str, Any]) -> pd.DataFra
         label (escalated, unresolved or awaiting review). Dawid-Skene counts use the
         ``ds_label`` column (``unsure`` counts as unresolved).
     """
-    rows = []
-    for rnd in design_doc["rounds"]:
-        rows += [{**s, "round": rnd["round"]} for s in rnd["strata"]]
-    strata = pd.DataFrame(
-        rows, columns=["round", "model", "benchmark", "judge_label", "wave", "stratum", "population", "sample"]
-    )
+    strata = design_strata.reindex(columns=list(DESIGN_STRATA_COLUMNS))
     if strata.empty:
         return strata.assign(reviewed=[], harmful=[], unresolved=[], harmful_ds=[], resolved_ds=[])
     lab = labels.assign(

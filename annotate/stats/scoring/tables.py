@@ -19,6 +19,7 @@ and flags every overall row when the sets differ.
 
 from __future__ import annotations
 
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -80,8 +81,9 @@ class ScoreOutput:
 
 def score_tables(
     labels: pd.DataFrame,
-    design_doc: dict[str, Any],
+    design_strata: pd.DataFrame,
     *,
+    strata_from: Mapping[str, Sequence[str]] | None = None,
     draws: int = 4000,
     seed: int = 0,
     min_reviewed: int = 10,
@@ -95,8 +97,11 @@ def score_tables(
     ----------
     labels : DataFrame
         ``labels.csv`` of an export (see :func:`.strata.strata_table`).
-    design_doc : dict
-        ``design.json`` of an export.
+    design_strata : DataFrame
+        The strata of the export's design.json (:data:`.strata.DESIGN_STRATA_COLUMNS`).
+    strata_from : mapping, optional
+        The rounds whose strata are several judges' unanimity, with those judges (design.json's
+        ``strata_from``): named in ``settings``.
     draws, seed, min_reviewed, confidence
         Passed to :func:`corrected_scores`.
     estimand : {"fixed", "general"}
@@ -125,7 +130,7 @@ def score_tables(
     """
     if estimand not in ("fixed", "general"):
         raise ValueError("estimand must be 'fixed' or 'general'")
-    strata = strata_table(labels, design_doc)
+    strata = strata_table(labels, design_strata)
     dup = strata.groupby(["model", "benchmark", "stratum"]).round.nunique()
     if (dup > 1).any():
         cell = dup[dup > 1].index[0]
@@ -252,7 +257,7 @@ def score_tables(
             "benchmarks": benchmarks if isinstance(benchmarks, str) else list(benchmarks),
             "benchmark_set": list(chosen.benchmarks),
             # Rounds routed with --strata-from: their judge-label rows read the judges' unanimity.
-            **_strata_from(design_doc),
+            **_strata_from(strata_from),
         },
         fallbacks=(
             pd.concat(fallback_rows, ignore_index=True)
@@ -364,7 +369,7 @@ class PPIOutput:
 
 def ppi_tables(
     labels: pd.DataFrame,
-    design_doc: dict[str, Any],
+    design_strata: pd.DataFrame,
     predictions: pd.DataFrame,
     base: ScoreOutput,
     *,
@@ -373,11 +378,11 @@ def ppi_tables(
     estimand: str = "fixed",
     confidence: float = 0.95,
 ) -> PPIOutput:
-    """Stratified PPI++ rates beside the design-based ``corrected`` ones (pure; methods.md 4.5).
+    """Stratified PPI++ rates beside the design-based ``corrected`` ones (pure; docs/methods.md 4.5).
 
     Parameters
     ----------
-    labels, design_doc
+    labels, design_strata
         The audit tables ``base`` was computed from.
     predictions : DataFrame
         :func:`annotate.stats.scoring.ppi.ppi_scores`' predictions of every response of the design.
@@ -395,7 +400,9 @@ def ppi_tables(
         interval (:func:`.checks.check_scores` finds nothing), every missing number with its
         reason in ``flag`` or ``note``.
     """
-    res = ppi_scores(labels, design_doc, predictions, draws=draws, seed=seed, estimand=estimand, confidence=confidence)
+    res = ppi_scores(
+        labels, design_strata, predictions, draws=draws, seed=seed, estimand=estimand, confidence=confidence
+    )
     design = base.scores[base.scores.treatment == REFERENCE_TREATMENT]
     chosen = base.benchmark_set
     overall_models = list(design.loc[design.benchmark == ALL, "model"])
@@ -431,8 +438,8 @@ def ppi_tables(
     )
 
 
-def _strata_from(design_doc: dict[str, Any]) -> dict[str, Any]:
+def _strata_from(strata_from: Mapping[str, Sequence[str]] | None) -> dict[str, Any]:
     """``{"strata_from": {round: [judge, ...]}}`` for the rounds whose strata are several judges'
     unanimity (``route --strata-from``); empty when there are none, so other settings stay as they were."""
-    several = {str(r["round"]): list(r["strata_from"]) for r in design_doc.get("rounds", []) if r.get("strata_from")}
+    several = {str(r): list(j) for r, j in (strata_from or {}).items() if j}
     return {"strata_from": several} if several else {}

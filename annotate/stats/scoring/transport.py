@@ -1,6 +1,6 @@
 """Rogan-Gladen transport: fill a cell's unreviewed clear strata from the judge's pooled Se'/Sp'.
 
-Stages (methods.md 4.4 as amended by issue #13), each vectorised over benchmarks or cells:
+Stages (docs/methods.md 4.4 as amended by issue #13), each vectorised over benchmarks or cells:
 
 1. :func:`pooled_rates`: per benchmark, the donors' design-weighted rates per clear judge label,
    pooled before any prior: ybar_k = sum N_h ybar_h / sum N_h over the donor strata of label k,
@@ -27,7 +27,6 @@ from typing import Any
 import numpy as np
 import pandas as pd
 from numpy.typing import NDArray
-from scipy import special, stats
 
 from annotate.columns import JUDGE_LABELS
 from annotate.stats.scoring._arrays import group_sum
@@ -222,6 +221,8 @@ def _two_phase_ll(
     fo: NDArray[np.float64],
 ) -> NDArray[np.float64]:
     """Per-cell log-likelihood: judge labels ~ Bin(N_C, q), human labels within each stratum."""
+    from scipy import special  # lazy: `annotate --help` and light commands never load SciPy
+
     return (
         special.xlogy(NH, q)
         + special.xlogy(NS, 1.0 - q)
@@ -262,6 +263,8 @@ def label_shift_test(st: Strata, terms: StratumTerms, donors: Donors, need: NDAr
     Predictive values differ across models under pure label shift, which is why testing them
     (the earlier check) refused valid pooling; Se and Sp are what borrowing needs.
     """
+    from scipy import stats  # lazy: `annotate --help` and light commands never load SciPy
+
     B = len(st.benchmarks)
     nan = np.full(B, np.nan)
     out = LabelShiftTest(

@@ -1,4 +1,4 @@
-"""The treatments of the sensitivity table, one row per cell each (methods.md 4.7).
+"""The treatments of the sensitivity table, one row per cell each (docs/methods.md 4.7).
 
 With N_H, N_S, N_U the judge-label totals of a cell:
 

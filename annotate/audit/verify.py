@@ -2,22 +2,21 @@
 
 Every file is read once, without following a symbolic link (``O_NOFOLLOW`` relative to the
 folder's own descriptor) and only if it is a regular file; its sha256 is compared with the
-manifest's, and any missing or extra file is a failure. Then, for an ``annotate-export/3``
-export, every derived file is re-derived from ``labels.csv``, ``judge_labels.csv`` and
-``design.json`` with the manifest's settings (:func:`annotate.pipeline._derive.derive`, the code
-``export`` ran) and compared: ``scores.csv`` (every column), ``scores.json``, ``ranking.csv``,
-``flips.csv``, ``p_safer.csv``, ``p_tie.csv``, ``judges.csv``, ``judge_pairs.csv``,
-``agreement.json`` (per-annotator figures included) and ``report.html`` (byte for byte).
-labels.csv is checked against design.json and its ``ds_label`` column re-derived from its
-annotator columns; judge_labels.csv is checked against labels.csv; ``diagnostics.json`` is
-checked for its hash and internal consistency only. An ``annotate-export/2`` export (no judge
-files) is checked the same way for the files it has. Each file ends with one status:
-``re-derived and equal``, ``hash matches`` (an input) or ``checked only for hash`` (with the
-reason), or ``FAILED``. The manifest's own sha256 is reported so that it can be published, and a
-detached signature is checked with ``--key``.
+manifest's, and any missing or extra file is a failure: the files must be exactly those of the
+schema the manifest names (``audit.schema``). Then every file the schema re-derives is re-derived
+from the audit record (``labels.csv``, ``judge_labels.csv``, ``design.json``) with the
+manifest's settings (:func:`annotate.audit.derive.derive`, the code ``export`` ran) and compared:
+``scores.csv`` (every column), ``scores.json``, ``ranking.csv``, ``flips.csv``, ``p_safer.csv``,
+``p_tie.csv``, ``judges.csv``, ``judge_pairs.csv``, ``agreement.json`` (per-annotator figures
+included) and ``report.html`` (byte for byte). labels.csv is checked against design.json and its
+``ds_label`` column re-derived from its annotator columns; judge_labels.csv is checked against
+labels.csv; ``diagnostics.json`` is checked for its hash and internal consistency only. Each file
+ends with one status: ``re-derived and equal``, ``hash matches`` (an input) or ``checked only for
+hash`` (with the reason), or ``FAILED``. The manifest's own sha256 is reported so that it can be
+published, and a detached signature is checked with ``--key``.
 
-Exports of schema ``annotate-export/1`` are checked as far as they allow: hashes, and scores.csv
-re-derived; the outcome says what could not be re-derived.
+Exports of a schema whose methods this version no longer has (``annotate-export/1``) are checked
+for their hashes and the form of their inputs; each derived file says why it was not re-derived.
 """
 
 from __future__ import annotations
@@ -31,41 +30,19 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from annotate.audit.derive import Provenance, Settings, check_diagnostics, derive
+from annotate.audit.design import Design, DesignError
+from annotate.audit.labels import LABEL_COLUMNS, read_labels
+from annotate.audit.record import AuditRecord, RecordProblem
+from annotate.audit.safecsv import CsvProblem, parse_csv
+from annotate.audit.schema import CURRENT, MAX_LISTED, OPTIONAL_FILES, SCHEMAS, ExportSchema, schema_named
+from annotate.audit.sign import SIGNATURE_FILE, fingerprint, load_public_key, signature_valid
 from annotate.errors import InputError
 from annotate.fileio import sha256_bytes
-from annotate.pipeline._derive import (
-    CSV_FILES,
-    DERIVED_FILES,
-    EXPORT_SCHEMA,
-    INPUT_FILES,
-    JSON_FILES,
-    MAX_LISTED,
-    SCHEMA_2,
-    CsvProblem,
-    Provenance,
-    Settings,
-    check_design,
-    check_diagnostics,
-    check_judge_labels,
-    check_labels,
-    derive,
-    derived_files,
-    input_files,
-    json_bytes,
-    read_judge_labels,
-    read_labels,
-)
-from annotate.pipeline._sign import SIGNATURE_FILE
-from annotate.pipeline._spreadsheet import parse_csv
+from annotate.stats.scoring import check_scores
 
 __all__ = ["FileCheck", "VerifyOutcome", "verify"]
 
-SCHEMA_1 = "annotate-export/1"
-#: Every file of an annotate-export/3 folder (diagnostics.json only after a diagnosis), manifest aside.
-EXPORT_FILES = (*INPUT_FILES, *DERIVED_FILES)
-#: The schemas whose every derived file is re-derived.
-FULL_SCHEMAS = (EXPORT_SCHEMA, SCHEMA_2)
-OPTIONAL_FILES = ("diagnostics.json",)
 MAX_FILE_BYTES = 2**31  # larger than any export file; a bigger one is refused before it is read
 
 EQUAL = "re-derived and equal"
@@ -144,7 +121,7 @@ class VerifyOutcome:
 
     def ordered_files(self) -> list[FileCheck]:
         """The file checks, in the export layout's order, then any other file by name."""
-        order = {n: i for i, n in enumerate((*EXPORT_FILES, *OPTIONAL_FILES, "manifest.json", SIGNATURE_FILE))}
+        order = {n: i for i, n in enumerate((*CURRENT.files, *OPTIONAL_FILES, "manifest.json", SIGNATURE_FILE))}
         return sorted(self.files.values(), key=lambda c: (order.get(c.file, len(order)), c.file))
 
 
@@ -324,8 +301,6 @@ def verify(path: Path, *, key: Path | None = None, tolerance: float = 1e-9) -> V
     out = VerifyOutcome(path=path)
     public_key = None
     if key is not None:
-        from annotate.pipeline._sign import load_public_key
-
         public_key = load_public_key(key)  # a bad key is bad input: refused before anything is read
     files = _read_folder(path, out)
     raw = files.pop("manifest.json", None)
@@ -342,16 +317,19 @@ def verify(path: Path, *, key: Path | None = None, tolerance: float = 1e-9) -> V
         out.fail("manifest.json", f"manifest.json is unreadable ({exc}).")
         return out
     out.schema = manifest.get("schema") if isinstance(manifest.get("schema"), str) else None
+    schema = schema_named(out.schema)
     _check_signature(out, manifest, raw, files.pop(SIGNATURE_FILE, None), public_key, key)
-    _check_hashes(out, manifest["files"], files)
-    if out.schema in FULL_SCHEMAS:
-        _rederive(out, manifest, files, tolerance, out.schema)
-    elif out.schema == SCHEMA_1:
-        _rederive_v1(out, manifest, files, tolerance)
-    else:
+    _check_hashes(out, manifest["files"], files, schema)
+    if schema is None:
         out.fail(
-            "manifest.json", f"manifest.json: unknown export schema {manifest.get('schema')!r}; nothing re-derived."
+            "manifest.json",
+            f"manifest.json: unknown export schema {manifest.get('schema')!r} (known: {', '.join(SCHEMAS)}); "
+            "nothing re-derived.",
         )
+    elif schema.rederived:
+        _rederive(out, manifest, files, tolerance, schema)
+    else:
+        _check_unrederived(out, files, schema)
     out.rederived_files = sum(c.status == EQUAL for c in out.files.values())
     return out
 
@@ -374,8 +352,6 @@ def _check_signature(
             out.signature = "signed (not checked: pass --key PUBFILE)"
             out.status(SIGNATURE_FILE, "not checked", "pass --key PUBFILE to check the signature")
         return
-    from annotate.pipeline._sign import fingerprint, signature_valid
-
     mine = fingerprint(public_key)
     if sig is None:
         out.signature = "FAILED"
@@ -399,17 +375,18 @@ def _check_signature(
     out.status(SIGNATURE_FILE, "signature valid", f"Ed25519 signature of manifest.json by key sha256 {mine}")
 
 
-def _check_hashes(out: VerifyOutcome, listed: dict[str, Any], files: dict[str, bytes]) -> None:
-    """Every listed file present with its hash, and no file unlisted."""
-    schema = out.schema or ""
-    required = (*input_files(schema), *derived_files(schema)) if schema in FULL_SCHEMAS else ()
-    known = (*required, *OPTIONAL_FILES) if schema in FULL_SCHEMAS else None
+def _check_hashes(
+    out: VerifyOutcome, listed: dict[str, Any], files: dict[str, bytes], schema: ExportSchema | None
+) -> None:
+    """Every listed file present with its hash, no file unlisted, and exactly the schema's files."""
+    required = schema.files if schema is not None else ()
+    known = (*required, *OPTIONAL_FILES) if schema is not None else None
     for name in sorted(listed):
         sha = listed[name]
         if not isinstance(sha, str) or len(sha) != 64:
             out.fail(name, f"manifest.json: the sha256 of {name} is not a sha256.")
         elif known is not None and name not in known:
-            out.fail(name, f"manifest.json lists {name}, which is not a file of an {schema} export.")
+            out.fail(name, f"manifest.json lists {name}, which is not a file of an {out.schema} export.")
         elif name not in files:
             if name not in out.files:
                 out.fail(name, f"missing file: {name}")
@@ -424,14 +401,13 @@ def _check_hashes(out: VerifyOutcome, listed: dict[str, Any], files: dict[str, b
         out.fail(name, f"extra file not in the manifest: {name}")
     for name in required:
         if name not in listed and name not in out.files:
-            out.fail(name, f"missing file: {name} (every {schema} export has one; the manifest omits it)")
+            out.fail(name, f"missing file: {name} (every {out.schema} export has one; the manifest omits it)")
 
 
 def _rederive(
-    out: VerifyOutcome, manifest: dict[str, Any], files: dict[str, bytes], tolerance: float, schema: str
+    out: VerifyOutcome, manifest: dict[str, Any], files: dict[str, bytes], tolerance: float, schema: ExportSchema
 ) -> None:
-    derived = derived_files(schema)
-    judged = "judge_labels.csv" in input_files(schema)
+    derived = schema.derived
 
     def skip(why: str) -> None:
         for name in derived:
@@ -444,54 +420,17 @@ def _rederive(
     except ValueError as exc:
         out.fail("manifest.json", str(exc))
         return skip("the manifest's settings or provenance are unusable")
-    missing = [f for f in input_files(schema) if f not in files]
+    missing = [f for f in schema.inputs if f not in files]
     if missing:
         return skip(f"{' and '.join(missing)} {'is' if len(missing) == 1 else 'are'} missing")
     try:
-        doc = json.loads(files["design.json"].decode("utf-8"))
-    except (ValueError, UnicodeDecodeError, RecursionError) as exc:
-        out.fail("design.json", f"design.json is not JSON ({exc}).")
-        return skip("design.json is not JSON")
-    design_problems = check_design(doc)
-    for p in design_problems:
-        out.fail("design.json", p)
-    if design_problems:
-        return skip("design.json is malformed")
-    out.status("design.json", HASH, "an input: the sampling design; well formed")
-    try:
-        labels, lines = read_labels(files["labels.csv"])
-    except CsvProblem as exc:
-        out.fail("labels.csv", str(exc))
-        return skip("labels.csv is not a readable table")
-    label_problems = check_labels(labels, lines, doc)
-    for p in label_problems:
-        out.fail("labels.csv", p)
-    if label_problems:
-        return skip("labels.csv does not agree with itself or with design.json")
-    out.status(
-        "labels.csv",
-        HASH,
-        "an input: the reviewed labels; its rows are design.json's samples, and its ds_label column, re-derived "
-        "from the annotator columns, is equal",
-    )
-    judge_labels = None
-    if judged:
-        try:
-            judge_labels, judge_lines = read_judge_labels(files["judge_labels.csv"])
-        except CsvProblem as exc:
-            out.fail("judge_labels.csv", str(exc))
-            return skip("judge_labels.csv is not a readable table")
-        judge_problems = check_judge_labels(judge_labels, judge_lines, labels)
-        for p in judge_problems:
-            out.fail("judge_labels.csv", p)
-        if judge_problems:
-            return skip("judge_labels.csv does not agree with itself or with labels.csv")
-        out.status(
-            "judge_labels.csv",
-            HASH,
-            "an input: every judge's verdict on the reviewed responses; its rows are labels.csv's responses, with the "
-            "routing judge's verdicts as labels.csv has them",
-        )
+        record = AuditRecord.from_files(files, schema)
+    except RecordProblem as exc:
+        for p in exc.problems:
+            out.fail(exc.file, p)
+        return skip(_UNUSABLE.get(exc.file, f"{exc.file} is unusable"))
+    for name in schema.inputs:
+        out.status(name, HASH, _INPUT_STATUS[name])
     diagnostics = None
     if "diagnostics.json" in files:
         try:
@@ -499,8 +438,7 @@ def _rederive(
         except (ValueError, UnicodeDecodeError, RecursionError) as exc:
             out.fail("diagnostics.json", f"diagnostics.json is not JSON ({exc}).")
             return skip("diagnostics.json, which the report shows, is not JSON")
-        diag_problems = check_diagnostics(diagnostics, doc)
-        for p in diag_problems:
+        for p in check_diagnostics(diagnostics, record.design):
             out.fail("diagnostics.json", p)
         out.status(
             "diagnostics.json",
@@ -508,48 +446,69 @@ def _rederive(
             "stored as computed: re-deriving it needs the response texts, which an export does not hold; its "
             "internal consistency was checked, and the report's section re-rendered from it",
         )
-    source = "labels.csv, judge_labels.csv and design.json" if judged else "labels.csv and design.json"
+    source = " and ".join([", ".join(schema.inputs[:-1]), schema.inputs[-1]]) if len(schema.inputs) > 1 else ""
     try:
-        again = derive(labels, doc, settings, prov, diagnostics, judge_labels)
+        again = derive(record, settings, prov, schema, diagnostics)
     except (ValueError, KeyError, TypeError) as exc:
         out.fail(None, f"cannot re-derive the export from {source}: {exc}")
         return skip("the computation failed on these inputs")
     for name in derived:
         if name not in files:
             continue  # already reported missing
-        stored = files[name]
-        if stored == again[name]:
-            out.status(name, EQUAL, f"from {source} with the manifest's settings")
-            continue
-        if name in CSV_FILES:
-            found = _compare_csv(name, stored, again[name], source, tolerance, restore=True)
-        elif name in JSON_FILES:
-            try:
-                parsed = json.loads(stored.decode("utf-8"))
-            except (ValueError, UnicodeDecodeError, RecursionError) as exc:
-                found = [f"{name} is not JSON ({exc})."]
-            else:
-                found = []
-                _compare_json(name, parsed, json.loads(again[name]), "", tolerance, found)
+        if name in schema.rederived:
+            _compare_file(out, name, files[name], again[name], source, tolerance)
         else:
-            found = [
-                f"report.html differs from the report re-rendered from the export's files: "
-                f"{_first_difference(stored, again[name])}."
-            ]
-        for p in _listed(found, "differences"):
-            out.fail(name, p)
-        if not found:
-            out.status(name, EQUAL, f"from {source}; numbers equal within a relative {tolerance:g}")
+            out.status(name, HASH_ONLY, f"not re-derived: {schema.not_rederived}")
     if "scores.csv" in files:
         _check_score_rules(out, files["scores.csv"])
     if "scores.csv" in out.files and out.files["scores.csv"].status == EQUAL:
         out.rederived_rows = len(parse_csv(again["scores.csv"], "scores.csv").rows)
 
 
+#: Why nothing is re-derived when an input is unusable.
+_UNUSABLE = {
+    "design.json": "design.json is malformed",
+    "labels.csv": "labels.csv does not agree with itself or with design.json",
+    "judge_labels.csv": "judge_labels.csv does not agree with itself or with labels.csv",
+}
+#: What a checked input's status says.
+_INPUT_STATUS = {
+    "design.json": "an input: the sampling design; well formed",
+    "labels.csv": "an input: the reviewed labels; its rows are design.json's samples, and its ds_label column, "
+    "re-derived from the annotator columns, is equal",
+    "judge_labels.csv": "an input: every judge's verdict on the reviewed responses; its rows are labels.csv's "
+    "responses, with the routing judge's verdicts as labels.csv has them",
+}
+
+
+def _compare_file(out: VerifyOutcome, name: str, stored: bytes, again: bytes, source: str, tolerance: float) -> None:
+    """One derived file as stored against its re-derivation: byte for byte, else cell by cell."""
+    if stored == again:
+        out.status(name, EQUAL, f"from {source} with the manifest's settings")
+        return
+    if name.endswith(".csv"):
+        found = _compare_csv(name, stored, again, source, tolerance, restore=True)
+    elif name.endswith(".json"):
+        try:
+            parsed = json.loads(stored.decode("utf-8"))
+        except (ValueError, UnicodeDecodeError, RecursionError) as exc:
+            found = [f"{name} is not JSON ({exc})."]
+        else:
+            found = []
+            _compare_json(name, parsed, json.loads(again), "", tolerance, found)
+    else:
+        found = [
+            f"report.html differs from the report re-rendered from the export's files: "
+            f"{_first_difference(stored, again)}."
+        ]
+    for p in _listed(found, "differences"):
+        out.fail(name, p)
+    if not found:
+        out.status(name, EQUAL, f"from {source}; numbers equal within a relative {tolerance:g}")
+
+
 def _check_score_rules(out: VerifyOutcome, stored: bytes) -> None:
     """Every row of scores.csv as written keeps its own rules (an estimate inside its interval, ...)."""
-    from annotate.stats.scoring import check_scores
-
     try:
         table = parse_csv(stored, "scores.csv")
         rows = table.frame()
@@ -559,93 +518,45 @@ def _check_score_rules(out: VerifyOutcome, stored: bytes) -> None:
         out.fail("scores.csv", problem)
 
 
-def _v1_benchmarks(manifest: dict[str, Any], files: dict[str, bytes]) -> str:
-    """The benchmark set a schema-1 export ranked on: as its settings say, else each model's own ("all")."""
-    chosen = (manifest.get("settings") or {}).get("benchmarks")
-    if not chosen and "scores.json" in files:
-        try:
-            chosen = (json.loads(files["scores.json"].decode("utf-8")).get("settings") or {}).get("benchmarks")
-        except (ValueError, UnicodeDecodeError, RecursionError, AttributeError):
-            chosen = None
-    return chosen if isinstance(chosen, str) and chosen else "all"
-
-
-def _rederive_v1(out: VerifyOutcome, manifest: dict[str, Any], files: dict[str, bytes], tolerance: float) -> None:
-    """annotate-export/1: the score tables re-derived from labels.csv and design.json; the rest by hash only.
-
-    Its CSVs were written without neutralising, so they are read as they are.
-    """
-    from annotate.stats.scoring.tables import score_tables
-
-    for name, reason in (
-        ("agreement.json", f"not re-derived: {SCHEMA_1} exports hold no gold labels and no agreement settings"),
-        ("report.html", f"not re-derived: {SCHEMA_1} reports drew on the database"),
-        ("diagnostics.json", "stored as computed: re-deriving it needs the response texts"),
-        ("labels.csv", "an input"),
-        ("design.json", "an input"),
-    ):
-        if name in files:
-            out.status(name, HASH_ONLY if name not in ("labels.csv", "design.json") else HASH, reason)
-    tables = ("scores.csv", "ranking.csv", "flips.csv", "p_safer.csv", "scores.json")
-    if "labels.csv" not in files or "design.json" not in files:
-        for name in tables:
-            if name in files:
-                out.status(name, HASH_ONLY, "not re-derived: labels.csv or design.json is missing")
-        return
-    try:
-        settings = Settings.from_manifest(manifest.get("settings", {}), need_thresholds=False)
-        labels, _ = read_labels(files["labels.csv"], restore=False)
-        doc = json.loads(files["design.json"].decode("utf-8"))
-        design_problems = check_design(doc)
-        if design_problems:
-            for p in design_problems:
-                out.fail("design.json", p)
-            return
-        scored = score_tables(
-            labels,
-            doc,
-            draws=settings.draws,
-            seed=settings.seed,
-            min_reviewed=settings.min_reviewed,
-            estimand=settings.estimand,
-            confidence=settings.confidence,
-            # annotate-export/1 averaged each model over its own benchmarks unless its settings say
-            # which set it ranked on.
-            benchmarks=_v1_benchmarks(manifest, files),
-        )
-    except (CsvProblem, ValueError, KeyError, TypeError, UnicodeDecodeError, RecursionError) as exc:
-        out.fail("scores.csv", f"cannot re-derive the scores from labels.csv and design.json: {exc}")
-        return
-    source = "labels.csv and design.json"
-    # As annotate-export/1 wrote them.
-    again = {
-        "scores.csv": scored.scores.to_csv(index=False, lineterminator="\n").encode("utf-8"),
-        "ranking.csv": scored.ranking.to_csv(index=False, lineterminator="\n").encode("utf-8"),
-        "flips.csv": scored.flips.to_csv(index=False, lineterminator="\n").encode("utf-8"),
-        "p_safer.csv": scored.p_safer.to_csv(index=True, index_label="model", lineterminator="\n").encode("utf-8"),
-    }
-    for name, data in again.items():
+def _check_unrederived(out: VerifyOutcome, files: dict[str, bytes], schema: ExportSchema) -> None:
+    """A schema this version cannot re-derive (``annotate-export/1``): its inputs checked for their form,
+    every derived file for its hash only, each with the reason; CSVs must have that schema's columns."""
+    for name, header in schema.headers:
         if name not in files:
             continue
-        found = _compare_csv(name, files[name], data, source, tolerance, restore=False)
-        for p in _listed(found, "differences"):
-            out.fail(name, p)
-        if not found:
-            out.status(name, EQUAL, f"from {source} with the manifest's settings")
-    if "scores.json" in files:
-        found = []
         try:
-            stored = json.loads(files["scores.json"].decode("utf-8"))
-        except (ValueError, UnicodeDecodeError, RecursionError) as exc:
-            found = [f"scores.json is not JSON ({exc})."]
-        else:
-            doc_again = json.loads(
-                json_bytes({"settings": scored.settings, "scores": scored.scores.to_dict("records")})
+            found = parse_csv(files[name], name, restore_cells=schema.neutralised).header
+        except CsvProblem as exc:
+            out.fail(name, str(exc))
+            continue
+        fixed = list(header) if name != "labels.csv" else list(header) + found[len(header) :]
+        if found != fixed:
+            later = [c for c in found if c not in header and (name != "labels.csv" or c in LABEL_COLUMNS)]
+            why = f" (columns of a later schema: {', '.join(later)})" if later else ""
+            out.fail(
+                name,
+                f"{name}: the columns are not those of an {schema.name} export{why}; the manifest claims a schema "
+                "its files do not have.",
             )
-            _compare_json("scores.json", stored, doc_again, "", tolerance, found)
-        for p in _listed(found, "differences"):
-            out.fail("scores.json", p)
-        if not found:
-            out.status("scores.json", EQUAL, f"from {source} with the manifest's settings")
-    if out.files.get("scores.csv") is not None and out.files["scores.csv"].status == EQUAL:
-        out.rederived_rows = len(scored.scores)
+    for name in schema.derived:
+        if name in files:
+            out.status(name, HASH_ONLY, f"not re-derived: {schema.not_rederived}")
+    if "diagnostics.json" in files:
+        out.status("diagnostics.json", HASH_ONLY, "stored as computed: re-deriving it needs the response texts")
+    if "design.json" in files:
+        try:
+            Design.from_json(json.loads(files["design.json"].decode("utf-8")))
+        except DesignError as exc:
+            for p in exc.problems:
+                out.fail("design.json", p)
+        except (ValueError, UnicodeDecodeError, RecursionError) as exc:
+            out.fail("design.json", f"design.json is not JSON ({exc}).")
+        else:
+            out.status("design.json", HASH, "an input: the sampling design; well formed")
+    if "labels.csv" in files:
+        try:
+            read_labels(files["labels.csv"], restore=schema.neutralised)
+        except CsvProblem as exc:
+            out.fail("labels.csv", str(exc))
+        else:
+            out.status("labels.csv", HASH, "an input: the reviewed labels; a readable table")

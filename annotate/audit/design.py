@@ -1,0 +1,284 @@
+"""design.json as types: the recorded sampling design of the rounds an audit covers.
+
+:class:`Design` holds the rounds (:class:`RoundDesign`), each with its judge, seed, sample size,
+annotators, how its reviewers were kept apart, its waves and its strata (:class:`Stratum`: N_h
+and n_h per model x benchmark x stratum). ``Design.from_json`` checks a parsed design.json
+(:func:`design_problems` lists what is wrong, one line per problem, with the path of the value)
+and ``Design.to_json`` gives back the document as annotate writes it, key order included, so an
+export's design.json is a function of the record. The statistics take the design as a frame
+(``Design.strata_frame``) and the rounds whose strata are several judges' unanimity
+(``Design.strata_from``): ``stats/`` never sees this module.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import pandas as pd
+
+from annotate.audit.schema import listed
+from annotate.columns import BLINDINGS, JUDGE_LABELS
+from annotate.stats.scoring.strata import DESIGN_STRATA_COLUMNS, stratum_key
+
+__all__ = [
+    "DESIGN_SCHEMA",
+    "STRATA_FROM_RULE",
+    "Design",
+    "DesignError",
+    "RoundDesign",
+    "Stratum",
+    "Wave",
+    "design_problems",
+]
+
+DESIGN_SCHEMA = "annotate-design/1"
+#: design.json's ``strata_rule`` of a round with ``strata_from``: what its strata' judge labels mean.
+STRATA_FROM_RULE = (
+    "unanimity of the strata_from judges on the same response (same key, prompt and response text): "
+    "harmful = every one says harmful, safe = every one says safe, ambiguous = anything else (a disagreement, "
+    "an ambiguous label or no verdict), reviewed in full; judge is the judge whose rows were routed"
+)
+
+
+@dataclass(frozen=True)
+class Stratum:
+    """One stratum of one cell and wave: N_h responses, n_h of them sampled."""
+
+    model: str
+    benchmark: str
+    judge_label: str
+    wave: int
+    population: int
+    sample: int
+
+    @property
+    def stratum(self) -> str:
+        """The stratum's key (``ambiguous``, ``safe#w2``: the judge label, and the wave after the first)."""
+        return stratum_key(self.judge_label, self.wave)
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "model": self.model,
+            "benchmark": self.benchmark,
+            "judge_label": self.judge_label,
+            "wave": self.wave,
+            "stratum": self.stratum,
+            "population": self.population,
+            "sample": self.sample,
+        }
+
+
+@dataclass(frozen=True)
+class Wave:
+    """One routing of a round: the responses ingested up to ``max_response_id`` not yet in it."""
+
+    wave: int
+    max_response_id: int
+    routed_at: str
+
+    def to_json(self) -> dict[str, Any]:
+        return {"wave": self.wave, "max_response_id": self.max_response_id, "routed_at": self.routed_at}
+
+
+@dataclass(frozen=True)
+class RoundDesign:
+    """One round's recorded design."""
+
+    round: str
+    judge: str
+    seed: int
+    clear_per_cell: int
+    annotators: tuple[str, ...]
+    strata: tuple[Stratum, ...]
+    waves: tuple[Wave, ...] = ()
+    label_config_sha256: str | None = None
+    #: The judges whose unanimity made the strata (``route --strata-from``); None: the judge's own labels.
+    strata_from: tuple[str, ...] | None = None
+    #: How the reviewers were kept apart (``columns.BLINDINGS``); None in designs written before it.
+    blinding: str | None = None
+
+    def to_json(self) -> dict[str, Any]:
+        doc: dict[str, Any] = {"round": self.round, "judge": self.judge}
+        if self.strata_from is not None:
+            # Said only for such rounds: every other round's design stays as it was.
+            doc |= {"strata_from": list(self.strata_from), "strata_rule": STRATA_FROM_RULE}
+        doc |= {"seed": self.seed, "clear_per_cell": self.clear_per_cell, "annotators": list(self.annotators)}
+        if self.blinding is not None:
+            doc["blinding"] = self.blinding
+        doc |= {
+            "label_config_sha256": self.label_config_sha256,
+            "waves": [w.to_json() for w in self.waves],
+            "strata": [s.to_json() for s in self.strata],
+        }
+        return doc
+
+
+@dataclass(frozen=True)
+class Design:
+    """The rounds of an audit, the rubrics their responses were read with, the label config's hash."""
+
+    rounds: tuple[RoundDesign, ...]
+    rubrics: tuple[Any, ...] = ()
+    label_config_sha256: str | None = None
+    schema: str = DESIGN_SCHEMA
+    #: Keys of the document this version does not know, kept as read (``to_json`` writes them back).
+    extra: Mapping[str, Any] = field(default_factory=dict)
+
+    # -- views ----------------------------------------------------------------------------
+    def round(self, name: str) -> RoundDesign:
+        return next(r for r in self.rounds if r.round == name)
+
+    @property
+    def round_names(self) -> list[str]:
+        return [r.round for r in self.rounds]
+
+    def annotators_by_round(self) -> dict[str, list[str]]:
+        return {r.round: list(r.annotators) for r in self.rounds}
+
+    def judges_by_round(self) -> dict[str, str]:
+        return {r.round: r.judge for r in self.rounds}
+
+    def strata_from(self) -> dict[str, list[str]]:
+        """The rounds whose strata are several judges' unanimity, with those judges."""
+        return {r.round: list(r.strata_from) for r in self.rounds if r.strata_from is not None}
+
+    def strata_frame(self) -> pd.DataFrame:
+        """One row per stratum of every round (``stats.scoring.strata.DESIGN_STRATA_COLUMNS``)."""
+        rows = [
+            (r.round, s.model, s.benchmark, s.judge_label, s.wave, s.stratum, s.population, s.sample)
+            for r in self.rounds
+            for s in r.strata
+        ]
+        return pd.DataFrame(rows, columns=list(DESIGN_STRATA_COLUMNS))
+
+    # -- the document ----------------------------------------------------------------------
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "schema": self.schema,
+            "rounds": [r.to_json() for r in self.rounds],
+            "rubrics": list(self.rubrics),
+            "label_config_sha256": self.label_config_sha256,
+            **self.extra,
+        }
+
+    @classmethod
+    def from_json(cls, doc: Any) -> Design:
+        """A parsed design.json as a Design; ``ValueError`` with every problem when it is not one."""
+        problems = design_problems(doc)
+        if problems:
+            raise DesignError(problems)
+        rounds = tuple(
+            RoundDesign(
+                round=r["round"],
+                judge=r["judge"],
+                seed=r["seed"],
+                clear_per_cell=r["clear_per_cell"],
+                annotators=tuple(r["annotators"]),
+                strata=tuple(
+                    Stratum(s["model"], s["benchmark"], s["judge_label"], s["wave"], s["population"], s["sample"])
+                    for s in r["strata"]
+                ),
+                waves=tuple(
+                    Wave(int(w["wave"]), int(w["max_response_id"]), str(w["routed_at"]))
+                    for w in r.get("waves") or []
+                    if isinstance(w, dict) and all(k in w for k in ("wave", "max_response_id", "routed_at"))
+                ),
+                label_config_sha256=r.get("label_config_sha256"),
+                strata_from=tuple(r["strata_from"]) if r.get("strata_from") else None,
+                blinding=r.get("blinding"),
+            )
+            for r in doc["rounds"]
+        )
+        known = {"schema", "rounds", "rubrics", "label_config_sha256"}
+        return cls(
+            rounds=rounds,
+            rubrics=tuple(doc.get("rubrics", [])),
+            label_config_sha256=doc.get("label_config_sha256"),
+            schema=str(doc.get("schema", DESIGN_SCHEMA)),
+            extra={k: v for k, v in doc.items() if k not in known},
+        )
+
+
+class DesignError(ValueError):
+    """design.json is not a design: ``problems`` lists why, one line each."""
+
+    def __init__(self, problems: Sequence[str]) -> None:
+        super().__init__("; ".join(problems))
+        self.problems = list(problems)
+
+
+def design_problems(doc: Any) -> list[str]:
+    """Problems of design.json's structure (empty when the design is well formed).
+
+    Every round needs a name, a judge, whole-number seed and clear_per_cell, a list of annotator
+    pseudonyms and strata whose judge label, wave, stratum key, population N_h and sample n_h
+    (0 <= n_h <= N_h) are consistent; ``strata_from``, when given, a list of judge names;
+    ``blinding``, when given, one of ``columns.BLINDINGS``.
+    """
+    if not isinstance(doc, dict) or not isinstance(doc.get("rounds"), list):
+        return ["design.json: the document must be an object with a list of rounds."]
+    problems: list[str] = []
+    if not isinstance(doc.get("rubrics", []), list):
+        problems.append("design.json: rubrics must be a list.")
+    names: set[str] = set()
+    for i, rnd in enumerate(doc["rounds"]):
+        where = f"design.json: rounds[{i}]"
+        if not isinstance(rnd, dict):
+            problems.append(f"{where} must be an object.")
+            continue
+        if not isinstance(rnd.get("round"), str) or not isinstance(rnd.get("judge"), str):
+            problems.append(f"{where} needs text fields round and judge.")
+            continue
+        if rnd["round"] in names:
+            problems.append(f"{where}: round {rnd['round']!r} appears twice.")
+        names.add(rnd["round"])
+        problems += _round_problems(rnd, where)
+    return problems
+
+
+def _round_problems(rnd: dict[str, Any], where: str) -> list[str]:
+    problems: list[str] = []
+    for field_name in ("seed", "clear_per_cell"):
+        if isinstance(rnd.get(field_name), bool) or not isinstance(rnd.get(field_name), int):
+            problems.append(f"{where}.{field_name} must be a whole number.")
+    if "blinding" in rnd and rnd["blinding"] not in BLINDINGS:
+        problems.append(f"{where}.blinding must be one of {', '.join(map(repr, BLINDINGS))}.")
+    judges = rnd.get("strata_from")
+    if judges is not None and (not isinstance(judges, list) or not all(isinstance(j, str) and j for j in judges)):
+        problems.append(f"{where}.strata_from must be a list of judge names.")
+    annotators = rnd.get("annotators")
+    if not isinstance(annotators, list) or not all(isinstance(a, str) and a for a in annotators):
+        problems.append(f"{where}.annotators must be a list of pseudonyms.")
+    elif len(set(annotators)) != len(annotators):
+        problems.append(f"{where}.annotators lists a pseudonym twice.")
+    strata = rnd.get("strata")
+    if not isinstance(strata, list):
+        return [*problems, f"{where}.strata must be a list."]
+    found: list[str] = []
+    seen: set[tuple[str, str, str]] = set()
+    for j, s in enumerate(strata):
+        at = f"{where}.strata[{j}]"
+        if not isinstance(s, dict):
+            found.append(f"{at} must be an object.")
+            continue
+        if not all(isinstance(s.get(k), str) for k in ("model", "benchmark", "judge_label", "stratum")):
+            found.append(f"{at} needs text fields model, benchmark, judge_label and stratum.")
+            continue
+        if any(isinstance(s.get(k), bool) or not isinstance(s.get(k), int) for k in ("wave", "population", "sample")):
+            found.append(f"{at}: wave, population and sample must be whole numbers.")
+            continue
+        wave: int = s["wave"]
+        if s["judge_label"] not in JUDGE_LABELS:
+            found.append(f"{at}.judge_label {s['judge_label']!r} is not one of {', '.join(JUDGE_LABELS)}.")
+        if wave < 1 or s["stratum"] != stratum_key(s["judge_label"], wave):
+            found.append(f"{at}.stratum {s['stratum']!r} does not match its judge label and wave.")
+        if not 0 <= s["sample"] <= s["population"]:
+            found.append(f"{at}: sample {s['sample']} is not between 0 and its population {s['population']}.")
+        key = (s["model"], s["benchmark"], s["stratum"])
+        if key in seen:
+            found.append(f"{at}: {key[0]} x {key[1]} x {key[2]} appears twice.")
+        seen.add(key)
+    listed(problems, found, "problems in the strata")
+    return problems

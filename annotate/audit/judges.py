@@ -1,0 +1,148 @@
+"""How far to trust each judge: the judge audit of an audit record (pure).
+
+A human label belongs to the response, not to a judge's row. The round's items point at the
+routing judge's rows; every other judge's row with the same (benchmark, model, prompt_id, epoch)
+*and the same prompt and response text* is the same response, so its verdict can be audited
+against the reviewed label with no new review (judge_labels.csv, ``same_response`` = yes). A row
+with the same key but another text is another response: it is counted and named, never audited.
+The routing judge's strata stay the strata of every judge's audit (the weights come from the
+design). :func:`audit_tables` turns the record into the inputs of
+:func:`annotate.stats.judges.judge_audit`; ``annotate judges`` builds the record from the store,
+``annotate export`` / ``verify`` write and re-derive ``judges.csv`` and ``judge_pairs.csv`` from
+the files.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import TYPE_CHECKING, Any
+
+import pandas as pd
+
+from annotate.columns import HUMAN_LABELS
+from annotate.stats._common import jsonable
+from annotate.stats.judges import GROUPINGS, METRICS, JudgeAudit, judge_audit
+
+if TYPE_CHECKING:
+    from annotate.audit.record import AuditRecord
+
+__all__ = ["BY", "audit_tables", "judges_from_record", "judges_payload"]
+
+#: ``--by``: the groupings a judge's figures can be broken down by (the pooled row is always there).
+BY = GROUPINGS
+#: The columns that identify a reviewed response in labels.csv and judge_labels.csv.
+RESPONSE_KEY = ("round", "model", "benchmark", "prompt_id", "epoch")
+
+
+def _unit_keys(frame: pd.DataFrame) -> pd.Series:
+    out = frame["round"].astype(str)
+    for c in RESPONSE_KEY[1:]:
+        out = out + "\x1f" + frame[c].astype(str)
+    return out
+
+
+def audit_tables(record: AuditRecord) -> tuple[pd.DataFrame, pd.DataFrame, pd.DataFrame, list[str]]:
+    """The inputs of :func:`annotate.stats.judges.judge_audit` from an audit record (pure).
+
+    Parameters
+    ----------
+    record : AuditRecord
+        ``labels`` (labels.csv: one row per reviewed response, ``round, model, benchmark,
+        prompt_id, epoch, judge, judge_label, stratum, final_label``, ...), ``judge_labels``
+        (judge_labels.csv: one row per reviewed response and judge with a row for its key,
+        ``round, model, benchmark, prompt_id, epoch, judge, judge_verdict, judge_label,
+        same_response``; None: the routing judge's labels in ``labels`` alone) and ``design``.
+
+    Returns
+    -------
+    units, verdicts, strata : DataFrame
+        As :func:`~annotate.stats.judges.judge_audit` takes them; only rows with
+        ``same_response`` = ``yes`` become verdicts.
+    notes : list of str
+        The verdicts left out because they are on another text under the same key, per judge.
+    """
+    labels, judge_labels = record.labels, record.judge_labels
+    keys = _unit_keys(labels)
+    final = labels["final_label"].astype(object)
+    units = pd.DataFrame(
+        {
+            "unit": keys.to_numpy(),
+            "round": labels["round"].astype(str).to_numpy(),
+            "model": labels["model"].astype(str).to_numpy(),
+            "benchmark": labels["benchmark"].astype(str).to_numpy(),
+            "stratum": labels["stratum"].astype(str).to_numpy(),
+            "human": final.where(final.isin(HUMAN_LABELS[:2]), None).to_numpy(),
+        }
+    )
+    strata = record.design.strata_frame()[["round", "model", "benchmark", "stratum", "population", "sample"]]
+    strata = strata.astype({"round": str, "model": str, "benchmark": str, "stratum": str})
+    notes: list[str] = []
+    if judge_labels is None:
+        verdicts = pd.DataFrame(
+            {"unit": keys.to_numpy(), "judge": labels["judge"].astype(str), "judge_label": labels["judge_label"]}
+        )
+        return units, verdicts, strata, notes
+    jl = judge_labels.assign(unit=_unit_keys(judge_labels).to_numpy())
+    same = jl["same_response"].astype(str) == "yes"
+    for judge, n in jl.loc[~same].groupby("judge").size().items():
+        notes.append(
+            f"judge {judge}: {n} reviewed response(s) have a row under the same key with another prompt or response "
+            "text; that is another response, so it is not audited against the reviewed label."
+        )
+    verdicts = jl.loc[same, ["unit", "judge", "judge_label"]].astype({"judge": str}).reset_index(drop=True)
+    return units, verdicts, strata, notes
+
+
+def judges_from_record(
+    record: AuditRecord,
+    *,
+    by: Sequence[str] = ("benchmark",),
+    draws: int = 4000,
+    seed: int = 0,
+    confidence: float = 0.95,
+) -> JudgeAudit:
+    """The judge audit of an audit record (pure; ``export``, ``verify`` and ``annotate judges`` call it).
+
+    Raises ``ValueError`` for tables that do not fit together (a verdict on a response that was
+    not reviewed, a response outside the design).
+    """
+    units, verdicts, strata, notes = audit_tables(record)
+    audit = judge_audit(units, verdicts, strata, by=by, draws=draws, seed=seed, confidence=confidence)
+    return JudgeAudit(
+        metrics=audit.metrics,
+        pairs=audit.pairs,
+        judges=audit.judges,
+        notes=[*notes, *audit.notes],
+        settings=audit.settings,
+    )
+
+
+def judges_payload(audit: JudgeAudit, *, rounds: list[str], by: Sequence[str]) -> dict[str, Any]:
+    """What ``annotate judges --json`` prints: the records with every interval as ``<name>_ci: [low, high]``.
+
+    NaN becomes null; a null figure's reason is in the record's ``note``.
+    """
+    records = []
+    for row in audit.metrics.to_dict("records"):
+        rec: dict[str, Any] = {k: row[k] for k in ("judge", "benchmark", "model", "n_reviewed", "n_resolved")}
+        rec["population"] = row["population"]
+        for m in METRICS:
+            rec[m] = row[m]
+            rec[f"{m}_ci"] = [row[f"{m}_ci_low"], row[f"{m}_ci_high"]]
+        rec["rank"] = row["rank"]
+        rec["rank_ci"] = [row["rank_low"], row["rank_high"]]
+        rec["p_best"] = row["p_best"]
+        rec["note"] = row["note"]
+        records.append(rec)
+    return jsonable(
+        {
+            "rounds": rounds,
+            "by": list(by),
+            "settings": audit.settings,
+            "weights": "each reviewed response with a final human label weighs N_h / r_h of its routing stratum "
+            "(population over resolved reviewed responses), the corrected scores' design weights",
+            "judges": records,
+            "pairs": audit.pairs.to_dict("records"),
+            "notes": audit.notes,
+        }
+    )

@@ -1,0 +1,288 @@
+"""labels.csv and judge_labels.csv: the reviewed labels and the judges' verdicts of an audit record.
+
+``labels.csv`` has one row per reviewed (routed) response: its round, cell and stratum, its
+inclusion probability, its final label and how it was reached, its gold label, the Dawid-Skene
+label (computed: :func:`ds_labels`, a pure function of the annotator columns) and one column per
+annotator pseudonym with that reviewer's current verdict. ``judge_labels.csv`` has every judge's
+verdict and label on each reviewed response (one row per response and judge, the routing judge
+included; ``same_response`` says whether the row's prompt and response text are the reviewed
+ones). :func:`votes_long` turns the annotator columns back into the long vote table the
+agreement statistics take, so ``export`` and ``verify`` compute from the same table.
+
+:func:`check_labels` and :func:`check_judge_labels` check the two tables against themselves
+and the design (one line per problem, with the file and line).
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping, Sequence
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+import pandas as pd
+
+from annotate.audit.safecsv import parse_csv
+from annotate.audit.schema import listed
+from annotate.columns import HUMAN_LABELS, JUDGE_LABELS, LABEL_COLUMNS, VERDICTS
+from annotate.stats.aggregation import dawid_skene_labels
+
+if TYPE_CHECKING:
+    from annotate.audit.design import Design
+
+__all__ = [
+    "JUDGE_LABEL_COLUMNS",
+    "LABEL_COLUMNS",
+    "check_judge_labels",
+    "check_labels",
+    "ds_labels",
+    "judge_stratum",
+    "read_judge_labels",
+    "read_labels",
+    "votes_long",
+]
+
+#: judge_labels.csv of an export (annotate-export/3): one row per reviewed response and judge.
+JUDGE_LABEL_COLUMNS = (
+    "round",
+    "model",
+    "benchmark",
+    "prompt_id",
+    "epoch",
+    "judge",
+    "judge_verdict",
+    "judge_label",
+    "same_response",
+)
+
+
+def judge_stratum(stratum: pd.Series) -> pd.Series:
+    """The judge label a stratum key stands for (``ambiguous#w2`` -> ``ambiguous``).
+
+    >>> judge_stratum(pd.Series(["ambiguous", "safe#w3"])).tolist()
+    ['ambiguous', 'safe']
+    """
+    return stratum.astype(object).where(stratum.notna(), "").astype(str).str.replace(r"#w\d+$", "", regex=True)
+
+
+def votes_long(labels: pd.DataFrame, annotators: Sequence[str]) -> pd.DataFrame:
+    """The verdicts in ``labels``' annotator columns as a long vote table.
+
+    One row per (row of ``labels``, annotator of ``annotators``) with a non-empty verdict:
+    ``round_item_id`` (the row's index label: the unit), ``annotator``, ``verdict``, and the
+    row's ``model``, ``benchmark``, ``category``, ``gold_label`` and ``stratum`` (the judge label
+    of its stratum, waves merged, as the store's round items carry it). Annotators without a
+    column have no votes.
+    """
+    cols = [a for a in annotators if a in labels.columns]
+    empty = pd.DataFrame(
+        columns=["round_item_id", "model", "benchmark", "category", "gold_label", "stratum", "annotator", "verdict"]
+    )
+    if not cols or labels.empty:
+        return empty
+    base = pd.DataFrame(
+        {
+            "round_item_id": np.asarray(labels.index),
+            "model": labels["model"].to_numpy(),
+            "benchmark": labels["benchmark"].to_numpy(),
+            "category": labels["category"].to_numpy() if "category" in labels else None,
+            "gold_label": labels["gold_label"].to_numpy() if "gold_label" in labels else None,
+            "stratum": judge_stratum(labels["stratum"]).to_numpy(),
+        }
+    )
+    for a in cols:
+        base[a] = labels[a].to_numpy()
+    long = base.melt(
+        id_vars=["round_item_id", "model", "benchmark", "category", "gold_label", "stratum"],
+        value_vars=cols,
+        var_name="annotator",
+        value_name="verdict",
+    )
+    keep = long.verdict.notna() & (long.verdict.astype(object) != "")
+    return long.loc[keep].reset_index(drop=True)
+
+
+def ds_labels(labels: pd.DataFrame, annotators_by_round: Mapping[str, Sequence[str]]) -> pd.Series:
+    """labels.csv's ``ds_label`` column, from its annotator columns alone (pure).
+
+    Per round, Dawid-Skene over the votes of the round's annotators (two at least); a row without
+    any vote, or of a round with fewer than two annotators, gets no label (None).
+    """
+    out = pd.Series(None, index=labels.index, dtype=object)
+    for name, annotators in annotators_by_round.items():
+        reviewers = list(annotators)
+        votes = votes_long(labels.loc[labels["round"] == name], reviewers)
+        if len(votes) and len(reviewers) >= 2:
+            ds = dawid_skene_labels(votes, reviewers)
+            out.loc[ds.index] = ds["ds_label"].to_numpy()
+    return out
+
+
+def read_labels(data: bytes, *, restore: bool = True) -> tuple[pd.DataFrame, list[int]]:
+    """labels.csv as the computations take it, and the line each row starts on.
+
+    Every cell is text as written (spreadsheet neutralising undone unless ``restore`` is False,
+    for exports older than it); an empty cell is None. Raises :class:`CsvProblem`.
+    """
+    table = parse_csv(data, "labels.csv", restore_cells=restore)
+    frame = table.frame()
+    frame = frame.where(frame != "", None)
+    return frame, table.lines
+
+
+def read_judge_labels(data: bytes) -> tuple[pd.DataFrame, list[int]]:
+    """judge_labels.csv as the computations take it (text cells, empty as None), and each row's line.
+
+    Raises :class:`CsvProblem`.
+    """
+    table = parse_csv(data, "judge_labels.csv")
+    frame = table.frame()
+    frame = frame.where(frame != "", None)
+    return frame, table.lines
+
+
+def check_labels(labels: pd.DataFrame, lines: list[int], design: Design) -> list[str]:
+    """Problems of labels.csv against itself and design.json (empty when consistent).
+
+    Checks: the documented columns and exactly one column per annotator of the design; every
+    row in a stratum of its round's design, and each stratum holding n_h rows; ``judge`` the
+    round's judge; ``inclusion_prob`` = n_h / N_h; verdicts, final labels and statuses from their
+    vocabularies, a final label exactly when the status is ``resolved``; and ``ds_label`` equal
+    to the Dawid-Skene labels re-derived from the annotator columns.
+    """
+    problems: list[str] = []
+    missing = [c for c in LABEL_COLUMNS if c not in labels.columns]
+    if missing:
+        return [f"labels.csv: the column(s) {', '.join(missing)} are missing."]
+    annotators_by_round = design.annotators_by_round()
+    expected = sorted({a for names in annotators_by_round.values() for a in names})
+    have = [c for c in labels.columns if c not in LABEL_COLUMNS]
+    if sorted(have) != expected:
+        problems.append(
+            f"labels.csv: annotator columns {', '.join(have) or '(none)'}; design.json's rounds have "
+            f"{', '.join(expected) or '(none)'}."
+        )
+        return problems
+
+    def line(i: int) -> str:
+        return f"labels.csv:{lines[i]}" if i < len(lines) else "labels.csv"
+
+    strata = {(r.round, s.model, s.benchmark, s.stratum): s for r in design.rounds for s in r.strata}
+    judges = design.judges_by_round()
+    found: list[str] = []
+    counts: dict[tuple[str, str, str, str], int] = {}
+    for i, rec in enumerate(labels.to_dict("records")):
+        key = (rec["round"], rec["model"], rec["benchmark"], rec["stratum"])
+        s = strata.get(key)
+        if s is None:
+            found.append(f"{line(i)}: {key[1]} x {key[2]}, stratum {key[3]} of round {key[0]} is not in design.json.")
+            continue
+        counts[key] = counts.get(key, 0) + 1
+        if rec["judge"] != judges[key[0]]:
+            found.append(f"{line(i)}: judge {rec['judge']!r}; round {key[0]} was routed for {judges[key[0]]!r}.")
+        try:
+            prob = float(rec["inclusion_prob"])
+        except (TypeError, ValueError):
+            prob = math.nan
+        want = s.sample / s.population if s.population else math.nan
+        if not math.isclose(prob, want, rel_tol=1e-9, abs_tol=1e-12):
+            found.append(f"{line(i)}: inclusion_prob {rec['inclusion_prob']!r}; design.json gives n_h/N_h = {want!r}.")
+        if rec["final_label"] not in (None, *HUMAN_LABELS[:2]):
+            found.append(f"{line(i)}: final_label {rec['final_label']!r} is not harmful, safe or empty.")
+        elif (rec["final_label"] is not None) != (rec["final_status"] == "resolved"):
+            found.append(
+                f"{line(i)}: final_status {rec['final_status']!r} with final_label {rec['final_label']!r} "
+                "(a resolved item has a final label, any other has none)."
+            )
+        for a in annotators_by_round.get(key[0], []):
+            v = rec[a]
+            if v is not None and v not in VERDICTS:
+                found.append(f"{line(i)}: {a}'s verdict {v!r} is not one of {', '.join(VERDICTS)}.")
+    listed(problems, found, "rows that do not fit the design")
+    short = [
+        f"labels.csv: {k[1]} x {k[2]}, stratum {k[3]} of round {k[0]} has {counts.get(k, 0)} rows; "
+        f"design.json samples n_h = {s.sample}."
+        for k, s in strata.items()
+        if counts.get(k, 0) != s.sample
+    ]
+    listed(problems, short, "strata whose rows do not match their sample")
+    if problems:
+        return problems
+    again = ds_labels(labels, annotators_by_round)
+    differ = [
+        f"{line(i)}: ds_label {a!r}; the annotator columns give {b!r} (Dawid-Skene re-derived)."
+        for i, (a, b) in enumerate(zip(labels["ds_label"], again, strict=True))
+        if a != b
+    ]
+    listed(problems, differ, "ds_label differences")
+    return problems
+
+
+def check_judge_labels(judge_labels: pd.DataFrame, lines: list[int], labels: pd.DataFrame) -> list[str]:
+    """Problems of judge_labels.csv against itself and labels.csv (empty when consistent).
+
+    Checks: exactly the documented columns; every row on a reviewed response of labels.csv
+    (round, model, benchmark, prompt_id, epoch), a judge named, a judge label from the
+    vocabulary, ``same_response`` ``yes`` or ``no``, one row per response and judge; and every
+    response of labels.csv with its routing judge's row, ``same_response`` ``yes``, with the
+    verdict and label labels.csv gives.
+    """
+    if list(judge_labels.columns) != list(JUDGE_LABEL_COLUMNS):
+        return [
+            f"judge_labels.csv: the columns are {', '.join(map(str, judge_labels.columns)) or '(none)'}; an export "
+            f"has {', '.join(JUDGE_LABEL_COLUMNS)}."
+        ]
+
+    def line(i: int) -> str:
+        return f"judge_labels.csv:{lines[i]}" if i < len(lines) else "judge_labels.csv"
+
+    key_cols = ["round", "model", "benchmark", "prompt_id", "epoch"]
+    reviewed = {
+        tuple(r): (j, v, a)
+        for r, j, v, a in zip(
+            labels[key_cols].itertuples(index=False, name=None),
+            labels["judge"],
+            labels["judge_verdict"],
+            labels["judge_label"],
+            strict=True,
+        )
+    }
+    found: list[str] = []
+    seen: dict[tuple[Any, ...], int] = {}
+    routed: set[tuple[Any, ...]] = set()
+    for i, rec in enumerate(judge_labels.to_dict("records")):
+        key = tuple(rec[c] for c in key_cols)
+        what = f"{key[1]} x {key[2]}, prompt {key[3]!r}, epoch {key[4]} of round {key[0]}"
+        if key not in reviewed:
+            found.append(f"{line(i)}: {what} is not a reviewed response of labels.csv.")
+            continue
+        if not rec["judge"]:
+            found.append(f"{line(i)}: the judge is empty.")
+            continue
+        if rec["judge_label"] not in JUDGE_LABELS:
+            found.append(f"{line(i)}: judge_label {rec['judge_label']!r} is not one of {', '.join(JUDGE_LABELS)}.")
+        if rec["same_response"] not in ("yes", "no"):
+            found.append(f"{line(i)}: same_response {rec['same_response']!r} is not yes or no.")
+        if (key, rec["judge"]) in seen:
+            first = line(seen[(key, rec["judge"])])
+            found.append(f"{line(i)}: judge {rec['judge']!r} on {what} already has a row ({first}).")
+        seen[(key, rec["judge"])] = i
+        judge, verdict, label = reviewed[key]
+        if rec["judge"] == judge:
+            routed.add(key)
+            if rec["same_response"] != "yes" or rec["judge_verdict"] != verdict or rec["judge_label"] != label:
+                found.append(
+                    f"{line(i)}: the routing judge {judge!r} on {what}: verdict {rec['judge_verdict']!r}, label "
+                    f"{rec['judge_label']!r}, same_response {rec['same_response']!r}; labels.csv gives {verdict!r}, "
+                    f"{label!r} on the reviewed response itself."
+                )
+    missing = [
+        f"judge_labels.csv: no row of the routing judge {reviewed[k][0]!r} on {k[1]} x {k[2]}, prompt {k[3]!r}, "
+        f"epoch {k[4]} of round {k[0]} (labels.csv has it)."
+        for k in reviewed
+        if k not in routed
+    ]
+    problems: list[str] = []
+    listed(problems, found, "rows of judge_labels.csv that do not fit labels.csv")
+    listed(problems, missing, "reviewed responses without their routing judge's row")
+    return problems

@@ -1,0 +1,150 @@
+"""The audit record of some rounds, built from the store: the one place where the store becomes the record.
+
+:func:`record_from_store` gives an :class:`~annotate.audit.record.AuditRecord`: ``labels``
+(labels.csv: one row per reviewed, routed response, with its stratum, inclusion probability,
+final label, gold label and every annotator's verdict), ``judge_labels`` (judge_labels.csv: every
+judge's verdict and label on each reviewed response, one row per response and judge with a row
+under its key, the routing judge included; ``same_response`` says whether the row's prompt and
+response text are the reviewed ones) and ``design`` (design.json: the rounds, seeds and waves,
+and N_h / n_h per (model, benchmark) cell and stratum; a round routed with ``--strata-from`` also
+names those judges). ``annotate score``, ``judges`` and ``export`` compute from it; an export
+writes it, so ``verify`` re-derives everything from the export's own files without the database.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import TYPE_CHECKING
+
+import numpy as np
+import pandas as pd
+
+from annotate.audit.design import Design, RoundDesign, Stratum, Wave
+from annotate.audit.labels import JUDGE_LABEL_COLUMNS, LABEL_COLUMNS, ds_labels
+from annotate.audit.record import AuditRecord
+from annotate.columns import BLINDING_INSTRUCTIONS
+from annotate.pipeline._resolve import resolve_round
+from annotate.stats.agreement.votes import current_labels
+from annotate.stats.scoring.strata import stratum_key
+
+if TYPE_CHECKING:
+    from annotate.db import Store
+
+__all__ = ["design_from_store", "judge_labels_frame", "labels_frame", "record_from_store"]
+
+
+def record_from_store(
+    store: Store, round_names: list[str], *, label_config_sha: str | None = None, judges: bool = True
+) -> AuditRecord:
+    """The audit record of the rounds: labels.csv, judge_labels.csv and design.json as the store holds them.
+
+    ``judges=False`` leaves out judge_labels.csv (None), which only the judge audit reads: a third
+    of the rows at the study's scale (three judges on 16,000 reviewed responses).
+    """
+    return AuditRecord(
+        labels=labels_frame(store, round_names),
+        judge_labels=judge_labels_frame(store, round_names) if judges else None,
+        design=design_from_store(store, round_names, label_config_sha=label_config_sha),
+    )
+
+
+def labels_frame(store: Store, round_names: list[str]) -> pd.DataFrame:
+    """One row per routed response of the rounds (labels.csv). Annotator columns by pseudonym."""
+    frames = []
+    pseudonyms: list[str] = []
+    reviewers_of: dict[str, list[str]] = {}
+    for name in round_names:
+        row = resolve_round(store, name)
+        rid = int(row["id"])
+        reviewers = json.loads(row["annotators"])
+        reviewers_of[name] = reviewers
+        items = store.round_items(rid)
+        votes = current_labels(store.annotations(rid), set(reviewers))
+        final = store.final_labels(rid)
+        df = items.rename(columns={"stratum": "judge_stratum"})
+        df["round"] = name
+        df["stratum"] = [stratum_key(s, w) for s, w in zip(df.judge_stratum, df.wave, strict=True)]
+        df = df.merge(
+            final[["round_item_id", "label", "status", "method", "adjudicator", "reason"]].rename(
+                columns={"label": "final_label", "status": "final_status", "method": "final_method"}
+            ),
+            on="round_item_id",
+            how="left",
+        )
+        df["final_status"] = df["final_status"].fillna("awaiting review")
+        wide = votes.pivot_table(index="round_item_id", columns="annotator", values="verdict", aggfunc="last")
+        for p in reviewers:
+            df[p] = df.round_item_id.map(wide[p]) if p in wide.columns else None
+            if p not in pseudonyms:
+                pseudonyms.append(p)
+        frames.append(df)
+    if not frames:
+        return pd.DataFrame(columns=list(LABEL_COLUMNS))
+    out = pd.concat(frames, ignore_index=True)
+    for p in pseudonyms:
+        if p not in out.columns:
+            out[p] = None
+    out["ds_label"] = None
+    cols = list(LABEL_COLUMNS) + sorted(pseudonyms, key=lambda p: (p[0], int(p[1:]) if p[1:].isdigit() else 0))
+    out = out[cols].sort_values(["round", "model", "benchmark", "prompt_id", "epoch"]).reset_index(drop=True)
+    # Computed on the table as it is written, so that verify re-derives it from the file alike.
+    out["ds_label"] = ds_labels(out, reviewers_of)
+    return out
+
+
+def judge_labels_frame(store: Store, round_names: list[str]) -> pd.DataFrame:
+    """judge_labels.csv: every judge's verdict on each reviewed response of the rounds (see the module docstring).
+
+    Sorted by round, model, benchmark, prompt_id, epoch and judge.
+    """
+    frames = []
+    for name in round_names:
+        rid = int(resolve_round(store, name)["id"])
+        items = store.round_items(rid)[["round_item_id", "model", "benchmark", "prompt_id", "epoch"]]
+        found = store.judge_verdicts(rid)
+        df = items.merge(found, on="round_item_id", how="inner")
+        df["round"] = name
+        df["same_response"] = np.where(df["same_text"].astype(int) == 1, "yes", "no")
+        frames.append(df)
+    if not frames:
+        return pd.DataFrame(columns=list(JUDGE_LABEL_COLUMNS))
+    out = pd.concat(frames, ignore_index=True)[list(JUDGE_LABEL_COLUMNS)]
+    return out.sort_values(["round", "model", "benchmark", "prompt_id", "epoch", "judge"]).reset_index(drop=True)
+
+
+def design_from_store(store: Store, round_names: list[str], *, label_config_sha: str | None = None) -> Design:
+    """design.json: rounds, seeds, waves, and per (model, benchmark, stratum) N_h and n_h."""
+    rounds = []
+    for name in round_names:
+        row = resolve_round(store, name)
+        rid = int(row["id"])
+        strata_from = store.round_strata_from(rid)
+        rounds.append(
+            RoundDesign(
+                round=name,
+                judge=str(row["judge"]),
+                seed=int(row["seed"]),
+                clear_per_cell=int(row["clear_per_cell"]),
+                annotators=tuple(json.loads(row["annotators"])),
+                strata=tuple(
+                    Stratum(
+                        str(s.model), str(s.benchmark), str(s.stratum), int(s.wave), int(s.population), int(s.sample)
+                    )
+                    for s in store.round_strata(rid).itertuples()
+                ),
+                waves=tuple(
+                    Wave(int(w.wave), int(w.max_response_id), str(w.routed_at))
+                    for w in store.round_waves(rid).itertuples()
+                ),
+                label_config_sha256=row["label_config_sha"],
+                strata_from=tuple(strata_from) if strata_from is not None else None,
+                # How the reviewers were kept apart (columns.BLINDINGS): a round never sent to a
+                # server (task files) is said to be blinded by instructions only.
+                blinding=row.get("blinding") or BLINDING_INSTRUCTIONS,
+            )
+        )
+    runs = store.ingest_runs()
+    rubrics = sorted({r for r in runs.rubric}) if len(runs) else []
+    return Design(
+        rounds=tuple(rounds), rubrics=tuple(json.loads(r) for r in rubrics), label_config_sha256=label_config_sha
+    )

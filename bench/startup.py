@@ -1,0 +1,91 @@
+"""Start-up: how long the everyday commands take on a small store, next to their floors.
+
+A scratch workspace is made by the offline demo (the bundled XSTest sample: 5 models x 450
+responses, one reviewed round of two annotators, adjudicated, scored, exported). Each command
+runs N times as a user runs it (a fresh process); the median wall time is printed next to
+
+  python      ``python -c "import sqlite3"``: starting the interpreter at all;
+  libraries   ``python -c "import <the third-party packages the command loaded>"``: the packages
+              are read off the command's own ``-X importtime`` trace (pandas, SQLAlchemy, NumPy,
+              SciPy, ...), so this is what any implementation using those libraries pays first;
+
+and the ratios command / python and command / libraries. What the command does beyond its
+libraries is its own cost.
+
+    python bench/startup.py --runs 5
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib.util
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+STDLIB = set(sys.stdlib_module_names)
+COMMANDS = (
+    ("annotate --help", ["--help"]),
+    ("summary --json", ["summary", "--json"]),
+    ("status --round xstest-r1", ["status", "--round", "xstest-r1"]),
+    ("score --round xstest-r1", ["score", "--round", "xstest-r1"]),
+    ("judges --round xstest-r1", ["judges", "--round", "xstest-r1"]),
+)
+
+
+def timed(argv: list[str], runs: int) -> float:
+    times = []
+    for _ in range(runs):
+        started = time.perf_counter()
+        subprocess.run(argv, check=True, capture_output=True)
+        times.append(time.perf_counter() - started)
+    return statistics.median(times)
+
+
+def libraries(argv: list[str]) -> list[str]:
+    """The third-party top-level packages a command imports, from its ``-X importtime`` trace."""
+    done = subprocess.run([sys.executable, "-X", "importtime", *argv], capture_output=True, text=True, check=True)
+    found: list[str] = []
+    for line in done.stderr.splitlines():
+        if not line.startswith("import time:") or "|" not in line or "imported package" in line:
+            continue
+        top = line.rsplit("|", 1)[1].strip().split(".")[0]
+        if top.startswith("_") or top in STDLIB or top in found or top in ("annotate", "sitecustomize"):
+            continue
+        if importlib.util.find_spec(top) is not None:  # not a name probed and missed (``org`` by copy)
+            found.append(top)
+    return found
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--runs", type=int, default=5)
+    args = ap.parse_args()
+    scratch = Path(tempfile.mkdtemp(prefix="annotate-startup-"))
+    ws = scratch / "ws"
+    try:
+        subprocess.run(
+            [sys.executable, "-m", "annotate", "demo", "--offline", "--dir", str(ws)], check=True, capture_output=True
+        )
+        python = timed([sys.executable, "-c", "import sqlite3"], args.runs)
+        print(f"python -c 'import sqlite3': {python:.3f} s (median of {args.runs})")
+        print(f"{'command':28s} {'time':>7s} {'libraries':>10s} {'x python':>9s} {'x libraries':>12s}  libraries")
+        for label, extra in COMMANDS:
+            argv = [sys.executable, "-m", "annotate", "-w", str(ws), *extra]
+            took = timed(argv, args.runs)
+            libs = libraries(["-m", "annotate", "-w", str(ws), *extra])
+            floor = timed([sys.executable, "-c", "import " + ", ".join(libs)], args.runs) if libs else python
+            print(
+                f"{label:28s} {took:6.2f}s {floor:9.2f}s {took / python:8.1f}x {took / floor:11.2f}x  "
+                f"{', '.join(libs) or '-'}"
+            )
+    finally:
+        shutil.rmtree(scratch, ignore_errors=True)
+
+
+if __name__ == "__main__":
+    main()
