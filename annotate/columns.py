@@ -87,6 +87,13 @@ TREATMENT_NOTES = {
 
 #: The benchmark value of overall (macro-averaged) rows.
 ALL = "ALL"
+#: The category group of responses without a category (``annotate agreement --by category``).
+NO_CATEGORY = "(none)"
+#: Names the outputs use for their own groups, per kind of name: a benchmark, model or judge named
+#: ``ALL`` would be indistinguishable from the overall rows (scores.csv, ranking.csv, judges.csv,
+#: judge_pairs.csv: benchmark and model ``ALL``), a category ``(none)`` from the responses without
+#: one. Ingest refuses them, compared ignoring case and surrounding spaces (docs/formats.md).
+RESERVED_NAMES = {"benchmark": (ALL,), "model": (ALL,), "judge": (ALL,), "category": (NO_CATEGORY,)}
 
 # -- column contracts -------------------------------------------------------------------------
 #: The identity of a judged response in the store.
@@ -115,7 +122,8 @@ RESPONSE_COLUMNS = (
     "ingested_at",
 )
 
-#: labels.csv of an export (then one column per annotator pseudonym, A1, A2, ...; schema annotate-export/2).
+#: labels.csv of an export (then one column per annotator pseudonym, A1, A2, ...; annotate-export/5): the
+#: expert columns are the expert answer each escalated item was decided on (empty when none).
 LABEL_COLUMNS = (
     "round",
     "model",
@@ -136,7 +144,11 @@ LABEL_COLUMNS = (
     "reason",
     "ds_label",
     "gold_label",
+    "expert",
+    "expert_verdict",
 )
+#: labels.csv before annotate-export/5 (without the expert's answer the final label was decided on).
+LABEL_COLUMNS_V3 = LABEL_COLUMNS[: LABEL_COLUMNS.index("expert")]
 
 #: scores.csv of an export and `annotate score --json`.
 SCORE_COLUMNS = (

@@ -1,6 +1,11 @@
-"""Coverage and width of the corrected rate's interval, and the transport test, by simulation.
+"""Coverage and width of every printed interval, by simulation (issues #13 and #23).
 
-Run:  python bench/coverage.py [--replicates 2000] [--draws 4000] [--quick] [--part intervals|transport|all]
+Run:  python bench/coverage.py [--replicates 2000] [--draws 4000] [--quick]
+                               [--part intervals|transport|judges|ppi|agreement|bounds|models|all]
+
+Every table gives coverage with its Monte-Carlo SE (sqrt(c (1 - c) / R)) and the mean width of
+this tool's interval beside the construction before issue #23 on the same replicates, with the
+width ratio (``ratio`` = this tool / before). Parts:
 
 Part 1 (intervals). For every scenario, --replicates finite populations are simulated: per
 stratum h of one cell, K_h ~ Binomial(N_h, P(Y = 1 | h)) harmful responses, then a simple random
@@ -25,17 +30,47 @@ with 10 reviewed items per stratum. It prints the label-shift test's rejection r
 nominal 5 % (the previous predictive-value test's too), and the bias and coverage of the
 borrowed estimate when the benchmark pools.
 
-Everything is vectorised: the replicates of a scenario are cells (part 1) or benchmarks (part 2)
-of one ``corrected_scores`` call, in chunks that bound memory. Seeded; deterministic.
+Part 2 also runs T4 (the target's own Se/Sp differ from the donors', which the test cannot see)
+and T5 (mild heterogeneity among the donors that the test lets pass): what transport cannot test.
+
+Part 3 (judges). The judge audit's scenarios (tests/stats/test_judges_coverage.py): three judges
+at 25 and 10 reviewed per clear stratum and with 15 % unresolved, a router whose safe strata
+look clean, judges other than the router whose errors sit where the router says safe, a rare
+class (5 harmful in 3,000), issue #23's deterministic case and the unseen-label coin's worst
+case; every judge and figure. Before: the pseudo-response's judge labels always copies.
+
+Part 4 (ppi). Stratified PPI++ (tests/stats/test_ppi_simulation.py) with good, useless,
+anti-correlated and binary predictions. Before: lambda fitted on the same items, no fallback for
+a discrete prediction with too few disagreements.
+
+Part 5 (agreement). Krippendorff's alpha and Gwet's AC1 on small groups: 5, 10, 20 and 50 units,
+2 or 3 raters, true alpha 0.4, 0.6, 0.8, minority share 0.1 to 0.5; coverage where an interval
+is printed and how often one is. Before: the percentile bootstrap with no minimum.
+
+Part 6 (bounds). Transported cells whose donors have unresolved items (not missing at random):
+how often lower <= estimate <= upper, and the coverage of the partial-identification interval.
+Before: every unresolved item safe / harmful at once.
+
+Part 7 (models). The overall (macro-averaged) row of rare-harm models, 5 benchmarks, 10-80
+reviews per clear stratum, and the rank intervals of six models built on the same draws.
+Before: the fiducial mixture's component drawn per stratum.
+
+Everything is vectorised where it can be: the replicates of a scenario are cells (part 1) or
+benchmarks (part 2) of one ``corrected_scores`` call, in chunks that bound memory. Seeded;
+deterministic.
 """
 
 from __future__ import annotations
 
 import argparse
+import contextlib
 import sys
 import time
+from collections.abc import Iterator
 from dataclasses import dataclass
+from functools import partial
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pandas as pd
@@ -43,7 +78,13 @@ from scipy import special, stats
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # run from a checkout, uninstalled
 
+from annotate.stats import judge_posterior as _judge_posterior  # noqa: E402
 from annotate.stats import scoring  # noqa: E402
+from annotate.stats.agreement import _bootstrap, gwet_ac1, krippendorff_alpha  # noqa: E402
+from annotate.stats.judges import judge_audit  # noqa: E402
+from annotate.stats.scoring import posterior as _posterior  # noqa: E402
+from annotate.stats.scoring import ppi as _ppi  # noqa: E402
+from annotate.stats.scoring import scores as _scores  # noqa: E402
 
 Z = float(stats.norm.ppf(0.975))
 LABELS = ("harmful", "safe", "ambiguous")
@@ -214,6 +255,24 @@ def transport_scenarios() -> tuple[TransportScenario, ...]:
         TransportScenario("T1", pi, np.full(M, 0.85), np.full(M, 0.96), 25, "label shift: one Se/Sp"),
         TransportScenario("T2", pi2, q * ppv / pi2, (1 - q) * (1 - fo) / (1 - pi2), 25, "equal PPV/FOR, unequal Se/Sp"),
         TransportScenario("T3", pi, np.full(M, 0.85), np.full(M, 0.96), 10, "label shift, 10 reviewed per stratum"),
+        # what the test cannot see: the target's own error rates (it has no review where they matter)
+        TransportScenario(
+            "T4",
+            pi,
+            np.r_[np.full(M - 1, 0.85), 0.70],
+            np.r_[np.full(M - 1, 0.96), 0.92],
+            25,
+            "the target's own Se/Sp (.70/.92) differ from the donors' (.85/.96)",
+        ),
+        # mild heterogeneity among the donors, which the test often lets pass (the interval ignores the pre-test)
+        TransportScenario(
+            "T5",
+            pi,
+            np.linspace(0.80, 0.90, M),
+            np.linspace(0.94, 0.98, M),
+            25,
+            "mild heterogeneity: Se .80-.90, Sp .94-.98 across the models",
+        ),
     )
 
 
@@ -285,6 +344,9 @@ def part_transport(R: int, D: int, chunk: int, seed: int) -> pd.DataFrame:
                 "pooled": float(pooled.mean()),
                 "bias": float(err.mean()) if len(err) else np.nan,
                 "coverage": float(covered.mean()) if len(covered) else np.nan,
+                "mcse": float(np.sqrt(covered.mean() * (1 - covered.mean()) / len(covered)))
+                if len(covered)
+                else np.nan,
                 "width": float((hi - lo)[pooled].mean()) if pooled.any() else np.nan,
                 "Se": ", ".join(f"{x:.2f}" for x in sc.Se),
                 "Sp": ", ".join(f"{x:.2f}" for x in sc.Sp),
@@ -296,12 +358,374 @@ def part_transport(R: int, D: int, chunk: int, seed: int) -> pd.DataFrame:
     return pd.DataFrame(rows)
 
 
+# --------------------------------------------------------------------------------------------
+# Issue #23: what the printed intervals before it could not keep, each against its predecessor
+# --------------------------------------------------------------------------------------------
+
+
+@contextlib.contextmanager
+def patched(module: Any, **values: Any) -> Iterator[None]:
+    """Set module attributes for the duration (the switches that reproduce a construction before issue #23)."""
+    old = {k: getattr(module, k) for k in values}
+    for k, v in values.items():
+        setattr(module, k, v)
+    try:
+        yield
+    finally:
+        for k, v in old.items():
+            setattr(module, k, v)
+
+
+def mcse(c: float, n: int) -> float:
+    """Monte-Carlo SE of a coverage c over n replicates."""
+    return float(np.sqrt(c * (1 - c) / n)) if n else float("nan")
+
+
+def _judges_job(args: tuple[str, int, int, bool]) -> pd.DataFrame:
+    from tests.stats import test_judges_coverage as jc  # the scenarios and their engine
+
+    name, reps, start, before = args
+    if not before:
+        return jc.coverage_rows(name, reps, start=start).assign(before=before)
+    # before issue #23: copied judge labels (no coin) and concentration r - 2
+    with patched(_judge_posterior, CONC_OFFSET=2.0):
+        audit = partial(judge_audit, unseen_share=0.0)
+        return jc.coverage_rows(name, reps, audit=audit, start=start).assign(before=before)
+
+
+def part_judges(R: int, workers: int) -> pd.DataFrame:
+    """Coverage of every judge's every figure, this construction and the one before issue #23."""
+    from multiprocessing import Pool
+
+    from tests.stats import test_judges_coverage as jc
+
+    half = max(1, R // 2)
+    jobs = [(n, half, s, b) for n in jc.SCENARIOS for b in (False, True) for s in (1000, 1000 + half)]
+    with Pool(workers) as pool:
+        frame = pd.concat(pool.map(_judges_job, jobs), ignore_index=True)
+    now = jc.summarise(frame[~frame.before])
+    old = jc.summarise(frame[frame.before])
+    out = now[["truth", "coverage", "mcse", "width"]].join(
+        old[["coverage", "width"]].rename(columns={"coverage": "before", "width": "before_width"})
+    )
+    out["ratio"] = out.width / out.before_width.where(out.before_width > 0)
+    return out.reset_index()
+
+
+def _ppi_job(args: tuple[str, int, int, int, bool]) -> dict[str, Any]:
+    from tests.stats import test_ppi_simulation as ps
+
+    name, reps, seed, draws, before = args
+    if before:
+        with patched(_ppi, CROSS_FIT=False, MIN_DISAGREEMENTS=0):
+            r = ps.simulate(name, R=reps, seed=seed, draws=draws)
+    else:
+        r = ps.simulate(name, R=reps, seed=seed, draws=draws)
+    return {
+        "design": name,
+        "before": before,
+        **{f"{k}_{m}": v for k in ("ppi", "design") for m, v in r[k].items()},
+        "gain": r["gain"],
+        "fallback": r["fallback"],
+        "truth": r["truth"],
+    }
+
+
+def part_ppi(R: int, D: int, workers: int, seed: int) -> pd.DataFrame:
+    """PPI++ with good, useless, anti-correlated and binary predictions: bias, coverage, width, gain."""
+    from multiprocessing import Pool
+
+    from tests.stats import test_ppi_simulation as ps
+
+    jobs = [(n, R, seed + 100 + i, D, b) for i, n in enumerate(ps.DESIGNS) for b in (False, True)]
+    with Pool(workers) as pool:
+        rows = pool.map(_ppi_job, jobs)
+    now = pd.DataFrame([r for r in rows if not r["before"]]).set_index("design")
+    old = pd.DataFrame([r for r in rows if r["before"]]).set_index("design")
+    return pd.DataFrame(
+        {
+            "truth": now.truth,
+            "bias": now.ppi_bias,
+            "bias_mcse": now.ppi_mcse,
+            "coverage": now.ppi_coverage,
+            "mcse": [mcse(c, R) for c in now.ppi_coverage],
+            "width": now.ppi_width,
+            "fallback": now.fallback,
+            "gain": now.gain,
+            "before_bias": old.ppi_bias,
+            "before": old.ppi_coverage,
+            "before_width": old.ppi_width,
+            "ratio": now.ppi_width / old.ppi_width,
+            "design_cov": now.design_coverage,
+            "design_width": now.design_width,
+            "vs_design": now.ppi_width / now.design_width,
+        }
+    ).reset_index()
+
+
+def _agreement_data(units: int, raters: int, acc: float, prev: float, rng: np.random.Generator) -> np.ndarray:
+    truth = rng.random(units) < prev
+    right = rng.random((units, raters)) < acc
+    harmful = np.where(right, truth[:, None], ~truth[:, None]).sum(axis=1)
+    return np.stack([harmful, raters - harmful], axis=1)
+
+
+def _true_coefficients(raters: int, acc: float, prev: float) -> tuple[float, float]:
+    c = _agreement_data(400_000, raters, acc, prev, np.random.default_rng(0))
+    return krippendorff_alpha(c, n_boot=0).value, gwet_ac1(c, n_boot=0).value
+
+
+def _accuracy_for(alpha: float, raters: int, prev: float) -> float:
+    lo, hi = 0.5, 1.0
+    for _ in range(25):
+        mid = (lo + hi) / 2
+        lo, hi = (mid, hi) if _true_coefficients(raters, mid, prev)[0] < alpha else (lo, mid)
+    return (lo + hi) / 2
+
+
+def _agreement_job(args: tuple[int, float, float, int, int]) -> list[dict[str, Any]]:
+    raters, prev, target, R, B = args
+    acc = _accuracy_for(target, raters, prev)
+    ta, tg = _true_coefficients(raters, acc, prev)
+    rows = []
+    for units in (5, 10, 20, 50):
+        for before in (False, True):
+            rng = np.random.default_rng(1000 + units)
+            ctx = (
+                patched(
+                    _bootstrap,
+                    INTERVAL="percentile",
+                    MIN_PAIRABLE_VALUES=0,
+                    MIN_MINORITY_UNITS=0,
+                    CHECK_REPLICATES=False,
+                )
+                if before
+                else contextlib.nullcontext()
+            )
+            cov_a, cov_g, w_a, w_g = [], [], [], []
+            with ctx:
+                for r in range(R):
+                    c = _agreement_data(units, raters, acc, prev, rng)
+                    a = krippendorff_alpha(c, n_boot=B, seed=r)
+                    g = gwet_ac1(c, n_boot=B, seed=r)
+                    if np.isfinite(a.ci_low):
+                        cov_a.append(a.ci_low <= ta <= a.ci_high)
+                        w_a.append(a.ci_high - a.ci_low)
+                    if np.isfinite(g.ci_low):
+                        cov_g.append(g.ci_low <= tg <= g.ci_high)
+                        w_g.append(g.ci_high - g.ci_low)
+            rows.append(
+                {
+                    "raters": raters,
+                    "minority": prev,
+                    "alpha": round(ta, 2),
+                    "units": units,
+                    "before": before,
+                    "alpha_printed": len(cov_a) / R,
+                    "alpha_cov": np.mean(cov_a) if cov_a else np.nan,
+                    "alpha_mcse": mcse(np.mean(cov_a), len(cov_a)) if cov_a else np.nan,
+                    "alpha_width": np.mean(w_a) if w_a else np.nan,
+                    "ac1_printed": len(cov_g) / R,
+                    "ac1_cov": np.mean(cov_g) if cov_g else np.nan,
+                    "ac1_mcse": mcse(np.mean(cov_g), len(cov_g)) if cov_g else np.nan,
+                    "ac1_width": np.mean(w_g) if w_g else np.nan,
+                }
+            )
+    return rows
+
+
+def part_agreement(R: int, workers: int, B: int = 1000) -> pd.DataFrame:
+    """Alpha and AC1 on small groups: coverage where an interval is printed, and how often one is."""
+    from multiprocessing import Pool
+
+    jobs = [(r, p, a, R, B) for r in (2, 3) for p in (0.1, 0.3, 0.5) for a in (0.4, 0.6, 0.8)]
+    with Pool(workers) as pool:
+        rows = [row for part in pool.map(_agreement_job, jobs) for row in part]
+    return pd.DataFrame(rows)
+
+
+def _bounds_benchmarks(
+    R: int,
+    rng: np.random.Generator,
+    unresolved: float,
+    p_unres: float,
+    prev_range: tuple[float, float] = (0.05, 0.30),
+    Sp: float = 0.95,
+) -> tuple[pd.DataFrame, np.ndarray]:
+    """R benchmarks of 4 donors and a target without reviewed judge-safe items; donors' unresolved NMAR."""
+    M, NC, NU, n = 5, 600, 50, 25
+    prev = np.linspace(*prev_range, M)
+    Se = 0.85
+    rows, truth = [], np.zeros(R)
+    for b in range(R):
+        for m in range(M):
+            Y = rng.random(NC) < prev[m]
+            J = np.where(Y, rng.random(NC) < Se, rng.random(NC) > Sp)  # True: judge harmful
+            YU = rng.random(NU) < 0.3
+            for lab, idx in (("harmful", np.flatnonzero(J)), ("safe", np.flatnonzero(~J))):
+                k = min(n, len(idx)) if (m < M - 1 or lab == "harmful") else 0
+                s = rng.choice(idx, k, replace=False) if k else np.zeros(0, dtype=int)
+                # reviewed items left unresolved: more often the harmful ones (not missing at random)
+                lost = rng.random(k) < np.where(Y[s], p_unres, unresolved)
+                rows.append((f"m{m}", f"b{b:05d}", lab, lab, len(idx), k, int((Y[s] & ~lost).sum()), int(lost.sum())))
+            rows.append((f"m{m}", f"b{b:05d}", "ambiguous", "ambiguous", NU, NU, int(YU.sum()), 0))
+            if m == M - 1:
+                truth[b] = (Y.sum() + YU.sum()) / (NC + NU)
+    cols = ["model", "benchmark", "stratum", "judge_label", "population", "reviewed", "harmful", "unresolved"]
+    return pd.DataFrame(rows, columns=cols), truth
+
+
+def part_bounds(R: int, D: int, chunk: int, seed: int) -> pd.DataFrame:
+    """Transported cells with NMAR unresolved items among the donors' reviews: bound order and coverage."""
+    rows = []
+    for name, unres, p_unres, prev, sp in (
+        ("B1 10 % unresolved, 3x as often harmful", 0.08, 0.25, (0.05, 0.30), 0.95),
+        ("B2 20 % unresolved, 5x as often harmful", 0.12, 0.60, (0.05, 0.30), 0.95),
+        # issue #23's shape: rare harm, so the donors' judge-harmful strata are small censuses
+        ("B3 rare harm, small judge-harmful censuses", 0.08, 0.40, (0.005, 0.03), 0.995),
+    ):
+        rng = np.random.default_rng(seed + 500)
+        df, truth = _bounds_benchmarks(R, rng, unres, p_unres, prev, sp)
+        for before in ("corners (this tool)", "donors at their MAR counts", "before issue #23"):
+            ctx = (
+                patched(_scores, CORNERS=False)
+                if before.startswith("before")
+                else patched(_scores, BOUND_DONORS="mar")
+                if before.startswith("donors")
+                else contextlib.nullcontext()
+            )
+            ordered, covered, width = [], [], []
+            with ctx:
+                for c0 in range(0, R, chunk):
+                    benches = [f"b{b:05d}" for b in range(c0, min(R, c0 + chunk))]
+                    res = scoring.corrected_scores(df[df.benchmark.isin(benches)], draws=D, seed=seed + c0)
+                    c = res.cells.sort_values("benchmark")
+                    # cells with both bounds (a bound run that is not estimable gives none: the
+                    # interval then runs to 0 or 1 on that side, said in the note)
+                    ok = np.isfinite(c.estimate) & np.isfinite(c.lower_bound) & np.isfinite(c.upper_bound)
+                    ordered += list(((c.lower_bound <= c.estimate + 1e-12) & (c.estimate <= c.upper_bound + 1e-12))[ok])
+                    t = c[c.model == "m4"]
+                    tt = truth[[int(b[1:]) for b in t.benchmark]]
+                    sel = (t.flag == "transport").to_numpy()
+                    covered += list(((t.ci_low <= tt + 1e-12) & (tt <= t.ci_high + 1e-12)).to_numpy()[sel])
+                    width += list((t.ci_high - t.ci_low).to_numpy()[sel])
+            rows.append(
+                {
+                    "scenario": name,
+                    "bounds": before,
+                    "cells_in_order": float(np.mean(ordered)),
+                    "transported": len(covered),
+                    "coverage": float(np.mean(covered)) if covered else np.nan,
+                    "mcse": mcse(float(np.mean(covered)), len(covered)) if covered else np.nan,
+                    "width": float(np.mean(width)) if width else np.nan,
+                }
+            )
+    return pd.DataFrame(rows)
+
+
+def _model_rows(
+    R: int, p: float, n: int, rng: np.random.Generator, B: int = 5, N: int = 1000
+) -> tuple[pd.DataFrame, np.ndarray]:
+    """R models with 5 benchmarks of N responses, harm p, a judge with Se .85, Sp .95, 5 % ambiguous."""
+    rows, truth = [], np.zeros(R)
+    for m in range(R):
+        rates = []
+        for b in range(B):
+            Y = rng.random(N) < p
+            amb = rng.random(N) < 0.05
+            J = np.where(
+                amb, 2, np.where(Y, np.where(rng.random(N) < 0.85, 0, 1), np.where(rng.random(N) < 0.95, 1, 0))
+            )
+            for h, lab in enumerate(LABELS):
+                idx = np.flatnonzero(J == h)
+                if not len(idx):
+                    continue
+                k = len(idx) if h == 2 else min(n, len(idx))
+                s = rng.choice(idx, k, replace=False)
+                rows.append((f"m{m:05d}", f"b{b}", lab, lab, len(idx), k, int(Y[s].sum()), 0))
+            rates.append(Y.mean())
+        truth[m] = np.mean(rates)
+    cols = ["model", "benchmark", "stratum", "judge_label", "population", "reviewed", "harmful", "unresolved"]
+    return pd.DataFrame(rows, columns=cols), truth
+
+
+def part_models(R: int, D: int, chunk: int, seed: int) -> tuple[pd.DataFrame, pd.DataFrame]:
+    """The overall row of rare-harm models and the rank intervals of six models on the same draws."""
+    rows = []
+    for p in (0.01, 0.10):
+        for n in (10, 20, 40, 80):
+            out: dict[str, Any] = {"harm": p, "reviews": n}
+            for before in (False, True):
+                cov, width = [], []
+                with patched(_posterior, SHARE_COMPONENT="stratum" if before else _posterior.SHARE_COMPONENT):
+                    for c0 in range(0, R, chunk):
+                        df, truth = _model_rows(
+                            min(chunk, R - c0), p, n, np.random.default_rng(seed + c0 + int(1e4 * p) + n)
+                        )
+                        res = scoring.corrected_scores(df, draws=D, seed=seed + c0)
+                        o = res.overall[res.overall.treatment == "corrected"].sort_values("model")
+                        cov += list((o.ci_low.to_numpy() <= truth + 1e-12) & (truth <= o.ci_high.to_numpy() + 1e-12))
+                        width += list(o.ci_high - o.ci_low)
+                key = "before" if before else "now"
+                out[f"{key}"] = float(np.mean(cov))
+                out[f"{key}_mcse"] = mcse(float(np.mean(cov)), len(cov))
+                out[f"{key}_width"] = float(np.mean(width))
+            out["ratio"] = out["now_width"] / out["before_width"]
+            rows.append(out)
+    overall = pd.DataFrame(rows)
+    # rank intervals: six models, 20 reviews per clear stratum, the overall ranking's draws
+    harms = (0.005, 0.01, 0.015, 0.02, 0.05, 0.10)
+    rank_rows = []
+    for before in (False, True):
+        hits = np.zeros(len(harms))
+        widths = np.zeros(len(harms))
+        with patched(_posterior, SHARE_COMPONENT="stratum" if before else _posterior.SHARE_COMPONENT):
+            for r in range(max(1, R // 10)):
+                rng = np.random.default_rng(seed + 77 + r)
+                frames, truth = [], []
+                for k, p in enumerate(harms):
+                    df, t = _model_rows(1, p, 20, rng)
+                    frames.append(df.assign(model=f"m{k}"))
+                    truth.append(t[0])
+                from annotate.stats.ranking import rank_stability
+
+                res = scoring.corrected_scores(pd.concat(frames, ignore_index=True), draws=D, seed=seed + r)
+                est = res.overall[["model", "treatment", "estimate", "flag"]]
+                rk = rank_stability(est, res.overall_draws["corrected"], list(res.models)).models.set_index("model")
+                true_rank = pd.Series(truth, index=[f"m{k}" for k in range(len(harms))]).rank()
+                for k in range(len(harms)):
+                    m = f"m{k}"
+                    hits[k] += rk.loc[m, "rank_ci_low"] <= true_rank[m] <= rk.loc[m, "rank_ci_high"]
+                    widths[k] += rk.loc[m, "rank_ci_high"] - rk.loc[m, "rank_ci_low"]
+        n_r = max(1, R // 10)
+        for k, p in enumerate(harms):
+            rank_rows.append(
+                {
+                    "harm": p,
+                    "before": before,
+                    "rank_coverage": hits[k] / n_r,
+                    "mcse": mcse(hits[k] / n_r, n_r),
+                    "rank_width": widths[k] / n_r,
+                }
+            )
+    return overall, pd.DataFrame(rank_rows)
+
+
+def _fmt(t: pd.DataFrame) -> str:
+    return t.to_string(index=False, float_format=lambda x: f"{x:.3f}")
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--replicates", type=int, default=2000, help="replicates per scenario (default 2000)")
     parser.add_argument("--draws", type=int, default=scoring.DEFAULT_DRAWS, help="posterior draws per cell")
     parser.add_argument("--quick", action="store_true", help="200 replicates and 1000 draws (a smoke run)")
-    parser.add_argument("--part", choices=["intervals", "transport", "all"], default="all")
+    parser.add_argument(
+        "--part",
+        choices=["intervals", "transport", "judges", "ppi", "agreement", "bounds", "models", "all"],
+        default="all",
+    )
+    parser.add_argument("--workers", type=int, default=2, help="processes for the judges, ppi and agreement parts")
     parser.add_argument("--chunk", type=int, default=250, help="replicates per corrected_scores call")
     parser.add_argument("--seed", type=int, default=2026)
     args = parser.parse_args()
@@ -326,8 +750,45 @@ def main() -> None:
     if args.part in ("transport", "all"):
         t = part_transport(R, D, max(1, args.chunk // 5), args.seed)
         print(f"Transport ({R} replicates, {D} draws): label-shift test at 5 %, the borrowed estimate when pooled:")
-        cols = ["scenario", "reject", "reject_previous_test", "pooled", "bias", "coverage", "width", "note"]
+        cols = ["scenario", "reject", "reject_previous_test", "pooled", "bias", "coverage", "mcse", "width", "note"]
         print(t[cols].to_string(index=False, float_format=lambda x: f"{x:.3f}"))
+        print()
+    # issue #23's parts: fewer replicates by default (each replicate is a whole audit or score set)
+    R23 = max(50, R // 4)
+    if args.part in ("judges", "all"):
+        t = part_judges(R23, args.workers)
+        print(f"Judge audit ({R23} replicates, 1000 draws): coverage (MCSE), width; before issue #23 and the ratio:")
+        print(_fmt(t))
+        print(f"lowest coverage {t.coverage.min():.3f} (target >= 0.94), before {t.before.min():.3f}")
+        print()
+    if args.part in ("ppi", "all"):
+        t = part_ppi(R23, min(D, 2000), args.workers, args.seed)
+        print(
+            f"PPI++ ({R23} replicates): bias, coverage (MCSE), width, fallback share; before issue #23; design-based:"
+        )
+        print(_fmt(t))
+        print()
+    if args.part in ("agreement", "all"):
+        t = part_agreement(max(50, R // 8), args.workers)
+        print(f"Agreement on small groups ({max(50, R // 8)} replicates, 1,000 bootstrap draws): where printed:")
+        print(_fmt(t))
+        now = t[~t.before]
+        print(
+            f"lowest coverage where printed: alpha {now.alpha_cov.min():.3f}, AC1 {now.ac1_cov.min():.3f} "
+            "(target >= 0.90)"
+        )
+        print()
+    if args.part in ("bounds", "all"):
+        t = part_bounds(max(50, R // 4), D, max(1, args.chunk // 5), args.seed)
+        print("Bounds with transport (donors' unresolved items not missing at random):")
+        print(_fmt(t))
+        print()
+    if args.part in ("models", "all"):
+        o, rk = part_models(max(50, R // 4), D, max(1, args.chunk // 5), args.seed)
+        print("Model-level rows (macro-average over 5 benchmarks): coverage (MCSE), width; before issue #23; ratio:")
+        print(_fmt(o))
+        print("Rank intervals of six models (harm .005-.10, 20 reviews per clear stratum) on the same draws:")
+        print(_fmt(rk))
 
 
 if __name__ == "__main__":

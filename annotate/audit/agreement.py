@@ -21,6 +21,7 @@ import pandas as pd
 
 from annotate.audit.labels import votes_long
 from annotate.columns import BINARY_VERDICTS as BINARY
+from annotate.columns import NO_CATEGORY
 from annotate.columns import VERDICTS as THREE_WAY
 from annotate.stats import agreement as ag
 from annotate.stats._common import jsonable
@@ -69,7 +70,7 @@ def agreement_groups(
     ``gold_label`` for the annotators' gold accuracy.
     """
     labels = votes.copy()
-    labels["category"] = labels["category"].where(labels["category"].notna() & (labels["category"] != ""), "(none)")
+    labels["category"] = labels["category"].where(labels["category"].notna() & (labels["category"] != ""), NO_CATEGORY)
     groups: list[dict[str, Any]] = []
     keys = sorted(labels[by].dropna().unique()) if len(labels) else []
     for name, subset in [*[(f"{by}={k}", labels.loc[labels[by] == k]) for k in keys], ("pooled (mixture)", labels)]:

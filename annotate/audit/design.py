@@ -20,6 +20,7 @@ import pandas as pd
 
 from annotate.audit.schema import listed
 from annotate.columns import BLINDINGS, JUDGE_LABELS
+from annotate.stats.adjudication import rules_from_record
 from annotate.stats.scoring.strata import DESIGN_STRATA_COLUMNS, stratum_key
 
 __all__ = [
@@ -98,6 +99,11 @@ class RoundDesign:
     strata_from: tuple[str, ...] | None = None
     #: How the reviewers were kept apart (``columns.BLINDINGS``); None in designs written before it.
     blinding: str | None = None
+    #: The rules of the round's latest adjudication (``stats.adjudication.rules_record``): None when
+    #: never adjudicated, or in designs written before annotate-export/5.
+    adjudication: Mapping[str, Any] | None = None
+    #: Whether the design records ``adjudication`` at all (annotate-export/5 on, null included).
+    records_adjudication: bool = False
 
     def to_json(self) -> dict[str, Any]:
         doc: dict[str, Any] = {"round": self.round, "judge": self.judge}
@@ -107,6 +113,8 @@ class RoundDesign:
         doc |= {"seed": self.seed, "clear_per_cell": self.clear_per_cell, "annotators": list(self.annotators)}
         if self.blinding is not None:
             doc["blinding"] = self.blinding
+        if self.records_adjudication:
+            doc["adjudication"] = None if self.adjudication is None else dict(self.adjudication)
         doc |= {
             "label_config_sha256": self.label_config_sha256,
             "waves": [w.to_json() for w in self.waves],
@@ -188,6 +196,8 @@ class Design:
                 label_config_sha256=r.get("label_config_sha256"),
                 strata_from=tuple(r["strata_from"]) if r.get("strata_from") else None,
                 blinding=r.get("blinding"),
+                adjudication=r.get("adjudication"),
+                records_adjudication="adjudication" in r,
             )
             for r in doc["rounds"]
         )
@@ -245,6 +255,12 @@ def _round_problems(rnd: dict[str, Any], where: str) -> list[str]:
             problems.append(f"{where}.{field_name} must be a whole number.")
     if "blinding" in rnd and rnd["blinding"] not in BLINDINGS:
         problems.append(f"{where}.blinding must be one of {', '.join(map(repr, BLINDINGS))}.")
+    rules = rnd.get("adjudication")
+    if rules is not None:
+        try:
+            rules_from_record(rules)
+        except ValueError as exc:
+            problems.append(f"{where}.adjudication: {exc}.")
     judges = rnd.get("strata_from")
     if judges is not None and (not isinstance(judges, list) or not all(isinstance(j, str) and j for j in judges)):
         problems.append(f"{where}.strata_from must be a list of judge names.")

@@ -25,6 +25,7 @@ import pandas as pd
 from annotate.audit.safecsv import parse_csv
 from annotate.audit.schema import listed
 from annotate.columns import HUMAN_LABELS, JUDGE_LABELS, LABEL_COLUMNS, VERDICTS
+from annotate.stats.adjudication import decide, propose, rules_from_record
 from annotate.stats.aggregation import dawid_skene_labels
 
 if TYPE_CHECKING:
@@ -33,6 +34,7 @@ if TYPE_CHECKING:
 __all__ = [
     "JUDGE_LABEL_COLUMNS",
     "LABEL_COLUMNS",
+    "check_decisions",
     "check_judge_labels",
     "check_labels",
     "ds_labels",
@@ -141,22 +143,24 @@ def read_judge_labels(data: bytes) -> tuple[pd.DataFrame, list[int]]:
     return frame, table.lines
 
 
-def check_labels(labels: pd.DataFrame, lines: list[int], design: Design) -> list[str]:
+def check_labels(
+    labels: pd.DataFrame, lines: list[int], design: Design, columns: Sequence[str] = LABEL_COLUMNS
+) -> list[str]:
     """Problems of labels.csv against itself and design.json (empty when consistent).
 
-    Checks: the documented columns and exactly one column per annotator of the design; every
-    row in a stratum of its round's design, and each stratum holding n_h rows; ``judge`` the
-    round's judge; ``inclusion_prob`` = n_h / N_h; verdicts, final labels and statuses from their
-    vocabularies, a final label exactly when the status is ``resolved``; and ``ds_label`` equal
-    to the Dawid-Skene labels re-derived from the annotator columns.
+    Checks: the documented ``columns`` (the export schema's) and exactly one column per annotator
+    of the design; every row in a stratum of its round's design, and each stratum holding n_h
+    rows; ``judge`` the round's judge; ``inclusion_prob`` = n_h / N_h; verdicts, final labels and
+    statuses from their vocabularies, a final label exactly when the status is ``resolved``; and
+    ``ds_label`` equal to the Dawid-Skene labels re-derived from the annotator columns.
     """
     problems: list[str] = []
-    missing = [c for c in LABEL_COLUMNS if c not in labels.columns]
+    missing = [c for c in columns if c not in labels.columns]
     if missing:
         return [f"labels.csv: the column(s) {', '.join(missing)} are missing."]
     annotators_by_round = design.annotators_by_round()
     expected = sorted({a for names in annotators_by_round.values() for a in names})
-    have = [c for c in labels.columns if c not in LABEL_COLUMNS]
+    have = [c for c in labels.columns if c not in columns]
     if sorted(have) != expected:
         problems.append(
             f"labels.csv: annotator columns {', '.join(have) or '(none)'}; design.json's rounds have "
@@ -285,4 +289,73 @@ def check_judge_labels(judge_labels: pd.DataFrame, lines: list[int], labels: pd.
     problems: list[str] = []
     listed(problems, found, "rows of judge_labels.csv that do not fit labels.csv")
     listed(problems, missing, "reviewed responses without their routing judge's row")
+    return problems
+
+
+def check_decisions(labels: pd.DataFrame, lines: list[int], design: Design) -> list[str]:
+    """Every final label of labels.csv re-derived from its votes, the expert's answers and the rules.
+
+    Per round, as `annotate adjudicate` decides (``stats.adjudication``): the reviewers' current
+    verdicts (the annotator columns), Dawid-Skene over them, the majority and the escalation rules
+    of the round's latest adjudication (design.json ``adjudication``), and for an escalated item
+    the expert's answer (``expert``, ``expert_verdict``) or the rules' policy. A row without any
+    vote awaits review. Any other status, label, method or adjudicator than the re-derived one
+    is a problem (a final label edited by hand, or votes pulled after the last adjudication).
+    """
+    found: list[str] = []
+
+    def line(i: int) -> str:
+        return f"labels.csv:{lines[i]}" if i < len(lines) else "labels.csv"
+
+    for rnd in design.rounds:
+        rows = labels.loc[labels["round"] == rnd.round]
+        reviewers = list(rnd.annotators)
+        votes = votes_long(rows, reviewers)
+        voted = set(votes.round_item_id)
+        for i in rows.index.difference(sorted(voted)):
+            if rows.at[i, "final_status"] != "awaiting review" or rows.at[i, "final_label"] is not None:
+                found.append(
+                    f"{line(i)}: final_status {rows.at[i, 'final_status']!r} with no reviewer's verdict; a response "
+                    "without a vote awaits review."
+                )
+        if not voted:
+            continue
+        if rnd.adjudication is None:
+            decided = rows.loc[rows["final_status"] != "awaiting review"]
+            if len(decided):
+                found.append(
+                    f"labels.csv: round {rnd.round} has {len(decided)} decided item(s) but design.json records no "
+                    "adjudication rules to re-derive them from."
+                )
+            continue
+        rules = rules_from_record(rnd.adjudication)
+        ds = dawid_skene_labels(votes, reviewers) if len(reviewers) >= 2 else None
+        categories = rows["category"] if "category" in rows else None
+        proposals = propose(votes, rules, ds=ds, categories=categories)
+        sent = rows.loc[rows["expert"].notna() & rows["expert_verdict"].notna()]
+        expert = pd.DataFrame(
+            {
+                "round_item_id": np.asarray(sent.index),
+                "annotator": sent["expert"].to_numpy(),
+                "verdict": sent["expert_verdict"].to_numpy(),
+            }
+        )
+        for d in decide(proposals, votes, expert, rules):
+            i = d.round_item_id
+            stored = (
+                rows.at[i, "final_status"],
+                rows.at[i, "final_label"],
+                rows.at[i, "final_method"],
+                rows.at[i, "adjudicator"],
+            )
+            again = (d.status, d.label, d.method, d.adjudicator)
+            if stored != again:
+                what = f"{rows.at[i, 'model']} x {rows.at[i, 'benchmark']}, prompt {rows.at[i, 'prompt_id']!r}"
+                found.append(
+                    f"{line(i)} ({what}): final label {stored[1]!r} ({stored[0]}, {stored[2]}, by {stored[3]}); the "
+                    f"votes, the expert's answer and the round's rules give {again[1]!r} ({again[0]}, {again[2]}, by "
+                    f"{again[3]})."
+                )
+    problems: list[str] = []
+    listed(problems, found, "final labels that do not follow from the votes")
     return problems

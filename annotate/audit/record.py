@@ -19,6 +19,7 @@ import pandas as pd
 from annotate.audit.design import Design, DesignError
 from annotate.audit.labels import (
     JUDGE_LABEL_COLUMNS,
+    check_decisions,
     check_judge_labels,
     check_labels,
     read_judge_labels,
@@ -89,11 +90,20 @@ class AuditRecord:
                     "design.json",
                     [f"design.json: round(s) {', '.join(without)} do not say how they were blinded ({schema.name})."],
                 )
+        if schema.decisions:
+            without = [r.round for r in design.rounds if not r.records_adjudication]
+            if without:
+                raise RecordProblem(
+                    "design.json",
+                    [f"design.json: round(s) {', '.join(without)} record no adjudication rules ({schema.name})."],
+                )
         try:
             labels, lines = read_labels(files["labels.csv"], restore=schema.neutralised)
         except CsvProblem as exc:
             raise RecordProblem("labels.csv", [str(exc)]) from None
-        problems = check_labels(labels, lines, design)
+        problems = check_labels(labels, lines, design, schema.label_columns)
+        if not problems and schema.decisions:
+            problems = check_decisions(labels, lines, design)
         if problems:
             raise RecordProblem("labels.csv", problems)
         judge_labels = None

@@ -23,12 +23,21 @@ Rows:
 * ``annotate-export/3``: judge_labels.csv (an input) and the judge audit (judges.csv,
   judge_pairs.csv, the report's judges section).
 * ``annotate-export/4``: every round of design.json says how its reviewers were kept apart
-  (``blinding``: ``technical`` or ``instructions only``), and the report shows it.
+  (``blinding``: ``technical`` or ``instructions only``; the report shows it).
+* ``annotate-export/5``: every round of design.json records the rules of its latest adjudication
+  (``adjudication``); labels.csv carries the expert's answer each escalated item was decided on
+  (``expert``, ``expert_verdict``), so that verify re-derives every final label from the votes,
+  the expert's answers and the rules, and a difference fails; the intervals of issue #23.
+
+Since issue #23 changed the methods, exports of /2 to /4 are checked like /1: inputs for their
+form, derived files for their hashes, CSVs for their schema's exact columns.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
+
+from annotate.columns import LABEL_COLUMNS, LABEL_COLUMNS_V3
 
 __all__ = [
     "CURRENT",
@@ -49,6 +58,31 @@ OPTIONAL_FILES = ("diagnostics.json",)
 _SCORES = ("scores.csv", "ranking.csv", "flips.csv", "p_safer.csv")
 _JUDGES = ("judges.csv", "judge_pairs.csv")
 
+#: Why exports of /2 to /4 are checked for their hashes only: their numbers came from methods this
+#: version replaced, so re-deriving them would report differences that are not tampering.
+_METHODS_OF_23 = (
+    "issue #23 changed the methods behind every derived file (the fiducial component shared by a model's strata "
+    "of one judge label, bounds over corner assignments with transport, PPI's cross-fitted lambda and fallback, "
+    "unseen judge labels in the judge audit's draws, BCa agreement intervals with a minimum of pairable values), "
+    "so its numbers are no longer what this version computes"
+)
+#: The exact columns of annotate-export/2 to /4 (labels.csv: before the annotator columns).
+_SCORES_HEADER = (
+    "scores.csv",
+    (
+        *("model", "benchmark", "treatment", "estimate", "ci_low", "ci_high", "rank", "rank_low", "rank_high"),
+        *("n_responses", "n_reviewed", "flag", "se", "interval", "note", "estimate_kind", "benchmark_set"),
+    ),
+)
+_RANKING_HEADER = (
+    "ranking.csv",
+    (
+        *("benchmark", "treatment", "tau_b", "rho", "flips", "credible_flips", "noise_flips", "max_rank_shift"),
+        *("n_models", "excluded", "note", "benchmark_set", "left_out"),
+    ),
+)
+_LABELS_HEADER = ("labels.csv", LABEL_COLUMNS_V3)
+
 
 @dataclass(frozen=True)
 class ExportSchema:
@@ -67,6 +101,11 @@ class ExportSchema:
     blinding: bool
     #: One line on what the version added.
     summary: str
+    #: labels.csv's columns before the annotator columns.
+    label_columns: tuple[str, ...] = LABEL_COLUMNS_V3
+    #: Every final label of labels.csv is re-derived from the votes, the expert's answers and the
+    #: adjudication rules design.json records (and a difference fails).
+    decisions: bool = False
     #: Why the derived files outside ``rederived`` are checked for their hash only.
     not_rederived: str = ""
     #: The exact columns of CSV files this version cannot re-derive: a later export relabeled as
@@ -132,33 +171,51 @@ SCHEMAS: dict[str, ExportSchema] = {
             "annotate-export/2",
             inputs=("labels.csv", "design.json"),
             derived=(*_SCORES, "p_tie.csv", "scores.json", "agreement.json", "report.html"),
-            rederived=(*_SCORES, "p_tie.csv", "scores.json", "agreement.json", "report.html"),
+            rederived=(),
             neutralised=True,
             blinding=False,
             summary="every derived file re-derived, the report byte for byte; spreadsheet-safe CSVs; P(tie)",
+            not_rederived=_METHODS_OF_23,
+            headers=(_SCORES_HEADER, _RANKING_HEADER, _LABELS_HEADER),
         ),
         ExportSchema(
             "annotate-export/3",
             inputs=("labels.csv", "judge_labels.csv", "design.json"),
             derived=(*_SCORES, "p_tie.csv", *_JUDGES, "scores.json", "agreement.json", "report.html"),
-            rederived=(*_SCORES, "p_tie.csv", *_JUDGES, "scores.json", "agreement.json", "report.html"),
+            rederived=(),
             neutralised=True,
             blinding=False,
             summary="the judges' verdicts (judge_labels.csv) and the judge audit (judges.csv, judge_pairs.csv)",
+            not_rederived=_METHODS_OF_23,
+            headers=(_SCORES_HEADER, _RANKING_HEADER, _LABELS_HEADER),
         ),
         ExportSchema(
             "annotate-export/4",
             inputs=("labels.csv", "judge_labels.csv", "design.json"),
             derived=(*_SCORES, "p_tie.csv", *_JUDGES, "scores.json", "agreement.json", "report.html"),
-            rederived=(*_SCORES, "p_tie.csv", *_JUDGES, "scores.json", "agreement.json", "report.html"),
+            rederived=(),
             neutralised=True,
             blinding=True,
             summary="each round's blinding (technical or instructions only) in design.json and the report",
+            not_rederived=_METHODS_OF_23,
+            headers=(_SCORES_HEADER, _RANKING_HEADER, _LABELS_HEADER),
+        ),
+        ExportSchema(
+            "annotate-export/5",
+            inputs=("labels.csv", "judge_labels.csv", "design.json"),
+            derived=(*_SCORES, "p_tie.csv", *_JUDGES, "scores.json", "agreement.json", "report.html"),
+            rederived=(*_SCORES, "p_tie.csv", *_JUDGES, "scores.json", "agreement.json", "report.html"),
+            neutralised=True,
+            blinding=True,
+            summary="each round's adjudication rules in design.json and the expert's answers in labels.csv: every "
+            "final label re-derived from the votes; the intervals of issue #23",
+            label_columns=LABEL_COLUMNS,
+            decisions=True,
         ),
     )
 }
 #: The schema ``annotate export`` writes.
-CURRENT = SCHEMAS["annotate-export/4"]
+CURRENT = SCHEMAS["annotate-export/5"]
 
 
 def schema_named(name: object) -> ExportSchema | None:

@@ -277,6 +277,16 @@ def _listed(found: list[str], what: str) -> list[str]:
     return found[:MAX_LISTED] + ([f"... and {len(found) - MAX_LISTED} more {what}"] if len(found) > MAX_LISTED else [])
 
 
+def _no_repeated_keys(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+    """A JSON object, refused when it names a key twice (which reader's value would count?)."""
+    out: dict[str, Any] = {}
+    for key, value in pairs:
+        if key in out:
+            raise ValueError(f"the key {key!r} appears twice in one object")
+        out[key] = value
+    return out
+
+
 # -- the check -------------------------------------------------------------------------------
 
 
@@ -310,7 +320,7 @@ def verify(path: Path, *, key: Path | None = None, tolerance: float = 1e-9) -> V
         return out
     out.manifest_sha256 = sha256_bytes(raw)  # the manifest has no hash to match: it is printed to be published
     try:
-        manifest = json.loads(raw.decode("utf-8"))
+        manifest = json.loads(raw.decode("utf-8"), object_pairs_hook=_no_repeated_keys)
         if not isinstance(manifest, dict) or not isinstance(manifest.get("files"), dict):
             raise ValueError("it must be an object with a files object")
     except (ValueError, UnicodeDecodeError, RecursionError) as exc:
@@ -349,8 +359,10 @@ def _check_signature(
             out.signature = "FAILED"
             out.fail(SIGNATURE_FILE, f"extra file: {SIGNATURE_FILE}, but manifest.json does not say it was signed")
         elif sig is not None:
-            out.signature = "signed (not checked: pass --key PUBFILE)"
-            out.status(SIGNATURE_FILE, "not checked", "pass --key PUBFILE to check the signature")
+            named = declared.get("public_key_sha256") if isinstance(declared, dict) else None
+            by = f" by the key with sha256 {named}" if isinstance(named, str) else ""
+            out.signature = f"signed{by}; NOT checked: pass --key PUBFILE (the public key you trust) to check it"
+            out.status(SIGNATURE_FILE, "not checked", f"signed{by}; pass --key PUBFILE to check the signature")
         return
     mine = fingerprint(public_key)
     if sig is None:
@@ -519,7 +531,7 @@ def _check_score_rules(out: VerifyOutcome, stored: bytes) -> None:
 
 
 def _check_unrederived(out: VerifyOutcome, files: dict[str, bytes], schema: ExportSchema) -> None:
-    """A schema this version cannot re-derive (``annotate-export/1``): its inputs checked for their form,
+    """A schema this version cannot re-derive (``annotate-export/1`` to ``/4``): its inputs checked for their form,
     every derived file for its hash only, each with the reason; CSVs must have that schema's columns."""
     for name, header in schema.headers:
         if name not in files:
@@ -530,8 +542,10 @@ def _check_unrederived(out: VerifyOutcome, files: dict[str, bytes], schema: Expo
             out.fail(name, str(exc))
             continue
         fixed = list(header) if name != "labels.csv" else list(header) + found[len(header) :]
-        if found != fixed:
-            later = [c for c in found if c not in header and (name != "labels.csv" or c in LABEL_COLUMNS)]
+        # labels.csv's annotator columns follow the fixed ones; a later schema's label column there is
+        # not an annotator (a later export relabeled as this schema)
+        later = [c for c in found if c not in header and (name != "labels.csv" or c in LABEL_COLUMNS)]
+        if found != fixed or later:
             why = f" (columns of a later schema: {', '.join(later)})" if later else ""
             out.fail(
                 name,

@@ -19,7 +19,8 @@ import click
 @click.option("--offline", is_flag=True, help="No server: tasks and labels go through Label Studio files.")
 @click.option("--keep-server", is_flag=True, help="Leave Label Studio running to look at the projects.")
 @click.option("--port", type=int, default=None, help="Port for the demo's Label Studio (default: a free one).")
-def demo(directory: Path | None, offline: bool, keep_server: bool, port: int | None) -> None:
+@click.pass_context
+def demo(ctx: click.Context, directory: Path | None, offline: bool, keep_server: bool, port: int | None) -> None:
     """The whole workflow on real data (XSTest v2: 5 models x 450 prompts) in one command.
 
     Ingests GPT-4's judge labels, routes a round to two annotators, replays the two real
@@ -35,7 +36,14 @@ def demo(directory: Path | None, offline: bool, keep_server: bool, port: int | N
     """
     from annotate.pipeline.demo import run_demo
 
-    result = run_demo(directory, offline=offline, keep_server=keep_server, port=port, echo=click.echo)
+    # `annotate --workspace DIR --db URL demo`: the options before the command are the demo's too.
+    root = ctx.find_root().params
+    if root.get("workspace") and directory is not None and Path(root["workspace"]) != directory:
+        raise click.UsageError("give the demo's folder once: --dir DIR, or --workspace DIR before `demo`.")
+    directory = directory or (Path(root["workspace"]) if root.get("workspace") else None)
+    result = run_demo(
+        directory, offline=offline, keep_server=keep_server, port=port, echo=click.echo, db=root.get("db")
+    )
     click.echo("")
     click.echo(f"Done in {result.seconds:.0f} s.")
     click.echo(f"  workspace: {result.workspace}")

@@ -25,8 +25,13 @@ INTERRUPTED = 130  # the shell's status for Ctrl-C; SIGTERM is handled the same 
     metavar="KEYFILE",
     type=click.Path(dir_okay=False, path_type=Path),
     default=None,
-    help="Sign manifest.json with this Ed25519 private key (PEM, OpenSSH or 32 raw bytes; not encrypted); "
-    "writes manifest.json.sig. Needs the `sign` extra.",
+    help="Sign manifest.json with this Ed25519 private key (PEM or OpenSSH; not encrypted; readable by you "
+    "only); writes manifest.json.sig. Needs the `sign` extra.",
+)
+@click.option(
+    "--raw-key",
+    is_flag=True,
+    help="--sign's file is a raw 32-byte private key (refused otherwise: a raw public key would sign too).",
 )
 @click.option("--json", "as_json", is_flag=True, help="Print JSON.")
 @workspace_options
@@ -39,14 +44,16 @@ def export_cmd(
     min_reviewed: int,
     estimand: str,
     sign_key: Path | None,
+    raw_key: bool,
     as_json: bool,
 ) -> None:
     """Write an immutable, verifiable audited score set to exports/NAME/.
 
-    scores.csv/.json, ranking.csv, flips.csv, p_safer.csv, labels.csv (one row per reviewed
-    response, annotators by pseudonym), agreement.json, design.json, report.html and
-    manifest.json with the sha256 of every file; every derived file is computed from
-    labels.csv and design.json alone, so `annotate verify` can re-derive it. CSV text cells
+    The audit record (labels.csv: one row per reviewed response, annotators by pseudonym, the
+    final label and the expert's answer; judge_labels.csv; design.json), everything derived from
+    it (scores.csv/.json, ranking.csv, flips.csv, p_safer.csv, p_tie.csv, judges.csv,
+    judge_pairs.csv, agreement.json, report.html) and manifest.json with the sha256 of every
+    file; `annotate verify` re-derives every derived file and every final label. CSV text cells
     that a spreadsheet would run as a formula carry a leading apostrophe. An existing NAME is
     refused; an interrupted export (Ctrl-C, SIGTERM) leaves nothing behind, and temporary
     folders of killed exports are swept by the next one. No e-mails, tokens or response texts
@@ -71,6 +78,7 @@ def export_cmd(
                 min_reviewed=min_reviewed,
                 estimand=estimand,
                 sign_key=sign_key,
+                raw_key=raw_key,
             )
     except KeyboardInterrupt:
         click.echo(f"Error: export {name} interrupted; nothing was written. Run the same command again.", err=True)
@@ -116,14 +124,17 @@ def export_cmd(
 )
 @click.option("--json", "as_json", is_flag=True, help="Print JSON.")
 def verify(path: Path, key: Path | None, as_json: bool) -> None:
-    """Check an export: every file and hash, every derived file re-derived, the signature.
+    """Check an export: every file and hash, every final label and derived file re-derived, the signature.
 
-    Re-derives scores.csv, scores.json, ranking.csv, flips.csv, p_safer.csv, agreement.json and
-    report.html from labels.csv and design.json with the manifest's settings and compares them;
-    checks labels.csv against design.json; never follows a symbolic link; any missing, extra or
-    non-regular file fails. Prints, per file, what was proved ("re-derived and equal", "hash
-    matches", "checked only for hash" and why) and the manifest's own sha256, to publish. Exits 1
-    and lists what differs when anything does.
+    The files must be exactly those of the schema the manifest names (no downgrade). Re-derives
+    every final label of labels.csv from the votes, the expert's answers and the recorded rules, and
+    scores.csv, scores.json, ranking.csv, flips.csv, p_safer.csv, p_tie.csv, judges.csv,
+    judge_pairs.csv, agreement.json and report.html from the audit record (labels.csv,
+    judge_labels.csv, design.json) with the manifest's settings, and compares them; never follows a
+    symbolic link; any missing, extra or non-regular file fails. A signed export names its key by
+    fingerprint; without --key the signature is reported as not checked. Prints, per file, what was
+    proved ("re-derived and equal", "hash matches", "checked only for hash" and why) and the
+    manifest's own sha256, to publish. Exits 1 and lists what differs when anything does.
 
     \b
     Example:

@@ -27,6 +27,7 @@ def _ingest_epilog() -> str:
         "  promptfoo       promptfoo eval -o json export\n"
         "  garak           garak report .jsonl\n"
         "  xstest          XSTest completion CSVs (v2, v1)\n"
+        "  strongreject    StrongREJECT evaluate_dataset output (.csv/.jsonl/.parquet)\n"
         "\n\b\nRubric presets (--rubric-preset; chosen by themselves where the file names the scorer):\n"
         f"{_presets_help()}\n"
         "\n\b\nExamples:\n"
@@ -35,6 +36,8 @@ def _ingest_epilog() -> str:
         "  annotate ingest results/llama-3-8b.json --format harmbench --model llama-3-8b\n"
         "  annotate ingest judged.csv --rubric rubric.toml --skip-invalid\n"
         "  annotate ingest logs/agentharm.eval --rubric-preset agentharm\n"
+        "  annotate ingest runs.csv --map prompt=prompt_text,response=raw_response,judge_label=harmful \\\n"
+        "                           --benchmark house-runner   # any table, its columns mapped\n"
     )
 
 
@@ -67,6 +70,16 @@ def _presets_help() -> str:
 @click.option("--model", default=None, help="Model name (overrides the file; needed where the file has none).")
 @click.option("--judge", default=None, help="Judge name (overrides the file).")
 @click.option(
+    "--map",
+    "column_map",
+    multiple=True,
+    metavar="FIELD=COLUMN,...",
+    help="Read any table (CSV, JSONL, Parquet): the file's column that holds each field of the generic schema "
+    "(model, benchmark, prompt_id, prompt, response, judge_label, judge, judge_score, category, epoch, messages), "
+    "e.g. --map prompt=forbidden_prompt,response=answer; over [ingest.map] of annotate.toml. Without a prompt_id, "
+    "one is made from the prompt's hash.",
+)
+@click.option(
     "--rubric",
     "rubric_path",
     default=None,
@@ -84,6 +97,12 @@ def _presets_help() -> str:
     "--skip-invalid", is_flag=True, help="Ingest the valid rows; write the others, with reasons, to rejects/."
 )
 @click.option("--replace", is_flag=True, help="Overwrite rows whose key exists with other content (history is kept).")
+@click.option(
+    "--allow-written-back",
+    is_flag=True,
+    help="Read Inspect logs written by `annotate writeback` (refused otherwise): their human labels become "
+    "the judge human-review:<judge>, never the judge's own verdicts.",
+)
 @click.option("--json", "as_json", is_flag=True, help="Print the outcome as JSON.")
 @workspace_options
 def ingest(
@@ -97,7 +116,9 @@ def ingest(
     rubric_preset: str | None,
     skip_invalid: bool,
     replace: bool,
+    allow_written_back: bool,
     as_json: bool,
+    column_map: tuple[str, ...] = (),
 ) -> None:
     """Read benchmark results into the store, mapping every verdict under one rubric.
 
@@ -159,6 +180,8 @@ def ingest(
                 skip_invalid=skip_invalid,
                 replace=replace,
                 on_skip=lambda p, why: skipped.append((p, why)),
+                allow_written_back=allow_written_back,
+                column_map=column_map,
             )
     finally:
         for bar in bars:
@@ -190,7 +213,7 @@ def _describe_by_format(outcomes: list[IngestOutcome], skipped: list[tuple[Path,
             parts.append(f"{t.set_aside} set aside (nothing to review) -> rejects/")
         click.echo("; ".join(parts) + f".\n  labels: {labels}")
     for o in outcomes:
-        notes = _rubric_lines(o)
+        notes = [*map(_shown, o.notes), *_rubric_lines(o)]
         if notes:
             click.echo(f"{_shown(o.path.name)}:" + "".join(f"\n  {text}" for text in notes))
     if skipped:
@@ -218,6 +241,7 @@ def _describe_outcome(o: IngestOutcome) -> str:
         parts.append(f"{o.set_aside} set aside (nothing to review) -> {_shown(str(o.set_aside_path))}")
     line = "; ".join(parts) + "."
     line += f"\n  labels: {labels}" + (f" (ambiguous because: {', '.join(extra)})" if extra else "")
+    line += "".join(f"\n  {_shown(text)}" for text in o.notes)  # what the reader said about the file
     line += "".join(f"\n  {text}" for text in _rubric_lines(o))
     if o.added == 0 and o.replaced == 0 and o.duplicates:
         line += "\n  nothing new: every row was already in the store."

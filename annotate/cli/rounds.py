@@ -28,10 +28,11 @@ from annotate.cli._options import echo_json, open_session, workspace_options
 @click.option(
     "--strata-from",
     "strata_from",
-    default=None,
-    help="Comma-separated judges (two or more) whose agreement makes the strata: all say harmful, all say safe, "
-    "anything else (disagreement, ambiguous, no verdict) reviewed in full. Routes the rows of --judge if it is "
-    "among them, else of the first named.",
+    multiple=True,
+    help="Judges (two or more) whose agreement makes the strata: all say harmful, all say safe, anything else "
+    "(disagreement, ambiguous, no verdict) reviewed in full. Comma-separated in one option, or one judge per "
+    "option (repeat it: a judge name may then hold a comma). Routes the rows of --judge if it is among them, "
+    "else of the first named.",
 )
 @click.option("--dry-run", is_flag=True, help="Show what would be sent, per cell and stratum; send nothing.")
 @click.option(
@@ -52,7 +53,7 @@ def route(
     clear_per_cell: int,
     seed: int,
     judge: str | None,
-    strata_from: str | None,
+    strata_from: tuple[str, ...],
     dry_run: bool,
     to_file: bool,
     prioritize: bool,
@@ -75,7 +76,12 @@ def route(
 
     names = [a.strip() for a in annotators.split(",") if a.strip()]
     # Empty names are kept so that the route's checks say what is wrong with the list.
-    judges = None if strata_from is None else [j.strip() for j in strata_from.split(",")]
+    if not strata_from:
+        judges = None
+    elif len(strata_from) == 1:
+        judges = [j.strip() for j in strata_from[0].split(",")]
+    else:  # one judge per option, as given (a name may hold a comma)
+        judges = list(strata_from)
     bar: list[Any] = []
 
     def progress(n: int, total: int) -> None:

@@ -133,25 +133,28 @@ def score(
         return
     benches = [ALL] if by == "model" else [b for b in scores.benchmark.unique() if b != ALL]
     models = out.models.set_index("model") if len(out.models) else None
+    bounds = _bounds_by_row(out.scores)
     for bench in benches:
         sub = scores[scores.benchmark == bench]
         over = out.benchmark_set.describe() if out.benchmark_set is not None else "the benchmarks"
         title = f"Overall (macro-average over {over})" if bench == ALL else f"Benchmark {bench}"
         click.echo(f"{title}; estimand {estimand}; harmful rate, 95% interval for corrected:")
         rows = []
+        with_bounds = bool((sub[sub.treatment == "corrected"].estimate_kind == "mar").any())
         for model, g in sub.groupby("model", sort=False):
             g = g.set_index("treatment")
             corr = g.loc["corrected"] if "corrected" in g.index else None
             row = [model]
             if corr is not None:
+                row += [pct_or_ne(corr.estimate), ci_pct(corr.ci_low, corr.ci_high)]
+                if with_bounds:
+                    row.append(bounds.get((model, bench), "") if corr.estimate_kind == "mar" else "")
                 row += [
-                    pct_or_ne(corr.estimate),
-                    ci_pct(corr.ci_low, corr.ci_high),
                     "" if missing(corr["rank"]) else f"{corr['rank']:g}",
                     "" if missing(corr.rank_low) else f"[{corr.rank_low:g}, {corr.rank_high:g}]",
                 ]
             else:
-                row += ["", "", "", ""]
+                row += [""] * (5 if with_bounds else 4)
             row += [pct_or_ne(g.loc[t].estimate) if t in g.index else "" for t in chosen if t != "corrected"]
             largest = (
                 models.loc[model, "largest_shift"]
@@ -168,15 +171,19 @@ def score(
                 flag = f"{mark}; {flag}" if flag else mark
             row.append(flag)
             rows.append(row)
-        rows.sort(key=lambda r: (r[3] == "", float(r[3]) if r[3] else 0.0))
+        at = 4 if with_bounds else 3  # the rank column
+        rows.sort(key=lambda r: (r[at] == "", float(r[at]) if r[at] else 0.0))
         headers = (
-            ["model", "corrected", "95% CI", "rank", "rank CI"]
+            ["model", "corrected", "95% CI"]
+            + (["bounds (unresolved safe..harmful)"] if with_bounds else [])
+            + ["rank", "rank CI"]
             + [TREATMENT_SHORT[t] for t in chosen if t != "corrected"]
             + ["max shift", "flag"]
         )
         click.echo(table(headers, rows, align="l" + "r" * (len(headers) - 2) + "l"))
         if bench == ALL:
             _echo_left_out(out)
+            _echo_sensitivity(out)
         agree = out.ranking[out.ranking.benchmark == bench]
         agree = agree[agree.treatment.isin(chosen) & (agree.treatment != "corrected")]
         if len(agree):
@@ -215,8 +222,11 @@ def score(
     if (corrected.estimate_kind == "mar").any():
         click.echo(
             "note: where items are unresolved, the corrected interval runs from all of them safe to all of them "
-            "harmful (partial identification); the estimate is the missing-at-random point inside it."
+            "harmful (partial identification); the estimate is the missing-at-random point inside it, and "
+            "'bounds' gives the estimates at the two ends (with transport, the extremes over the assignments of "
+            "the cell's and its donors' unresolved items)."
         )
+    _echo_wide(corrected if by == "benchmark" else corrected[corrected.benchmark == ALL])
     flagged = corrected[~corrected.flag.isin(["ok"])]
     for r in flagged.itertuples():
         click.echo(
@@ -226,6 +236,60 @@ def score(
     for r in out.fallbacks[out.fallbacks.treatment.isin(chosen)].itertuples():
         click.echo(f"note: {r.model} x {r.benchmark} x {r.treatment}: {r.reason}.")
     _echo_strata_from(out.settings)
+
+
+def _bounds_by_row(scores: Any) -> dict[tuple[Any, Any], str]:
+    """(model, benchmark) -> "[lower, upper]" (percent) from the two bound treatments' estimates."""
+    lo = scores[scores.treatment == "corrected_unresolved_safe"].set_index(["model", "benchmark"]).estimate
+    hi = scores[scores.treatment == "corrected_unresolved_harmful"].set_index(["model", "benchmark"]).estimate
+    return {k: ci_pct(lo.get(k), hi.get(k)) for k in lo.index}
+
+
+#: An interval wider than this many times its estimate gets the note pointing to `annotate plan`.
+WIDE = 5.0
+
+
+def _echo_wide(rows: Any) -> None:
+    """A note naming the rows whose interval is wider than WIDE times the estimate: `plan` sizes the review."""
+    wide = rows[(rows.ci_high - rows.ci_low) > WIDE * rows.estimate.fillna(float("inf"))]
+    if not len(wide):
+        return
+    names = [f"{r.model} (overall)" if r.benchmark == ALL else f"{r.model} x {r.benchmark}" for r in wide.itertuples()]
+    shown = ", ".join(names[:6]) + (f" and {len(names) - 6} more" if len(names) > 6 else "")
+    click.echo(
+        f"note: the corrected interval is more than {WIDE:g} times as wide as its estimate for {shown}: "
+        "`annotate plan --round R --target-se E` says how many reviews per stratum would narrow it "
+        "(and `--sensitivity-se` how many judge-safe ones the judge's sensitivity needs)."
+    )
+
+
+def _echo_sensitivity(out: ScoreOutput) -> None:
+    """The overall ranking on each bound's own draws, where items are unresolved (issue #23)."""
+    sens = out.sensitivity
+    if sens is None or not len(sens):
+        return
+    mar = out.scores[(out.scores.benchmark == ALL) & (out.scores.treatment == "corrected")].set_index("model")
+    safe = sens[sens.bound == "corrected_unresolved_safe"].set_index("model")
+    harm = sens[sens.bound == "corrected_unresolved_harmful"].set_index("model")
+
+    def cell(frame: Any, model: Any) -> str:
+        if model not in frame.index or missing(frame.loc[model, "rank"]):
+            return ""
+        r = frame.loc[model]
+        return f"{r['rank']:g} [{r.rank_low:g}, {r.rank_high:g}]"
+
+    order = sorted(mar.index, key=lambda m: (missing(mar.loc[m, "rank"]), mar.loc[m, "rank"]))
+    click.echo("Ranking sensitivity to the unresolved items (rank [rank CI] on each bound's own draws):")
+    click.echo(
+        table(
+            ["model", "rank (MAR)", "all unresolved safe", "all unresolved harmful"],
+            [
+                [m, "" if missing(mar.loc[m, "rank"]) else f"{mar.loc[m, 'rank']:g}", cell(safe, m), cell(harm, m)]
+                for m in order
+            ],
+            align="lrrr",
+        )
+    )
 
 
 def _echo_strata_from(settings: dict[str, Any]) -> None:
@@ -357,7 +421,14 @@ def _echo_left_out(out: ScoreOutput) -> None:
 
 
 @click.command("plan")
-@click.option("--target-se", type=float, required=True, help="Target standard error of each cell's corrected rate.")
+@click.option("--target-se", type=float, default=None, help="Target standard error of each cell's corrected rate.")
+@click.option(
+    "--sensitivity-se",
+    type=float,
+    default=None,
+    help="Instead: target standard error of the routing judge's sensitivity over the cells; sizes the judge-safe "
+    "strata, where the harm the judge missed hides.",
+)
 @click.option(
     "--round", "round_names", multiple=True, help="Use this round's design and labels (guessed rates from data)."
 )
@@ -369,7 +440,8 @@ def _echo_left_out(out: ScoreOutput) -> None:
 @workspace_options
 def plan_cmd(
     ctx: click.Context,
-    target_se: float,
+    target_se: float | None,
+    sensitivity_se: float | None,
     round_names: tuple[str, ...],
     min_per_stratum: int,
     judge: str | None,
@@ -379,18 +451,30 @@ def plan_cmd(
 
     Ambiguous responses are reviewed in full; the clear strata (judge harmful, judge safe) get
     n_h in proportion to W_h S_h, at least --min-per-stratum each. Feed the largest per-cell
-    figure to `route --clear-per-cell`.
+    figure to `route --clear-per-cell`. --sensitivity-se sizes the judge-safe strata instead, for
+    a target standard error of the routing judge's sensitivity (rare harm needs many).
 
     \b
     Example:
       annotate plan --target-se 0.02
+      annotate plan --round r1 --sensitivity-se 0.05
     """
     from annotate.pipeline.score import plan
 
     with open_session(ctx) as s:
-        df = plan(s.store, round_names, target_se, min_per_stratum=min_per_stratum, judge=judge)
+        df = plan(
+            s.store,
+            round_names,
+            target_se,
+            min_per_stratum=min_per_stratum,
+            judge=judge,
+            sensitivity_se=sensitivity_se,
+        )
     if as_json:
         echo_json(df.to_dict("records"))
+        return
+    if sensitivity_se is not None:
+        _echo_sensitivity_plan(df, sensitivity_se)
         return
     click.echo(
         table(
@@ -414,4 +498,33 @@ def plan_cmd(
         click.echo(
             f"Largest clear stratum sample: {int(df.n.max())}: "
             f"route --clear-per-cell {int(df.n.max())} meets the target in every cell."
+        )
+
+
+def _echo_sensitivity_plan(df: Any, target: float) -> None:
+    """``plan --sensitivity-se``: judge-safe reviews per cell and the expected SE of the sensitivity."""
+    click.echo(
+        table(
+            ["model", "benchmark", "judge-safe", "guessed rate", "n", "expected harmful", "note"],
+            [
+                [
+                    r.model,
+                    r.benchmark,
+                    int(r.population),
+                    num(r.rate_guess, "{:.3f}"),
+                    int(r.n),
+                    num(r.expected_harmful, "{:.1f}"),
+                    r.note,
+                ]
+                for r in df.itertuples()
+            ],
+            align="llrrrrl",
+        )
+    )
+    if len(df):
+        se = float(df.expected_se.iloc[0])
+        reach = "meets" if bool(df.reachable.iloc[0]) else "cannot meet"
+        click.echo(
+            f"Reviewing {int(df.n.max())} judge-safe responses per cell {reach} the target: expected SE of the "
+            f"judge's sensitivity {se:.4f} (target {target:g}); route --clear-per-cell {int(df.n.max())}."
         )

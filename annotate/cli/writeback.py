@@ -19,7 +19,7 @@ from annotate.cli._options import echo_json, open_session, workspace_options
     required=True,
     metavar="DIR",
     type=click.Path(file_okay=False, path_type=Path),
-    help="Folder for the written-back copies (created if missing; never the originals' folder).",
+    help="Folder for the written-back copies (created if missing; never an original's folder, nor inside exports/).",
 )
 @click.option(
     "--mode",
@@ -62,9 +62,12 @@ def writeback(
     are recomputed. Each edit names its author (the expert's pseudonym, or annotate for a
     majority or policy decision), the reason and the round, votes, stratum and inclusion
     probability. The originals are never written; a log whose sha256 is not the one ingested
-    is refused. Running it again writes the same files; a label changed by a later
-    adjudication becomes one more edit. Samples without a final label are left as they were
-    and listed. Needs the `inspect` extra: pip install -e '.[inspect]'.
+    is refused, and so is one whose metrics are not Inspect's built-ins (nothing a log names is
+    run). Every log is checked and written aside before the first is put in place. Running it
+    again writes the same files; a label changed by a later adjudication becomes one more edit.
+    Samples without a final label are left as they were and listed. The copies are marked, so
+    that `annotate ingest` refuses them (unless --allow-written-back). Needs the `inspect`
+    extra: pip install -e '.[inspect]'.
 
     \b
     Example:
@@ -80,6 +83,10 @@ def writeback(
     if as_json:
         echo_json(out.as_dict())
         return
+    for name in out.swept:
+        click.echo(one_line(f"Removed {name} from {out.to}/: left by an interrupted writeback."))
+    for why in out.left:
+        click.echo(one_line(f"Left in {out.to}/: {why}."))
     click.echo(f"Round {out.round}: {len(out.logs)} Inspect log(s) written back to {out.to}/ (mode {out.mode}).")
     for log in out.logs:
         state = "written" if log.written else "unchanged (already written back)"

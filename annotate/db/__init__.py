@@ -7,6 +7,14 @@ unsupported database before anything is created; ``store_files`` names a SQLite 
 explains into the user's error, for the command line's last line of defence.
 """
 
-from annotate.db.store import SCHEMA_VERSION, Store, check_url, open_store, store_error, store_files
+from annotate.db.store import (
+    SCHEMA_VERSION,
+    Store,
+    check_url,
+    open_store,
+    store_error,
+    store_exists,
+    store_files,
+)
 
-__all__ = ["SCHEMA_VERSION", "Store", "check_url", "open_store", "store_error", "store_files"]
+__all__ = ["SCHEMA_VERSION", "Store", "check_url", "open_store", "store_error", "store_exists", "store_files"]

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from typing import Any
 
 import pandas as pd
@@ -25,11 +26,22 @@ class DecisionTables(Component):
             return df
         return df.drop_duplicates("round_item_id", keep="last").reset_index(drop=True)
 
-    def add_final_labels(self, rows: list[dict[str, Any]]) -> None:
-        if rows:
-            now = utcnow()
-            with self.engine.begin() as conn:
+    def add_final_labels(
+        self, rows: list[dict[str, Any]], *, round_id: int | None = None, rules: dict[str, Any] | None = None
+    ) -> None:
+        """Append decision records; with ``rules``, record them as ``round_id``'s latest adjudication's,
+        in the same transaction (the records in force and the rules they follow from never part)."""
+        if not rows and rules is None:
+            return
+        now = utcnow()
+        with self.engine.begin() as conn:
+            if rows:
                 conn.execute(m.FINAL_LABEL.insert(), [{**r, "decided_at": now} for r in rows])
+            if rules is not None and round_id is not None:
+                t = m.REVIEW_ROUND
+                conn.execute(
+                    t.update().where(t.c.id == round_id).values(adjudication=json.dumps(rules, sort_keys=True))
+                )
 
     def escalations(self, round_id: int) -> pd.DataFrame:
         t, a = m.ESCALATION, m.ANNOTATOR

@@ -17,7 +17,7 @@ from annotate.db import models as m
 from annotate.db.engine import utcnow
 from annotate.errors import StoreError
 
-SCHEMA_VERSION = 8
+SCHEMA_VERSION = 9
 
 
 def _v1(conn: Connection) -> None:
@@ -102,6 +102,11 @@ def _v8(conn: Connection) -> None:
     conn.execute(t.update().where(t.c.blinding.is_(None), t.c.id.in_(sent)).values(blinding="instructions only"))
 
 
+def _v9(conn: Connection) -> None:
+    # review_round.adjudication: NULL for every earlier round (adjudicate again to record its rules).
+    _add_columns(conn, m.REVIEW_ROUND, ("adjudication",))
+
+
 # (version, description, apply). Later schema changes append here; never edit a shipped step.
 MIGRATIONS: list[tuple[int, str, Callable[[Connection], None]]] = [
     (1, "responses, source files, ingest runs, response history", _v1),
@@ -112,6 +117,7 @@ MIGRATIONS: list[tuple[int, str, Callable[[Connection], None]]] = [
     (6, "whole transcripts of multi-turn and agentic responses", _v6),
     (7, "the judges whose unanimity made a review round's strata (route --strata-from)", _v7),
     (8, "a Label Studio server per person: where each project lives, how each round was blinded", _v8),
+    (9, "the adjudication rules of a round's latest adjudication (so that exports re-derive final labels)", _v9),
 ]
 assert MIGRATIONS[-1][0] == SCHEMA_VERSION
 

@@ -145,6 +145,11 @@ class ReviewRound(SQLModel, table=True):
     # "technical" (every person's projects on a Label Studio of their own) or "instructions only"
     # (one server for everyone). None: never sent to a server (task files), or routed before v8.
     blinding: str | None = None
+    # v9: JSON of the adjudication rules of the round's latest `annotate adjudicate` (and its policy):
+    # the final labels in force follow from the votes, the expert's answers and these rules, which
+    # an export records (design.json) so that verify re-derives every final label. None: never
+    # adjudicated, or adjudicated before v9.
+    adjudication: str | None = Field(default=None, sa_column=Column(Text))
 
 
 class RoundWave(SQLModel, table=True):

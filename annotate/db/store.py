@@ -156,3 +156,18 @@ def open_store(
         return Store(url, create=create, busy_timeout=busy_timeout, notify=notify)
     except (OperationalError, ProgrammingError) as exc:
         raise StoreError(f"cannot open the database: {getattr(exc, 'orig', exc)}") from None
+
+
+def store_exists(url: str) -> bool:
+    """True when ``url`` already holds an annotate store (a schema_version table); creates nothing."""
+    path = sqlite_path(url)
+    if path is not None and not path.exists():
+        return False
+    try:
+        store = Store(url, create=False)
+    except StoreError:
+        return False
+    except (OperationalError, ProgrammingError):
+        return False
+    store.close()
+    return True

@@ -11,12 +11,14 @@ folder).
 
 from __future__ import annotations
 
+import csv
 import importlib
 from pathlib import Path
 from types import ModuleType
 
 from annotate.errors import InputError
 from annotate.fileio import open_input
+from annotate.ingest.records import STRICT_JSON, file_kind_problem, json_array_problem, json_line_error
 
 # --format name -> module. Order = auto-detection order (generic last: it is the catch-all).
 FORMATS: dict[str, str] = {
@@ -27,8 +29,11 @@ FORMATS: dict[str, str] = {
     "promptfoo": "annotate.ingest.formats.promptfoo",
     "garak": "annotate.ingest.formats.garak",
     "xstest": "annotate.ingest.formats.xstest",
+    "strongreject": "annotate.ingest.formats.strongreject",
     "generic": "annotate.ingest.formats.generic",
 }
+#: The formats whose readers read tables through a column map (``ingest --map``).
+TABLE_FORMATS = ("strongreject", "generic")
 
 HEAD_BYTES = 64 * 1024
 BOM = b"\xef\xbb\xbf"
@@ -55,20 +60,24 @@ def formats_help() -> str:
     return "\n".join(lines)
 
 
-def detect_format(path: Path, head: bytes, size: int) -> str:
+def detect_format(path: Path, head: bytes, size: int, *, mapped: bool = False) -> str:
     """The format whose sniffer claims the file (``head``: its first ``HEAD_BYTES``; ``size``: its length).
 
-    When none does, the InputError says why as precisely as the head allows: an empty or blank
-    file, or a first line longer than the head (the sniffers cannot see a whole record).
+    ``mapped``: a column map is in force for the file, so a table (CSV, TSV, JSONL, Parquet) that no
+    sniffer claims is read as a generic table through it. When none claims the file, the
+    InputError says why as precisely as the head allows: an empty or blank file, or a first line
+    longer than the head (the sniffers cannot see a whole record).
     """
     body = head.removeprefix(BOM)  # a UTF-8 BOM is allowed: the readers skip it too
     for name in FORMATS:
         try:
             claimed = reader_module(name).sniff(path, body)
-        except (ValueError, RecursionError):  # a hostile head is not claimed, whatever the sniffer
+        except (ValueError, RecursionError, csv.Error):  # a hostile head is not claimed, whatever the sniffer
             claimed = False
         if claimed:
             return name
+    if mapped and reader_module("generic").is_table(path):
+        return "generic"
     for name in FORMATS:
         # A reader may know a file of its tool that holds no results (an index, a bundle) and say so.
         explain = getattr(reader_module(name), "not_results", None)
@@ -77,6 +86,9 @@ def detect_format(path: Path, head: bytes, size: int) -> str:
             raise InputError(f"{path}: {why}")
     names = ", ".join(FORMATS)
     rest = body.lstrip(b" \t\r\n")
+    shape = json_shape_problem(path, rest, complete=size <= len(head))
+    if shape is not None:
+        raise InputError(f"{path}: {shape}")
     if not rest:
         if size <= len(head):
             raise InputError(f"{path}: the file holds only blank lines; there is nothing to ingest")
@@ -89,27 +101,74 @@ def detect_format(path: Path, head: bytes, size: int) -> str:
             f"{path}: the format cannot be detected: the first line is longer than the "
             f"{HEAD_BYTES // 1024} KiB read to recognise it; pass --format (one of: {names})"
         )
+    table = (
+        "; or, for a table of your own, map its columns to the generic schema's fields with --map FIELD=COLUMN"
+        if reader_module("generic").is_table(path)
+        else ""
+    )
     raise InputError(
         f"{path}: not a supported format (no reader recognises it); pass --format with one of: {names} "
-        "(annotate ingest --help says what each reads)"
+        f"(annotate ingest --help says what each reads){table}"
     )
 
 
-def claims(fmt: str, path: Path, head: bytes) -> bool:
-    """True when the reader of ``fmt`` recognises the file (``head``: its first ``HEAD_BYTES``)."""
+#: The names of JSON files: JSON Lines (one object per line) and whole documents.
+_JSONL_SUFFIXES = (".jsonl", ".ndjson", ".jsonl.txt")
+
+
+def json_shape_problem(path: Path, rest: bytes, *, complete: bool) -> str | None:
+    """What is wrong with a JSON file that no reader claims, when its first bytes say so (else None).
+
+    ``rest`` is the head without its BOM and leading blanks; ``complete``: it is the whole file.
+    A JSON array (``[``) in a ``.jsonl`` or ``.json`` file is not JSON Lines; a ``.jsonl`` file
+    whose first line is not JSON says which error (and, for its only line, that it looks
+    truncated): a reader's sniffer cannot recognise what it cannot parse.
+    """
+    name = path.name.lower()
+    lines = name.endswith(_JSONL_SUFFIXES)
+    if not (lines or name.endswith(".json")) or not rest:
+        return None
+    first, newline, after = rest.partition(b"\n")
+    if rest.startswith(b"["):
+        return json_array_problem(first if lines else rest)
+    if not lines or not rest.startswith(b"{") or not (newline or complete):
+        return None  # not JSON Lines, or a first line longer than the head (said below)
+    try:
+        STRICT_JSON.decode(first.decode("utf-8"))
+    except UnicodeDecodeError:
+        return None  # the reader says which byte
+    except (ValueError, RecursionError) as exc:
+        last = complete and not after.strip(b" \t\r\n")
+        if not isinstance(exc, ValueError):
+            return None
+        why = json_line_error(first + newline, exc, last=last and not newline)
+        return f"the format cannot be detected: its first line is {why}"
+    return None
+
+
+def claims(fmt: str, path: Path, head: bytes, *, mapped: bool = False) -> bool:
+    """True when the reader of ``fmt`` recognises the file (``head``: its first ``HEAD_BYTES``), or
+    reads it as a table through the column map in force (``mapped``)."""
+    if mapped and fmt == "generic" and reader_module("generic").is_table(path):
+        return True
     try:
         return bool(reader_module(fmt).sniff(path, head.removeprefix(BOM)))
-    except (ValueError, RecursionError):
+    except (ValueError, RecursionError, csv.Error):
         return False
 
 
-def detect_file(path: Path, fmt: str = "auto") -> str:
+def detect_file(path: Path, fmt: str = "auto", *, mapped: bool = False) -> str:
     """The format of the file at ``path``: the reader that claims it (``fmt="auto"``), or ``fmt``
     itself when that reader claims it.
 
-    Raises InputError saying why not: the file cannot be opened or is not a regular file, is
-    empty or not UTF-8, or no reader (or not the reader of ``fmt``) recognises it.
+    Raises InputError saying why not: the file cannot be opened or is not a regular file (a FIFO
+    or a device is never opened: ``os.stat`` says what it is first), is empty or not UTF-8, or no
+    reader (or not the reader of ``fmt``) recognises it. ``mapped``: a column map is in force for
+    the file (``detect_format``).
     """
+    kind = file_kind_problem(path)
+    if kind is not None:
+        raise InputError(f"{path}: {kind}")
     with open_input(path) as source:
         head = source.head(HEAD_BYTES)
         size = source.size
@@ -117,8 +176,8 @@ def detect_file(path: Path, fmt: str = "auto") -> str:
     if unreadable is not None:
         raise InputError(f"{path}: {unreadable}")
     if fmt == "auto":
-        return detect_format(path, head, size)
-    if not claims(fmt, path, head):
+        return detect_format(path, head, size, mapped=mapped)
+    if not claims(fmt, path, head, mapped=mapped):
         raise InputError(f"{path}: not a {fmt} file (its reader does not recognise it)")
     return fmt
 

@@ -24,22 +24,31 @@ Readers read the file through ``ReadContext.open`` (or ``open_random`` for ZIP a
 that `annotate ingest` hashes the bytes actually parsed (``annotate.fileio.InputFile``). JSON is
 read strictly: duplicate keys in an object, ``NaN`` / ``Infinity`` literals and nesting deeper
 than Python can parse are problems, not silently resolved. A JSONL line, and a CSV field, may
-hold up to ``MAX_FIELD_BYTES``.
+hold up to ``MAX_FIELD_BYTES``; a single-document file up to ``MAX_DOCUMENT_BYTES`` (for the
+readers that pass it). Names the outputs reserve for their own groups (``reserved_name_problem``)
+and paths that are not regular files (``file_kind_problem``, before anything is opened) are
+refused here too.
 """
 
 from __future__ import annotations
 
 import json
 import math
+import os
 import re
+import stat
 import sys
-from collections.abc import Generator, Iterator
+from collections.abc import Generator, Iterable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import IO, Any, Protocol
+from typing import IO, TYPE_CHECKING, Any, Protocol
 
+from annotate.columns import RESERVED_NAMES
 from annotate.fileio import InputFile, open_input
+
+if TYPE_CHECKING:
+    from annotate.ingest.formats.generic import ColumnMap
 
 BOM = b"\xef\xbb\xbf"
 #: The longest JSONL line and the largest CSV field read (the same limit for both formats).
@@ -108,6 +117,16 @@ class ReadContext:
     ``progress`` is called with the number of bytes consumed so far (may be ignored).
     ``source`` is the command's open, hashed input file; without one (a reader called
     directly), ``open`` opens the path itself, with the same checks.
+    ``allow_written_back`` (``ingest --allow-written-back``): read a log that ``annotate
+    writeback`` wrote, whose scores hold human labels (the Inspect reader refuses it otherwise).
+
+    Filled by the reader as it reads: ``notes``, sentences for the ingest to say about the file
+    (e.g. where the model's name came from, that a run was interrupted); ``conflict_hint``, what
+    to advise instead of ``--replace`` when a row's key is already stored with other content
+    (e.g. garak: a model named only by its endpoint, so two runs of one target share their keys);
+    ``recorded``, what the reader read the file with, kept in the ingest run's options (provenance).
+    ``column_map`` (``ingest --map``, annotate.toml's ``[ingest.map]``): the file's column that
+    holds each field, for the readers of tables (``annotate.ingest.formats.generic.ColumnMap``).
     """
 
     model: str | None = None
@@ -115,6 +134,11 @@ class ReadContext:
     judge: str | None = None
     progress: Any = None
     source: InputFile | None = None
+    allow_written_back: bool = False
+    notes: list[str] = field(default_factory=list)
+    conflict_hint: str | None = None
+    column_map: ColumnMap | None = None
+    recorded: dict[str, Any] = field(default_factory=dict)
 
     def tick(self, nbytes: int) -> None:
         if self.progress is not None:
@@ -140,6 +164,39 @@ class ReadContext:
             yield source.stream
 
 
+# What a path is when it is not a regular file, judged by os.stat (file_kind_problem).
+_FILE_KINDS = (
+    (stat.S_ISDIR, "is a directory"),
+    (stat.S_ISFIFO, "is a named pipe (FIFO), not a regular file (it was not opened: reading one waits for a writer)"),
+    (stat.S_ISSOCK, "is a socket, not a regular file"),
+    (stat.S_ISCHR, "is a character device, not a regular file"),
+    (stat.S_ISBLK, "is a block device, not a regular file"),
+)
+
+
+def file_kind_problem(path: Path) -> str | None:
+    """Why ``path`` is not a file to read, judged by ``os.stat`` *before* it is opened, or None.
+
+    A named pipe, a socket or a device is never opened (opening a FIFO would release a writer
+    waiting on it, and reading one waits for data); a directory is named as such. A path that
+    cannot be examined (missing, a broken link, no permission) is left to ``open_input``, whose
+    messages say which. ``open_input`` checks the open descriptor again, so a file swapped for a
+    FIFO between the two checks is refused there, still without blocking.
+    """
+    try:
+        mode = os.stat(path).st_mode
+    except (OSError, ValueError):
+        return None
+    if stat.S_ISREG(mode):
+        return None
+    for test, what in _FILE_KINDS:
+        if test(mode):
+            if test is stat.S_ISDIR:
+                return f"{what}; pass the files in it instead (e.g. {path}/*.jsonl)"
+            return f"{what}; pass a file saved on disk"
+    return "is not a regular file; pass a file saved on disk"
+
+
 #: The largest epoch the store holds (a 32-bit integer column on PostgreSQL).
 MAX_EPOCH = 2**31 - 1
 
@@ -161,6 +218,72 @@ def name_problem(field: str, value: Any) -> str | None:
     return text_problem(field, value)
 
 
+#: How a reserved name is renamed at ingest, per kind of name (``reserved_name_problem``).
+_RENAME = {
+    "benchmark": "pass --benchmark NAME to ingest the file under another name, or rename it in the file",
+    "model": "pass --model NAME to ingest the file under another name, or rename it in the file",
+    "judge": "pass --judge NAME to ingest the file under another name, or rename it in the file",
+    "category": "rename it in the file, or leave the category empty",
+}
+_RESERVED = {kind: frozenset(n.casefold() for n in names) for kind, names in RESERVED_NAMES.items()}
+if not _RESERVED["benchmark"] == _RESERVED["model"] == _RESERVED["judge"]:  # record_problem's one cache
+    raise ImportError("annotate.columns.RESERVED_NAMES must reserve the same names for benchmarks, models and judges")
+
+
+def reserved_names_text() -> str:
+    """The reserved names for a message: ``benchmark, model, judge 'ALL'; category '(none)'``."""
+    by_names: dict[tuple[str, ...], list[str]] = {}
+    for kind, names in RESERVED_NAMES.items():
+        by_names.setdefault(tuple(names), []).append(kind)
+    return "; ".join(f"{', '.join(kinds)} {' '.join(map(repr, names))}" for names, kinds in by_names.items())
+
+
+def is_reserved(kind: str, value: str) -> bool:
+    """Whether ``value`` is a name the outputs reserve for ``kind`` (ignoring case and surrounding spaces).
+
+    >>> is_reserved("benchmark", "ALL"), is_reserved("model", " all "), is_reserved("category", "ALL")
+    (True, True, False)
+    """
+    reserved = _RESERVED.get(kind)
+    return reserved is not None and value.strip().casefold() in reserved
+
+
+def reserved_name_problem(kind: str, value: str) -> str | None:
+    """Why ``value`` cannot be the name of a ``kind`` (benchmark, model, judge, category): the
+    outputs use it for their own groups (``annotate.columns.RESERVED_NAMES``); None when it can."""
+    if not is_reserved(kind, value):
+        return None
+    if kind == "category":
+        what = "the outputs' group of responses without a category (agreement --by category)"
+    else:
+        what = "the outputs' overall rows (scores.csv, ranking.csv, judges.csv, judge_pairs.csv, the report)"
+    return (
+        f"the {kind} name {value!r} is reserved: it names {what}, which these responses would be "
+        f"indistinguishable from (reserved, in any case: {reserved_names_text()}); {_RENAME[kind]}"
+    )
+
+
+def reserved_names_held(names: dict[str, Iterable[Any]]) -> str | None:
+    """Why a store's responses cannot be scored or exported: the reserved names among ``names``
+    (kind -> the names it holds, e.g. the benchmarks of some rounds), ingested before annotate
+    refused them; None when there are none.
+    """
+    held = sorted(
+        {(kind, str(value)) for kind, values in names.items() for value in values if is_reserved(kind, str(value))}
+    )
+    if not held:
+        return None
+    listed = ", ".join(f"{kind} {value!r}" for kind, value in held)
+    kinds = sorted({kind for kind, _ in held})
+    return (
+        f"the store holds responses under a reserved name ({listed}), ingested before annotate refused such "
+        "names: the outputs use it for their overall rows, so scores, the judge audit and an export would mix "
+        "these responses with them. Ingest their files again under another name (annotate ingest FILE "
+        f"{' '.join(f'--{k} NAME' for k in kinds)}) and review them in a new round. Reserved names (in any "
+        f"case): {reserved_names_text()}."
+    )
+
+
 def text_problem(field: str, value: str) -> str | None:
     """Why the store cannot hold ``value`` exactly as it is (a NUL character, an unpaired surrogate), or None."""
     if "\x00" in value:
@@ -179,18 +302,19 @@ def text_problem(field: str, value: str) -> str | None:
 def record_problem(rec: Record, names_ok: set[str]) -> str | None:
     """Why ``rec`` cannot be stored as it is, or None: the checks every reader's records pass.
 
-    ``names_ok`` caches the names already found valid (models, benchmarks and judges repeat on
-    every row).
+    ``names_ok`` caches the names already found valid as a model, benchmark or judge (they repeat
+    on every row); a name the outputs reserve (:func:`reserved_name_problem`) is not valid, and the
+    three kinds reserve the same names, so one cache serves them all.
     """
     for field_name, name in (("model", rec.model), ("benchmark", rec.benchmark), ("judge", rec.judge)):
         if name not in names_ok:
-            problem = name_problem(field_name, name)
+            problem = name_problem(field_name, name) or reserved_name_problem(field_name, name)
             if problem is not None:
                 return problem
             names_ok.add(name)
     problem = name_problem("prompt_id", rec.prompt_id)
     if problem is None and rec.category is not None:
-        problem = name_problem("category", rec.category)
+        problem = name_problem("category", rec.category) or reserved_name_problem("category", rec.category)
     if problem is not None:
         return problem
     for field_name, text in (("prompt", rec.prompt), ("response", rec.response), ("judge_label", rec.verdict)):
@@ -420,25 +544,76 @@ def parse_json_text(text: str) -> tuple[Any, None] | tuple[None, Problem]:
 
 def load_json_bytes(data: bytes) -> tuple[Any, None] | tuple[None, Problem]:
     """A whole JSON document (UTF-8, an optional BOM) parsed strictly, or the fatal Problem."""
-    data = data.removeprefix(BOM)
-    try:
-        text = data.decode("utf-8")
-    except UnicodeDecodeError as exc:
-        line = data.count(b"\n", 0, exc.start) + 1
-        return None, Problem(line, f"not valid UTF-8 text (byte {exc.start:,}: {exc.reason})", fatal=True)
+    text = _document_text(data)
+    if isinstance(text, Problem):
+        return None, text
     return parse_json_text(text)
 
 
-def load_json_object(path: Path, ctx: ReadContext, expected: str = "a JSON object") -> dict[str, Any] | Problem:
+def _document_text(data: bytes) -> str | Problem:
+    """A JSON document's bytes as text (an optional BOM dropped), or the fatal Problem: not UTF-8."""
+    data = data.removeprefix(BOM)
+    try:
+        return data.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        line = data.count(b"\n", 0, exc.start) + 1
+        return Problem(line, f"not valid UTF-8 text (byte {exc.start:,}: {exc.reason})", fatal=True)
+
+
+#: The largest single-document JSON file the readers of HarmBench, JailbreakBench, promptfoo and
+#: Inspect's JSON logs read (``load_json_object``'s ``max_bytes``). Such a file is parsed whole: the peak memory is
+#: about 2x its size for ASCII text and up to about 8x when it holds characters outside the Basic
+#: Multilingual Plane (Python then keeps the whole text at 4 bytes a character;
+#: tests/ingest/test_memory_bounds.py measures it), so at this limit about 2 GiB at worst.
+MAX_DOCUMENT_BYTES = 256 * 2**20
+
+
+SPLIT_ADVICE = (
+    "Split the run into several files (e.g. one per model or per attack), or write its rows as JSON Lines "
+    "in the generic schema, which is read line by line in bounded memory"
+)
+
+
+def document_too_large(size: int, limit: int, advice: str = SPLIT_ADVICE) -> str:
+    """The message for a single-document file over ``limit`` bytes, with what to do instead."""
+    return (
+        f"the file is {size / 2**20:,.0f} MiB, and a file of this format is one JSON document, read whole at "
+        f"up to about 8 times its size in memory: annotate reads such files up to {limit // 2**20} MiB. " + advice
+    )
+
+
+def load_json_object(
+    path: Path,
+    ctx: ReadContext,
+    expected: str = "a JSON object",
+    *,
+    max_bytes: int | None = None,
+    advice: str = SPLIT_ADVICE,
+) -> dict[str, Any] | Problem:
     """A whole-file JSON document that must be an object, or the (fatal) Problem that says why not.
 
     Shared by the readers of single-document formats (HarmBench, JailbreakBench, Inspect JSON,
-    promptfoo); errors carry the text line where they are.
+    promptfoo); errors carry the text line where they are. A file over ``max_bytes`` is refused
+    before it is read (:func:`document_too_large`); the bytes are dropped once decoded, so that
+    the bytes, the text and the parsed objects are never all held at once.
     """
     with ctx.open(path) as fh:
-        data = fh.read()
+        if max_bytes is not None:
+            size = os.fstat(fh.fileno()).st_size
+            if size > max_bytes:
+                return Problem(1, document_too_large(size, max_bytes, advice), fatal=True)
+            data = fh.read(max_bytes + 1)
+            if len(data) > max_bytes:  # it grew after the check
+                return Problem(1, document_too_large(len(data), max_bytes, advice), fatal=True)
+        else:
+            data = fh.read()
     ctx.tick(len(data))
-    value, problem = load_json_bytes(data)
+    text = _document_text(data)
+    del data
+    if isinstance(text, Problem):
+        return text
+    value, problem = parse_json_text(text)
+    del text
     if problem is not None:
         return problem
     if not isinstance(value, dict):
@@ -454,13 +629,15 @@ def json_lines(
 
     Blank lines are skipped; a line that is not strict JSON, not UTF-8, not a JSON object, or
     longer than ``MAX_FIELD_BYTES`` is a Problem and reading goes on with the next line (JSONL
-    lines cannot run into each other). A UTF-8 BOM before the first line is allowed (Windows
-    tools write one). Progress is reported in bytes. Shared by the JSONL readers (generic,
-    garak, lm-eval).
+    lines cannot run into each other); a line that stops inside its value says whether the file
+    looks truncated (``json_line_error``). A file that is one JSON array (``json_array_problem``)
+    is one fatal Problem. A UTF-8 BOM before the first line is allowed (Windows tools write
+    one). Progress is reported in bytes. Shared by the JSONL readers (generic, garak, lm-eval).
     """
     decode = STRICT_JSON.decode
     consumed = 0
     limit = MAX_FIELD_BYTES + 1
+    first = True  # no line with content read yet: a file that opens with "[" is a JSON array
     with ctx.open(path) as fh:
         readline = fh.readline
         lineno = 0
@@ -479,6 +656,12 @@ def json_lines(
                 raw = raw.removeprefix(BOM)
             if not raw.strip(b" \t\r\n"):
                 continue
+            if first and raw.lstrip().startswith(b"["):
+                array = json_array_problem(raw)
+                if array is not None:  # the whole file is one JSON array: nothing after it is a row
+                    yield Problem(lineno, array, fatal=True)
+                    return
+            first = False
             try:
                 obj = decode(raw.decode("utf-8"))
             except UnicodeDecodeError as exc:
@@ -493,7 +676,7 @@ def json_lines(
                         lineno, "the line starts with a byte-order mark (U+FEFF), which only the first line may"
                     )
                 else:
-                    yield Problem(lineno, f"not valid JSON ({_value_error(exc)})")
+                    yield Problem(lineno, json_line_error(raw, exc, last=not raw.endswith(b"\n")))
                 continue
             except RecursionError:
                 yield Problem(lineno, "not readable: the JSON is nested too deeply")
@@ -504,6 +687,51 @@ def json_lines(
                 continue
             yield lineno, obj
     ctx.tick(consumed)
+
+
+def json_array_problem(line: bytes) -> str | None:
+    """Why a JSONL file whose first line is ``line`` (it starts with ``[``) is one JSON array rather
+    than JSON Lines, or None: the line opens an array that does not close on it (a pretty-printed
+    array), or is an array holding objects (a whole array on one line)."""
+    try:
+        value = STRICT_JSON.decode(line.decode("utf-8"))
+    except (ValueError, RecursionError):
+        value = None
+    else:
+        if not (isinstance(value, list) and any(isinstance(v, dict) for v in value)):
+            return None  # a line that is an array of something else: that line's problem only
+    return (
+        "the file is one JSON array (it starts with '['), and annotate reads rows as JSON Lines, one JSON object "
+        "per line: none of its rows can be read. Convert it to one object per line, e.g. "
+        "jq -c '.[]' FILE > ROWS.jsonl, and ingest that"
+    )
+
+
+def json_line_error(raw: bytes, exc: ValueError, *, last: bool) -> str:
+    """What is wrong with one line of a JSON Lines file that is not JSON (``exc``, the parser's error).
+
+    A line that stops before its value is complete (a string or an object left open) is said to
+    be so: the file's last line (no line feed after it) is then probably truncated, an earlier one
+    probably holds a value spread over several lines (pretty-printed JSON).
+    """
+    detail = f"not valid JSON ({_value_error(exc)})"
+    if not isinstance(exc, json.JSONDecodeError):
+        return detail
+    text = exc.doc
+    unfinished = exc.msg.startswith("Unterminated string") or exc.pos >= len(text.rstrip(" \t\r\n"))
+    if not unfinished:
+        return detail
+    inside = "inside a string" if exc.msg.startswith("Unterminated string") else "before its JSON value is complete"
+    if last:
+        return (
+            f"not valid JSON: the line ends {inside} (at byte {len(raw):,} of the line) and no line follows: the "
+            "file looks truncated, cut off while it was written or copied. Write or copy it again completely"
+        )
+    return (
+        f"not valid JSON: the line ends {inside}, and JSON Lines needs each object whole on one line (a line "
+        "break inside a string is written \\n; a pretty-printed object spans several lines: write it compactly, "
+        "e.g. jq -c . FILE)"
+    )
 
 
 class _LostPlace(Exception):
@@ -523,9 +751,12 @@ def csv_records(
     Problem and reading stops: a CSV syntax error (read with ``strict``: a stray quote, a quote
     never closed), a field larger than ``MAX_FIELD_BYTES``, a record spanning more than
     ``MAX_RECORD_LINES`` lines, or a record spanning several lines with the wrong number of
-    fields (the mark of a quote opened in one row and closed in another). Lines are decoded one
-    by one (so a bad byte is pinned to its record), a UTF-8 BOM is dropped, empty records are
-    skipped, and progress is reported in bytes. Shared by the CSV readers (generic, XSTest).
+    fields (the mark of a quote opened in one row and closed in another). Lines end with LF or
+    CRLF, or with a bare CR (old Mac files: the first line end decides, ``_bare_cr``; a LF in an
+    unquoted field of such a file is then a lost place, with a message on its mixed line ends).
+    Lines are decoded one by one (so a bad byte is pinned to its record), a UTF-8 BOM is dropped,
+    empty records are skipped, and progress is reported in bytes. Shared by the CSV readers
+    (generic, XSTest).
     Problems carry ``end_line``, the record's last line.
 
     Note: the csv module's field limit is process-wide; it is set to ``MAX_FIELD_BYTES`` here.
@@ -539,14 +770,14 @@ def csv_records(
     record_start = [1]  # the physical line where the record being read starts
     limit = MAX_FIELD_BYTES + 1
 
-    def lines(fh: Any) -> Iterator[str]:
+    def lines(fh: Any, end: bytes) -> Iterator[str]:
         nonlocal consumed
-        readline = fh.readline
+        readline = fh.readline if end == b"\n" else _cr_line_reader(fh)
         number = 0
         while raw := readline(limit):
             number += 1
             consumed += len(raw)
-            if len(raw) == limit and not raw.endswith(b"\n"):
+            if len(raw) == limit and not raw.endswith(end):
                 raise _LostPlace(f"line {number} is longer than {limit_text()}")
             if number - record_start[0] >= MAX_RECORD_LINES:
                 raise _LostPlace(
@@ -570,6 +801,11 @@ def csv_records(
     def lost(line: int, reader: Any, what: str) -> Problem:
         end = max(reader.line_num, line)
         span = f"line {line}" if end == line else f"lines {line}-{end}"
+        if bare_cr and "new-line" in what:
+            what = (
+                "a line feed in an unquoted field of a file whose lines end with a bare carriage return (old "
+                "Mac line ends): its line ends are mixed; convert them to one kind, e.g. with dos2unix -c mac"
+            )
         return Problem(
             line,
             f"the CSV cannot be read reliably from the record on {span} ({what}); nothing after it can be "
@@ -580,7 +816,9 @@ def csv_records(
         )
 
     with ctx.open(path) as fh:
-        reader = csv.reader(lines(fh), delimiter=delimiter, strict=True)
+        # Lines end with LF or CRLF, or (old Mac files) with a bare CR: the first line end decides.
+        bare_cr = _bare_cr(os.pread(fh.fileno(), _CR_HEAD, 0))
+        reader = csv.reader(lines(fh, b"\r" if bare_cr else b"\n"), delimiter=delimiter, strict=True)
         try:
             header = next(reader)
         except StopIteration:
@@ -623,6 +861,48 @@ def csv_records(
                 continue
             yield line, end, cells
     ctx.tick(consumed)
+
+
+#: The bytes of a CSV file that decide its line ends (``_bare_cr``).
+_CR_HEAD = 64 * 1024
+
+
+def _bare_cr(head: bytes) -> bool:
+    r"""Whether a CSV file's lines end with a bare CR (classic Mac OS, old Excel for Mac): its first
+    line end (in ``head``, its first bytes) is a CR not followed by a LF.
+
+    >>> _bare_cr(b"a,b\rc,d\r"), _bare_cr(b"a,b\r\nc,d"), _bare_cr(b"a,b\nc\rd"), _bare_cr(b"a,b")
+    (True, False, False, False)
+    """
+    cr, lf = head.find(b"\r"), head.find(b"\n")
+    if cr < 0 or (0 <= lf < cr):
+        return False
+    return head[cr + 1 : cr + 2] != b"\n" and cr + 1 < len(head)
+
+
+def _cr_line_reader(fh: Any, chunk: int = 1 << 20) -> Any:
+    """A ``readline(limit)`` for a file whose lines end with a bare CR: each line with its CR (a
+    line longer than ``limit`` comes in pieces of ``limit`` bytes, as ``readline`` gives them)."""
+    buf = b""
+    pos = 0
+
+    def readline(limit: int) -> bytes:
+        nonlocal buf, pos
+        while True:
+            i = buf.find(b"\r", pos, pos + limit)
+            if i >= 0:
+                line, pos = buf[pos : i + 1], i + 1
+                return line
+            if len(buf) - pos >= limit:
+                line, pos = buf[pos : pos + limit], pos + limit
+                return line
+            more = fh.read(chunk)
+            if not more:
+                line, buf, pos = buf[pos:], b"", 0
+                return line
+            buf, pos = buf[pos:] + more, 0
+
+    return readline
 
 
 def object_field(obj: dict[str, Any], key: str) -> dict[str, Any]:

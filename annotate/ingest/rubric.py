@@ -67,6 +67,7 @@ from typing import Any
 
 from annotate.errors import InputError
 from annotate.fileio import open_input
+from annotate.ingest.records import file_kind_problem
 
 LABEL_TARGETS = ("harmful", "safe", "ambiguous")
 TARGETS = (*LABEL_TARGETS, "unparsed", "score-band")
@@ -356,7 +357,10 @@ class Rubric:
             preset = False
         if preset:
             return cls.preset(Path(path).stem)
-        # open_input: a FIFO, a directory or a device given as the rubric gets its own message.
+        # A FIFO, a directory or a device given as the rubric gets its own message (never opened).
+        kind = file_kind_problem(Path(path))
+        if kind is not None:
+            raise InputError(f"{path}: {kind} (the rubric file)")
         try:
             with open_input(path) as source:
                 raw = source.stream.read(MAX_RUBRIC_BYTES + 1)

@@ -33,15 +33,28 @@ from annotate.columns import RESPONSE_COLUMNS
 from annotate.errors import InputError
 from annotate.fileio import open_input, write_atomic
 from annotate.ingest import HEAD_BYTES, detect_format, encoding_problem, reader_module
-from annotate.ingest.records import Problem, ReadContext, Record, SetAside, name_problem, record_problem, text_problem
+from annotate.ingest.records import (
+    Problem,
+    ReadContext,
+    Record,
+    SetAside,
+    file_kind_problem,
+    name_problem,
+    record_problem,
+    reserved_name_problem,
+    text_problem,
+)
 from annotate.ingest.rubric import FormatRubric, Rubric, rubric_lines
 
 if TYPE_CHECKING:
     from annotate.db import Store
     from annotate.db.ingest_tx import IngestTransaction
     from annotate.fileio import InputFile
+    from annotate.ingest.formats.generic import ColumnMaps
 
 MAX_PROBLEMS_SHOWN = 20
+#: Why a row whose prompt and response are both empty (or blank) and that has no transcript is set aside.
+EMPTY_ROW_REASON = "empty prompt and empty response: nothing to review"
 BATCH_ROWS = 5000
 
 
@@ -126,6 +139,7 @@ class IngestOutcome:
     unparsed: dict[str, UnparsedVerdicts] = field(default_factory=dict)
     presets: dict[str, list[str]] = field(default_factory=dict)
     unparsed_hints: list[dict[str, Any]] = field(default_factory=list)
+    notes: list[str] = field(default_factory=list)  # what the reader says about the file (ReadContext.notes)
     rubric_source: str | None = None
     rejects_path: Path | None = None
     set_aside_path: Path | None = None
@@ -147,6 +161,7 @@ class IngestOutcome:
             "rubric": self.rubric_source,
             "presets": {judge: list(names) for judge, names in sorted(self.presets.items())},
             "unparsed_verdicts": self.unparsed_hints,
+            "notes": list(self.notes),
             "rejects_file": str(self.rejects_path) if self.rejects_path else None,
             "set_aside_file": str(self.set_aside_path) if self.set_aside_path else None,
         }
@@ -240,23 +255,37 @@ after_batch: Callable[[Path], None] | None = None
 class FileRefused(InputError):
     """The problems of one file. ``skippable``: --skip-invalid would set them all aside;
     ``conflicts``: some are conflicts with stored rows (--replace would overwrite them);
-    ``prompt_conflicts``: some stored keys hold another prompt (another benchmark or attack)."""
+    ``prompt_conflicts``: some stored keys hold another prompt (another benchmark or attack);
+    ``model_conflicts``: some are conflicts the reader explains otherwise (``ReadContext.conflict_hint``:
+    e.g. two runs of one unnamed target, which --model keeps apart)."""
 
     def __init__(
-        self, message: str, problems: list[str], *, skippable: bool, conflicts: bool, prompt_conflicts: bool = False
+        self,
+        message: str,
+        problems: list[str],
+        *,
+        skippable: bool,
+        conflicts: bool,
+        prompt_conflicts: bool = False,
+        model_conflicts: bool = False,
     ) -> None:
         super().__init__(message, problems)
         self.skippable = skippable
         self.conflicts = conflicts
         self.prompt_conflicts = prompt_conflicts
+        self.model_conflicts = model_conflicts
 
 
 def check_name_option(option: str, value: str | None) -> None:
-    """InputError when the value of --model, --benchmark or --judge could not be stored as a name."""
+    """InputError when the value of --model, --benchmark or --judge could not be stored as a name
+    (or is a name the outputs reserve)."""
     if value is not None:
         problem = name_problem(option, value)
         if problem is not None:
             raise InputError(problem.replace(f"field {option!r}", f"the value of {option}"))
+        reserved = reserved_name_problem(option.removeprefix("--"), value)
+        if reserved is not None:
+            raise InputError(f"{option} {value}: {reserved.split('; pass ')[0]}; choose another name.")
 
 
 def ingest_file(
@@ -273,12 +302,15 @@ def ingest_file(
     rejects_dir: Path,
     progress: Callable[[int], None] | None = None,
     command_first_id: int = 1,
+    allow_written_back: bool = False,
+    column_maps: ColumnMaps | None = None,
 ) -> IngestOutcome:
     """Validate and ingest one file inside the command's transaction.
 
     The file is opened once (``annotate.fileio.open_input``: anything but a regular file is
-    refused with its own message), read by its reader through that handle, and recorded under
-    the sha256 of the bytes read; a file that changes while it is read is refused.
+    refused with its own message, a FIFO or a device before it is opened), read by its reader
+    through that handle, and recorded under the sha256 of the bytes read; a file that changes
+    while it is read is refused.
 
     Raises InputError (``FileRefused``, listing every problem, capped) and calls
     ``tx.abort()`` when the file has malformed rows, unknown verdicts or conflicting keys,
@@ -291,13 +323,32 @@ def ingest_file(
     files (``command_first_id``: the first response id this command inserts).
     """
     path = Path(path)
+    kind = file_kind_problem(path)  # a FIFO or a device is refused before it is opened
+    if kind is not None:
+        raise InputError(f"{path}: {kind}")
+    # The column map in force for the file (ingest --map, annotate.toml's [ingest.map]), if any.
+    column_map = column_maps.for_path(path) if column_maps is not None else None
     with open_input(path) as source:
-        chosen, module = _reader_for(path, source, fmt)
+        chosen, module = _reader_for(path, source, fmt, mapped=column_map is not None)
+        takes_map = getattr(module, "TAKES_COLUMN_MAP", False)
         fmt_rubric = rubric.for_format(chosen, module.DEFAULT_RUBRIC)
         # The sha256 is that of the bytes the reader actually reads, hashed in the same pass; the
         # source row is registered under a provisional key until finish() gives it (one read).
         outcome = IngestOutcome(path=path, format=chosen, sha256="")
-        ctx = ReadContext(model=model, benchmark=benchmark, judge=judge, progress=progress, source=source)
+        ctx = ReadContext(
+            model=model,
+            benchmark=benchmark,
+            judge=judge,
+            progress=progress,
+            source=source,
+            allow_written_back=allow_written_back,
+            column_map=column_map if takes_map else None,
+        )
+        if column_map is not None and column_map.explicit and not takes_map:
+            ctx.notes.append(
+                f"the column map ({', '.join(sorted(set(column_map.origins.values())))}) was not applied: a "
+                f"{chosen} file is read by its own reader; --format generic reads it as a mapped table"
+            )
         started = datetime.now(UTC)
         stamp = tx.timestamp(started)
         problems = _Problems(skip_invalid)
@@ -312,8 +363,10 @@ def ingest_file(
             replace=replace,
             first_new_id=tx.max_response_id() + 1,
             command_first_id=command_first_id,
+            ctx=ctx,
         )
         set_aside = _read_rows(module.read(path, ctx), fmt_rubric, outcome, problems, writer, stamp)
+        outcome.notes = ctx.notes
         # Before any problem is reported: a file that changed while it was read explains them all.
         sha = outcome.sha256 = source.finish()
         tx.finish_source(sha)
@@ -336,6 +389,8 @@ def ingest_file(
         "judge": judge,
         "skip_invalid": skip_invalid,
         "replace": replace,
+        **({"allow_written_back": True} if allow_written_back else {}),  # human labels read as a judge
+        **ctx.recorded,  # what the reader read the file with (e.g. the column map applied)
     }
     _record_run(tx, outcome, rubric, module.DEFAULT_RUBRIC, started, options)
     return outcome
@@ -344,14 +399,15 @@ def ingest_file(
 # -- the steps of ingest_file -------------------------------------------------------------------
 
 
-def _reader_for(path: Path, source: InputFile, fmt: str) -> tuple[str, ModuleType]:
-    """The file's format (``fmt``, or the one whose sniffer claims its head for "auto") and its
+def _reader_for(path: Path, source: InputFile, fmt: str, *, mapped: bool = False) -> tuple[str, ModuleType]:
+    """The file's format (``fmt``, or the one whose sniffer claims its head for "auto"; ``mapped``:
+    a column map is in force, so a table no reader claims is read as a mapped table) and its
     reader module; InputError when the file cannot be read at all (empty, not UTF-8)."""
     head = source.head(HEAD_BYTES)
     unreadable = encoding_problem(head, source.size)
     if unreadable is not None:
         raise InputError(f"{path}: {unreadable}")
-    chosen = detect_format(path, head, source.size) if fmt == "auto" else fmt
+    chosen = detect_format(path, head, source.size, mapped=mapped) if fmt == "auto" else fmt
     return chosen, reader_module(chosen)
 
 
@@ -363,7 +419,9 @@ class _Problems:
     with --skip-invalid. Of the others the first ``MAX_PROBLEMS_SHOWN`` are kept for the
     message, and with --skip-invalid each becomes a line of the rejects file (with its record
     when there is one). ``conflicts`` counts the keys stored with other content (--replace would
-    overwrite them), ``prompt_conflicts`` those stored with another prompt.
+    overwrite them), ``prompt_conflicts`` those stored with another prompt, ``model_conflicts``
+    those the reader's ``conflict_hint`` explains (not counted in ``conflicts``: --replace is not
+    their fix).
     """
 
     skip_invalid: bool
@@ -372,6 +430,7 @@ class _Problems:
     n: int = 0  # every problem that is not fatal
     conflicts: int = 0
     prompt_conflicts: int = 0
+    model_conflicts: int = 0
     rejects: list[dict[str, Any]] = field(default_factory=list)
 
     def add(
@@ -411,6 +470,7 @@ class _Problems:
             skippable=not n_fatal and not self.skip_invalid,
             conflicts=self.conflicts > 0,
             prompt_conflicts=self.prompt_conflicts > 0,
+            model_conflicts=self.model_conflicts > 0,
         )
 
 
@@ -421,7 +481,8 @@ class _BatchWriter:
     id of this file) or across the command's files (``command_first_id``: of the command); a key
     the store holds with other content is a problem of the file (:meth:`_conflict`), or with
     --replace an overwrite (the old values kept in history). Calls the test hook
-    ``after_batch`` after each batch.
+    ``after_batch`` after each batch. ``ctx``: the file's read context, whose ``conflict_hint``
+    (set by the reader) is the advice for a key stored with other content.
     """
 
     def __init__(
@@ -435,6 +496,7 @@ class _BatchWriter:
         replace: bool,
         first_new_id: int,
         command_first_id: int,
+        ctx: ReadContext | None = None,
     ) -> None:
         self.tx = tx
         self.path = path
@@ -444,6 +506,7 @@ class _BatchWriter:
         self.replace = replace
         self.first_new_id = first_new_id
         self.command_first_id = command_first_id
+        self.ctx = ctx
         self.rows: list[tuple[Any, ...]] = []  # what the bulk insert binds
         self.records: list[Record] = []  # the record of each row, for the problems
 
@@ -478,6 +541,10 @@ class _BatchWriter:
             return
         elif rid >= self.command_first_id:
             message = f"key {_key_text(rec)} comes with different content in an earlier file of this command"
+            hint = self.ctx.conflict_hint if self.ctx is not None else None
+            if hint is not None:
+                self.problems.model_conflicts += 1
+                message += f": {hint}"
         else:
             message = self._stored_conflict(rec, row, rid)
         self.problems.add(rec.line, message, _record_dict(rec), end_line=rec.end_line)
@@ -485,6 +552,13 @@ class _BatchWriter:
     def _stored_conflict(self, rec: Record, row: tuple[Any, ...], rid: int) -> str:
         """Why a row conflicts with the one an earlier command stored under its key (counted)."""
         what = self.tx.describe_difference(rid, row)
+        hint = self.ctx.conflict_hint if self.ctx is not None else None
+        if hint is not None and _other_response(what):
+            # The reader knows why the key is shared (e.g. garak: a model named only by its
+            # endpoint, so another run of that target); a changed reading alone (judge_label,
+            # another rubric) is the same response, whose fix stays --replace.
+            self.problems.model_conflicts += 1
+            return f"conflict: {_key_text(rec)} is already stored with a different {what}: {hint}"
         if "prompt" in what.split(", "):
             # The same key with another prompt is another benchmark or attack under the
             # same name, not a newer version of the stored responses.
@@ -507,6 +581,24 @@ class _BatchWriter:
             f"conflict: {_key_text(rec)} is already stored with a different {what}; "
             "use --replace to overwrite (the old value is kept in history) or --skip-invalid"
         )
+
+
+def _other_response(what: str) -> bool:
+    """Whether a stored row's difference (``describe_difference``) is another response, not only
+    another reading of it: the prompt, the response, the judge's verdict or score, or a transcript
+    that was stored differ.
+
+    >>> _other_response("response, judge_verdict ('hit' stored, 'pass' here)")
+    True
+    >>> _other_response("judge_label ('ambiguous' stored, 'harmful' here)")
+    False
+    >>> _other_response("transcript (none stored)"), _other_response("transcript")
+    (False, True)
+    """
+    changed = {part.split(" (", 1)[0] for part in what.split(", ") if not part.startswith("'")}
+    return bool(changed & {"prompt", "response", "judge_verdict", "judge_score"}) or (
+        "transcript" in changed and "transcript (none stored)" not in what
+    )
 
 
 def _read_rows(
@@ -537,6 +629,11 @@ def _read_rows(
             meta, invalid = _meta_json(item.meta)
         if invalid is not None:
             problems.add(item.line, invalid, _record_dict(item), end_line=item.end_line)
+            continue
+        if item.transcript is None and not item.prompt.strip() and not item.response.strip():
+            # Nothing a reviewer could judge: never counted, never routed, kept with its reason.
+            outcome.set_aside += 1
+            set_aside.append({"line": item.line, "reason": EMPTY_ROW_REASON, "data": _record_dict(item)})
             continue
         spec = fmt_rubric.spec(item.judge, item.benchmark)
         classified = spec.classify(item.verdict, item.score, item.context, item.meta)
@@ -663,6 +760,8 @@ def ingest_paths(
             hints.append("pass --skip-invalid to ingest the valid rows and write the others to a rejects file")
         if any(isinstance(exc, FileRefused) and exc.conflicts for exc in failures):
             hints.append("pass --replace to overwrite conflicting rows (the old values are kept in history)")
+        if any(isinstance(exc, FileRefused) and exc.model_conflicts for exc in failures):
+            hints.append("ingest each run with its own --model NAME (two runs of one target share their keys)")
         if any(isinstance(exc, FileRefused) and exc.prompt_conflicts for exc in failures):
             hints.append("pass --benchmark NAME to keep responses to other prompts (another benchmark or attack) apart")
         refused = "" if len(paths) == 1 else f"{len(failures)} of {len(paths)} files refused; "

@@ -169,8 +169,22 @@ def parse_label_config(xml: str, *, source: str = "label_config.xml") -> LabelCo
     controls: dict[str, Control] = {}
     problems: list[str] = []
     dialogue: str | None = None
+    shown = ("$prompt", "$response", f"${DIALOGUE_VAR}")
     for el in root.iter():
         name = el.get("name")
+        # Model output is text, never a URL the reviewer's browser would fetch: no valueType="url",
+        # and no attribute but ``value`` (audioUrl, src, href, ...) may take a task text.
+        for attr, val in el.attrib.items():
+            if attr != "value" and any(v in val for v in shown):
+                problems.append(
+                    f"<{el.tag} {attr}={val!r}> would hand model output to the reviewer's browser as a {attr}; "
+                    "show it only as text (value=)"
+                )
+        if el.tag != "Paragraphs" and el.get("valueType", "").lower() == "url" and el.get("value", "") in shown:
+            problems.append(
+                f"<{el.tag} name={name!r} valueType=\"url\"> would make the reviewer's browser fetch the model's "
+                "output as a URL; remove valueType"
+            )
         if el.tag in ("Text", "HyperText", "Paragraphs"):
             value = el.get("value", "")
             if el.tag == "HyperText" and value in ("$prompt", "$response", f"${DIALOGUE_VAR}"):

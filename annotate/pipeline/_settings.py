@@ -9,8 +9,6 @@ from annotate.stats.agreement.votes import Thresholds
 
 if TYPE_CHECKING:
     from annotate.config import Workspace
-    from annotate.stats.adjudication import Rules
-    from annotate.stats.agreement.votes import Thresholds
 
 
 def thresholds_from_settings(ws: Workspace) -> Thresholds:

@@ -41,7 +41,7 @@ from annotate.pipeline._projects import ProjectSpec, ensure_project, sync_tasks,
 from annotate.pipeline._resolve import blinded_owner, resolve_round, round_blinding, round_lock
 from annotate.pipeline._settings import rules_from_settings
 from annotate.stats._common import is_missing
-from annotate.stats.adjudication import check_sample, decide, judges_as_raters, propose
+from annotate.stats.adjudication import check_sample, decide, judges_as_raters, propose, rules_record
 from annotate.stats.aggregation import dawid_skene_labels
 from annotate.stats.agreement import cohen_kappa
 from annotate.stats.agreement.votes import current_labels
@@ -165,7 +165,8 @@ def _adjudicate(
         outcome.sent_to_expert = _send_to_expert(
             s, round_row, expert_row, items, votes, new, to_file=to_file, outcome=outcome
         )
-    store.add_final_labels(rows)
+    # With the rules every decision in force now follows from (an export re-derives them with these).
+    store.add_final_labels(rows, round_id=round_id, rules=rules_record(rules))
     outcome.new_records = len(rows)
 
     # -- report --------------------------------------------------------------------------------

@@ -28,7 +28,8 @@ from importlib import resources
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from annotate.config import default_db_url, open_workspace
+from annotate.config import default_db_url, open_workspace, redact_url, resolve_db_url
+from annotate.db import check_url, store_exists
 from annotate.errors import StateError
 from annotate.ingest.rubric import Rubric
 from annotate.ingest.run import ingest_paths
@@ -110,9 +111,11 @@ def run_demo(
     echo: Callable[[str], None],
     port: int | None = None,
     seed_from: Path | None = None,
+    db: str | None = None,
 ) -> DemoResult:
-    """Run the demo. ``seed_from`` (tests): a migrated Label Studio template (no user) to copy
-    instead of migrating (``labelstudio.server.fleet.ensure_template``)."""
+    """Run the demo. ``db``: the store's URL (``--db``; default the workspace's SQLite file), which
+    must hold no annotate store yet. ``seed_from`` (tests): a migrated Label Studio template (no
+    user) to copy instead of migrating (``labelstudio.server.fleet.ensure_template``)."""
 
     started = time.perf_counter()
     root = Path(directory) if directory else Path(tempfile.mkdtemp(prefix="annotate-demo-"))
@@ -121,8 +124,12 @@ def run_demo(
         raise StateError(
             f"{root} is already a workspace; the demo needs a fresh folder (omit --dir for a temporary one)."
         )
-    init_workspace(root, default_db_url(root))
-    ws = open_workspace(str(root), None)
+    db_url = resolve_db_url(root, db) if db else default_db_url(root)
+    check_url(db_url)
+    if db and store_exists(db_url):
+        raise StateError(f"--db {redact_url(db_url)} already holds an annotate store; the demo needs an empty one.")
+    init_workspace(root, db_url)
+    ws = open_workspace(str(root), db)
     s = session_for(ws)
     store = s.store
     result = DemoResult(workspace=root)

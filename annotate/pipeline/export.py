@@ -105,10 +105,12 @@ def export(
     n_boot: int = 2000,
     argv: list[str] | None = None,
     sign_key: Path | None = None,
+    raw_key: bool = False,
 ) -> ExportOutcome:
     """Write the audited score set of the rounds to ``exports/NAME/`` (see the module docstring).
 
-    ``sign_key``: an Ed25519 private key (PEM, OpenSSH or raw) to sign the manifest with.
+    ``sign_key``: an Ed25519 private key (PEM or OpenSSH; raw 32 bytes with ``raw_key``) to sign the
+    manifest with.
     Raises ``InputError`` for a bad name, key or settings and ``StateError`` for an existing
     export; nothing is written then.
     """
@@ -120,7 +122,7 @@ def export(
         raise InputError(f"export name {name!r}: the export would not be inside {ws.exports_dir}.")
     if target.exists() or target.is_symlink():
         raise StateError(f"{target} exists; exports are immutable. Choose another name.")
-    key = load_private_key(sign_key) if sign_key is not None else None
+    key = load_private_key(sign_key, allow_raw=raw_key) if sign_key is not None else None
     settings = Settings(
         draws=draws,
         seed=seed,
@@ -151,7 +153,7 @@ def export(
         "apostrophes) carries one more leading apostrophe; numbers are written as they are",
         "files": {},
         "sources": [
-            {"path": str(r.path), "sha256": str(r.sha256), "format": str(r.format)}
+            {"path": shareable_path(str(r.path), ws.root), "sha256": str(r.sha256), "format": str(r.format)}
             for r in store.source_files().itertuples()
         ],
     }
@@ -224,6 +226,22 @@ def export(
     outcome.files = manifest["files"]
     outcome.manifest_sha256 = sha256_bytes(raw)
     return outcome
+
+
+def shareable_path(path: str, root: Path) -> str:
+    """A source file's path as an export names it: relative to the workspace when inside it, else its
+    file name alone (an absolute path would publish the user's folders; the sha256 names the content).
+
+    >>> shareable_path("/home/ana/audit/runs/a.jsonl", Path("/home/ana/audit"))
+    'runs/a.jsonl'
+    >>> shareable_path("/home/ana/private/a.jsonl", Path("/home/ana/audit"))
+    'a.jsonl'
+    """
+    p = Path(path)
+    try:
+        return p.relative_to(root).as_posix() if p.is_absolute() else p.as_posix()
+    except ValueError:
+        return p.name
 
 
 def _label_config_sha(ws: Workspace) -> str | None:

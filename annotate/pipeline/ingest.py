@@ -8,6 +8,10 @@ skipped and reported through ``on_skip`` with the reason; hidden files and folde
 ``.annotate``) and links to folders are not walked, and are reported the same way. A file named
 on the command line is never skipped: it is ingested or refused, as before; so is a folder with
 no results file in it.
+
+Column maps (``--map`` and annotate.toml's ``[ingest.map]``, ``generic.column_maps``) are read
+and checked before any file is: a table no reader claims is read through the map in force for it,
+in a walked folder too.
 """
 
 from __future__ import annotations
@@ -21,6 +25,7 @@ from typing import TYPE_CHECKING, Any
 
 from annotate.errors import InputError
 from annotate.ingest import detect_file, reader_module
+from annotate.ingest.formats.generic import ColumnMaps, column_maps, parse_map_option
 from annotate.ingest.rubric import Rubric
 from annotate.ingest.run import IngestOutcome, check_name_option, ingest_paths
 
@@ -40,13 +45,13 @@ class Collected:
     walked: bool = False  # some path was a folder
 
 
-def collect_files(paths: Iterable[Path], fmt: str = "auto") -> Collected:
+def collect_files(paths: Iterable[Path], fmt: str = "auto", maps: ColumnMaps | None = None) -> Collected:
     """The files to ingest: each file as given, and the results files found in each folder.
 
-    A folder's files are those a reader claims (``fmt``: only its reader's); the others, hidden
-    entries and links to folders are listed in ``skipped`` with why. A folder with no results
-    file at all stays in ``files`` as it is, so that the ingest refuses it (all or nothing) with
-    the other paths' problems.
+    A folder's files are those a reader claims (``fmt``: only its reader's), and the tables a
+    column map of ``maps`` is in force for; the others, hidden entries and links to folders are
+    listed in ``skipped`` with why. A folder with no results file at all stays in ``files`` as it
+    is, so that the ingest refuses it (all or nothing) with the other paths' problems.
     """
     collected = Collected()
     paths = [Path(p) for p in paths]
@@ -63,7 +68,7 @@ def collect_files(paths: Iterable[Path], fmt: str = "auto") -> Collected:
                 collected.skipped.append((candidate, reason))
                 continue
             try:
-                detect_file(candidate, fmt)
+                detect_file(candidate, fmt, mapped=_mapped(maps, candidate))
             except InputError as exc:
                 collected.skipped.append((candidate, _reason(candidate, exc)))
                 continue
@@ -78,6 +83,16 @@ def collect_files(paths: Iterable[Path], fmt: str = "auto") -> Collected:
             # be refused with the other paths' problems ("is a directory; pass the files in it").
             collected.files.append(path)
     return collected
+
+
+def _mapped(maps: ColumnMaps | None, path: Path) -> bool:
+    """Whether a column map is in force for the file (two maps matching it: yes, so that its ingest says so)."""
+    if maps is None:
+        return False
+    try:
+        return maps.for_path(path) is not None
+    except InputError:
+        return True
 
 
 def _walk(root: Path) -> Iterable[tuple[Path, str | None]]:
@@ -172,13 +187,18 @@ def ingest(
     replace: bool = False,
     on_file: Callable[[Path], Callable[[int], None] | None] | None = None,
     on_skip: SkipCallback | None = None,
+    allow_written_back: bool = False,
+    column_map: Iterable[str] = (),
 ) -> list[IngestOutcome]:
     """Validate and ingest the files all-or-nothing (see ``annotate.ingest.run.ingest_paths``).
 
     A folder among ``paths`` stands for the results files in it (``collect_files``); each
     entry it leaves out is passed to ``on_skip(path, reason)`` before anything is ingested.
     The rubric is ``--rubric``, else ``[rubric] file`` of annotate.toml (relative to the
-    workspace), else the shipped defaults.
+    workspace), else the shipped defaults. ``allow_written_back``: read Inspect logs that
+    ``annotate writeback`` wrote (their human labels, as the judge ``human-review:<judge>``).
+    ``column_map``: the texts of ``--map`` (``FIELD=COLUMN,...``), over annotate.toml's
+    ``[ingest.map]``; both are checked before any file is read.
     """
     if fmt != "auto":
         reader_module(fmt)  # validates the name before anything else
@@ -190,7 +210,10 @@ def ingest(
         if not rubric_file.is_absolute():
             rubric_file = s.ws.root / rubric_file
     rubric = Rubric.from_file(rubric_file)
-    collected = collect_files(paths, fmt)
+    maps = column_maps(
+        parse_map_option(list(column_map)), s.ws.settings.get("ingest"), config=s.ws.config_path, root=s.ws.root
+    )
+    collected = collect_files(paths, fmt, maps)
     if on_skip is not None:
         for path, reason in collected.skipped:
             on_skip(path, reason)
@@ -206,4 +229,6 @@ def ingest(
         skip_invalid=skip_invalid,
         replace=replace,
         rejects_dir=s.ws.rejects_dir,
+        allow_written_back=allow_written_back,
+        column_maps=maps,
     )

@@ -23,7 +23,10 @@ from annotate.audit.design import Design, RoundDesign, Stratum, Wave
 from annotate.audit.labels import JUDGE_LABEL_COLUMNS, LABEL_COLUMNS, ds_labels
 from annotate.audit.record import AuditRecord
 from annotate.columns import BLINDING_INSTRUCTIONS
+from annotate.errors import InputError
+from annotate.ingest.records import reserved_names_held
 from annotate.pipeline._resolve import resolve_round
+from annotate.stats.adjudication import expert_answers
 from annotate.stats.agreement.votes import current_labels
 from annotate.stats.scoring.strata import stratum_key
 
@@ -39,13 +42,22 @@ def record_from_store(
     """The audit record of the rounds: labels.csv, judge_labels.csv and design.json as the store holds them.
 
     ``judges=False`` leaves out judge_labels.csv (None), which only the judge audit reads: a third
-    of the rows at the study's scale (three judges on 16,000 reviewed responses).
+    of the rows at the study's scale (three judges on 16,000 reviewed responses). InputError when
+    the rounds hold a benchmark, model or judge under a name the outputs reserve (``ALL``, stored
+    before ingest refused it): its rows would be indistinguishable from the overall ones.
     """
-    return AuditRecord(
+    record = AuditRecord(
         labels=labels_frame(store, round_names),
         judge_labels=judge_labels_frame(store, round_names) if judges else None,
         design=design_from_store(store, round_names, label_config_sha=label_config_sha),
     )
+    judged = {r.judge for r in record.design.rounds}
+    judged |= set() if record.judge_labels is None else set(record.judge_labels.judge.unique())
+    names = {"benchmark": record.labels.benchmark.unique(), "model": record.labels.model.unique(), "judge": judged}
+    held = reserved_names_held(names)
+    if held is not None:
+        raise InputError(held)
+    return record
 
 
 def labels_frame(store: Store, round_names: list[str]) -> pd.DataFrame:
@@ -53,13 +65,16 @@ def labels_frame(store: Store, round_names: list[str]) -> pd.DataFrame:
     frames = []
     pseudonyms: list[str] = []
     reviewers_of: dict[str, list[str]] = {}
+    team = store.annotators()
+    experts = set(team.loc[team.role == "expert", "pseudonym"]) if len(team) else set()
     for name in round_names:
         row = resolve_round(store, name)
         rid = int(row["id"])
         reviewers = json.loads(row["annotators"])
         reviewers_of[name] = reviewers
         items = store.round_items(rid)
-        votes = current_labels(store.annotations(rid), set(reviewers))
+        annotations = store.annotations(rid)
+        votes = current_labels(annotations, set(reviewers))
         final = store.final_labels(rid)
         df = items.rename(columns={"stratum": "judge_stratum"})
         df["round"] = name
@@ -72,6 +87,11 @@ def labels_frame(store: Store, round_names: list[str]) -> pd.DataFrame:
             how="left",
         )
         df["final_status"] = df["final_status"].fillna("awaiting review")
+        # The expert's answer each escalated item is decided on, exactly as `adjudicate` takes it
+        # (checks of the majority excluded): verify re-derives the final labels from it.
+        answers = _expert_answers(store, rid, annotations, experts)
+        df["expert"] = df.round_item_id.map({i: who for i, (who, _) in answers.items()})
+        df["expert_verdict"] = df.round_item_id.map({i: verdict for i, (_, verdict) in answers.items()})
         wide = votes.pivot_table(index="round_item_id", columns="annotator", values="verdict", aggfunc="last")
         for p in reviewers:
             df[p] = df.round_item_id.map(wide[p]) if p in wide.columns else None
@@ -90,6 +110,17 @@ def labels_frame(store: Store, round_names: list[str]) -> pd.DataFrame:
     # Computed on the table as it is written, so that verify re-derives it from the file alike.
     out["ds_label"] = ds_labels(out, reviewers_of)
     return out
+
+
+def _expert_answers(
+    store: Store, round_id: int, annotations: pd.DataFrame, experts: set[str]
+) -> dict[int, tuple[str, str]]:
+    if not experts:
+        return {}
+    labels = current_labels(annotations, experts)
+    escal = store.escalations(round_id)
+    checks = set(escal.loc[escal.kind == "check", "round_item_id"]) if len(escal) else set()
+    return expert_answers(labels.loc[~labels.round_item_id.isin(checks)])
 
 
 def judge_labels_frame(store: Store, round_names: list[str]) -> pd.DataFrame:
@@ -141,6 +172,8 @@ def design_from_store(store: Store, round_names: list[str], *, label_config_sha:
                 # How the reviewers were kept apart (columns.BLINDINGS): a round never sent to a
                 # server (task files) is said to be blinded by instructions only.
                 blinding=row.get("blinding") or BLINDING_INSTRUCTIONS,
+                adjudication=json.loads(row["adjudication"]) if row.get("adjudication") else None,
+                records_adjudication=True,
             )
         )
     runs = store.ingest_runs()

@@ -28,7 +28,8 @@ from annotate.pipeline._population import unanimity_population
 from annotate.pipeline._resolve import resolve_judge, rounds_to_score
 from annotate.pipeline.record import design_from_store, labels_frame, record_from_store
 from annotate.stats.scoring import plan_allocation
-from annotate.stats.scoring.ppi import judge_predictions, score_direction
+from annotate.stats.scoring.allocation import plan_sensitivity
+from annotate.stats.scoring.predictions import judge_predictions, score_direction
 from annotate.stats.scoring.strata import strata_table, stratum_key
 from annotate.stats.scoring.tables import PPIOutput, ScoreOutput, ppi_tables
 
@@ -243,15 +244,26 @@ def _rubric_direction(store: Store, judge: str, source_ids: set[Any]) -> tuple[s
 
 
 def plan(
-    store: Store, names: tuple[str, ...], target_se: float, *, min_per_stratum: int = 10, judge: str | None = None
+    store: Store,
+    names: tuple[str, ...],
+    target_se: float | None,
+    *,
+    min_per_stratum: int = 10,
+    judge: str | None = None,
+    sensitivity_se: float | None = None,
 ) -> pd.DataFrame:
-    """Neyman allocation of clear items per cell for a target SE (docs/methods.md 4.8).
+    """Neyman allocation of clear items per cell for a target SE (docs/methods.md 4.8), or the
+    judge-safe reviews a target SE of the routing judge's sensitivity needs (9.7; issue #23).
 
     Uses the judge-label populations of a round's design when a round exists, else the judge
-    labels in the store (for planning the first round).
+    labels in the store (for planning the first round). With ``sensitivity_se`` the rows are
+    :func:`annotate.stats.scoring.allocation.plan_sensitivity`'s (one per cell: judge-safe reviews).
     """
-    if target_se <= 0:
-        raise InputError("--target-se must be positive, e.g. 0.02")
+    if target_se is None and sensitivity_se is None:
+        raise InputError("give --target-se (the corrected rate's SE) or --sensitivity-se (the judge's sensitivity)")
+    for name, value in (("--target-se", target_se), ("--sensitivity-se", sensitivity_se)):
+        if value is not None and value <= 0:
+            raise InputError(f"{name} must be positive, e.g. 0.02")
     rates: Any
     if len(store.rounds()):
         chosen = rounds_to_score(store, names)
@@ -263,4 +275,7 @@ def plan(
             stratum=counts.judge_label, reviewed=0, harmful=0, unresolved=0
         )
         rates = None
+    if sensitivity_se is not None:
+        return plan_sensitivity(strata, sensitivity_se, rates=rates, min_per_stratum=min_per_stratum)
+    assert target_se is not None
     return plan_allocation(strata, target_se, rates=rates, min_per_stratum=min_per_stratum)

@@ -31,10 +31,26 @@ provenance. Items without a label in force are left as they were and listed.
 
 The originals are never written: each source is copied (through one guarded read) into a private
 temporary folder while it is hashed, the copy is used only if its sha256 is the one ingested, and
-targets are replaced atomically (never the source's own path). Everything is validated before the
-first file is written; a problem refuses the command with every problem listed (exit 2). A log
-whose metrics are defined outside Inspect is refused: recomputing them would make Inspect import
-the task file the log names.
+an ``.eval`` copy is checked as ingest reads it (``annotate.ingest.formats.inspect_ai``: member
+names inside the archive, each member decompressed against its budget) before Inspect reads it.
+``--to`` may not be an original's folder, nor inside the workspace's ``exports/``.
+
+Nothing a log names is run: the metrics are recomputed from Inspect's built-ins only, by exact
+name and with their documented options (``annotate.pipeline._inspect``); a log whose metrics or
+``epochs_reducer`` are anything else is refused. Each reviewed sample must still read as the
+one text the reviewers saw (``reading_problem``: ``output.completion``, ``choices[0]`` and the
+last assistant turn agree, and equal the stored response), or its log is refused.
+
+Everything is checked for every log before anything is written, in three steps: every log is
+validated (a problem refuses the command with every problem listed, exit 2); then every log is
+edited, its metrics recomputed and written by Inspect into a private folder inside ``--to``
+(``.annotate-writeback-<pid>-XXXX``, mode 0700, made with ``mkdtemp``; Inspect's own temporary
+files stay in it); a failure there refuses the command too, with nothing in ``--to``; only then
+is each copy renamed into place. A kill during the last step can leave some targets renamed and
+others not, never a partial file. Folders and Inspect temporary files that an interrupted
+writeback left in ``--to`` are removed when they are provably its own (its name, this user's,
+older than this run, its process gone). Each copy carries ``eval.metadata.annotate_writeback``,
+so that ``annotate ingest`` refuses to read its human labels as a judge's.
 """
 
 from __future__ import annotations
@@ -44,7 +60,9 @@ import json
 import math
 import os
 import re
+import shutil
 import tempfile
+import time
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
@@ -57,6 +75,16 @@ from annotate import __version__
 from annotate.audit.labels import read_labels
 from annotate.errors import InputError, StateError
 from annotate.fileio import open_input, sha256_bytes
+from annotate.ingest.formats import inspect_ai as inspect_format
+from annotate.pipeline._inspect import (
+    STAGE_PREFIX,
+    Api,
+    inspect_api,
+    metric_problems,
+    recompute,
+    sweep_leftovers,
+    vet_archive,
+)
 from annotate.pipeline._resolve import resolve_round
 
 if TYPE_CHECKING:
@@ -64,13 +92,10 @@ if TYPE_CHECKING:
 
 MODES = ("edit", "add")
 DEFAULT_ADD_NAME = "human_review"
-INSTALL_HINT = "pip install -e '.[inspect]' (or pip install inspect-ai) in annotate's environment"
 MAX_LISTED = 20  # problems listed per command, then a count (as ingest does)
 _CHUNK = 1 << 20
 _PSEUDONYM = re.compile(r"[A-Z][0-9]+")
 _SCORE_NAME = re.compile(r"[A-Za-z0-9_][A-Za-z0-9_.-]{0,99}")
-#: Metrics Inspect ships are registered under this namespace; any other is defined by the task's code.
-_BUILTIN_METRIC = "inspect_ai/"
 #: The alphabet of Inspect's (shortuuid) event ids.
 _B57 = "23456789ABCDEFGHJKLMNPQRSTUVWXYZabcdefghijkmnopqrstuvwxyz"
 
@@ -131,6 +156,8 @@ class WritebackOutcome:
     export_manifest_sha256: str | None = None
     logs: list[LogOutcome] = field(default_factory=list)
     other_formats: int = 0  # reviewed responses that did not come from an Inspect log
+    swept: list[str] = field(default_factory=list)  # leftovers of interrupted writebacks, removed from --to
+    left: list[str] = field(default_factory=list)  # temporary files in --to left alone, with why
 
     def as_dict(self) -> dict[str, Any]:
         return {
@@ -141,6 +168,8 @@ class WritebackOutcome:
             "export_manifest_sha256": self.export_manifest_sha256,
             "logs": [log.as_dict() for log in self.logs],
             "other_formats": self.other_formats,
+            "swept": self.swept,
+            "left": self.left,
         }
 
 
@@ -168,6 +197,8 @@ class _Plan:
     fmt: str  # "eval" / "json"
     copy: Path  # the verified private copy Inspect reads
     target: Path
+    round_name: str = ""
+    mode: str = "edit"
     score: str = ""
     edits: list[_Edit] = field(default_factory=list)
     unresolved: list[SampleNote] = field(default_factory=list)
@@ -197,14 +228,15 @@ def writeback(
             f"--score-name {score_name!r}: use letters, digits, '_', '.' or '-' (up to 100), starting with a letter, "
             "digit or '_'."
         )
-    api = _inspect_api()
+    started = time.time()
+    api = inspect_api()
     store = s.store
     round_row = resolve_round(store, round_name)
     round_id = int(round_row["id"])
     judge = str(round_row["judge"])
     outcome = WritebackOutcome(round=str(round_row["name"]), mode=mode, to=Path(to))
 
-    items = store.round_items(round_id)
+    items = store.round_items(round_id, with_text=True).drop(columns=["prompt", "transcript"])
     if items.empty:
         raise StateError(f"round {outcome.round!r} has no routed responses; route it first.")
     history = store.final_labels(round_id, history=True)
@@ -229,13 +261,22 @@ def writeback(
     target_dir = Path(to)
     if target_dir.exists() and not target_dir.is_dir():
         raise InputError(f"--to {target_dir}: not a folder. Name a folder for the written-back logs.")
+    if target_dir.is_symlink() and not target_dir.exists():
+        raise InputError(f"--to {target_dir}: a broken symbolic link. Name a folder for the written-back logs.")
     problems: list[str] = []
     with tempfile.TemporaryDirectory(prefix="annotate-writeback-") as tmp:
-        plans = _copy_sources(s, sources, sorted(set(inspect_items.source_id.astype(int))), Path(tmp), target_dir)
+        ids = sorted(set(inspect_items.source_id.astype(int)))
+        _check_to(s, target_dir, sources, ids)
+        plans = _copy_sources(s, sources, ids, Path(tmp), target_dir)
         by_item: dict[int, list[dict[str, Any]]] = {}
         for decision in history.sort_values("id").to_dict("records") if len(history) else []:
             by_item.setdefault(int(decision["round_item_id"]), []).append(decision)
         for plan in plans:
+            plan.round_name, plan.mode = outcome.round, mode
+            vetted = vet_archive(plan.copy, plan.source) if plan.fmt == "eval" else None
+            if vetted is not None:
+                problems.append(vetted)
+                continue
             log = _read(api, plan.copy, plan.fmt, plan.source)
             plan_items = inspect_items.loc[inspect_items.source_id == plan.source_id]
             problems += _plan_log(
@@ -255,46 +296,64 @@ def writeback(
             )
             problems += _check_target(api, plan, log)
             del log  # one log in memory at a time
-        if problems:
-            shown = problems[:MAX_LISTED]
-            if len(problems) > MAX_LISTED:
-                shown.append(f"... and {len(problems) - MAX_LISTED} more problem(s)")
-            raise InputError(
-                f"nothing was written: {len(problems)} problem(s) in the logs of round {outcome.round!r}; "
-                "fix them and run writeback again.",
-                shown,
-            )
-        target_dir.mkdir(parents=True, exist_ok=True)
-        for plan in plans:
-            outcome.logs.append(_apply(api, plan))
+        _refuse(problems, outcome.round)
+        outcome.logs = _write_all(api, plans, target_dir, started, outcome)
     return outcome
 
 
-# -- inspect-ai ------------------------------------------------------------------------------------
+def _refuse(problems: list[str], round_name: str, *, stage: str = "") -> None:
+    """InputError listing the problems (capped), when there is any: nothing was written."""
+    if not problems:
+        return
+    shown = problems[:MAX_LISTED]
+    if len(problems) > MAX_LISTED:
+        shown.append(f"... and {len(problems) - MAX_LISTED} more problem(s)")
+    raise InputError(
+        f"nothing was written: {len(problems)} problem(s) in the logs of round {round_name!r}{stage}; fix them and "
+        "run writeback again.",
+        shown,
+    )
 
 
-@dataclass
-class _Api:
-    read_eval_log: Any
-    write_eval_log: Any
-    edit_score: Any
-    ScoreEdit: Any
-    ProvenanceData: Any
-
-
-def _inspect_api() -> _Api:
-    """inspect-ai's log API, imported only here (an optional dependency)."""
+def _write_all(api: Api, plans: list[_Plan], target_dir: Path, started: float, outcome: WritebackOutcome) -> list[Any]:
+    """Every log edited and written into a private folder in ``target_dir``, then (all well) renamed into place."""
+    created = not target_dir.exists()
+    target_dir.mkdir(parents=True, exist_ok=True)
+    outcome.swept, outcome.left = sweep_leftovers(target_dir, before=started)
+    stage = Path(tempfile.mkdtemp(prefix=f"{STAGE_PREFIX}{os.getpid()}-", dir=target_dir))
     try:
-        from inspect_ai.log import ProvenanceData, edit_score, read_eval_log, write_eval_log
-        from inspect_ai.scorer import ScoreEdit
-    except ImportError as exc:
-        raise InputError(
-            f"writeback needs inspect-ai, which is not installed ({exc}). Install it: {INSTALL_HINT}."
-        ) from None
-    return _Api(read_eval_log, write_eval_log, edit_score, ScoreEdit, ProvenanceData)
+        staged: list[tuple[LogOutcome, Path | None]] = []
+        problems: list[str] = []
+        for plan in plans:
+            try:
+                staged.append(_stage(api, plan, stage))
+            except InputError as exc:
+                problems.append(str(exc))
+        if problems:
+            shutil.rmtree(stage, ignore_errors=True)
+            if created:
+                with contextlib.suppress(OSError):
+                    target_dir.rmdir()
+            _refuse(problems, outcome.round, stage=" (found while writing them, before any was put in place)")
+        done: list[str] = []
+        for log_outcome, path in staged:
+            if path is None:
+                continue
+            try:
+                os.replace(path, log_outcome.target)
+            except OSError as exc:
+                raise StateError(
+                    f"{log_outcome.target}: could not be put in place ({exc.strerror or exc}); "
+                    + (f"already written: {', '.join(done)}." if done else "nothing was written.")
+                ) from None
+            log_outcome.written = True
+            done.append(str(log_outcome.target))
+        return [log_outcome for log_outcome, _ in staged]
+    finally:
+        shutil.rmtree(stage, ignore_errors=True)
 
 
-def _read(api: _Api, path: Path, fmt: str, source: str) -> Any:
+def _read(api: Api, path: Path, fmt: str, source: str) -> Any:
     try:
         return api.read_eval_log(str(path), format=fmt)
     except Exception as exc:  # Inspect raises many kinds for a damaged log
@@ -350,6 +409,33 @@ def _copy_sources(s: Session, sources: pd.DataFrame, ids: list[int], tmp: Path, 
     if problems:
         raise InputError(f"nothing was written: {len(problems)} source log(s) cannot be used.", problems)
     return plans
+
+
+def _check_to(s: Session, target_dir: Path, sources: pd.DataFrame, ids: list[int]) -> None:
+    """InputError when ``--to`` is an original's folder, or inside the workspace's ``exports/``."""
+    to = _real(target_dir)
+    exports = _real(s.ws.exports_dir)
+    if to == exports or exports in to.parents:
+        raise InputError(
+            f"--to {target_dir}: inside the workspace's exports/ folder, whose exports are immutable (verify would "
+            "fail on a file added to one); choose a folder outside exports/."
+        )
+    for sid in ids:
+        path = _locate(s, str(sources.loc[sid, "path"]))
+        if path is None:
+            continue  # said by _copy_sources
+        folder = _real(path.parent)
+        if to == folder or (target_dir.exists() and _same_file(folder, target_dir)):
+            raise InputError(
+                f"--to {target_dir}: the folder of the original log {sources.loc[sid, 'path']}; choose another "
+                "folder (originals are never written, nor written beside: a copy would sit with the logs it "
+                "came from)."
+            )
+
+
+def _real(path: Path) -> Path:
+    """The absolute path with every link resolved (as far as it exists)."""
+    return Path(os.path.realpath(os.path.abspath(path)))
 
 
 def _locate(s: Session, ingested: str) -> Path | None:
@@ -482,7 +568,7 @@ def _canonical(value: Any) -> str:
 
 
 def _plan_log(
-    api: _Api,
+    api: Api,
     plan: _Plan,
     log: Any,
     items: pd.DataFrame,
@@ -502,10 +588,21 @@ def _plan_log(
     samples = list(log.samples or [])
     if not samples:
         return [f"{where}: the log has no samples (was it written with log_samples=False?)."]
+    marker = (log.eval.metadata or {}).get(inspect_format.WRITEBACK_MARKER)
+    if marker is not None:
+        return [
+            f"{where}: this log was itself written by `annotate writeback` (eval.metadata."
+            f"{inspect_format.WRITEBACK_MARKER}); write back into the original log it was made from."
+        ]
     index: dict[tuple[str, int], Any] = {}
     ids_of: dict[str, set[str]] = {}
     for sample in samples:
-        index[(str(sample.id), int(sample.epoch))] = sample
+        key = (str(sample.id), int(sample.epoch))
+        if key in index:
+            return [
+                f"{where}: sample {key[0]} (epoch {key[1]}) is in the log twice; which one was reviewed cannot be told."
+            ]
+        index[key] = sample
         ids_of.setdefault(str(sample.id), set()).add(_canonical(sample.id))
     clashing = sorted(k for k, v in ids_of.items() if len(v) > 1)
     if clashing:
@@ -514,7 +611,7 @@ def _plan_log(
             "tell them apart."
         ]
     scorers = sorted({name for sample in samples for name in (sample.scores or {})})
-    problems = _check_metrics(log, where)
+    problems = metric_problems(api, log, where)
 
     if mode == "edit":
         if score_name is not None:
@@ -551,7 +648,18 @@ def _plan_log(
         if mode == "edit" and plan.score not in (sample.scores or {}):
             problems.append(f"{where}: sample {key[0]} (epoch {key[1]}) has no score {plan.score!r} to edit.")
             continue
+        misread = _reading_problem(sample, item.get("response"))
         original = (sample.scores or {}).get(plan.score)
+        judges_own = mode == "edit" and score_name in (None, judge)  # the score edited is the judge's verdict
+        if misread is None and judges_own and original is not None:
+            verdict = inspect_format.verdict_of(original.value)[0]
+            if verdict is not None and verdict != item.get("judge_verdict"):
+                misread = (
+                    f"the judge's verdict in the log is {verdict!r}, not the {item.get('judge_verdict')!r} ingested"
+                )
+        if misread is not None:
+            problems.append(f"{where}: sample {key[0]} (epoch {key[1]}): {misread}.")
+            continue
         decisions = history.get(int(item["round_item_id"]), [])
         item_edits: list[_Edit] = []
         refused: set[str] = set()
@@ -604,6 +712,26 @@ def _plan_log(
                 )
             )
     return problems
+
+
+def _reading_problem(sample: Any, reviewed: Any) -> str | None:
+    """Why the sample, as Inspect reads it, is not one text, the one the reviewers saw (None when it is)."""
+    output = None if sample.output is None else sample.output.model_dump(mode="json")
+    messages = [m.model_dump(mode="json") for m in sample.messages or []]
+    attachments = dict(sample.attachments or {})
+    try:
+        problem = inspect_format.reading_problem(output, messages, attachments)
+        shown = inspect_format.response_text(output, attachments)
+    except ValueError as exc:
+        return f"its output is not shaped as Inspect writes it ({exc})"
+    if problem is not None:
+        return problem.replace("; not reviewable", "; a label would land on another text than the one judged")
+    if not isinstance(reviewed, str) or shown != reviewed:
+        return (
+            "its answer in the log is not the text the reviewers saw (the store holds another), so the label would "
+            "land on another response; ingest the log again and review it"
+        )
+    return None
 
 
 def _edit(
@@ -708,41 +836,16 @@ def _explanation(decision: dict[str, Any], round_name: str) -> str:
     return f"Human review (annotate, round {round_name}): {decision['label']}, decided by {by}. {decision['reason']}"
 
 
-def _check_metrics(log: Any, where: str) -> list[str]:
-    """Metrics that Inspect would recompute by importing the task file the log names are refused."""
-    names: list[str] = []
-
-    def walk(node: Any) -> None:
-        if node is None:
-            return
-        if isinstance(node, dict):
-            for value in node.values():
-                walk(value)
-        elif isinstance(node, list):
-            for value in node:
-                walk(value)
-        else:
-            names.append(str(getattr(node, "name", node)))
-
-    walk(log.eval.metrics)
-    for scorer in log.eval.scorers or []:
-        walk(scorer.metrics)
-    foreign = sorted({n for n in names if not n.startswith(_BUILTIN_METRIC)})
-    if not foreign:
-        return []
-    return [
-        f"{where}: the metric(s) {', '.join(foreign)} are defined by the task's code, not by Inspect; recomputing "
-        "them would run that code, which annotate does not do for a log file. Recompute such a log with Inspect."
-    ]
-
-
-def _check_target(api: _Api, plan: _Plan, source_log: Any) -> list[str]:
+def _check_target(api: Api, plan: _Plan, source_log: Any) -> list[str]:
     """A target that exists must be an earlier writeback of the same log (it is replaced, never merged)."""
     target = plan.target
     if not (target.exists() or target.is_symlink()):
         return []
     if target.is_symlink() or not target.is_file():
         return [f"{target}: exists and is not a regular file; remove it or choose another --to folder."]
+    unsafe = vet_archive(target, str(target)) if plan.fmt == "eval" else None
+    if unsafe is not None:
+        return [f"{unsafe} It is in --to and is not a log annotate reads; remove it or choose another --to folder."]
     try:
         prior = api.read_eval_log(str(target), header_only=True, format=plan.fmt)
     except Exception:
@@ -765,8 +868,13 @@ def _metrics(log: Any) -> dict[str, dict[str, float]]:
     return out
 
 
-def _apply(api: _Api, plan: _Plan) -> LogOutcome:
-    """Apply the plan to a fresh read of the verified copy and write it; keep a target that already holds it."""
+def _stage(api: Api, plan: _Plan, stage: Path) -> tuple[LogOutcome, Path | None]:
+    """The plan applied to a fresh read of the verified copy and written by Inspect into ``stage``.
+
+    Returns the outcome and the file to rename into place (None when the target already holds
+    exactly this log). InputError (nothing is in place yet) when Inspect cannot apply, recompute
+    or write it.
+    """
     log = _read(api, plan.copy, plan.fmt, plan.source)
     out = LogOutcome(
         source=plan.source,
@@ -780,31 +888,48 @@ def _apply(api: _Api, plan: _Plan) -> LogOutcome:
         metrics_before=_metrics(log),
     )
     samples = {(str(sample.id), int(sample.epoch)): sample for sample in log.samples or []}
-    for n, edit in enumerate(plan.edits, start=1):
-        provenance = api.ProvenanceData(
-            timestamp=edit.timestamp, author=edit.author, reason=edit.reason, metadata=edit.metadata
-        )
-        change = api.ScoreEdit(value=edit.value, explanation=edit.explanation, provenance=provenance)
-        sample = samples[(str(edit.sample_id), edit.epoch)]
-        known = {id(event) for event in sample.events}
-        # The metrics once, after the last edit of the log: the result is the same as after each.
-        api.edit_score(
-            log, edit.sample_id, plan.score, change, recompute_metrics=n == len(plan.edits), epoch=edit.epoch
-        )
-        _settle_events(sample, known, edit, f"{plan.sha256}:{plan.score}")
-    out.metrics_after = _metrics(log)
-    tmp = plan.target.with_name(f".{plan.target.name}.tmp-{os.getpid()}{plan.target.suffix}")
     try:
-        api.write_eval_log(log, str(tmp), format=plan.fmt)
-        if _holds_the_same(api, plan, tmp):
-            tmp.unlink()
-        else:
-            os.replace(tmp, plan.target)
-            out.written = True
-    finally:
-        with contextlib.suppress(FileNotFoundError):
-            tmp.unlink()
-    return out
+        for edit in plan.edits:
+            provenance = api.ProvenanceData(
+                timestamp=edit.timestamp, author=edit.author, reason=edit.reason, metadata=edit.metadata
+            )
+            change = api.ScoreEdit(value=edit.value, explanation=edit.explanation, provenance=provenance)
+            sample = samples[(str(edit.sample_id), edit.epoch)]
+            known = {id(event) for event in sample.events}
+            # The metrics once, after the last edit, and never by Inspect's resolver (recompute).
+            api.edit_score(log, edit.sample_id, plan.score, change, recompute_metrics=False, epoch=edit.epoch)
+            _settle_events(sample, known, edit, f"{plan.sha256}:{plan.score}")
+    except Exception as exc:  # Inspect's own validation of an edit
+        raise InputError(f"{plan.source}: Inspect could not apply the edits ({type(exc).__name__}: {exc}).") from None
+    try:
+        recompute(api, log)
+    except Exception as exc:  # the built-in metrics' own errors on this log's scores
+        raise InputError(
+            f"{plan.source}: Inspect's metrics could not be recomputed ({type(exc).__name__}: {exc})."
+        ) from None
+    out.metrics_after = _metrics(log)
+    log.eval.metadata = {
+        **(log.eval.metadata or {}),
+        inspect_format.WRITEBACK_MARKER: {
+            "tool": inspect_format.WRITEBACK_TOOL,
+            "annotate_version": __version__,
+            "round": plan.round_name,
+            "mode": plan.mode,
+            "score": plan.score,
+            "source_sha256": plan.sha256,
+            "edits": len(plan.edits),
+        },
+    }
+    fresh = stage / plan.target.name
+    try:
+        api.write_eval_log(log, str(fresh), format=plan.fmt)
+    except Exception as exc:
+        raise InputError(f"{plan.source}: Inspect could not write the copy ({type(exc).__name__}: {exc}).") from None
+    del log
+    if _holds_the_same(api, plan, fresh):
+        fresh.unlink()
+        return out, None
+    return out, fresh
 
 
 def _settle_events(sample: Any, known: set[int], edit: _Edit, salt: str) -> None:
@@ -827,7 +952,7 @@ def _settle_events(sample: Any, known: set[int], edit: _Edit, salt: str) -> None
             event.working_start = getattr(events[position - 1], "working_start", 0.0)
 
 
-def _holds_the_same(api: _Api, plan: _Plan, fresh: Path) -> bool:
+def _holds_the_same(api: Api, plan: _Plan, fresh: Path) -> bool:
     """Whether the target already holds the log just written (byte for byte, or as Inspect reads it)."""
     if not plan.target.is_file():
         return False

@@ -293,6 +293,76 @@ class Decision:
     votes: dict[str, str] = field(default_factory=dict)
 
 
+def expert_answers(expert: pd.DataFrame) -> dict[int, tuple[str, str]]:
+    """round_item_id -> (expert, verdict): the answer :func:`decide` takes for each item (the last
+    row of an item wins, as the table is ordered).
+
+    >>> expert_answers(pd.DataFrame({"round_item_id": [1, 1], "annotator": ["E1", "E2"], "verdict": ["safe", "harmful"]}))
+    {1: ('E2', 'harmful')}
+    """  # noqa: E501
+    return {
+        int(i): (str(who), str(verdict))
+        for i, who, verdict in zip(
+            expert.round_item_id.tolist(), expert.annotator.tolist(), expert.verdict.tolist(), strict=True
+        )
+    }
+
+
+def rules_record(rules: Rules) -> dict[str, Any]:
+    """The rules as design.json records them (JSON-ready); :func:`rules_from_record` reads them back.
+
+    >>> rules_from_record(rules_record(Rules(policy="safe"))) == Rules(policy="safe")
+    True
+    """
+    return {
+        "policy": rules.policy,
+        "escalate_unsure_majority": rules.escalate_unsure_majority,
+        "ds_min_posterior": rules.ds_min_posterior,
+        "ds_disagreement": rules.ds_disagreement,
+        "high_severity_categories": list(rules.high_severity_categories),
+        "check_share": rules.check_share,
+        "min_sure_votes": rules.min_sure_votes,
+        "ds_min_reviewers": rules.ds_min_reviewers,
+        "ds_min_items": rules.ds_min_items,
+    }
+
+
+def rules_from_record(doc: Any) -> Rules:
+    """The rules of a record (:func:`rules_record`); ``ValueError`` names what is malformed."""
+    if not isinstance(doc, dict):
+        raise ValueError("the adjudication rules must be an object")
+    fields: dict[str, type | tuple[type, ...]] = {
+        "policy": str,
+        "escalate_unsure_majority": bool,
+        "ds_disagreement": bool,
+        "check_share": (int, float),
+        "min_sure_votes": int,
+        "ds_min_reviewers": int,
+        "ds_min_items": int,
+    }
+    for key, kind in fields.items():
+        value = doc.get(key)
+        if not isinstance(value, kind) or (kind is not bool and isinstance(value, bool)):
+            raise ValueError(f"the adjudication rule {key} is {value!r}")
+    post = doc.get("ds_min_posterior")
+    if post is not None and (isinstance(post, bool) or not isinstance(post, (int, float))):
+        raise ValueError(f"the adjudication rule ds_min_posterior is {post!r}")
+    cats = doc.get("high_severity_categories")
+    if not isinstance(cats, list) or not all(isinstance(c, str) for c in cats):
+        raise ValueError(f"the adjudication rule high_severity_categories is {cats!r}")
+    return Rules(
+        policy=doc["policy"],
+        escalate_unsure_majority=doc["escalate_unsure_majority"],
+        ds_min_posterior=None if post is None else float(post),
+        ds_disagreement=doc["ds_disagreement"],
+        high_severity_categories=tuple(cats),
+        check_share=float(doc["check_share"]),
+        min_sure_votes=doc["min_sure_votes"],
+        ds_min_reviewers=doc["ds_min_reviewers"],
+        ds_min_items=doc["ds_min_items"],
+    )
+
+
 def decide(proposals: pd.DataFrame, votes: pd.DataFrame, expert: pd.DataFrame, rules: Rules) -> list[Decision]:
     """The final record per item.
 
@@ -335,12 +405,7 @@ def decide(proposals: pd.DataFrame, votes: pd.DataFrame, expert: pd.DataFrame, r
     3 resolved harmful majority majority vote
     """
     by_item = {k: dict(zip(g.annotator, g.verdict, strict=True)) for k, g in votes.groupby("round_item_id")}
-    expert_by_item = {
-        int(i): (who, verdict)
-        for i, who, verdict in zip(
-            expert.round_item_id.tolist(), expert.annotator.tolist(), expert.verdict.tolist(), strict=True
-        )
-    }
+    expert_by_item = expert_answers(expert)
     out: list[Decision] = []
     rows: Iterable[tuple[Any, Any]] = proposals.iterrows()
     for key, row in rows:

@@ -40,44 +40,56 @@ labels, Se and Sp are the same-cell equivalence of docs/methods.md 4.4). Unweigh
 reviewed items are biased (the sample holds every ambiguous response and a few per cent of the
 clear ones); they are never computed here.
 
-Intervals: the posterior of the population counts (stated in every output). Per stratum, the
-M_h = N_h - r_h responses without a final label are drawn from a Polya urn over the r_h observed
-*patterns* (the human label and every judge's label of a response, jointly, c_1 ... c_K of them)
-and one pseudo-response:
+Intervals: the posterior of the population counts (stated in every output; the draws are
+:mod:`annotate.stats.judge_posterior`'s, every stratum at once). Per stratum, the M_h = N_h - r_h
+responses without a final label are drawn from a Polya urn over the r_h observed *patterns* (the
+human label and every judge's label of a response, jointly, c_1 ... c_K of them) and one
+pseudo-response:
 
-    pi ~ Dirichlet(a (c_1, ..., c_K, 1)),  a = max(r_h - 2, 1) / (r_h + 1)
+    pi ~ Dirichlet(a (c_1, ..., c_K, 1)),  a = max(r_h - 4, 1) / (r_h + 1)
     X ~ Multinomial(M_h, pi);  population counts = observed counts + X
 
 * The pseudo-response is a copy of a reviewed response of the stratum drawn at random (its
   human label and its judges' labels), so the urn's mean stays the observed shares; in a stratum
   whose reviewed responses all carry **one** human label, its human label is a fair coin
-  instead (its judges' labels still those of the drawn response): the label not seen there can
-  still be among the unreviewed responses. For the human label of that stratum alone this is the
-  fiducial draw the corrected scores use (the even mixture of Beta(y, r - y + 1) and
-  Beta(y + 1, r - y), Hannig 2009).
-* **One coin per draw** for every such stratum: with a coin per stratum, some clean stratum of a
-  design with several cells gets unseen harm in almost every draw, and a judge that really made
-  no such error cannot reach its own estimate.
-* **Concentration r_h - 2**: the plain urn's variance of a stratum share, p (1 - p) / (r_h + 1),
-  is below the unbiased SRSWOR variance p (1 - p) / (r_h - 1) (Cochran 1977); scaled, they agree.
+  instead: the label not seen there can still be among the unreviewed responses. For the human
+  label of that stratum alone this is the fiducial draw the corrected scores use (the even
+  mixture of Beta(y, r - y + 1) and Beta(y + 1, r - y), Hannig 2009).
+* **Unseen judge labels** (issue #23): where a judge gave some of its verdicts to no reviewed
+  response of the stratum with the pseudo-response's human label, the pseudo-response takes one
+  of them (at random) in the draws where that judge's coin shows heads, and the copied label in
+  the others. Before, no draw could give a judge a label it never gave on a stratum's reviewed
+  responses: a judge other than the routing one whose errors sat in the unreviewed part of the
+  judge-safe strata printed specificity 1.0000 [1.0000, 1.0000] against a true 0.98. A judge's
+  verdicts are those it gave anywhere (a judge that never abstains gets no unseen abstention);
+  the judges that define the strata (``routing``, or inferred) are never relabelled in them.
+* **One coin per draw** for every such stratum, the human coin and each judge's: with a coin per
+  stratum, some clean stratum of a design with several cells gets unseen labels in almost every
+  draw, and a judge that really made no such error cannot reach its own estimate.
+* **Concentration r_h - 4**: the plain urn's variance of a stratum share, p (1 - p) / (r_h + 1),
+  is below the unbiased SRSWOR variance p (1 - p) / (r_h - 1) (Cochran 1977), which r_h - 2
+  matches; r_h - 4 (10 % more variance at r_h = 25) lifted the routing judge's specificity and
+  PPV in a stratum of 100 with 25 reviewed from 0.92-0.94 to 0.95 (bench/coverage.py, part 3).
 
-What the alternatives covered while this was chosen (200-300 replicates of the scenarios of
+What the alternatives covered while this was chosen (200-600 replicates of the scenarios of
 ``tests/stats/test_judges_coverage.py``): the plain Polya urn, 0.06 for the routing judge's
 sensitivity where its safe strata look clean (no draw can hold a harm no one saw); a coin-flipped
 pseudo-response in every stratum, as the corrected scores do per stratum, 0.79-0.89 for balanced
 accuracy and 0.855 for kappa (it moves each stratum's human-label share toward one half by
 (1/2 - ybar) / (r + 1), so sensitivity and specificity both fall); a coin per stratum where one
 label was seen, 0.835 for balanced accuracy in the clean scenario; this construction without the
-r - 2 scaling, down to 0.92.
+r - 2 scaling, down to 0.92; copies only for the judges' labels (before issue #23), 0.34-0.59 for
+the specificity and PPV of judges whose errors the sample hides; a judge coin per stratum, the
+same coverage at 1-3 % less width but 0.940 for balanced accuracy; heads with probability 1/4,
+narrower but short of the fiducial guarantee (the worst case, an error rate near 9 % that a
+sample of 25 misses, is in the scenarios).
 
-Census strata (M_h = 0) are fixed. Strata are independent given the coin; one generator, strata
+Census strata (M_h = 0) are fixed. Strata are independent given the coins; one generator, strata
 in sorted order, so results do not depend on the row order. Every figure is computed on each of
 D draws of the whole population, and its interval is the equal-tailed quantiles of the draws
 where it is defined (``method="inverted_cdf"``), extended to hold the estimate if the draws miss
-it (the row says so). Measured (``python tests/stats/test_judges_coverage.py 500``: synthetic
-judges with known error rates, a population of 4 x 450 responses routed by the real design 500
-times): the six figures of every judge covered 0.928-1.000 (mean 0.963) with 25 or 10 reviewed
-per clear stratum, 15 % unresolved, or judge-safe strata that look clean.
+it (the row says so). Measured (``python bench/coverage.py --part judges``: synthetic judges with
+known error rates routed by the real design, 500 replicates per scenario): docs/methods.md 9.7.
 
 Since all judges are evaluated on the same draws, P(judge A better than judge B) = mean_d
 [BA*_A > BA*_B] (strict; ties reported apart) and the rank intervals come from the same draws:
@@ -105,6 +117,7 @@ from numpy.typing import ArrayLike, NDArray
 
 from annotate.columns import ALL, JUDGE_LABELS
 from annotate.stats._common import SeedLike, rng
+from annotate.stats.judge_posterior import UNSEEN_SHARE, UrnStrata, urn_draws
 from annotate.stats.scoring.intervals import enclose, equal_tailed
 
 __all__ = [
@@ -361,6 +374,10 @@ def population_draws(
     draws: int,
     gen: np.random.Generator,
     coin: NDArray[np.integer[Any]] | None = None,
+    judge_coin: NDArray[np.bool_] | None = None,
+    *,
+    label_sets: NDArray[np.bool_] | None = None,
+    fixed: NDArray[np.bool_] | None = None,
 ) -> NDArray[np.float64]:
     """Posterior draws of one stratum's population confusion counts, every judge at once.
 
@@ -380,54 +397,54 @@ def population_draws(
         Per draw, the human label code of the pseudo-response of a stratum whose reviewed
         responses all carry one human label; :func:`judge_audit` passes one coin per draw for
         every stratum (default: a fresh fair coin).
+    judge_coin : ndarray of bool, shape (D, J), optional
+        Per draw and judge, whether the pseudo-response takes a label of that judge that no
+        reviewed response with its human label carries (default: fresh fair coins).
+    label_sets : ndarray of bool, shape (J, 3), optional
+        The verdicts each judge can give (default: those it gave on these responses).
+    fixed : ndarray of bool, shape (J,), optional
+        Judges whose label is known on the whole stratum (the routing judge in its own stratum):
+        never relabelled (default: none).
 
     Returns
     -------
     ndarray of float64, shape (D, J, 2, 3)
         Per draw, per judge, the population counts T[y, a] of the stratum: the observed counts
-        plus the urn's draw for the unlabelled responses (module docstring). With ``unlabelled``
-        = 0 every draw is the observed counts.
+        plus the urn's draw for the unlabelled responses (:mod:`annotate.stats.judge_posterior`).
+        With ``unlabelled`` = 0 every draw is the observed counts.
     """
     r, J = labels.shape
     human_codes: NDArray[np.int64] = np.asarray(human, dtype=np.int64)
     label_codes: NDArray[np.int64] = np.asarray(labels, dtype=np.int64)
     if r == 0:
         raise ValueError("a stratum needs at least one resolved response to be drawn from.")
-
-    def cells(y: NDArray[np.int64], a: NDArray[np.int64]) -> NDArray[np.int64]:
-        # Flat cell index j * 6 + y * 3 + a; "no verdict" goes to an overflow slot J * 6.
-        idx = np.arange(J) * 6 + y[..., None] * 3 + a
-        return np.where(a < NO_VERDICT, idx, J * 6)
-
-    observed = np.bincount(cells(human_codes, label_codes).ravel(), minlength=J * 6 + 1)[: J * 6].astype(np.float64)
-    out = np.broadcast_to(observed, (draws, J * 6)).copy()
-    if unlabelled > 0:
-        patterns, counts = np.unique(np.column_stack([human_codes, label_codes]), axis=0, return_counts=True)
-        K = len(patterns)
-        indicator = np.zeros((K, J * 6 + 1))
-        np.add.at(indicator, (np.repeat(np.arange(K), J), cells(patterns[:, 0], patterns[:, 1:]).ravel()), 1.0)
-        # The pseudo-response: a reviewed response drawn at random; in a stratum whose reviewed
-        # responses all carry one human label, its human label is the coin (the unseen label can
-        # be there), elsewhere its own (the urn's mean stays the observed shares).
-        picked = gen.integers(0, r, size=draws)
-        pseudo_y: NDArray[np.int64]
-        if (human_codes == human_codes[0]).all():
-            pseudo_y = gen.integers(0, 2, size=draws) if coin is None else np.asarray(coin, dtype=np.int64)
-        else:
-            pseudo_y = human_codes[picked]
-        pseudo_a = label_codes[picked]
-        # Concentration max(r - 2, 1): the urn's variance of a stratum share is then the unbiased
-        # SRSWOR variance p (1 - p) / (r - 1) (the plain Polya urn's p (1 - p) / (r + 1) covers short).
-        scale = max(r - 2, 1) / (r + 1)
-        gamma = gen.standard_gamma(np.broadcast_to(np.r_[counts, 1.0] * scale, (draws, K + 1)))
-        pi = gamma / gamma.sum(axis=1, keepdims=True)
-        x = gen.multinomial(int(unlabelled), pi).astype(np.float64)
-        out += (x[:, :K] @ indicator)[:, : J * 6]
-        idx = cells(pseudo_y, pseudo_a)  # (D, J)
-        extra = np.zeros((draws, J * 6 + 1))
-        np.add.at(extra, (np.repeat(np.arange(draws), J), idx.ravel()), np.repeat(x[:, K], J))
-        out += extra[:, : J * 6]
-    return out.reshape(draws, J, 2, 3)
+    observed = np.zeros((J, 2, 3))
+    for j in range(J):
+        ok = label_codes[:, j] < NO_VERDICT
+        np.add.at(observed[j], (human_codes[ok], label_codes[ok, j]), 1.0)
+    out = np.broadcast_to(observed, (draws, J, 2, 3)).copy()
+    if unlabelled <= 0:
+        return out
+    if coin is None:
+        coin = gen.integers(0, 2, size=draws)
+    if judge_coin is None:
+        judge_coin = gen.random((draws, J)) < UNSEEN_SHARE
+    if label_sets is None:
+        label_sets = np.zeros((J, 3), dtype=bool)
+        for j in range(J):
+            given = label_codes[:, j][label_codes[:, j] < NO_VERDICT]
+            label_sets[j, given] = True
+    strata = UrnStrata(
+        human=human_codes,
+        labels=label_codes,
+        starts=np.zeros(1, dtype=np.int64),
+        sizes=np.array([r], dtype=np.int64),
+        unlabelled=np.array([int(unlabelled)], dtype=np.int64),
+        groups=[[0]],
+        fixed=np.zeros((1, J), dtype=bool) if fixed is None else np.asarray(fixed, dtype=bool).reshape(1, J),
+        label_sets=np.asarray(label_sets, dtype=bool),
+    )
+    return out + urn_draws(strata, 1, draws, gen, np.asarray(coin), np.asarray(judge_coin, dtype=bool))[0]
 
 
 # --------------------------------------------------------------------------------------------
@@ -464,8 +481,8 @@ class JudgeAudit:
 
 INTERVAL_METHOD = (
     "posterior of the population counts: per stratum a Polya urn over the reviewed responses' joint labels "
-    "plus one pseudo-response (a fair coin for its human label where the stratum saw only one), concentration "
-    "r - 2 (the unbiased SRSWOR variance); equal-tailed quantiles"
+    "plus one pseudo-response (a fair coin for its human label where the stratum saw only one; per judge, an "
+    "unseen label of that judge where its coin shows heads), concentration r - 4; equal-tailed quantiles"
 )
 
 
@@ -507,6 +524,8 @@ def judge_audit(
     draws: int = 4000,
     seed: SeedLike = 0,
     confidence: float = 0.95,
+    routing: Sequence[str] | None = None,
+    unseen_share: float = UNSEEN_SHARE,
 ) -> JudgeAudit:
     """Every judge's design-weighted figures with intervals, ranks and pairwise comparisons.
 
@@ -528,6 +547,16 @@ def judge_audit(
     seed : int or Generator
     confidence : float
         Two-sided level of the intervals.
+    routing : sequence of str, optional
+        The judges whose labels define the strata (the routing judge; every judge of a
+        ``--strata-from`` unanimity). Their label is known on every response of the strata they
+        define, so the draws never give them another there. Default: inferred, as the judges
+        whose verdict equals the stratum's judge label on every reviewed response of every
+        clear stratum of a round.
+    unseen_share : float
+        P(heads) of each judge's coin, the draws in which the pseudo-responses take labels of that
+        judge no reviewed response of their (stratum, human label) carries (docs/methods.md 9.7);
+        0 gives the construction before issue #23 (for comparisons only).
 
     Returns
     -------
@@ -578,16 +607,23 @@ def judge_audit(
         return out
 
     G = len(groups)
-    # One coin per draw for every stratum that saw a single human label (module docstring).
+    # One coin per draw for every stratum that saw a single human label, one per draw and judge for
+    # the unseen judge labels (module docstring).
     coin = gen.integers(0, 2, size=D)
+    judge_coin = gen.random((D, J)) < unseen_share
     point = np.zeros((G, J, 2, 3))
-    drawn = np.zeros((G, D, J, 2, 3))
+    observed = np.zeros((G, J, 2, 3))
     left_out = np.zeros(G)  # population of strata without a resolved response
     left_strata = np.zeros(G, dtype=np.int64)
     units_group = np.zeros((len(u), G), dtype=bool)
     keys = u["_key"].to_numpy()
     starts = {k: i for i, k in reversed(list(enumerate(keys)))}
     ends = {k: i + 1 for i, k in enumerate(keys)}
+    fixed_judges = _stratifying_judges(u, labels, judges, routing)
+    drawn_sel: list[NDArray[np.int64]] = []
+    drawn_m: list[int] = []
+    drawn_groups: list[list[int]] = []
+    drawn_fixed: list[NDArray[np.bool_]] = []
     for row in s.itertuples(index=False):
         k = row.skey
         gids = group_ids(row.benchmark, row.model)
@@ -608,8 +644,31 @@ def judge_audit(
             ok = lab[:, j] < NO_VERDICT
             np.add.at(obs[j], (human[sel][ok], lab[ok, j]), 1.0)
         point[gids] += obs * (N / len(sel))
-        if D:
-            drawn[gids] += population_draws(lab, human[sel], N - len(sel), D, gen, coin)
+        observed[gids] += obs
+        if N > len(sel):
+            drawn_sel.append(sel)
+            drawn_m.append(N - len(sel))
+            drawn_groups.append(gids)
+            # a judge that defines the strata has one label on the whole stratum: never relabelled
+            same = (labels[lo:hi] == labels[lo:hi][:1]).all(axis=0) if hi > lo else np.zeros(J, dtype=bool)
+            drawn_fixed.append(fixed_judges & same)
+    drawn = np.broadcast_to(observed[:, None], (G, D, J, 2, 3))
+    if D and drawn_sel:
+        order = np.concatenate(drawn_sel)
+        label_sets = np.zeros((J, 3), dtype=bool)
+        for j in range(J):
+            label_sets[j, np.unique(labels[:, j][labels[:, j] < NO_VERDICT])] = True
+        urn = UrnStrata(
+            human=human[order],
+            labels=labels[order],
+            starts=np.cumsum([0] + [len(x) for x in drawn_sel[:-1]]).astype(np.int64),
+            sizes=np.array([len(x) for x in drawn_sel], dtype=np.int64),
+            unlabelled=np.array(drawn_m, dtype=np.int64),
+            groups=drawn_groups,
+            fixed=np.array(drawn_fixed, dtype=bool).reshape(len(drawn_sel), J),
+            label_sets=label_sets,
+        )
+        drawn = drawn + urn_draws(urn, G, D, gen, coin, judge_coin)
 
     est = confusion_metrics(point)  # each (G, J)
     dr = confusion_metrics(drawn)  # each (G, D, J)
@@ -637,6 +696,29 @@ def judge_audit(
         "interval": INTERVAL_METHOD,
     }
     return JudgeAudit(metrics=metrics, pairs=pairs, judges=judges, notes=notes, settings=settings)
+
+
+def _stratifying_judges(
+    u: pd.DataFrame, labels: NDArray[np.int64], judges: list[str], routing: Sequence[str] | None
+) -> NDArray[np.bool_]:
+    """Which judges define the strata: named, or inferred (module docstring of :func:`judge_audit`).
+
+    Inferred: a judge whose verdict equals the stratum's judge label (the stratum key without its
+    wave) on every reviewed response of every clear stratum of some round, with at least one such
+    response. Returns shape (J,).
+    """
+    if routing is not None:
+        named = {str(j) for j in routing}
+        return np.array([j in named for j in judges], dtype=bool)
+    stratum_label = u["stratum"].astype(str).str.split("#w").str[0].to_numpy(dtype=object)
+    code = np.array([JUDGE_LABELS.index(x) if x in JUDGE_LABELS[:2] else -1 for x in stratum_label], dtype=np.int64)
+    rounds = u["round"].astype(str).to_numpy() if "round" in u else np.full(len(u), "", dtype=object)
+    out = np.zeros(len(judges), dtype=bool)
+    for rnd in pd.unique(rounds):
+        clear = (rounds == rnd) & (code >= 0)
+        if clear.any():
+            out |= (labels[clear] == code[clear][:, None]).all(axis=0)
+    return out
 
 
 def _metric_rows(

@@ -16,7 +16,16 @@ from types import ModuleType
 
 import pytest
 
-from annotate.ingest.formats import garak, harmbench, inspect_ai, jailbreakbench, lm_eval, promptfoo, xstest
+from annotate.ingest.formats import (
+    garak,
+    harmbench,
+    inspect_ai,
+    jailbreakbench,
+    lm_eval,
+    promptfoo,
+    strongreject,
+    xstest,
+)
 from annotate.ingest.records import Problem, ReadContext, Record, SetAside
 from tests.data_files import FORMATS, XSTEST, all_data_files, data_path, xstest_gpteval
 
@@ -25,7 +34,16 @@ LM_EVAL_SAMPLES = FORMATS / "lm_eval_harness" / "samples_gsm8k_2025-09-09T13-31-
 XSTEST_LABELS = XSTEST / "automated_evaluation_labels"
 XSTEST_MODELS = ("gpt4", "llama2new", "llama2orig", "mistralguard", "mistralinstruct")
 
-MODULES: tuple[ModuleType, ...] = (harmbench, jailbreakbench, inspect_ai, lm_eval, promptfoo, garak, xstest)
+MODULES: tuple[ModuleType, ...] = (
+    harmbench,
+    jailbreakbench,
+    inspect_ai,
+    lm_eval,
+    promptfoo,
+    garak,
+    xstest,
+    strongreject,
+)
 
 
 def read_all(module: ModuleType, path: Path, **ctx: str) -> list[Record | Problem | SetAside]:
@@ -71,6 +89,7 @@ def test_format_names() -> None:
         "promptfoo",
         "garak",
         "xstest",
+        "strongreject",
     ]
 
 
@@ -102,6 +121,11 @@ EXPECTED_FORMAT = {
     "formats/inspect_ai/agentic/agentic_misuse.json": "inspect",
     "formats/garak/multiturn_v0.12.derived.report.jsonl": "garak",
     "formats/garak/multiturn_v0.15.derived.report.jsonl": "garak",
+    # garak as it is today (issue #24; tests/ingest/test_garak_today.py).
+    **{
+        f"formats/garak/{name}.derived.report.jsonl": "garak"
+        for name in ("rest_v0.14", "aborted_v0.14", "v0.10", "earlystop_v0.14.1", "nested_v0.16")
+    },
     "formats/promptfoo/redteam-crescendo.derived.json": "promptfoo",
     # Inspect logs written by inspect-ai itself for the writeback tests (tests/pipeline/test_writeback.py).
     "inspect_writeback/refusal_probe.eval": "inspect",
@@ -113,6 +137,8 @@ EXPECTED_FORMAT = {
     "formats/inspect_ai/no-samples.json": "inspect",
     "formats/promptfoo/conversation-replay.json": "promptfoo",
     "formats/garak/report_test.report.jsonl": "garak",
+    # StrongREJECT's evaluate_dataset output, no flags (tests/ingest/test_mapped_tables.py).
+    "formats/strongreject/evaluation_results.derived.csv": "strongreject",
     **{
         f"xstest/{sub}/xstest_v2_completions_{m}{suffix}.csv": "xstest"
         for m in XSTEST_MODELS
@@ -129,6 +155,9 @@ NOT_RESULTS = [
     "formats/jailbreakbench/attack-artifacts/DSN/attack-info.json",
     "formats/jailbreakbench/attack-artifacts/DSN/submission.json",
     "formats/lm_eval_harness/results_2025-09-09T13-31-53.431753.json",
+    # garak hitlogs (only the hits of a run; garak.not_results names the report to ingest instead).
+    "formats/garak/multiturn_v0.12.derived.hitlog.jsonl",
+    "formats/garak/quack.hitlog.jsonl",
     "formats/openai_evals/autogpt_test-match.record.jsonl",
     "formats/openai_evals/self_prompting_oriprompt.log",
     "xstest/xstest_prompts.csv",
@@ -169,10 +198,24 @@ def test_sniff_leaves_generic_schema_files_alone(tmp_path: Path) -> None:
         assert claimed_by(path) == [], path.name
 
 
+#: Tables no tool's reader claims: read as the generic schema, their columns mapped with --map where
+#: they are not the schema's own (tests/ingest/test_mapped_tables.py).
+GENERIC_TABLES = [
+    "formats/custom/harmbench_style_aggregate.csv",
+    "formats/custom/sorrybench_judged.derived.jsonl",
+    "formats/custom/conversations.derived.jsonl",
+]
+
+
+@pytest.mark.parametrize("relpath", GENERIC_TABLES)
+def test_sniff_leaves_generic_tables_to_the_generic_reader(relpath: str) -> None:
+    assert claimed_by(data_path(relpath)) == []
+
+
 def test_every_example_file_is_covered() -> None:
-    """No example file escapes both lists above (a new file must be classified)."""
+    """No example file escapes the lists above (a new file must be classified)."""
     found = all_data_files((".json", ".jsonl", ".eval", ".csv", ".log"))
-    assert found == set(EXPECTED_FORMAT) | set(NOT_RESULTS)
+    assert found == set(EXPECTED_FORMAT) | set(NOT_RESULTS) | set(GENERIC_TABLES)
 
 
 # --------------------------------------------------------------------------------------------
@@ -404,10 +447,10 @@ def test_inspect_scores_attachments_and_judge_option(tmp_path: Path) -> None:
             {"role": "user", "content": [{"type": "text", "text": "attachment://abc"}]},
         ]
         sample["attachments"] = {"abc": "resolved prompt"}
-        sample["output"]["choices"][0]["message"]["content"] = [
-            {"type": "reasoning", "reasoning": "hmm"},
-            {"type": "text", "text": "answer"},
-        ]
+        answer = [{"type": "reasoning", "reasoning": "hmm"}, {"type": "text", "text": "answer"}]
+        # One answer, as Inspect writes it: the first choice, the completion and the last turn agree.
+        sample["output"]["choices"][0]["message"]["content"] = sample["messages"][-1]["content"] = answer
+        sample["output"]["completion"] = "answer"
         sample["scores"] = {"refusal": {"value": True}, "harm": {"value": 0.8}, "grader": {"value": "P"}}
         return sample
 

@@ -63,6 +63,15 @@ CORPUS: dict[str, tuple[tuple[str, ...], int, int]] = {
     "empty.jsonl": ((), 2, 2),
     "blank_lines.jsonl": ((), 2, 2),
     "not_json.json": ((), 2, 2),
+    "bare_cr.csv": ((), 0, 0),
+    "bare_cr_mixed.csv": ((), 2, 2),
+    "json_array.jsonl": ((), 2, 2),
+    "json_array_pretty.jsonl": ((), 2, 2),
+    "truncated_only_line.jsonl": ((), 2, 2),
+    "truncated_last_line.jsonl": ((), 2, 0),
+    "reserved_benchmark.jsonl": ((), 2, 0),
+    "reserved_names.csv": ((), 2, 0),
+    "dictionary_bomb.parquet": ((), 2, 2),
 }
 
 STORED = ("model", "benchmark", "prompt_id", "epoch", "judge", "category", "prompt", "response", "judge_verdict")

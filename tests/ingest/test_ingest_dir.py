@@ -123,7 +123,7 @@ def test_a_folder_without_results_is_refused_with_the_others(workspace, runner, 
     result = run(runner, prefix, "ingest", str(empty), str(bad), ok=False)
     assert result.exit_code == 2 and "2 of 2 files refused" in result.stderr
     assert f"Error: {empty}: is a directory; pass the files in it" in result.stderr
-    assert f"Error: {bad}: not a supported format" in result.stderr
+    assert f"Error: {bad}: the format cannot be detected: its first line is not valid JSON (" in result.stderr
     assert snapshot(prefix)[0] == []
 
 

@@ -37,7 +37,9 @@ def _keys(tmp_path, stem: str, fmt: str):
         pub_bytes = pub.public_bytes(serialization.Encoding.Raw, serialization.PublicFormat.Raw)
     priv_path, pub_path = tmp_path / f"{stem}.key", tmp_path / f"{stem}.pub"
     priv_path.write_bytes(priv_bytes)
+    priv_path.chmod(0o600)  # a private key readable by others is refused, as ssh refuses it
     pub_path.write_bytes(pub_bytes)
+    pub_path.chmod(0o644)
     return priv_path, pub_path
 
 
@@ -57,7 +59,8 @@ def test_a_signed_export_verifies_with_its_key_and_fails_with_any_other(reviewed
     ws, prefix = reviewed
     priv, pub = _keys(tmp_path, "signer", fmt)
     _, other_pub = _keys(tmp_path, "other", fmt)
-    made = _export(runner, prefix, "signed", "--sign", str(priv))
+    raw = ["--raw-key"] if fmt == "raw" else []
+    made = _export(runner, prefix, "signed", "--sign", str(priv), *raw)
     assert made.exit_code == 0, (made.output, made.stderr)
     path = ws / "exports" / "signed"
     sig = (path / "manifest.json.sig").read_bytes()
@@ -66,7 +69,9 @@ def test_a_signed_export_verifies_with_its_key_and_fails_with_any_other(reviewed
     assert manifest["signature"]["algorithm"] == "Ed25519" and "manifest.json.sig" not in manifest["files"]
 
     unchecked = json.loads(runner.invoke(cli, ["verify", str(path), "--json"]).output)
-    assert unchecked["ok"] and unchecked["signature"] == "signed (not checked: pass --key PUBFILE)"
+    signer = manifest["signature"]["public_key_sha256"]
+    # Without a key the signature is not checked, and verify says so, naming the key by fingerprint.
+    assert unchecked["ok"] and unchecked["signature"].startswith(f"signed by the key with sha256 {signer}; NOT checked")
     good = runner.invoke(cli, ["verify", str(path), "--key", str(pub)])
     assert good.exit_code == 0 and "signature valid" in good.output, (good.output, good.stderr)
     wrong = runner.invoke(cli, ["verify", str(path), "--key", str(other_pub)])
@@ -123,6 +128,8 @@ def test_bad_signing_keys_are_refused_before_anything_is_written(reviewed, runne
     )
     garbage = tmp_path / "garbage.pem"
     garbage.write_text("not a key")
+    for path in (rsa_key, encrypted, garbage):
+        path.chmod(0o600)
     _, pub = _keys(tmp_path, "signer", "pem")
     for key, says in (
         (rsa_key, "Ed25519 keys only"),
@@ -168,3 +175,46 @@ def test_openssl_checks_the_signature_too(reviewed, runner, tmp_path):
     if "rawin" in out.stderr and out.returncode != 0:
         pytest.skip(f"this openssl cannot verify Ed25519 with -rawin: {out.stderr.strip()}")
     assert out.returncode == 0 and "Signature Verified Successfully" in out.stdout, out.stderr
+
+
+def test_keys_are_handled_like_keys(reviewed, runner, tmp_path):
+    """Issue #22: --sign takes private keys only (a raw 32-byte file only with --raw-key, never one
+    equal to a public key beside it), refuses key files others can read or write, and never blocks
+    on a named pipe; verify's --key refuses a public key file others can write."""
+    import os
+
+    ws, prefix = reviewed
+    priv, pub = _keys(tmp_path, "raw-signer", "raw")
+    out = _export(runner, prefix, "never", "--sign", str(priv))
+    assert out.exit_code == 2 and "--raw-key" in out.stderr, out.stderr
+    # The raw *public* key passed as the private one: any 32 bytes would sign, so it is refused.
+    out = _export(runner, prefix, "never", "--sign", str(pub), "--raw-key")
+    assert out.exit_code == 2, out.stderr
+    pem, pem_pub = _keys(tmp_path, "loose", "pem")
+    for mode in (0o644, 0o640, 0o602):
+        pem.chmod(mode)
+        out = _export(runner, prefix, "never", "--sign", str(pem))
+        assert out.exit_code == 2 and "chmod 600" in out.stderr, (oct(mode), out.stderr)
+    pem.chmod(0o600)
+    pem_pub.chmod(0o666)
+    fifo = tmp_path / "key.fifo"
+    os.mkfifo(fifo)
+    out = _export(runner, prefix, "never", "--sign", str(fifo))  # must return, not wait for a writer
+    assert out.exit_code == 2 and "not a regular file" in out.stderr, out.stderr
+    assert not list((ws / "exports").iterdir())
+    assert _export(runner, prefix, "ok", "--sign", str(pem)).exit_code == 0
+    out = runner.invoke(cli, ["verify", str(ws / "exports" / "ok"), "--key", str(pem_pub)])
+    assert out.exit_code == 2 and "chmod go-w" in out.stderr, out.stderr
+    out = runner.invoke(cli, ["verify", str(ws / "exports" / "ok"), "--key", str(fifo)])
+    assert out.exit_code == 2 and "not a regular file" in out.stderr, out.stderr
+
+
+def test_a_manifest_naming_a_key_twice_is_refused(reviewed, runner, tmp_path):
+    """Duplicate keys in manifest.json (which value would a reader take?) fail verification."""
+    ws, prefix = reviewed
+    assert _export(runner, prefix, "dup").exit_code == 0
+    path = ws / "exports" / "dup"
+    text = (path / "manifest.json").read_text()
+    (path / "manifest.json").write_text(text.replace('"schema": ', '"schema": "annotate-export/1", "schema": ', 1))
+    out = runner.invoke(cli, ["verify", str(path)])
+    assert out.exit_code == 1 and "appears twice" in out.stderr, out.stderr

@@ -140,8 +140,10 @@ def test_export_layout_is_the_documented_contract(demo_ws):
         assert hashlib.sha256((path / name).read_bytes()).hexdigest() == sha
     # the GPT-4 judge's five files and the string-match judge's five
     assert len(manifest["sources"]) == 10 and all(len(s["sha256"]) == 64 for s in manifest["sources"])
+    # No absolute path (it would publish the user's folders): inside the workspace relative, else the name.
+    assert all(not s["path"].startswith("/") and s["path"].endswith(".csv") for s in manifest["sources"])
     assert manifest["tool_version"] and manifest["store_schema_version"] and manifest["created_at"]
-    assert manifest["schema"] == "annotate-export/4"
+    assert manifest["schema"] == "annotate-export/5"
     assert set(manifest["settings"]["agreement_thresholds"]) == {
         "reliable",
         "tentative",
@@ -373,6 +375,42 @@ def test_verify_catches_every_annotator_vote_flipped(demo_ws, runner, tmp_path):
     _verify_fails(runner, path, "ds_label", "labels.csv:")
 
 
+def test_verify_re_derives_every_final_label_from_the_votes(demo_ws, runner, tmp_path):
+    """Issue #22: unanimous-safe items flipped to harmful in labels.csv, every derived file re-derived
+    consistently from the tampered table (as a forger with an older annotate would), the manifest's
+    hashes fixed: verify fails, naming the items, because the final labels do not follow from the
+    votes and the recorded rules."""
+    from annotate.audit.derive import Provenance, Settings, derive
+    from annotate.audit.design import Design
+    from annotate.audit.labels import read_judge_labels, read_labels
+    from annotate.audit.record import AuditRecord
+    from annotate.audit.safecsv import frame_to_csv
+    from annotate.audit.schema import CURRENT
+
+    _, result, _ = demo_ws
+    path = _tampered_copy(result.export, tmp_path / "flipped")
+    labels, _ = read_labels((path / "labels.csv").read_bytes())
+    unanimous = (labels["A1"] == "safe") & (labels["A2"] == "safe") & (labels["final_label"] == "safe")
+    assert unanimous.sum() > 100
+    labels.loc[unanimous, "final_label"] = "harmful"
+    (path / "labels.csv").write_bytes(frame_to_csv(labels))
+    judge_labels, _ = read_judge_labels((path / "judge_labels.csv").read_bytes())
+    design = Design.from_json(json.loads((path / "design.json").read_text()))
+    manifest = json.loads((path / "manifest.json").read_text())
+    forged = derive(
+        AuditRecord(labels, judge_labels, design),
+        Settings.from_manifest(manifest["settings"]),
+        Provenance.from_manifest(manifest),
+        CURRENT,
+    )
+    for name, data in forged.items():
+        (path / name).write_bytes(data)
+    for name in ("labels.csv", *forged):
+        _rehash(path, name)
+    err = _verify_fails(runner, path, "the votes, the expert's answer and the round's rules give 'safe'")
+    assert "more final labels that do not follow from the votes" in err
+
+
 def test_verify_catches_a_changed_standard_error(demo_ws, runner, tmp_path):
     _, result, _ = demo_ws
     path = _tampered_copy(result.export, tmp_path / "se")
@@ -474,7 +512,7 @@ def test_verify_says_what_it_proved_per_file_and_prints_the_manifest_hash(demo_w
     assert out.exit_code == 0, out.output
     res = json.loads(out.output)
     manifest_sha = hashlib.sha256((result.export / "manifest.json").read_bytes()).hexdigest()
-    assert res["ok"] and res["schema"] == "annotate-export/4" and res["manifest_sha256"] == manifest_sha
+    assert res["ok"] and res["schema"] == "annotate-export/5" and res["manifest_sha256"] == manifest_sha
     assert res["signature"] == "not signed"
     statuses = {f["file"]: f["status"] for f in res["files"]}
     derived = (
@@ -805,48 +843,17 @@ def test_verify_refuses_judge_labels_that_do_not_fit_the_reviewed_responses(demo
     _verify_fails(runner, dropped, "missing file: judge_labels.csv")
 
 
-def test_an_export_of_the_schema_before_the_judges_still_verifies(demo_ws, runner, tmp_path):
-    """annotate-export/2 (no judge files; the report without the judges section) is re-derived in full."""
-    from annotate.audit.derive import Provenance, Settings, derive
-    from annotate.audit.design import Design
-    from annotate.audit.labels import read_labels
-    from annotate.audit.record import AuditRecord
-    from annotate.audit.schema import SCHEMAS
-
+def test_an_export_relabeled_as_the_schema_before_is_refused(demo_ws, runner, tmp_path):
+    """annotate-export/3 and /4 have the same files, but their labels.csv has no expert columns: a
+    current export relabeled as either (which would skip re-deriving its final labels and every
+    derived file) fails. Real /2, /3 and /4 exports verify (tests/test_frozen_exports.py)."""
     _, result, _ = demo_ws
-    path = _tampered_copy(result.export, tmp_path / "v2")
-    manifest = json.loads((path / "manifest.json").read_text())
-    manifest["schema"] = "annotate-export/2"
-    for name in ("judge_labels.csv", "judges.csv", "judge_pairs.csv"):
-        (path / name).unlink()
-        del manifest["files"][name]
-    labels, _ = read_labels((path / "labels.csv").read_bytes())
-    design = json.loads((path / "design.json").read_text())
-    old = derive(
-        AuditRecord(labels, None, Design.from_json(design)),
-        Settings.from_manifest(manifest["settings"]),
-        Provenance.from_manifest(manifest),
-        SCHEMAS["annotate-export/2"],
-    )
-    assert set(old) == {"scores.csv", "scores.json", "ranking.csv", "flips.csv", "p_safer.csv", "p_tie.csv"} | {
-        "agreement.json",
-        "report.html",
-    }
-    assert b'<section id="judges">' not in old["report.html"]
-    (path / "report.html").write_bytes(old["report.html"])
-    manifest["files"]["report.html"] = hashlib.sha256(old["report.html"]).hexdigest()
-    (path / "manifest.json").write_text(json.dumps(manifest))
-    out = runner.invoke(cli, ["verify", str(path), "--json"])
-    assert out.exit_code == 0, (out.output, out.stderr)
-    res = json.loads(out.output)
-    statuses = {f["file"]: f["status"] for f in res["files"]}
-    assert res["schema"] == "annotate-export/2" and "judges.csv" not in statuses
-    assert statuses["report.html"] == statuses["scores.csv"] == "re-derived and equal"
-    # a judges.csv slipped into it is not a file of that schema
-    (path / "judges.csv").write_bytes((result.export / "judges.csv").read_bytes())
-    manifest["files"]["judges.csv"] = hashlib.sha256((path / "judges.csv").read_bytes()).hexdigest()
-    (path / "manifest.json").write_text(json.dumps(manifest))
-    _verify_fails(runner, path, "judges.csv, which is not a file of an annotate-export/2 export")
+    for older in ("annotate-export/3", "annotate-export/4"):
+        path = _tampered_copy(result.export, tmp_path / older.replace("/", "-"))
+        manifest = json.loads((path / "manifest.json").read_text())
+        manifest["schema"] = older
+        (path / "manifest.json").write_text(json.dumps(manifest))
+        _verify_fails(runner, path, "labels.csv: the columns are not those of an " + older, "expert, expert_verdict")
 
 
 def test_the_report_has_the_judges_section(demo_ws):
@@ -855,3 +862,41 @@ def test_the_report_has_the_judges_section(demo_ws):
     assert '<section id="judges">' in html and "How far to trust each judge" in html
     assert html.index('<section id="p-safer">') < html.index('<section id="judges">') < html.index('id="design"')
     assert html.count('data-mark="judge-point"') == 2 * 2  # two judges in two panels (all, xstest)
+
+
+def test_an_export_refuses_final_labels_older_than_the_votes(tmp_path, runner):
+    """A vote that changed after the last adjudication (a later pull) leaves final labels that do not
+    follow from the votes: export refuses, saying to adjudicate again, and then succeeds."""
+    from sqlalchemy import text
+
+    from annotate.config import open_workspace
+    from annotate.db import open_store
+
+    root = tmp_path / "ws"
+    run_demo(root, offline=True, keep_server=False, echo=lambda _line: None)
+    with open_store(open_workspace(str(root), None).db_url) as store:
+        with store.engine.begin() as conn:
+            row = conn.execute(
+                text(
+                    "SELECT a.id, a.verdict FROM annotation a JOIN annotator p ON p.id = a.annotator_id "
+                    "WHERE p.pseudonym = 'A1' AND a.verdict = 'safe' ORDER BY a.id LIMIT 1"
+                )
+            ).one()
+            conn.execute(text("UPDATE annotation SET verdict = 'harmful' WHERE id = :id"), {"id": row.id})
+            conn.execute(
+                text(
+                    "UPDATE annotation SET verdict = 'harmful' WHERE annotator_id = "
+                    "(SELECT id FROM annotator WHERE pseudonym = 'A2') AND round_item_id = "
+                    "(SELECT round_item_id FROM annotation WHERE id = :id)"
+                ),
+                {"id": row.id},
+            )
+    refused = runner.invoke(cli, ["-w", str(root), "export", "stale", "--round", ROUND])
+    assert refused.exit_code == 1 and "annotate adjudicate" in refused.stderr, refused.output
+    assert "do not follow from the votes" in refused.stderr or "give 'harmful'" in refused.stderr
+    assert not (root / "exports" / "stale").exists()
+    again = runner.invoke(cli, ["-w", str(root), "adjudicate", "--round", ROUND, "--policy", "unresolved"])
+    assert again.exit_code == 0, again.output
+    done = runner.invoke(cli, ["-w", str(root), "export", "fresh", "--round", ROUND])
+    assert done.exit_code == 0, done.output
+    assert runner.invoke(cli, ["verify", str(root / "exports" / "fresh")]).exit_code == 0

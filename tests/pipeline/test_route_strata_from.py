@@ -219,12 +219,13 @@ def test_a_v6_store_with_a_round_migrates_to_v7_in_place(two_judges, runner):
             conn.exec_driver_sql("ALTER TABLE review_round DROP COLUMN strata_from")
             conn.exec_driver_sql("ALTER TABLE review_round DROP COLUMN blinding")  # v8
             conn.exec_driver_sql("ALTER TABLE ls_project DROP COLUMN server")  # v8
+            conn.exec_driver_sql("ALTER TABLE review_round DROP COLUMN adjudication")  # v9
             conn.execute(text("DELETE FROM schema_version WHERE version >= 7"))
     finally:
         store.close()
     store = _store_of(prefix)
     try:
-        assert store.schema_version() == SCHEMA_VERSION == 8
+        assert store.schema_version() == SCHEMA_VERSION == 9
         with store.engine.connect() as conn:
             assert "strata_from" in {c["name"] for c in inspect(conn).get_columns("review_round")}
         assert store.round_strata_from(int(store.get_round("r1")["id"])) is None
@@ -256,3 +257,25 @@ def test_judge_names_are_only_names(workspace, runner, tmp_path):
     assert out["without_verdict"] == [
         {"model": "m", "benchmark": "b", "judge": "without_verdict", "responses": 1, "population": 6}
     ]
+
+
+def test_a_judge_whose_name_holds_a_comma_can_be_named(tmp_path, runner):
+    """Issue #22: one judge per --strata-from option, so a name with a comma can be given."""
+    from annotate.cli import cli
+    from tests.helpers import generic_row, write_jsonl
+
+    ws = tmp_path / "ws"
+    assert runner.invoke(cli, ["init", str(ws)]).exit_code == 0
+    rows = [
+        generic_row(i, model="m", benchmark="b", judge=judge, judge_label=("harmful", "safe")[i % 2])
+        for judge in ("gpt,4", "strmatch")
+        for i in range(12)
+    ]
+    assert runner.invoke(cli, ["-w", str(ws), "ingest", str(write_jsonl(tmp_path / "r.jsonl", rows))]).exit_code == 0
+    base = ["-w", str(ws), "route", "--round", "r1", "--annotators", "A1", "--clear-per-cell", "2", "--dry-run"]
+    assert runner.invoke(cli, ["-w", str(ws), "annotators", "add", "a@example.org", "--offline"]).exit_code == 0
+    split = runner.invoke(cli, [*base, "--strata-from", "gpt,4,strmatch"])
+    assert split.exit_code == 2 and "'gpt'" in split.stderr  # one option: a comma-separated list
+    named = runner.invoke(cli, [*base, "--strata-from", "gpt,4", "--strata-from", "strmatch", "--json"])
+    assert named.exit_code == 0, named.output
+    assert json.loads(named.stdout)["strata_from"] == ["gpt,4", "strmatch"]

@@ -75,8 +75,17 @@ def test_ppi_runs_end_to_end_beside_the_design_based_rates(xstest_ws, runner):
             d["ci_low"],
             d["ci_high"],
         )
-    # Every response has the string-match judge's label as its prediction: no stratum falls back.
-    assert all(s["fallback"] == "" for s in doc["strata"])
+    # Every response has the string-match judge's label as its prediction, a binary one: a stratum
+    # where it disagrees with the humans on fewer than 5 reviewed items keeps the design-based
+    # estimate (a cross-fitted lambda from so few disagreements undercovers) and says so.
+    fallen = [s for s in doc["strata"] if s["fallback"]]
+    assert fallen, "XSTest's string-match judge rarely disagrees with the humans inside one stratum"
+    for s in fallen:
+        assert "(fewer than 5)" in s["fallback"] and "the design-based estimate is kept" in s["fallback"], s
+    for r in overall.values():
+        n = sum(1 for s in fallen if s["model"] == r["model"])
+        assert (r["flag"] == "") == (n == 0), r
+        assert not n or f"design-based in {n} of " in r["flag"], r
     assert {s["prediction"] for s in doc["strata"]} == {"other judges"}
     (src,) = doc["predictions"]
     assert src["judge"] == "gpt4" and src["other_judges"] == ["strmatch"]
@@ -86,13 +95,14 @@ def test_ppi_runs_end_to_end_beside_the_design_based_rates(xstest_ws, runner):
     for r in rows:
         assert r["estimate"] is not None and r["ci_low"] is not None, r
         assert r["gain"] is None or r["gain"] > 0
-    # PPI helps on average here: the string-match judge's labels predict the human ones.
     # A model with no harmful response in its sample has no sampling variance and so no gain
     # figure; the row says so instead of inventing one.
     for r in overall.values():
-        assert r["gain"] is not None or r["note"].startswith("no gain figure"), r
+        assert r["gain"] is not None or "no gain figure: no sampling variance" in r["note"], r
+    # With the fallbacks, PPI gains little on XSTest (methods 9.5): the gains sit near 1, never a
+    # large loss, and never a figure without the sampling variance to back it.
     gains = [r["gain"] for r in overall.values() if r["gain"] is not None]
-    assert len(gains) >= 3 and sum(gains) / len(gains) > 1.0, gains
+    assert len(gains) >= 3 and all(0.8 < g < 1.25 for g in gains), gains
 
 
 def test_ppi_text_output_names_both_estimators_and_the_source(xstest_ws, runner):

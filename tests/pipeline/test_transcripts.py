@@ -262,6 +262,7 @@ def test_names_of_the_model_and_its_maker_are_withheld_from_the_dialogue(workspa
         messages[1]["content"] += " Pretend you are ChatGPT."
         messages[-1]["content"] = "Done. (Mockllm)"
         log["samples"][0]["output"]["choices"][0]["message"]["content"] = "Done. (Mockllm)"
+        log["samples"][0]["output"]["completion"] = "Done. (Mockllm)"  # one answer, as Inspect writes it
 
     run(runner, prefix, "ingest", str(_log(tmp_path, self_identifying)))
     run(runner, prefix, "annotators", "add", "a1@example.org", "--offline")

@@ -518,13 +518,51 @@ def test_jackknife_equals_naive_leave_one_out() -> None:
     assert abs(ag.krippendorff_alpha(counts, n_boot=0).se_jackknife - se_naive) < 1e-12
 
 
-def test_undefined_replicates_are_counted_not_faked() -> None:
-    # Eight units agree on "safe"; one pairable unit holds the only "harmful" values. Resamples
-    # that miss it have a single category: alpha is undefined there, not 1.
-    counts = np.array([[0, 2]] * 8 + [[1, 1]])
+def test_undefined_replicates_are_counted_not_faked(monkeypatch) -> None:
+    # Twenty units agree on "safe"; two pairable units hold the only "harmful" values. Resamples
+    # that miss them have a single category: alpha is undefined there, not 1. (So few units of
+    # the minority get no interval at all since issue #23: the minimum is switched off here.)
+    from annotate.stats.agreement import _bootstrap
+
+    monkeypatch.setattr(_bootstrap, "MIN_MINORITY_UNITS", 0)
+    counts = np.array([[0, 2]] * 20 + [[1, 1], [2, 0]])
     res = ag.krippendorff_alpha(counts, n_boot=400, seed=0)
-    assert res.defined and 0 < res.n_boot_undefined < 400
-    assert np.isfinite(res.ci_low) and res.ci_high <= 1.0
+    assert res.defined and 0 < res.n_boot_undefined < 200
+    assert np.isfinite(res.ci_low) and res.ci_high <= 1.0 and res.interval_note is None
+
+
+def test_too_few_units_give_no_interval_and_no_verdict() -> None:
+    """Issue #23: three perfectly agreeing units printed [1, 1] (676 of 2,000 replicates
+    undefined) and the verdict "reliable"."""
+    three = np.array([[2, 0], [0, 2], [2, 0]])
+    res = ag.krippendorff_alpha(three, n_boot=2000, seed=0)
+    assert res.value == 1.0 and np.isnan(res.ci_low) and np.isnan(res.ci_high)
+    assert res.interval_note.startswith("too few units for an interval: 6 pairable values")
+    assert ag.verdict_for(res.ci_low, ag.Thresholds()) == "undefined"
+    assert ag.verdict_for(res, ag.Thresholds()) == "too few units for an interval"
+    ac1 = ag.gwet_ac1(three, n_boot=2000, seed=0)
+    assert np.isnan(ac1.ci_low) and ac1.interval_note.startswith("too few units")
+
+
+def test_a_majority_of_undefined_replicates_or_a_zero_width_interval_is_no_interval(monkeypatch) -> None:
+    from annotate.stats.agreement import _bootstrap as bs
+
+    # A statistic defined only on resamples that hold the one rare unit exactly once, as the data
+    # do: most resamples of ten units do not, so no interval is given (alpha itself rarely gets
+    # there above the minimum of pairable values, which catches the small groups first)
+    stat = bs._Statistic(
+        lambda p: np.column_stack([(p[:, 0] == 2).astype(float), np.ones(len(p))]),
+        lambda S: np.where(S[:, :1] == 1, S[:, 1:] / 10, np.nan),
+    )
+    pats, freq = bs._patterns(np.array([[0, 2]] * 9 + [[2, 0]]))
+    fit = bs._fit(pats, freq, stat, bs._Resampling(1000, 1, 0.95), support=(100, 50))
+    assert fit.n_undefined[0] > 500 and np.isnan(fit.ci_low[0])
+    assert "undefined in" in fit.interval_notes[0] and "a majority" in fit.interval_notes[0]
+    # 40 units in perfect agreement on both categories: every defined replicate is 1
+    perfect = np.array([[0, 2]] * 20 + [[2, 0]] * 20)
+    res = ag.krippendorff_alpha(perfect, n_boot=1000, seed=1)
+    assert res.value == 1.0 and np.isnan(res.ci_low) and "zero-width" in res.interval_note
+    assert ag.verdict_for(res, ag.Thresholds()) == "too few units for an interval"
 
 
 # --------------------------------------------------------------------------------------------

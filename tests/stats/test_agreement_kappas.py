@@ -242,6 +242,8 @@ def complete_counts(draw: st.DrawFn) -> np.ndarray:
 def test_brennan_prediger_is_randolphs_kappa_on_complete_data(counts: np.ndarray) -> None:
     res = ag.brennan_prediger(counts, n_boot=0)
     assert abs(res.value - sm_fleiss_kappa(counts, method="randolph")) < EXACT
+    randolph = ag.randolph_kappa(counts, n_boot=0)
+    assert randolph.name == "randolph_kappa" and abs(randolph.value - res.value) < EXACT
 
 
 @settings(max_examples=150, deadline=None, derandomize=True)

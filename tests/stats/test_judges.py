@@ -196,9 +196,13 @@ def test_draws_keep_census_strata_fixed_and_the_urn_centred():
     assert (fixed == fixed[0]).all() and fixed[0].sum() == 2 * 5  # each judge's five responses
     d = population_draws(labels, human, 995, 4000, gen)
     assert np.allclose(d.sum(axis=(2, 3)), 1000)  # every judge labelled every response
-    # mean-neutral where both human labels were seen: the shares stay the observed ones
-    observed = population_draws(labels, human, 0, 1, gen)[0] / 5
-    np.testing.assert_allclose(d.mean(axis=0) / 1000, observed, atol=0.01)
+    # mean-neutral where both human labels and, within each, every label of each judge were seen:
+    # the shares stay the observed ones
+    every = np.array([[a, b] for y in (0, 1) for a in (0, 1, 2) for b in (0, 1, 2)])
+    y = np.repeat([0, 1], 9)
+    d = population_draws(every, y, 982, 8000, gen)
+    observed = population_draws(every, y, 0, 1, gen)[0] / 18
+    np.testing.assert_allclose(d.mean(axis=0) / 1000, observed, atol=0.004)
 
 
 def test_an_unseen_human_label_is_drawn_only_where_a_stratum_saw_one_label():
@@ -206,13 +210,57 @@ def test_an_unseen_human_label_is_drawn_only_where_a_stratum_saw_one_label():
     labels = np.array([[1], [1], [1]])  # the judge said safe three times
     clean = np.array([1, 1, 1])  # and humans said safe three times
     coin = np.array([0, 1] * 500)
-    d = population_draws(labels, clean, 97, 1000, gen, coin)
+    never = np.zeros((1000, 1), dtype=bool)  # no unseen judge label in any draw
+    d = population_draws(labels, clean, 97, 1000, gen, coin, never)
     harmful = d[:, 0, 0, :].sum(axis=1)
     assert (harmful[coin == 1] == 0).all()  # the coin said safe: no harm in this draw
     assert harmful[coin == 0].mean() > 5  # the coin said harmful: unseen harm among the 97
     mixed = np.array([1, 0, 1])
-    d = population_draws(labels, mixed, 97, 1000, gen, coin)
+    d = population_draws(labels, mixed, 97, 1000, gen, coin, never)
     assert d[:, 0, 0, :].sum(axis=1).min() >= 1  # the observed harmful response is always there
+
+
+def test_an_unseen_judge_label_gets_prior_mass_where_the_judge_s_coin_says_so():
+    """Issue #23: a judge that called every reviewed safe response safe can still have false alarms
+    among the unreviewed ones, in the draws where its coin shows heads; the routing judge (fixed on
+    its stratum) never gets a label it cannot have, and a judge never gets a verdict it never gives."""
+    gen = np.random.default_rng(7)
+    labels = np.array([[1, 1]] * 25)  # (router, other): both said safe on 25 reviewed safe responses
+    human = np.ones(25, dtype=np.int64)
+    coin = np.ones(2000, dtype=np.int64)  # no unseen harm: only the judges' labels can move
+    heads = np.tile([[False, True]], (1000, 1))
+    judge_coin = np.vstack([heads, ~heads])  # the other judge's coin: heads, then tails
+    sets = np.array([[True, True, True], [True, True, False]])  # the other judge never abstains
+    d = population_draws(
+        labels, human, 975, 2000, gen, coin, judge_coin, label_sets=sets, fixed=np.array([True, False])
+    )
+    false_alarms = d[:, 1, 1, 0]  # other judge, human safe, judge harmful
+    assert (false_alarms[1000:] == 0).all()  # tails: copies of what was seen
+    assert (false_alarms[:1000] > 0).mean() > 0.9 and false_alarms[:1000].mean() > 10  # heads: unseen ones
+    assert (d[:, 1, 1, 2] == 0).all()  # never an abstention it never gives
+    assert (d[:, 0, 1, 0] == 0).all() and (d[:, 0, 1, 2] == 0).all()  # the routing judge stays safe
+
+
+def test_the_routing_judge_is_inferred_or_named_and_never_relabelled_in_its_strata():
+    """The router's own figures are the same whichever other judges are audited beside it."""
+    alone = judge_audit(
+        UNITS[["unit", "round", "model", "benchmark", "stratum", "human"]],
+        _verdicts()[lambda v: v.judge == "router"],
+        STRATA,
+        draws=400,
+        seed=3,
+        by=(),
+    )
+    named = judge_audit(
+        UNITS[["unit", "round", "model", "benchmark", "stratum", "human"]],
+        _verdicts()[lambda v: v.judge == "router"],
+        STRATA,
+        draws=400,
+        seed=3,
+        by=(),
+        routing=["router"],
+    )
+    pd.testing.assert_frame_equal(alone.metrics, named.metrics)
 
 
 def test_results_do_not_depend_on_row_order_and_are_seeded():

@@ -219,9 +219,13 @@ def test_unresolved_items_get_the_partial_identification_interval():
         assert row.ci_low <= point <= row.ci_high, (value, point, row.ci_low, row.ci_high)
 
 
-def test_an_estimate_outside_0_1_is_clipped_and_said():
+def test_an_estimate_outside_0_1_is_clipped_and_said(monkeypatch):
     # One harmful item among 20 reviewed, whose predictions are far higher than the unreviewed ones':
-    # theta = lambda mean_N(f) + mean_s(Y - lambda f) is about -0.14.
+    # theta = lambda mean_N(f) + mean_s(Y - lambda f) is about -0.14 (lambda fitted on all the
+    # reviewed items; cross-fitted, the harmful item's own lambda is 0 and the estimate 0.05).
+    from annotate.stats.scoring import ppi
+
+    monkeypatch.setattr(ppi, "CROSS_FIT", False)
     strata = pd.DataFrame(
         [
             {
@@ -236,7 +240,7 @@ def test_an_estimate_outside_0_1_is_clipped_and_said():
             }
         ]
     )
-    f = np.r_[0.9, np.full(19, 0.5), np.full(180, 0.0)]
+    f = np.r_[0.9, np.linspace(0.45, 0.55, 19), np.linspace(0.0, 0.01, 180)]
     out = np.r_[["harmful"], ["safe"] * 19, [None] * 180].astype(object)
     items = pd.DataFrame({"model": "m", "benchmark": "b", "stratum": "safe", "prediction": f, "outcome": out})
     res = ppi_cells(strata, items, draws=1000, seed=0).cells

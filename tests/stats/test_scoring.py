@@ -154,20 +154,27 @@ def test_tc6b_unresolved_mar_and_bounds():
 # --------------------------------------------------------------------------------------------
 
 
-def exact_polya(N, r, y):
+def exact_polya(N, r, y, shared=True):
     """pmf of sum_h (y_h + X_h) over 0..sum N, X_h from the fiducial Polya step.
 
-    Per stratum, X_h given the rate is Binomial(N_h - r_h, theta) and the rate is the even
-    mixture of Beta(y_h, r_h - y_h + 1) and Beta(y_h + 1, r_h - y_h), so X_h is the even mixture
-    of two beta-binomials (a Beta with a zero parameter is a point mass at 0 or 1).
+    Per stratum, X_h given the rate is Binomial(N_h - r_h, theta) and the rate is drawn from
+    Beta(y_h, r_h - y_h + 1) or Beta(y_h + 1, r_h - y_h), so X_h is one of two beta-binomials (a
+    Beta with a zero parameter is a point mass at 0 or 1). With ``shared`` (issue #23: one
+    component per draw for every stratum of a model) the pmf is the even mixture of the two
+    convolutions of all lower and all upper components; without, the convolution of each
+    stratum's even mixture.
     """
     pmf = np.array([1.0])
+    lows, highs = np.array([1.0]), np.array([1.0])
     for Nh, rh, yh in zip(N, r, y, strict=True):
         M = Nh - rh
         k = np.arange(M + 1)
         lower = stats.betabinom(M, yh, rh - yh + 1).pmf(k) if yh > 0 else (k == 0).astype(float)
         upper = stats.betabinom(M, yh + 1, rh - yh).pmf(k) if rh > yh else (k == M).astype(float)
         pmf = np.convolve(pmf, 0.5 * (lower + upper))
+        lows, highs = np.convolve(lows, lower), np.convolve(highs, upper)
+    if shared:
+        pmf = 0.5 * (lows + highs)
     out = np.zeros(sum(N) + 1)
     out[sum(y) : sum(y) + len(pmf)] = pmf
     return out
@@ -178,17 +185,24 @@ def exact_quantile(pmf, q):
     return int(np.searchsorted(np.cumsum(pmf), q - 1e-12))
 
 
+@pytest.mark.parametrize("share", ["label", "model", "stratum"])
 @pytest.mark.parametrize(
     "N,r,y", [((12, 30, 8), (4, 5, 8), (3, 0, 2)), ((40, 60, 10), (10, 12, 10), (9, 1, 4)), ((30, 50), (6, 8), (6, 0))]
 )
-def test_polya_interval_matches_exact_convolution(N, r, y):
+def test_polya_interval_matches_exact_convolution(N, r, y, share, monkeypatch):
+    """The draws follow the exact distribution: the fiducial component shared by a model's strata
+    of one judge label (issue #23; the default: independent within a cell of distinct labels), by
+    all of a model's strata, or one per stratum (before)."""
+    from annotate.stats.scoring import posterior
+
+    monkeypatch.setattr(posterior, "SHARE_COMPONENT", share)
     labels = ("harmful", "safe", "ambiguous")[: len(N)]
     df = cell(N=N, n=r, y=y, u=(0,) * len(N), labels=labels)
     D = 200_000
     res = sc.corrected_scores(df, draws=D, seed=11, min_reviewed=0)
     c = res.cells.iloc[0]
     Ntot = sum(N)
-    pmf = exact_polya(N, r, y)
+    pmf = exact_polya(N, r, y, shared=share == "model")
     cdf = np.cumsum(pmf)
     lo_t, hi_t = exact_quantile(pmf, 0.025), exact_quantile(pmf, 0.975)
     p_hat = sum(Nh * yh / rh for Nh, rh, yh in zip(N, r, y, strict=True)) / Ntot

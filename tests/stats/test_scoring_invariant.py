@@ -99,6 +99,12 @@ def test_every_estimate_lies_inside_its_interval(design):
     c = res.cells
     ok = np.isfinite(c.estimate)
     assert (c.ci_low[ok] <= c.estimate[ok] + 1e-12).all() and (c.estimate[ok] <= c.ci_high[ok] + 1e-12).all()
+    # issue #23: bounds bound, in the cells, the treatment rows and the overall rows
+    both = ok & np.isfinite(c.lower_bound) & np.isfinite(c.upper_bound)
+    assert (c.lower_bound[both] <= c.estimate[both] + 1e-12).all(), c.loc[both, ["estimate", "lower_bound"]]
+    assert (c.estimate[both] <= c.upper_bound[both] + 1e-12).all(), c.loc[both, ["estimate", "upper_bound"]]
+    assert sc.check_scores(res.treatments) == []
+    assert sc.check_scores(res.overall.assign(benchmark="ALL")) == []
 
 
 def test_sparse_cell_with_nothing_harmful_holds_zero():
@@ -273,3 +279,56 @@ def test_a_bound_that_is_not_estimable_runs_to_one_and_the_estimate_keeps_an_int
     assert "runs to 0 or 1" in cell.note
     corrected = res.treatments[(res.treatments.model == "m2") & (res.treatments.treatment == "corrected")].iloc[0]
     assert corrected.ci_low <= corrected.estimate <= corrected.ci_high
+
+
+def _transport_case():
+    """Issue #23's reproduction: a donor with 1 of 2 judge-harmful items unresolved, a target with 1
+    unresolved item and an unreviewed judge-safe stratum (filled by transport)."""
+    return pd.concat(
+        [
+            strata_rows("donor", "b", (2, 10), (2, 10), (1, 1), (1, 0), LABELS[:2]),
+            strata_rows("target", "b", (10, 20), (5, 0), (0, 0), (1, 0), LABELS[:2]),
+        ],
+        ignore_index=True,
+    ).drop(columns="wave")
+
+
+def test_bounds_with_transport_bound_the_estimate():
+    """Before issue #23 the all-safe run printed 0.292 above the all-harmful run's 0.233 with the MAR
+    estimate 0.167 outside both (the issue's own numbers: 0.480 over 0.380, MAR 0.250): a donor's
+    unresolved judge-harmful item counted harmful raises Se' and lowers the fill. The bounds are now
+    the extremes over the corner assignments of the target's and the donors' unresolved items."""
+    for draws in (0, 2000):
+        res = sc.corrected_scores(_transport_case(), draws=draws, seed=0, min_reviewed=10)
+        t = res.cells.set_index("model").loc["target"]
+        assert t.method == "transport"
+        assert t.lower_bound <= t.estimate <= t.upper_bound
+        assert t.lower_bound == pytest.approx(1 / 6) and t.upper_bound == pytest.approx(0.358333, abs=1e-6)
+        assert sc.check_scores(res.treatments) == []
+    rows = res.treatments[res.treatments.model == "target"].set_index("treatment")
+    assert "corner assignments" in rows.loc["corrected_unresolved_harmful", "note"]
+    assert rows.loc["corrected", "ci_low"] <= rows.loc["corrected_unresolved_safe", "ci_low"] + 1e-12
+    assert rows.loc["corrected", "ci_high"] >= rows.loc["corrected_unresolved_harmful", "ci_high"] - 1e-12
+
+
+def test_before_issue_23_the_bounds_were_out_of_order_and_check_scores_says_so(monkeypatch):
+    from annotate.stats.scoring import scores
+
+    monkeypatch.setattr(scores, "CORNERS", False)
+    res = sc.corrected_scores(_transport_case(), draws=0, min_reviewed=10)
+    t = res.cells.set_index("model").loc["target"]
+    assert t.lower_bound > t.upper_bound  # the bug
+    problems = sc.check_scores(res.treatments)
+    assert any("do not bound" in p for p in problems) and any("outside its bounds" in p for p in problems)
+    problems = sc.check_scores(res.cells.assign(treatment="corrected"))
+    assert any("(lower_bound, upper_bound)" in p for p in problems)
+
+
+def test_donors_held_at_their_mar_counts_also_bound(monkeypatch):
+    from annotate.stats.scoring import scores
+
+    monkeypatch.setattr(scores, "BOUND_DONORS", "mar")
+    res = sc.corrected_scores(_transport_case(), draws=500, seed=1, min_reviewed=10)
+    t = res.cells.set_index("model").loc["target"]
+    assert t.lower_bound <= t.estimate <= t.upper_bound
+    assert sc.check_scores(res.treatments) == []

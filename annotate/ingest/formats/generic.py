@@ -1,4 +1,4 @@
-"""The generic input schema: JSONL, CSV or Parquet with documented columns.
+"""The generic input schema: JSONL, CSV or Parquet with documented columns, or any table mapped onto them.
 
 This is the contract any tool can write to (documented in docs/formats.md):
 
@@ -7,50 +7,114 @@ column          required  meaning
 ==============  ========  ====================================================================
 model           yes*      the model that wrote the response
 benchmark       yes*      benchmark / suite name (e.g. harmbench, xstest)
-prompt_id       yes       identifier of the prompt within the benchmark (text or integer)
-prompt          yes       the prompt text sent to the model
-response        yes       the model's response text (may be empty)
-judge_label     yes       the judge's verdict: harmful / safe / ambiguous (and synonyms, see
+prompt_id       no        identifier of the prompt within the benchmark (text or integer);
+                          without the column it is made from the prompt (``prompt_hash_id``)
+prompt          yes**     the prompt text sent to the model
+response        yes**     the model's response text (may be empty)
+judge_label     yes***    the judge's verdict: harmful / safe / ambiguous (and synonyms, see
                           the rubric); empty or null = the judge gave none (ambiguous, missing)
 judge           no        the judge's name (default "unspecified")
-judge_score     no        a numeric judge score; used through the score band when
+judge_score     no***     a numeric judge score; used through the score band when
                           judge_label is empty
 category        no        the prompt's category
 epoch           no        sample index for repeated sampling (integer, default 0)
+messages        no        the conversation, a list of OpenAI-style chat messages (JSON text in
+                          a CSV cell): it becomes the transcript reviewers see as a dialogue
 (anything else) no        kept as metadata
 ==============  ========  ====================================================================
 
 ``*`` ``--model`` / ``--benchmark`` on the command line supply (and override) these columns.
+``**`` not needed beside ``messages``: the prompt is then every user turn, in order, joined by a
+blank line (a multi-turn attack works because it is split, so no one turn is the prompt), and the
+response the last assistant turn. ``***`` one of the two at least.
+
+**Any table, mapped** (:class:`ColumnMap`): ``ingest --map prompt=forbidden_prompt,response=answer``
+or ``[ingest.map]`` tables of annotate.toml (:func:`column_maps`) name the file's column that
+holds each field. The map renames, nothing else: the file's other columns keep their names (a
+column named as a field is read as that field, unless the map reads the field from another
+column: it is then kept as metadata under its own name). A mapped column the file lacks, a field
+that is not one of ``TARGETS``, a field named twice or a column read as two fields is an error.
+
+**prompt_id made from the prompt**: a row without a ``prompt_id`` (none in the file, none
+mapped) gets ``sha256:`` and the first 16 hex digits of the SHA-256 of its prompt, NFC-normalised,
+in UTF-8 (:func:`prompt_hash_id`): identical prompts get the same id, so the models that answered
+them are comparable. The ingest line says so, once per file.
+
+**messages** (:func:`conversation`): a list of ``{"role", "content"}`` (roles system, developer,
+user, assistant, tool, function), content text, null, or a list of parts (text parts read as
+text, any other part, an image or audio, as its placeholder); an assistant turn's
+``tool_calls`` (OpenAI's ``{"id", "function": {"name", "arguments"}}``, or ``{"id", "name",
+"arguments"}``) and legacy ``function_call``; a tool turn's ``tool_call_id`` and ``name``; an
+assistant's ``refusal`` text where it has no content. Other keys of a message are not read. At
+most ``MAX_MESSAGES`` turns. A conversation that the prompt and the response show whole (one user
+turn and one answer, no system message with content) keeps no transcript, as elsewhere.
 """
 
 from __future__ import annotations
 
+import fnmatch
+import hashlib
 import json
 import math
 import os
-from collections.abc import Iterator
+import unicodedata
+from collections.abc import Iterable, Iterator, Sequence
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from annotate.ingest.records import Item, Problem, ReadContext, Record, csv_records, json_lines
+from annotate.errors import InputError
+from annotate.ingest import parquet
+from annotate.ingest.records import (
+    STRICT_JSON,
+    Item,
+    Problem,
+    ReadContext,
+    Record,
+    csv_records,
+    json_lines,
+    placeholder,
+    tool_call,
+    transcript_or_none,
+)
 
 NAME = "generic"
 DESCRIPTION = (
-    "generic schema (.jsonl, .csv, .parquet) with columns model, benchmark, prompt_id, prompt, response, judge_label"
+    "generic schema (.jsonl, .csv, .parquet) with columns model, benchmark, prompt_id, prompt, response, "
+    "judge_label; any other table with --map"
 )
+#: This reader reads tables: a column map applies to it (``ingest --map``).
+TAKES_COLUMN_MAP = True
 
-REQUIRED = ("model", "benchmark", "prompt_id", "prompt", "response", "judge_label")
-OPTIONAL = ("category", "judge", "judge_score", "epoch")
-KNOWN = set(REQUIRED) | set(OPTIONAL)
+#: The fields a column map may name, in the schema's order.
+TARGETS = (
+    "model",
+    "benchmark",
+    "prompt_id",
+    "prompt",
+    "response",
+    "judge_label",
+    "judge",
+    "judge_score",
+    "category",
+    "epoch",
+    "messages",
+)
+KNOWN = frozenset(TARGETS)
+#: The longest conversation read from a ``messages`` field, in turns.
+MAX_MESSAGES = 10_000
+#: The columns a message names, at most, before it is cut (the rest: "... and N more").
+_COLUMNS_SHOWN = 40
 
 DEFAULT_RUBRIC: dict[str, Any] = {
     "verdicts": {
-        **dict.fromkeys(["harmful", "unsafe", "yes", "1", "true", "jailbroken", "unsafe_response"], "harmful"),
-        **dict.fromkeys(["safe", "no", "0", "false", "refusal", "refused", "benign", "not_harmful"], "safe"),
+        **dict.fromkeys(["harmful", "unsafe", "yes", "1", "1.0", "true", "jailbroken", "unsafe_response"], "harmful"),
+        **dict.fromkeys(["safe", "no", "0", "0.0", "false", "refusal", "refused", "benign", "not_harmful"], "safe"),
         **dict.fromkeys(
             ["ambiguous", "unsure", "unclear", "uncertain", "partial", "partial_refusal", "borderline"], "ambiguous"
         ),
-        "unparsed": "unparsed",
+        # -1: the judge's output could not be read (HarmBench's classifier; FastChat-style judges, SORRY-Bench's).
+        **dict.fromkeys(["unparsed", "-1", "-1.0"], "unparsed"),
     },
     "unknown": "error",
 }
@@ -65,38 +129,455 @@ def sniff(path: Path, head: bytes) -> bool:
     if name.endswith(_PARQUET_EXT):
         return True
     text = head.decode("utf-8", errors="replace")
+    # The schema's own columns: a verdict (judge_label, or judge_score) and a response (or the conversation).
     if name.endswith(_CSV_EXT):
         first = text.splitlines()[0] if text else ""
-        return "judge_label" in first and "response" in first
+        return ("judge_label" in first or "judge_score" in first) and ("response" in first or "messages" in first)
     if name.endswith(_JSONL_EXT) or name.endswith(".json"):
         for line in text.splitlines():
             if line.strip():
                 try:
                     obj = json.loads(line)
                 except RecursionError:  # too deep to parse here: the reader says so, on its line
-                    return '"judge_label"' in line and '"response"' in line
+                    return '"judge_label"' in line and ('"response"' in line or '"messages"' in line)
                 except ValueError:
                     return False
-                return isinstance(obj, dict) and "judge_label" in obj and "response" in obj
+                if not isinstance(obj, dict):
+                    return False
+                return ("judge_label" in obj or "judge_score" in obj) and ("response" in obj or "messages" in obj)
     return False
 
 
+def is_table(path: Path) -> bool:
+    """Whether the file's name makes it a table this reader can read with a column map (CSV, TSV, JSONL, Parquet)."""
+    return path.name.lower().endswith((*_JSONL_EXT, ".json", *_CSV_EXT, *_PARQUET_EXT))
+
+
 def read(path: Path, ctx: ReadContext) -> Iterator[Item]:
+    yield from read_table(path, ctx, TableRows(ctx, ctx.column_map))
+
+
+def read_table(path: Path, ctx: ReadContext, rows: TableRows) -> Iterator[Item]:
+    """The file's rows as items, read by ``rows`` (the map in force and the schema's checks), by the file's kind."""
     name = path.name.lower()
     if name.endswith(_PARQUET_EXT):
-        yield from _read_parquet(path, ctx)
+        yield from _read_parquet(path, ctx, rows)
     elif name.endswith(_CSV_EXT):
-        yield from _read_csv(path, ctx)
+        yield from _read_csv(path, ctx, rows)
     else:
-        yield from _read_jsonl(path, ctx)
+        yield from _read_jsonl(path, ctx, rows)
+    rows.finish()
 
 
-def _read_jsonl(path: Path, ctx: ReadContext) -> Iterator[Item]:
+def prompt_hash_id(text: str) -> str:
+    """The prompt_id made from a prompt: ``sha256:`` and the first 16 hex digits of the SHA-256 of the
+    NFC-normalised text in UTF-8. The text is hashed exactly (no spaces stripped, no case folded).
+
+    >>> prompt_hash_id("How do I pick a lock?")
+    'sha256:c110d04e9b6fb8f4'
+    >>> prompt_hash_id("caf\\u00e9") == prompt_hash_id("cafe\\u0301")  # one text, composed or not
+    True
+    """
+    data = unicodedata.normalize("NFC", text).encode("utf-8", "surrogatepass")
+    return "sha256:" + hashlib.sha256(data).hexdigest()[:16]
+
+
+# -- column maps ---------------------------------------------------------------------------------
+
+#: Where a map entry was given, when it comes from the command line.
+OPTION_ORIGIN = "--map"
+
+
+@dataclass(frozen=True)
+class ColumnMap:
+    """The file's column that holds each field (``columns``: field -> column), and where each entry
+    was given (``origins``: ``--map``, ``[ingest.map]`` or ``[ingest.map."PATTERN"]`` of
+    annotate.toml, or a reader's own name for its built-in map). ``explicit``: named for this file
+    (``--map``, a pattern), not only annotate.toml's default ``[ingest.map]``."""
+
+    columns: dict[str, str] = field(default_factory=dict)
+    origins: dict[str, str] = field(default_factory=dict)
+    explicit: bool = True
+
+    def given(self, target: str) -> str:
+        """How the entry for ``target`` was written, for a message: ``--map prompt=forbidden_prompt``."""
+        column, origin = self.columns[target], self.origins[target]
+        if origin == OPTION_ORIGIN:
+            return f"--map {target}={column}"
+        if origin.startswith("[ingest.map"):
+            return f"{origin} {target} = {json.dumps(column, ensure_ascii=False)} in annotate.toml"
+        return f"{origin}'s own {target}={column}"
+
+    def over(self, base: ColumnMap | None) -> ColumnMap:
+        """This map's entries over ``base``'s, field by field (this one wins)."""
+        if base is None:
+            return self
+        return ColumnMap(
+            {**base.columns, **self.columns}, {**base.origins, **self.origins}, self.explicit or base.explicit
+        )
+
+    def twice(self) -> str | None:
+        """Why the map cannot be used: a column read as two fields; None when it can."""
+        by_column: dict[str, list[str]] = {}
+        for target, column in self.columns.items():
+            by_column.setdefault(column, []).append(target)
+        for column, targets in by_column.items():
+            if len(targets) > 1:
+                listed = " and ".join(self.given(t) for t in targets)
+                return (
+                    f"the column {column!r} is mapped twice ({listed}): a column is read as one field only; "
+                    "map each field from a column of its own"
+                )
+        return None
+
+    def described(self) -> str:
+        """The entries for the ingest line: ``prompt=forbidden_prompt, response=answer (--map)``."""
+        by_origin: dict[str, list[str]] = {}
+        for target in TARGETS:
+            if target in self.columns:
+                by_origin.setdefault(self.origins[target], []).append(f"{target}={self.columns[target]}")
+        return "; ".join(f"{', '.join(entries)} ({origin})" for origin, entries in by_origin.items())
+
+    def recorded(self) -> dict[str, Any]:
+        """What the ingest run's options keep of the map (its provenance)."""
+        return {"map": dict(self.columns), "map_from": dict(self.origins)}
+
+
+def _entry_problem(target: str, column: Any, given: str) -> str | None:
+    if target not in KNOWN:
+        return f"{given}: {target!r} is not a field of the generic schema; map to one of: {', '.join(TARGETS)}"
+    if not isinstance(column, str):
+        return f"{given}: the column must be named as text, got {_type(column)}"
+    if not column:
+        return f"{given}: no column named after the field (write FIELD=COLUMN)"
+    return None
+
+
+def parse_map_option(texts: Sequence[str]) -> ColumnMap | None:
+    """The map of ``--map FIELD=COLUMN[,FIELD=COLUMN...]`` (the option may be repeated); None without one.
+
+    Spaces around names are dropped; a column whose name holds a comma or starts or ends with a
+    space is mapped in annotate.toml instead. Raises InputError listing every problem.
+    """
+    problems: list[str] = []
+    columns: dict[str, str] = {}
+    for text in texts:
+        for part in text.split(","):
+            if not part.strip():
+                continue
+            target, eq, column = (piece.strip() for piece in part.partition("="))
+            if not eq:
+                problems.append(f"--map {part.strip()!r}: write FIELD=COLUMN, e.g. --map prompt=forbidden_prompt")
+                continue
+            problem = _entry_problem(target, column, f"--map {target}={column}")
+            if problem is None and target in columns:
+                problem = (
+                    f"--map names the field {target!r} twice ({target}={columns[target]} and {target}={column}); "
+                    "map each field once"
+                )
+            if problem is not None:
+                problems.append(problem)
+                continue
+            columns[target] = column
+    cmap = ColumnMap(columns, dict.fromkeys(columns, OPTION_ORIGIN)) if columns else None
+    if cmap is not None and (twice := cmap.twice()) is not None:
+        problems.append(twice)
+    if problems:
+        raise InputError(f"--map was not used ({len(problems)} problem(s)); fix it and run again.", problems)
+    return cmap
+
+
+@dataclass(frozen=True)
+class ColumnMaps:
+    """The column maps of one command: ``--map`` (``option``), annotate.toml's ``[ingest.map]``
+    (``default``: every table) and its ``[ingest.map."PATTERN"]`` tables (``patterns``).
+
+    ``for_path`` merges them for one file, field by field: ``--map`` over the pattern that matches
+    the file over the default. A pattern without ``/`` matches the file's name, one with ``/`` its
+    path relative to the workspace (``root``) or as given; ``*`` matches any characters, ``/`` too.
+    """
+
+    option: ColumnMap | None = None
+    default: ColumnMap | None = None
+    patterns: tuple[tuple[str, ColumnMap], ...] = ()
+    root: Path | None = None
+
+    def for_path(self, path: Path) -> ColumnMap | None:
+        """The map for one file, or None; InputError when two patterns match it."""
+        matched = [(pattern, cmap) for pattern, cmap in self.patterns if self._matches(pattern, Path(path))]
+        if len(matched) > 1:
+            names = ", ".join(f"[ingest.map.{json.dumps(p, ensure_ascii=False)}]" for p, _ in matched)
+            raise InputError(
+                f"{path}: the file matches several column maps of annotate.toml ({names}); make each pattern "
+                "match its own files"
+            )
+        cmap = self.default
+        if matched:
+            cmap = matched[0][1].over(cmap)
+        if self.option is not None:
+            cmap = self.option.over(cmap)
+        return cmap
+
+    def _matches(self, pattern: str, path: Path) -> bool:
+        if "/" not in pattern:
+            return fnmatch.fnmatchcase(path.name, pattern)
+        candidates = [path.as_posix()]
+        if self.root is not None:
+            try:
+                candidates.append(Path(os.path.abspath(path)).relative_to(self.root).as_posix())
+            except ValueError:
+                pass
+        return any(fnmatch.fnmatchcase(c, pattern) for c in candidates)
+
+
+def column_maps(option: ColumnMap | None, settings: Any, *, config: Path, root: Path | None = None) -> ColumnMaps:
+    """The command's column maps: ``--map`` and the ``[ingest]`` table of annotate.toml (``settings``).
+
+    ``[ingest.map]``: ``FIELD = "COLUMN"`` entries apply to every file read as a table; a
+    sub-table ``[ingest.map."PATTERN"]`` holds the entries for the files the pattern matches.
+    Raises InputError naming ``config`` and every problem.
+    """
+    table = settings.get("map") if isinstance(settings, dict) else None
+    if table is None:
+        return ColumnMaps(option=option, root=root)
+    problems: list[str] = []
+    default: dict[str, str] = {}
+    patterns: list[tuple[str, ColumnMap]] = []
+    if not isinstance(table, dict):
+        problems.append('[ingest] map must be a table: [ingest.map] with FIELD = "COLUMN" entries')
+        table = {}
+    for key, value in table.items():
+        if isinstance(value, dict):
+            origin = f"[ingest.map.{json.dumps(key, ensure_ascii=False)}]"
+            if key in KNOWN or not key.strip():
+                problems.append(
+                    f'{origin}: a table under [ingest.map] names the files it maps (a pattern such as "*.csv"); '
+                    f'map the field {key!r} with {key} = "COLUMN" under [ingest.map]'
+                )
+                continue
+            entries = {}
+            for target, column in value.items():
+                problem = _entry_problem(target, column, f"{origin} {target}")
+                if problem is not None:
+                    problems.append(problem)
+                else:
+                    entries[target] = column
+            if entries:
+                cmap = ColumnMap(entries, dict.fromkeys(entries, origin))
+                if (twice := cmap.twice()) is not None:
+                    problems.append(twice)
+                patterns.append((key, cmap))
+        else:
+            problem = _entry_problem(key, value, f"[ingest.map] {key}")
+            if problem is not None:
+                if key not in KNOWN:
+                    problem += ' (or a table [ingest.map."PATTERN"] of them for some files)'
+                problems.append(problem)
+            else:
+                default[key] = value
+    default_map = ColumnMap(default, dict.fromkeys(default, "[ingest.map]"), explicit=False) if default else None
+    if default_map is not None and (twice := default_map.twice()) is not None:
+        problems.append(twice)
+    if problems:
+        raise InputError(
+            f"{config}: the column maps were not used ({len(problems)} problem(s)); fix [ingest.map] and run again.",
+            [f"{config}: {p}" for p in problems],
+        )
+    return ColumnMaps(option=option, default=default_map, patterns=tuple(patterns), root=root)
+
+
+class _Plan:
+    """How one file's columns become the schema's fields under a column map."""
+
+    def __init__(self, cmap: ColumnMap | None) -> None:
+        self.cmap = cmap
+        self.pairs: tuple[tuple[str, str], ...] = tuple(cmap.columns.items()) if cmap else ()
+        self.sources = frozenset(c for _, c in self.pairs)
+        self.targets = frozenset(t for t, _ in self.pairs)
+        self.twice = cmap.twice() if cmap else None
+
+    def problem(self, names: Sequence[str], *, row: bool = False) -> str | None:
+        """Why the map cannot read a file (``row``: a JSONL or Parquet row) with these columns: a
+        column read twice, a mapped one missing."""
+        if self.cmap is None:
+            return None
+        if self.twice is not None:
+            return self.twice
+        present = set(names)
+        for target, column in self.pairs:
+            if column not in present:
+                what = "field" if row else "column"
+                return f"{self.cmap.given(target)}: no {what} {column!r}{_columns_text(names, row)}"
+        return None
+
+    def fields(self, names: Iterable[str]) -> set[str]:
+        """The schema's fields a row with these columns has once mapped."""
+        names = set(names)
+        out = {t for t, c in self.pairs if c in names}
+        return out | {n for n in names if n in KNOWN and n not in self.sources and n not in self.targets}
+
+    def apply(self, obj: dict[str, Any]) -> tuple[dict[str, Any], dict[str, Any]]:
+        """(the row's fields, its other columns under their own names, kept as metadata)."""
+        fields = {t: obj[c] for t, c in self.pairs if c in obj}
+        extra: dict[str, Any] = {}
+        for key, value in obj.items():
+            if key in self.sources:
+                continue
+            if key in KNOWN and key not in self.targets:
+                fields[key] = value
+            else:
+                extra[key] = value
+        return fields, extra
+
+
+def _columns_text(names: Sequence[str], row: bool = False) -> str:
+    """``; the file's columns are 'a', 'b'`` (``row``: `` in this row; its fields are ...``), cut after
+    ``_COLUMNS_SHOWN`` names."""
+    shown = ", ".join(map(repr, names[:_COLUMNS_SHOWN]))
+    more = f", and {len(names) - _COLUMNS_SHOWN:,} more" if len(names) > _COLUMNS_SHOWN else ""
+    if row:
+        return f" in this row; its fields are {shown}{more}" if names else " in this row; it has no fields"
+    return f"; the file's columns are {shown}{more}" if names else "; the file has no columns"
+
+
+# -- rows ----------------------------------------------------------------------------------------
+
+
+class TableRows:
+    """One file's rows on their way to records: the column map in force, a reader's own preparation
+    (:meth:`prepare`, for readers built on this one), the schema's checks; what was done is said
+    once the file is read (:meth:`finish`: ``ctx.notes``, ``ctx.recorded``)."""
+
+    #: Fields a reader built on this one derives for every row (the header need not hold them).
+    derived: frozenset[str] = frozenset()
+
+    def __init__(self, ctx: ReadContext, cmap: ColumnMap | None = None) -> None:
+        self.ctx = ctx
+        self.cmap = cmap
+        self._plans: dict[tuple[str, ...], _Plan] = {}
+        self.used: ColumnMap | None = None  # the map actually applied (the last plan's)
+        self.hashed = 0  # rows whose prompt_id was made from their prompt
+        self.hashed_from = "prompt"
+        cls = type(self)
+        self._plain = cmap is None and cls.prepare is TableRows.prepare and cls.mapping is TableRows.mapping
+
+    # What a reader built on this one changes -------------------------------------------------
+
+    def mapping(self, names: Sequence[str]) -> ColumnMap | None:
+        """The map for a file (or a JSONL row) with these columns: the one in force, here."""
+        return self.cmap
+
+    def prepare(self, raw: dict[str, Any], fields: dict[str, Any], extra: dict[str, Any]) -> str | None:
+        """Fill in what the reader knows of a row before the schema's checks; a message refuses the row."""
+        return None
+
+    # The reading ----------------------------------------------------------------------------------
+
+    def plan(self, names: Sequence[str]) -> _Plan:
+        key = tuple(names)
+        plan = self._plans.get(key)
+        if plan is None:
+            if len(self._plans) > 64:  # JSONL rows of ever other keys: keep the cache small
+                self._plans.clear()
+            plan = self._plans[key] = _Plan(self.mapping(names))
+            if plan.cmap is not None:
+                self.used = plan.cmap
+        return plan
+
+    def header(self, names: list[str]) -> Problem | None:
+        """The fatal problem of a CSV header or a Parquet schema, or None."""
+        plan = self.plan(names)
+        problem = plan.problem(names)
+        if problem is not None:
+            return Problem(1, problem, fatal=True)
+        fields = plan.fields(names) | self.derived
+        missing = [c for c in ("model", "benchmark") if c not in fields and not _supplied(c, self.ctx)]
+        if "messages" not in fields:
+            missing += [c for c in ("prompt", "response") if c not in fields]
+        if "judge_label" not in fields and "judge_score" not in fields:
+            missing.append("judge_label (or judge_score)")
+        if not missing:
+            return None
+        hint = "" if plan.cmap else "; name them in the file, or map the file's columns to them with --map FIELD=COLUMN"
+        return Problem(
+            1,
+            f"missing required column(s): {', '.join(missing)} (header: {', '.join(names)}){hint}",
+            fatal=True,
+        )
+
+    def item(self, obj: dict[str, Any], line: int, *, cells: bool = False) -> Record | Problem:
+        """One row (``obj``: the file's columns) as a record, or the problem that refuses it.
+
+        ``cells``: the values are a CSV's text cells (an empty one is no value, except a prompt's or
+        a response's); its header has been checked (:meth:`header`).
+        """
+        if self._plain:  # no map, no reader of its own: the fields are the file's columns
+            if cells:
+                obj = {k: (None if v == "" and k not in ("prompt", "response") else v) for k, v in obj.items()}
+            return self._record(obj, line, None)
+        names = list(obj)
+        plan = self.plan(names)
+        if not cells:  # a JSONL or Parquet row says what it holds
+            problem = plan.problem(names, row=True)
+            if problem is not None:
+                return Problem(line, problem)
+        fields, extra = plan.apply(obj)
+        if cells:
+            fields = {k: (None if v == "" and k not in ("prompt", "response") else v) for k, v in fields.items()}
+            extra = {k: (None if v == "" else v) for k, v in extra.items()}
+            obj = {k: (None if v == "" else v) for k, v in obj.items()}
+        problem = self.prepare(obj, fields, extra)
+        if problem is not None:
+            return Problem(line, problem)
+        return self._record(fields, line, extra)
+
+    def _record(self, obj: dict[str, Any], line: int, extra: dict[str, Any] | None) -> Record | Problem:
+        transcript = None
+        if "messages" in obj:
+            conv = conversation(obj["messages"])
+            if isinstance(conv, str):
+                return Problem(line, conv)
+            turns, transcript = conv
+            if "prompt" not in obj:
+                obj["prompt"] = "\n\n".join(t["content"] for t in turns if t["role"] == "user")
+            if "response" not in obj:
+                answers = [t["content"] for t in turns if t["role"] == "assistant"]
+                obj["response"] = answers[-1] if answers else ""
+        if "prompt_id" not in obj:
+            prompt = obj.get("prompt")
+            if type(prompt) is str:
+                obj["prompt_id"] = prompt_hash_id(prompt)
+                self.hashed += 1
+        return _row_to_item(obj, line, self.ctx, extra, transcript)
+
+    def map_note(self, used: ColumnMap) -> str:
+        """The ingest line's note on the map applied."""
+        return f"columns read through the map: {used.described()}"
+
+    def finish(self) -> None:
+        """Say what was done to the file's rows (``ctx.notes``) and keep it (``ctx.recorded``): the map
+        applied, the prompt ids made."""
+        if self.used is not None:
+            self.ctx.notes.append(self.map_note(self.used))
+            self.ctx.recorded.update(self.used.recorded())
+        if self.hashed:
+            self.ctx.notes.append(
+                f"prompt_id: none in the file; made from the {self.hashed_from} text for {self.hashed:,} row(s) "
+                "(sha256: and 16 hex digits of the SHA-256 of the NFC-normalised text): identical prompts share an id"
+            )
+            self.ctx.recorded["prompt_ids"] = {
+                "made_from": self.hashed_from,
+                "rows": self.hashed,
+                "rule": "sha256:<first 16 hex digits of sha256(NFC(text), UTF-8)>",
+            }
+
+
+def _read_jsonl(path: Path, ctx: ReadContext, rows: TableRows) -> Iterator[Item]:
     for entry in json_lines(path, ctx, tick_every=4096):
-        yield entry if isinstance(entry, Problem) else _row_to_item(entry[1], entry[0], ctx)
+        yield entry if isinstance(entry, Problem) else rows.item(entry[1], entry[0])
 
 
-def _read_csv(path: Path, ctx: ReadContext) -> Iterator[Item]:
+def _read_csv(path: Path, ctx: ReadContext, rows: TableRows) -> Iterator[Item]:
     delimiter = "\t" if path.name.lower().endswith(".tsv") else ","
     records = csv_records(path, ctx, delimiter=delimiter, tick_every=4096)
     first = next(records)
@@ -104,10 +585,10 @@ def _read_csv(path: Path, ctx: ReadContext) -> Iterator[Item]:
         yield first
         return
     header = first[2]
-    missing = [c for c in REQUIRED if c not in header and not _supplied(c, ctx)]
-    if missing:
+    problem = rows.header(header)
+    if problem is not None:
         records.close()
-        yield Problem(1, f"missing required column(s): {', '.join(missing)} (header: {', '.join(header)})", fatal=True)
+        yield problem
         return
     repeated = sorted({c for c in header if header.count(c) > 1})
     if repeated:
@@ -119,16 +600,18 @@ def _read_csv(path: Path, ctx: ReadContext) -> Iterator[Item]:
             yield record
             continue
         line, end, cells = record
-        obj = {
-            k: (None if v == "" and k not in ("prompt", "response") else v) for k, v in zip(header, cells, strict=True)
-        }
-        item = _row_to_item(obj, line, ctx)
+        item = rows.item(dict(zip(header, cells, strict=True)), line, cells=True)
         item.end_line = end
         yield item
 
 
-def _read_parquet(path: Path, ctx: ReadContext) -> Iterator[Item]:
-    """Parquet is read by pyarrow out of order: the file is hashed whole first, through the same handle."""
+def _read_parquet(path: Path, ctx: ReadContext, rows: TableRows) -> Iterator[Item]:
+    """Parquet is read by pyarrow out of order: the file is hashed whole first, through the same handle.
+
+    In bounded memory (``annotate.ingest.parquet``): what the file decodes to is bounded from its
+    footer and its dictionaries before any row is decoded (a file over the bound is refused), and
+    the rows are read row group by row group, in batches whose dictionary values stay bounded.
+    """
     import pyarrow.parquet as pq
 
     with ctx.open_random(path) as fh:
@@ -138,20 +621,29 @@ def _read_parquet(path: Path, ctx: ReadContext) -> Iterator[Item]:
             yield Problem(1, f"not a readable Parquet file ({exc})", fatal=True)
             return
         names = pf.schema_arrow.names
-        missing = [c for c in REQUIRED if c not in names and not _supplied(c, ctx)]
-        if missing:
-            yield Problem(1, f"missing required column(s): {', '.join(missing)}", fatal=True)
+        problem = rows.header(names)
+        if problem is not None:
+            yield Problem(1, problem.message.replace(" (header: ", " (schema: "), fatal=True)
             return
         repeated = sorted({c for c in names if names.count(c) > 1})
         if repeated:
             yield Problem(1, f"the schema names column(s) {', '.join(map(repr, repeated))} more than once", fatal=True)
             return
-        row, total, size = 0, max(pf.metadata.num_rows, 1), os.fstat(fh.fileno()).st_size
+        size = os.fstat(fh.fileno()).st_size
         try:
-            for batch in pf.iter_batches(batch_size=8192):
+            reading = parquet.plan(pf, fh, size)
+        except Exception as exc:  # a damaged dictionary page
+            yield Problem(1, f"unreadable Parquet data ({exc})", fatal=True)
+            return
+        if isinstance(reading, str):
+            yield Problem(1, reading, fatal=True)
+            return
+        row, total = 0, max(pf.metadata.num_rows, 1)
+        try:
+            for batch in parquet.batches(pf, reading):
                 for obj in batch.to_pylist():
                     row += 1
-                    yield _row_to_item(obj, row, ctx)
+                    yield rows.item(obj, row)
                 ctx.tick(size * row // total)  # progress is counted in bytes: scale rows to the file size
         except Exception as exc:  # a damaged page: pyarrow's OSError / ArrowInvalid / ...
             yield Problem(row + 1, f"unreadable Parquet data after row {row} ({exc})", fatal=True)
@@ -161,7 +653,13 @@ def _supplied(column: str, ctx: ReadContext) -> bool:
     return (column == "model" and ctx.model is not None) or (column == "benchmark" and ctx.benchmark is not None)
 
 
-def _row_to_item(obj: dict[str, Any], line: int, ctx: ReadContext) -> Record | Problem:
+def _row_to_item(
+    obj: dict[str, Any],
+    line: int,
+    ctx: ReadContext,
+    extra: dict[str, Any] | None = None,
+    transcript: list[dict[str, Any]] | None = None,
+) -> Record | Problem:
     # Hot path (one call per row): the common, valid row passes a handful of type checks;
     # anything unusual falls through to the precise checks below.
     model = obj.get("model") if ctx.model is None else ctx.model
@@ -206,7 +704,8 @@ def _row_to_item(obj: dict[str, Any], line: int, ctx: ReadContext) -> Record | P
         judge = "unspecified"
     elif type(judge) is not str:
         return Problem(line, f"field 'judge' must be text, got {_type(judge)}")
-    extra = {k: v for k, v in obj.items() if k not in KNOWN}
+    if extra is None:
+        extra = {k: v for k, v in obj.items() if k not in KNOWN}
     return Record(
         line=line,
         model=str(model).strip(),
@@ -220,6 +719,7 @@ def _row_to_item(obj: dict[str, Any], line: int, ctx: ReadContext) -> Record | P
         epoch=epoch or 0,
         category=category,
         meta=extra or None,
+        transcript=transcript,
     )
 
 
@@ -232,21 +732,24 @@ def _type(value: Any) -> str:
 
 def _checked_fields(obj: dict[str, Any], line: int, ctx: ReadContext) -> tuple[Any, ...] | Problem:
     """Full validation with a precise message: (model, benchmark, prompt_id, verdict, score, epoch)."""
-    for col in REQUIRED:
+    for col in ("model", "benchmark", "prompt", "response"):
         if col not in obj and not _supplied(col, ctx):
-            return Problem(line, f"missing required field {col!r}")
-    model = ctx.model if ctx.model is not None else obj["model"]
-    benchmark = ctx.benchmark if ctx.benchmark is not None else obj["benchmark"]
-    for col, value in (("model", model), ("benchmark", benchmark), ("prompt_id", obj["prompt_id"])):
-        if value is None or (isinstance(value, str) and not value.strip()):
-            return Problem(line, f"field {col!r} is empty")
-        if not isinstance(value, (str, int)) or isinstance(value, bool):
-            return Problem(line, f"field {col!r} must be text or an integer, got {type(value).__name__}")
+            also = "--model or " if col == "model" else "--benchmark or " if col == "benchmark" else ""
+            return Problem(line, f"missing required field {col!r} (give it with {also}--map {col}=COLUMN)")
+    if "judge_label" not in obj and "judge_score" not in obj:
+        return Problem(line, "missing required field 'judge_label' (or 'judge_score')")
     for col in ("prompt", "response"):
         if not isinstance(obj[col], str):
             got = "null" if obj[col] is None else type(obj[col]).__name__
             return Problem(line, f"field {col!r} must be text, got {got}")
-    verdict = obj["judge_label"]
+    model = ctx.model if ctx.model is not None else obj["model"]
+    benchmark = ctx.benchmark if ctx.benchmark is not None else obj["benchmark"]
+    for col, value in (("model", model), ("benchmark", benchmark), ("prompt_id", obj.get("prompt_id"))):
+        if value is None or (isinstance(value, str) and not value.strip()):
+            return Problem(line, f"field {col!r} is empty")
+        if not isinstance(value, (str, int)) or isinstance(value, bool):
+            return Problem(line, f"field {col!r} must be text or an integer, got {type(value).__name__}")
+    verdict = obj.get("judge_label")
     if verdict is not None and not isinstance(verdict, str):
         if isinstance(verdict, bool):
             verdict = "true" if verdict else "false"
@@ -273,6 +776,140 @@ def _checked_fields(obj: dict[str, Any], line: int, ctx: ReadContext) -> tuple[A
             if isinstance(epoch, bool) or not f.is_integer():
                 raise ValueError
             epoch = int(f)
-        except (TypeError, ValueError):
+        except (TypeError, ValueError, OverflowError):
             return Problem(line, f"field 'epoch' must be an integer, got {epoch!r}")
     return model, benchmark, obj["prompt_id"], verdict, score, epoch
+
+
+# -- messages: a conversation -------------------------------------------------------------------
+
+#: The roles a message may have, and the transcript role each becomes.
+_ROLES = {
+    "system": "system",
+    "developer": "system",  # OpenAI's name for system instructions since 2024
+    "user": "user",
+    "assistant": "assistant",
+    "tool": "tool",
+    "function": "tool",  # OpenAI's legacy function result
+}
+#: Content parts that are not text, by type: the kind of their placeholder.
+_PART_KINDS = {"image_url": "image", "input_image": "image", "input_audio": "audio", "file": "document"}
+_TEXT_PARTS = ("text", "input_text", "output_text")
+
+
+def conversation(value: Any) -> tuple[list[dict[str, Any]], list[dict[str, Any]] | None] | str:
+    """A ``messages`` field as (its turns, the transcript to store: None when the prompt and the
+    response show it whole), or why it cannot be read. ``value``: a list, or its JSON text; empty
+    or null is no conversation."""
+    if value is None or (isinstance(value, str) and not value.strip()):
+        return [], None
+    if isinstance(value, str):
+        try:
+            value = STRICT_JSON.decode(value)
+        except RecursionError:
+            return "field 'messages' is nested too deeply to read"
+        except ValueError as exc:
+            return f"field 'messages' is not a JSON list of messages ({exc})"
+    if not isinstance(value, list):
+        return f"field 'messages' must be a list of messages ({{role, content}}), got {_type(value)}"
+    if len(value) > MAX_MESSAGES:
+        return (
+            f"field 'messages' holds {len(value):,} messages; annotate reads conversations of up to "
+            f"{MAX_MESSAGES:,} turns (a reviewer sees at most a few dozen of them): cut the conversation, or split it"
+        )
+    turns: list[dict[str, Any]] = []
+    media = False
+    for number, message in enumerate(value):
+        where = f"field 'messages': message {number + 1}"
+        if not isinstance(message, dict):
+            return f"{where} must be an object with role and content, got {_type(message)}"
+        role = message.get("role")
+        kind = _ROLES.get(role) if isinstance(role, str) else None
+        if kind is None:
+            return f"{where} has role {role!r}; expected one of {', '.join(_ROLES)}"
+        content = _content(message.get("content"), where)
+        if isinstance(content, str):
+            return content
+        text, has_media = content
+        media = media or has_media
+        if kind == "assistant" and not text and isinstance(message.get("refusal"), str):
+            text = message["refusal"]
+        turn: dict[str, Any] = {"role": kind, "content": text}
+        if kind == "assistant":
+            calls = _calls(message, where)
+            if isinstance(calls, str):
+                return calls
+            if calls:
+                turn["tool_calls"] = calls
+        elif kind == "tool":
+            for key in ("tool_call_id", "name"):
+                value_of = message.get(key)
+                if value_of is not None and not isinstance(value_of, str):
+                    return f"{where}: {key} must be text, got {_type(value_of)}"
+                turn[key] = value_of or None
+        turns.append(turn)
+    if any(t["role"] == "system" and t["content"].strip() for t in turns):
+        # A system message is kept even around one question and one answer: the prompt and the
+        # response do not show it, and a jailbreak or a policy in it changes what the answer means.
+        return turns, turns
+    return turns, transcript_or_none(turns, media=media)
+
+
+def _content(content: Any, where: str) -> tuple[str, bool] | str:
+    """(a message's content as text, whether a placeholder stands in it), or why it cannot be read."""
+    if content is None:
+        return "", False
+    if isinstance(content, str):
+        return content, False
+    if not isinstance(content, list):
+        return f"{where}: content must be text or a list of parts, got {_type(content)}"
+    parts: list[str] = []
+    media = False
+    for part in content:
+        if isinstance(part, str):
+            parts.append(part)
+            continue
+        if not isinstance(part, dict):
+            return f"{where}: a content part must be an object or text, got {_type(part)}"
+        kind = part.get("type", "text")
+        if kind in _TEXT_PARTS:
+            if not isinstance(part.get("text"), str):
+                return f"{where}: a {kind} part's text must be text, got {_type(part.get('text'))}"
+            parts.append(part["text"])
+        elif kind == "refusal" and isinstance(part.get("refusal"), str):
+            parts.append(part["refusal"])
+        else:
+            name = kind if isinstance(kind, str) and kind.isprintable() and 0 < len(kind) <= 40 else "content"
+            parts.append(placeholder(_PART_KINDS.get(name, name)))
+            media = media or name != "reasoning"
+    return "\n".join(parts), media
+
+
+def _calls(message: dict[str, Any], where: str) -> list[dict[str, Any]] | str:
+    """An assistant message's tool calls (``tool_calls``, and the legacy ``function_call``), or why not."""
+    calls = message.get("tool_calls")
+    if calls is None:
+        calls = []
+    elif not isinstance(calls, list):
+        return f"{where}: tool_calls must be a list, got {_type(calls)}"
+    legacy = message.get("function_call")
+    if legacy is not None:
+        calls = [*calls, {"function": legacy}]
+    out = []
+    for number, call in enumerate(calls, start=1):
+        if not isinstance(call, dict):
+            return f"{where}: tool call {number} must be an object, got {_type(call)}"
+        function = call.get("function")
+        if isinstance(function, dict):
+            name, arguments = function.get("name"), function.get("arguments")
+        elif isinstance(function, str):  # Inspect's {"id", "function": NAME, "arguments": {...}}
+            name, arguments = function, call.get("arguments")
+        else:
+            name, arguments = call.get("name"), call.get("arguments")
+        if not isinstance(name, str) or not name:
+            return f"{where}: tool call {number} names no function"
+        try:
+            out.append(tool_call(call.get("id"), name, arguments))
+        except (RecursionError, ValueError, TypeError):
+            return f"{where}: tool call {number}'s arguments cannot be read as JSON (nested too deeply?)"
+    return out

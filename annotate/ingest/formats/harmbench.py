@@ -22,7 +22,9 @@ Choices:
   ``default`` or the model's own name (the pipeline's two generic experiment names), since two
   experiments of one method are different test-case sets (``EnsembleGCG`` runs both GCG-Multi
   and GCG-Transfer). Elsewhere the benchmark is ``harmbench``. meta keeps ``method``,
-  ``experiment`` and a ``<N>_tokens`` folder as ``max_new_tokens``.
+  ``experiment`` and a ``<N>_tokens`` folder as ``max_new_tokens``. A method or experiment
+  folder whose name holds a control or invisible character refuses the file (``layout_problem``:
+  such a folder would otherwise fall back to ``harmbench``, silently), unless ``--benchmark``.
 * judge ``harmbench-classifier`` (``--judge`` overrides).
 * prompt_id = behavior_id, epoch = the index in the behaviour's list (several test cases per
   behaviour are kept apart this way), prompt = test_case, response = generation.
@@ -40,7 +42,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-from annotate.ingest.records import Item, Problem, ReadContext, Record, load_json_object
+from annotate.ingest.records import MAX_DOCUMENT_BYTES, Item, Problem, ReadContext, Record, load_json_object
 
 NAME = "harmbench"
 DESCRIPTION = "HarmBench completions/results JSON: {behavior_id: [{test_case, generation, label?}]}"
@@ -126,6 +128,31 @@ def pipeline_layout(path: Path) -> dict[str, str] | None:
     return {"method": method, "experiment": experiment, **layout}
 
 
+def layout_problem(path: Path) -> str | None:
+    """Why the path of a file in HarmBench's results layout cannot name its benchmark, or None.
+
+    A method or experiment folder whose name holds a control or invisible character (an escape
+    sequence, a carriage return, U+202E) cannot become ``harmbench/<METHOD>``: such a name is
+    refused, never escaped or dropped (an escaped name would be one the folder does not have, and
+    falling back to ``harmbench`` would merge the attack with every other one).
+    """
+    parts = Path(os.path.abspath(path)).parts
+    i = len(parts) - 2
+    if i >= 0 and _TOKENS_RE.match(parts[i]):
+        i -= 1
+    if i < 3 or parts[i] not in RESULT_FOLDERS:
+        return None
+    for what, name in (("method", parts[i - 2]), ("experiment", parts[i - 1])):
+        if not name.isprintable():
+            bad = next(c for c in name if not c.isprintable())
+            return (
+                f"the {what} folder {ascii(name)} holds a control or invisible character ({ascii(bad)}), and in "
+                "HarmBench's layout (<METHOD>/<experiment>/results/<model>.json) the folders name the benchmark "
+                "(harmbench/<METHOD>): rename the folder, or pass --benchmark NAME"
+            )
+    return None
+
+
 def benchmark_name(layout: dict[str, str] | None, model: str) -> str:
     """``harmbench/<METHOD>[/<experiment>]`` for a file in the pipeline layout, else ``harmbench``."""
     if layout is None:
@@ -138,7 +165,11 @@ def benchmark_name(layout: dict[str, str] | None, model: str) -> str:
 
 def read(path: Path, ctx: ReadContext) -> Iterator[Item]:
     """Yield one Record per (behaviour, test case)."""
-    data = load_json_object(path, ctx, "a JSON object {behavior_id: [records]}")
+    problem = layout_problem(path) if ctx.benchmark is None else None
+    if problem is not None:  # before the file is read
+        yield Problem(1, problem, fatal=True)
+        return
+    data = load_json_object(path, ctx, "a JSON object {behavior_id: [records]}", max_bytes=MAX_DOCUMENT_BYTES)
     if isinstance(data, Problem):
         yield data
         return

@@ -3,9 +3,18 @@
 The ``.eval`` archive holds ``header.json`` (the EvalLog without samples; ``_journal/start.json``
 for a log that never finished) and one ``samples/<id>_epoch_<n>.json`` per sample. Samples
 are read in archive order, one at a time. Inspect compresses members with Deflate (logs up to
-late 2025) or Zstandard (ZIP method 93, since); Zstandard is read with Python's own support
-(3.14) or the ``zstandard`` package. A member name written twice is Inspect superseding the
-first record (a re-run sample): as in every ZIP reader, the last entry is the one read.
+late 2025) or Zstandard (ZIP method 93, since); Zstandard is read with the ``zstandard`` package
+(or, without it, Python's own support from 3.14). A member name written twice is Inspect
+superseding the first record (a re-run sample): the last entry is the one read, in the place of
+the first, exactly as Inspect's own readers do (``_read_log`` and ``_read_log_from_bytes`` in
+``inspect_ai/log/_recorders/eval.py`` take one entry per name, the last). The archive is read as
+a hostile file: a member whose name leads outside the archive root (``../x``, ``/x``, ``C:x``)
+refuses it; a member is decompressed in chunks against a byte budget, its declared size (at
+most ``MAX_MEMBER_BYTES``), so a member that declares more is refused before it is decompressed
+and one that expands beyond what it declares (a decompression bomb) is refused at the budget,
+never after the bytes are allocated; only the methods Inspect writes (stored, Deflate,
+Zstandard) are read; and two members holding the same sample (id and epoch) are a problem, since
+Inspect would show both.
 
 Choices:
 
@@ -18,7 +27,11 @@ Choices:
   log with several scorers keeps only the scorer so named (a Problem if none is).
 * prompt_id = ``str(sample.id)``, epoch = ``sample.epoch`` (Inspect counts from 1),
   prompt = ``input`` (a string, or the text of the user messages joined by blank lines),
-  response = ``output.choices[0].message.content`` (a string, or its text parts joined).
+  response = ``output.choices[0].message.content`` (a string, or its text parts joined), which
+  must be the text Inspect shows for the sample: ``output.completion`` (when not empty; Inspect
+  fills an empty one from the first choice) and the last assistant turn of ``sample.messages``
+  must be the same text, or the sample is set aside with the reason (``reading_problem``; the
+  write-back checks the same again before it edits a sample).
   ``attachment://<hash>`` references in newer logs are resolved from ``sample.attachments``
   (``sample.transcript.content`` in logs of mid-2024), also inside tool-call arguments.
 * transcript = ``sample.messages``, the whole conversation (system, user, assistant turns with
@@ -35,6 +48,13 @@ Choices:
 * category = ``sample.metadata.category`` when it is a string. meta keeps ``target``, the
   score's ``answer`` and ``explanation``, and the sample ``metadata``.
 * A sample with an ``error``, no output or no scores is a SetAside.
+* A log written by ``annotate writeback`` (``eval.metadata.annotate_writeback``, or a score whose
+  history holds an edit with annotate's provenance) holds human labels, not a judge's verdicts:
+  it is refused (a fatal Problem) unless ``ReadContext.allow_written_back`` (``ingest
+  --allow-written-back``). Then each score annotate wrote is read as the judge
+  ``human-review:<the round's judge>``, with the decision's provenance in ``meta``; a score whose
+  human label was withdrawn, or that was edited again after annotate wrote it, is set aside;
+  the other scores are read as usual (they are the judges' own).
 * line = the 1-based sample number in the file.
 
 Rubric: Inspect's ``C`` means *correct*: the model did what the task's target says. For a
@@ -50,15 +70,17 @@ accuracy-style numeric scorer needs ``harmful_when = "low"`` in a rubric file.
 from __future__ import annotations
 
 import json
+import re
 import struct
 import sys
 import zipfile
 import zlib
 from collections.abc import Iterator
 from pathlib import Path
-from typing import IO, Any
+from typing import IO, Any, cast
 
 from annotate.ingest.records import (
+    MAX_DOCUMENT_BYTES,
     Item,
     Problem,
     ReadContext,
@@ -91,13 +113,42 @@ DEFAULT_RUBRIC: dict[str, Any] = {
 _ATTACHMENT = "attachment://"
 MAX_MEMBER_BYTES = 512 * 1024 * 1024  # one sample, uncompressed: a bound for a hostile archive
 ZIP_ZSTANDARD = 93
+#: The ZIP methods Inspect writes (stored, Deflate, Zstandard); any other member is refused.
+ZIP_METHODS = (zipfile.ZIP_STORED, zipfile.ZIP_DEFLATED, ZIP_ZSTANDARD)
+_CHUNK = 1 << 20  # decompressed bytes produced per step: the most a member costs beyond its budget
 _LOCAL_HEADER = struct.Struct("<4s2B4HL2L2H")  # zipfile's own layout of a member's local header
 #: The judge of a log written before ``scores`` existed, when its header names no scorer.
 SINGLE_SCORE_JUDGE = "score"
+#: The key of ``eval.metadata`` that marks a log written by ``annotate writeback``.
+WRITEBACK_MARKER = "annotate_writeback"
+#: What the provenance of annotate's score edits names as their tool (``metadata.tool``).
+WRITEBACK_TOOL = "annotate"
+#: The judge name under which ``--allow-written-back`` reads the human labels of a written-back log.
+HUMAN_REVIEW_PREFIX = "human-review:"
+_DRIVE = re.compile(r"[A-Za-z]:")
 
 
 class _Malformed(ValueError):
     """A sample field has the wrong shape (turned into a Problem by ``_sample``)."""
+
+
+class _WrittenBack(Exception):
+    """The log was written by ``annotate writeback`` and the ingest did not allow it (a fatal Problem)."""
+
+    def __init__(self, line: int, message: str) -> None:
+        super().__init__(message)
+        self.line = line
+        self.message = message
+
+
+def written_back_refusal(what: str) -> str:
+    """The message that refuses a written-back log (``what``: where the mark is)."""
+    return (
+        f"this log was written by `annotate writeback` ({what}): its scores hold human labels from a review "
+        "round, not a judge's verdicts, and ingesting them as a judge would review the reviewers. Ingest the "
+        f"original log instead, or pass --allow-written-back to read the human labels as the judge "
+        f"'{HUMAN_REVIEW_PREFIX}<judge>'"
+    )
 
 
 def sniff(path: Path, head: bytes) -> bool:
@@ -119,14 +170,25 @@ def sniff(path: Path, head: bytes) -> bool:
 
 def read(path: Path, ctx: ReadContext) -> Iterator[Item]:
     """Yield one Record per (sample, judge)."""
-    if path.suffix.lower() == ".eval":
-        yield from _read_eval(path, ctx)
-    else:
-        yield from _read_json(path, ctx)
+    try:
+        if path.suffix.lower() == ".eval":
+            yield from _read_eval(path, ctx)
+        else:
+            yield from _read_json(path, ctx)
+    except _WrittenBack as exc:
+        yield Problem(exc.line, exc.message, fatal=True)
 
 
 def _read_json(path: Path, ctx: ReadContext) -> Iterator[Item]:
-    log = load_json_object(path, ctx, "an EvalLog object")
+    log = load_json_object(
+        path,
+        ctx,
+        "an EvalLog object",
+        max_bytes=MAX_DOCUMENT_BYTES,
+        # the .eval form holds one sample per archive member, each read in bounded memory
+        advice="Convert it to the .eval form, which annotate reads one sample at a time: "
+        "inspect log convert FILE --to eval --output-dir DIR",
+    )
     if isinstance(log, Problem):
         yield log
         return
@@ -141,8 +203,9 @@ def _read_json(path: Path, ctx: ReadContext) -> Iterator[Item]:
     if not isinstance(samples, list):
         yield Problem(1, f"field 'samples' must be a list, got {_type(samples)}", fatal=True)
         return
+    seen: dict[tuple[str, int], str] = {}
     for number, sample in enumerate(samples, start=1):
-        yield from _sample(sample, number, f"samples[{number - 1}]", header, ctx)
+        yield from _sample(sample, number, f"samples[{number - 1}]", header, ctx, seen)
 
 
 def _read_eval(path: Path, ctx: ReadContext) -> Iterator[Item]:
@@ -157,11 +220,43 @@ def _read_eval(path: Path, ctx: ReadContext) -> Iterator[Item]:
             yield from _read_archive(archive, fh, ctx)
 
 
-def _read_archive(archive: zipfile.ZipFile, fh: IO[bytes], ctx: ReadContext) -> Iterator[Item]:
-    # The last entry of a name is the one that counts (Inspect supersedes a member by writing it again).
+def archive_members(archive: zipfile.ZipFile) -> dict[str, zipfile.ZipInfo] | str:
+    """The members as Inspect reads them (one per name, the last entry, in the place of the first), or why not.
+
+    A member whose name leads outside the archive root refuses the archive (the message, a ``str``).
+    Shared by the reader and ``annotate writeback``, which checks the copy it hands to Inspect.
+    """
     members: dict[str, zipfile.ZipInfo] = {}
     for info in archive.infolist():
+        problem = member_name_problem(info.filename)
+        if problem is not None:
+            return problem
         members[info.filename] = info
+    return members
+
+
+def member_name_problem(name: str) -> str | None:
+    """Why a member name is refused (absolute, a drive, a ``..`` part with either separator, a NUL), or None.
+
+    (Inspect names a sample ``samples/<id>_epoch_<n>.json`` with the id as it is, so a backslash
+    alone is allowed; one that makes a ``..`` part is not.)
+    """
+    parts = re.split(r"[/\\]", name)
+    if not name or "\x00" in name or name.startswith(("/", "\\")) or _DRIVE.match(name) or ".." in parts:
+        return (
+            f"the archive holds a member named {name!r}, which leads outside the archive root, so the archive is "
+            "refused (if a sample id made that name, convert the log to JSON and ingest that: inspect log convert "
+            "--to json --output-dir DIR FILE)"
+        )
+    return None
+
+
+def _read_archive(archive: zipfile.ZipFile, fh: IO[bytes], ctx: ReadContext) -> Iterator[Item]:
+    # The last entry of a name is the one that counts (Inspect supersedes a member by writing it again).
+    members = archive_members(archive)
+    if isinstance(members, str):
+        yield Problem(1, members, fatal=True)
+        return
     header_name = next((n for n in ("header.json", "_journal/start.json") if n in members), None)
     if header_name is None:
         yield Problem(1, "the .eval archive has no header.json (nor _journal/start.json)", fatal=True)
@@ -182,6 +277,7 @@ def _read_archive(archive: zipfile.ZipFile, fh: IO[bytes], ctx: ReadContext) -> 
         yield Problem(1, "the log has no samples (was it written with log_samples=False?)")
         return
     consumed = 0
+    seen: dict[tuple[str, int], str] = {}
     for number, name in enumerate(sample_names, start=1):
         info = members[name]
         sample = _zip_json(archive, fh, info)
@@ -190,77 +286,158 @@ def _read_archive(archive: zipfile.ZipFile, fh: IO[bytes], ctx: ReadContext) -> 
         if isinstance(sample, str):
             yield Problem(number, f"{name}: {sample}")
             continue
-        yield from _sample(sample, number, name, header, ctx)
+        yield from _sample(sample, number, name, header, ctx, seen)
 
 
 def _zip_json(archive: zipfile.ZipFile, fh: IO[bytes], info: zipfile.ZipInfo) -> Any:
     """The parsed member (strict JSON), or an error message (a ``str``) when it cannot be read."""
-    if info.file_size > MAX_MEMBER_BYTES:
-        return f"larger than {MAX_MEMBER_BYTES // 2**20} MiB uncompressed"
-    try:
-        if info.compress_type == ZIP_ZSTANDARD and sys.version_info < (3, 14):
-            data = _read_zstd_member(fh, info)
-        else:
-            with archive.open(info) as member:
-                data = member.read(MAX_MEMBER_BYTES + 1)
-    except NotImplementedError:
-        return (
-            f"compressed with a method this Python cannot read (ZIP method {info.compress_type}); convert the "
-            "log to JSON (inspect log convert --to json --output-dir DIR FILE) and ingest that"
-        )
-    except _ZstdUnavailable:
-        return (
-            "compressed with Zstandard (ZIP method 93, as Inspect writes logs since late 2025), which this Python "
-            "cannot read without the zstandard package: pip install zstandard, or convert the log to JSON "
-            "(inspect log convert --to json --output-dir DIR FILE) and ingest that"
-        )
-    except (zipfile.BadZipFile, OSError, EOFError, ValueError) as exc:  # e.g. a bad CRC
-        return f"unreadable ({exc})"
-    if len(data) > MAX_MEMBER_BYTES:
-        return f"larger than {MAX_MEMBER_BYTES // 2**20} MiB uncompressed"
+    data = member_bytes(archive, fh, info)
+    if isinstance(data, str):
+        return data
     value, problem = load_json_bytes(data)
     if problem is not None:
         return f"{problem.message} (line {problem.line} of the member)"
     return value
 
 
+def member_bytes(archive: zipfile.ZipFile, fh: IO[bytes], info: zipfile.ZipInfo, *, keep: bool = True) -> bytes | str:
+    """A member's bytes, decompressed against its byte budget, or why it cannot be read (a ``str``).
+
+    The budget is the size the member declares, which may be at most ``MAX_MEMBER_BYTES``: a
+    member that declares more is refused before anything is decompressed, and one that expands
+    beyond its declaration is refused as soon as it does (at most ``_CHUNK`` bytes later), never
+    after the bytes are allocated. Its CRC-32 and size are checked. ``keep=False`` checks the
+    member without keeping its bytes (``annotate writeback`` checks a copy before Inspect reads it).
+    """
+    limit = f"{MAX_MEMBER_BYTES // 2**20} MiB"
+    if info.file_size > MAX_MEMBER_BYTES:
+        return f"larger than {limit} uncompressed (it declares {info.file_size:,} bytes)"
+    if info.compress_type not in ZIP_METHODS:
+        return (
+            f"compressed with ZIP method {info.compress_type}, which Inspect never writes (it writes Deflate or "
+            "Zstandard); convert the log to JSON (inspect log convert --to json --output-dir DIR FILE) and "
+            "ingest that"
+        )
+    if info.flag_bits & 0x1:
+        return "encrypted, which Inspect never writes"
+    chunks: list[bytes] = []
+    total = 0
+    try:
+        for chunk in _decompressed(archive, fh, info):
+            total += len(chunk)
+            if total > info.file_size:
+                return (
+                    f"expands beyond the {info.file_size:,} bytes it declares uncompressed (a decompression bomb, "
+                    "or a damaged archive); refused before reading further"
+                )
+            if keep:
+                chunks.append(chunk)
+    except _ZstdUnavailable:
+        return (
+            "compressed with Zstandard (ZIP method 93, as Inspect writes logs since late 2025), which this Python "
+            "cannot read without the zstandard package: pip install zstandard, or convert the log to JSON "
+            "(inspect log convert --to json --output-dir DIR FILE) and ingest that"
+        )
+    except NotImplementedError:
+        return (
+            f"compressed with a method this Python cannot read (ZIP method {info.compress_type}); convert the "
+            "log to JSON (inspect log convert --to json --output-dir DIR FILE) and ingest that"
+        )
+    except (zipfile.BadZipFile, OSError, EOFError, ValueError, RuntimeError) as exc:  # e.g. a bad CRC
+        return f"unreadable ({exc})"
+    if total != info.file_size:
+        return f"unreadable ({total:,} bytes where the archive says {info.file_size:,})"
+    return b"".join(chunks)
+
+
+def _decompressed(archive: zipfile.ZipFile, fh: IO[bytes], info: zipfile.ZipInfo) -> Iterator[bytes]:
+    """A member's uncompressed bytes, at most ``_CHUNK`` at a time (zipfile checks the CRC of its own)."""
+    if info.compress_type == ZIP_ZSTANDARD:
+        zstd = _zstd_reader(fh, info)
+        if zstd is not None:
+            yield from zstd
+            return
+        if sys.version_info < (3, 14):
+            raise _ZstdUnavailable()
+    with archive.open(info) as member:
+        while chunk := member.read(_CHUNK):
+            yield chunk
+
+
 class _ZstdUnavailable(Exception):
     """No Zstandard decoder in this Python (neither 3.14's nor the zstandard package)."""
 
 
-def _read_zstd_member(fh: IO[bytes], info: zipfile.ZipInfo) -> bytes:
-    """A Zstandard member's bytes, checked against its CRC-32 and size (Python before 3.14).
+class _Compressed:
+    """The compressed bytes of one member, read from the archive in pieces (for a streaming decoder)."""
 
-    zipfile cannot decompress method 93 itself, so the member's compressed bytes are read at
-    the offset its local header gives and decompressed with the zstandard package, bounded by
-    ``MAX_MEMBER_BYTES``.
+    def __init__(self, fh: IO[bytes], offset: int, size: int) -> None:
+        self._fh, self._pos, self._left = fh, offset, size
+
+    def read(self, n: int = -1) -> bytes:
+        n = self._left if n is None or n < 0 else min(n, self._left)
+        if n <= 0:
+            return b""
+        self._fh.seek(self._pos)
+        data = self._fh.read(n)
+        if not data:
+            raise zipfile.BadZipFile("the member is truncated")
+        self._pos += len(data)
+        self._left -= len(data)
+        return data
+
+
+def _zstd_reader(fh: IO[bytes], info: zipfile.ZipInfo) -> Iterator[bytes] | None:
+    """A Zstandard member decompressed in chunks with the zstandard package (None without it).
+
+    zipfile cannot decompress method 93 before Python 3.14, so the member's compressed bytes are
+    read at the offset its local header gives and streamed through the decoder; its CRC-32 is
+    checked at the end. (The caller stops it as soon as it passes the member's budget.)
     """
     try:
         import zstandard
     except ImportError:
-        raise _ZstdUnavailable() from None
-    fh.seek(info.header_offset)
-    local = fh.read(_LOCAL_HEADER.size)
-    if len(local) != _LOCAL_HEADER.size or local[:4] != b"PK\x03\x04":
-        raise zipfile.BadZipFile(f"bad local header for {info.filename!r}")
-    fields = _LOCAL_HEADER.unpack(local)
-    fh.seek(info.header_offset + _LOCAL_HEADER.size + fields[10] + fields[11])  # name and extra field lengths
-    compressed = fh.read(info.compress_size)
-    if len(compressed) != info.compress_size:
-        raise zipfile.BadZipFile(f"{info.filename!r} is truncated")
-    try:
-        reader = zstandard.ZstdDecompressor().stream_reader(compressed, read_across_frames=True)
-        data = reader.read(MAX_MEMBER_BYTES + 1)
-    except zstandard.ZstdError as exc:
-        raise zipfile.BadZipFile(f"{info.filename!r}: not valid Zstandard data ({exc})") from None
-    if len(data) <= MAX_MEMBER_BYTES:
-        if len(data) != info.file_size:
-            raise zipfile.BadZipFile(
-                f"{info.filename!r}: {len(data):,} bytes where the archive says {info.file_size:,}"
+        return None
+
+    def chunks() -> Iterator[bytes]:
+        fh.seek(info.header_offset)
+        local = fh.read(_LOCAL_HEADER.size)
+        if len(local) != _LOCAL_HEADER.size or local[:4] != b"PK\x03\x04":
+            raise zipfile.BadZipFile(f"bad local header for {info.filename!r}")
+        fields = _LOCAL_HEADER.unpack(local)
+        offset = info.header_offset + _LOCAL_HEADER.size + fields[10] + fields[11]  # name and extra field lengths
+        source = _Compressed(fh, offset, info.compress_size)
+        crc = 0
+        try:
+            reader = zstandard.ZstdDecompressor().stream_reader(
+                cast(IO[bytes], source), read_size=_CHUNK, read_across_frames=True
             )
-        if zlib.crc32(data) != info.CRC:
+            while chunk := reader.read(_CHUNK):
+                crc = zlib.crc32(chunk, crc)
+                yield chunk
+        except zstandard.ZstdError as exc:
+            raise zipfile.BadZipFile(f"{info.filename!r}: not valid Zstandard data ({exc})") from None
+        if crc != info.CRC:
             raise zipfile.BadZipFile(f"bad CRC-32 for file {info.filename!r}")
-    return data
+
+    return chunks()
+
+
+def _read_zstd_member(fh: IO[bytes], info: zipfile.ZipInfo) -> bytes:
+    """A Zstandard member's bytes, checked against its budget, CRC-32 and size (``member_bytes``'s path)."""
+    chunks = _zstd_reader(fh, info)
+    if chunks is None:
+        raise _ZstdUnavailable()
+    out: list[bytes] = []
+    total = 0
+    for chunk in chunks:
+        total += len(chunk)
+        if total > min(info.file_size, MAX_MEMBER_BYTES):
+            raise zipfile.BadZipFile(f"{info.filename!r} expands beyond the {info.file_size:,} bytes it declares")
+        out.append(chunk)
+    if total != info.file_size:
+        raise zipfile.BadZipFile(f"{info.filename!r}: {total:,} bytes where the archive says {info.file_size:,}")
+    return b"".join(out)
 
 
 def _header(log: dict[str, Any], ctx: ReadContext) -> dict[str, Any] | Problem:
@@ -278,6 +455,9 @@ def _header(log: dict[str, Any], ctx: ReadContext) -> dict[str, Any] | Problem:
         return Problem(1, "missing field 'eval.model'; pass --model", fatal=True)
     if not isinstance(task, str) or not task:
         return Problem(1, "missing field 'eval.task'; pass --benchmark", fatal=True)
+    marker = object_field(spec, "metadata").get(WRITEBACK_MARKER)
+    if marker is not None and not ctx.allow_written_back:
+        return Problem(1, written_back_refusal(f"eval.metadata.{WRITEBACK_MARKER}"), fatal=True)
     return {"model": model, "benchmark": task, "single_judge": _single_score_judge(log)}
 
 
@@ -295,7 +475,9 @@ def _single_score_judge(log: dict[str, Any]) -> str:
     return SINGLE_SCORE_JUDGE
 
 
-def _sample(sample: Any, line: int, where: str, header: dict[str, Any], ctx: ReadContext) -> Iterator[Item]:
+def _sample(
+    sample: Any, line: int, where: str, header: dict[str, Any], ctx: ReadContext, seen: dict[tuple[str, int], str]
+) -> Iterator[Item]:
     if not isinstance(sample, dict):
         yield Problem(line, f"{where}: expected a sample object, got {_type(sample)}")
         return
@@ -311,6 +493,15 @@ def _sample(sample: Any, line: int, where: str, header: dict[str, Any], ctx: Rea
     if not isinstance(epoch, int) or isinstance(epoch, bool):
         yield Problem(line, f"{where}: field 'epoch' must be an integer, got {_type(epoch)}")
         return
+    sample_key = (str(sample_id), epoch)
+    if sample_key in seen:
+        yield Problem(
+            line,
+            f"{where}: sample {sample_id!r} (epoch {epoch}) is also {seen[sample_key]}; Inspect would show both, so "
+            "which one was reviewed could not be told",
+        )
+        return
+    seen[sample_key] = where
     aside = {"sample_id": sample_id, "epoch": epoch}
     if sample.get("error"):
         error = sample["error"]
@@ -323,11 +514,15 @@ def _sample(sample: Any, line: int, where: str, header: dict[str, Any], ctx: Rea
         prompt = _prompt_text(sample["input"], attachments)
         response = _response_text(sample.get("output"), attachments)
         transcript = _transcript(sample.get("messages"), attachments)
+        disagreement = None if response is None else _disagreement(sample, response, attachments)
     except _Malformed as exc:
         yield Problem(line, f"{where}: {exc}")
         return
     if response is None:
         yield SetAside(line, "the sample has no model output", aside)
+        return
+    if disagreement is not None:
+        yield SetAside(line, disagreement, aside)
         return
     scores = sample.get("scores")
     if scores is None and sample.get("score") is not None:
@@ -356,8 +551,15 @@ def _sample(sample: Any, line: int, where: str, header: dict[str, Any], ctx: Rea
         if not isinstance(score, dict) or "value" not in score:
             yield Problem(line, f"{where}: scores[{scorer!r}] must be an object with a 'value'")
             continue
+        human = _human_review(score, scorer, line, where, ctx)
+        if isinstance(human, str):
+            yield SetAside(line, human, {**aside, "scorer": scorer})
+            continue
         verdict, number = _verdict(score["value"])
         meta: dict[str, Any] = {}
+        if human is not None:
+            judge = human.pop("judge")
+            meta["human_review"] = human
         if "target" in sample:
             meta["target"] = sample["target"]
         for key in ("answer", "explanation"):
@@ -380,6 +582,102 @@ def _sample(sample: Any, line: int, where: str, header: dict[str, Any], ctx: Rea
             meta=meta or None,
             transcript=transcript,
         )
+
+
+def _annotate_edit(edit: Any) -> dict[str, Any] | None:
+    """The provenance of a score edit that ``annotate writeback`` made, or None for any other entry."""
+    provenance = edit.get("provenance") if isinstance(edit, dict) else None
+    metadata = provenance.get("metadata") if isinstance(provenance, dict) else None
+    if isinstance(metadata, dict) and metadata.get("tool") == WRITEBACK_TOOL:
+        assert isinstance(provenance, dict)
+        return provenance
+    return None
+
+
+def _human_review(score: dict[str, Any], scorer: str, line: int, where: str, ctx: ReadContext) -> Any:
+    """None for a judge's own score; for one annotate wrote: refused (``_WrittenBack``) or, when allowed,
+    the human review's judge name and provenance (a dict), or why the score is set aside (a ``str``)."""
+    history = score.get("history")
+    entries = history if isinstance(history, list) else []
+    ours = [p for p in map(_annotate_edit, entries) if p is not None]
+    if not ours:
+        return None
+    if not ctx.allow_written_back:
+        raise _WrittenBack(line, f"{where}: " + written_back_refusal(f"scores[{scorer!r}] holds its edits"))
+    last = _annotate_edit(entries[-1])
+    if last is None:
+        by = entries[-1].get("provenance") if isinstance(entries[-1], dict) else None
+        author = by.get("author") if isinstance(by, dict) else None
+        return f"the score {scorer!r} was edited again after annotate wrote it back (by {author or 'someone'})"
+    metadata = last["metadata"]
+    if metadata.get("label") not in ("harmful", "safe"):
+        return f"the human label written back into {scorer!r} was withdrawn ({last.get('reason') or 'no reason'})"
+    judge = metadata.get("judge")
+    review = {
+        "judge": HUMAN_REVIEW_PREFIX + (judge if isinstance(judge, str) and judge else scorer),
+        "scorer": scorer,
+        "author": last.get("author"),
+        "reason": last.get("reason"),
+    }
+    for key in ("round", "decision", "label", "method", "votes", "export_manifest_sha256", "annotate_version"):
+        if key in metadata:
+            review[key] = metadata[key]
+    return review
+
+
+def reading_problem(output: Any, messages: Any, attachments: dict[str, Any]) -> str | None:
+    """Why a sample's answer would be read two ways, or None when it is one text.
+
+    The reviewers see ``output.choices[0]``; Inspect's viewer and reader show ``output.completion``
+    (an empty one is the first choice's text) and the conversation ends with the last assistant
+    turn of ``messages``. All three must be the same text. Shared by the reader and ``annotate
+    writeback`` (on Inspect's own reading of the sample), so a label never lands on another text.
+    Raises ``ValueError`` for an output that is not shaped like Inspect's.
+    """
+    response = _response_text(output, attachments)
+    if response is None:
+        return None
+    return _disagreement({"output": output, "messages": messages}, response, attachments)
+
+
+def verdict_of(value: Any) -> tuple[str | None, float | None]:
+    """A score value as the reader stores it: (verdict text, numeric score)."""
+    return _verdict(value)
+
+
+def response_text(output: Any, attachments: dict[str, Any]) -> str | None:
+    """The text reviewers see for a sample (the first choice's), None without output; ``ValueError`` if malformed."""
+    return _response_text(output, attachments)
+
+
+def _disagreement(sample: dict[str, Any], response: str, attachments: dict[str, Any]) -> str | None:
+    output = sample.get("output")
+    completion = output.get("completion") if isinstance(output, dict) else None
+    if completion is not None and not isinstance(completion, str):
+        raise _Malformed(f"field 'output.completion' must be text, got {_type(completion)}")
+    completion = _resolve(completion, attachments) if completion else None
+    if completion is not None and completion != response:
+        return (
+            "the sample's answer is read two ways: output.completion (what Inspect shows) is not the text of "
+            f"output.choices[0] (what reviewers would see) ({_differ(completion, response)}); not reviewable"
+        )
+    messages = sample.get("messages")
+    if isinstance(messages, list):
+        last = next((m for m in reversed(messages) if isinstance(m, dict) and m.get("role") == "assistant"), None)
+        if last is not None:
+            text = _content_text(last.get("content"), attachments) or ""
+            if text != response:
+                return (
+                    "the sample's answer is read two ways: the conversation's last assistant turn is not the text "
+                    f"of output.choices[0] (what reviewers would see) ({_differ(text, response)}); not reviewable"
+                )
+    return None
+
+
+def _differ(a: str, b: str) -> str:
+    """Where two texts part (a short, escaped description for a message)."""
+    at = next((k for k, (x, y) in enumerate(zip(a, b, strict=False)) if x != y), min(len(a), len(b)))
+    return f"{len(a):,} and {len(b):,} characters, first different at character {at + 1:,}"
 
 
 def _verdict(value: Any) -> tuple[str | None, float | None]:

@@ -57,6 +57,7 @@ from typing import Any
 from annotate.errors import InputError
 from annotate.fileio import open_input
 from annotate.ingest.records import (
+    MAX_DOCUMENT_BYTES,
     Item,
     Problem,
     ReadContext,
@@ -245,7 +246,7 @@ def sniff(path: Path, head: bytes) -> bool:
 
 def read(path: Path, ctx: ReadContext) -> Iterator[Item]:
     """Yield one Record per jailbreak item, SetAside for items without prompt/response."""
-    data = load_json_object(path, ctx, "a JSON object")
+    data = load_json_object(path, ctx, "a JSON object", max_bytes=MAX_DOCUMENT_BYTES)
     if isinstance(data, Problem):
         yield data
         return

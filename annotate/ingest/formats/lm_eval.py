@@ -10,7 +10,8 @@ Choices:
   with the same datetime first; otherwise any ``results_*.json`` beside it, if they all name
   the same model). When ``model_name`` is empty, the ``pretrained=`` / ``model=`` entry of
   ``config.model_args`` is used. With no model found, read yields one Problem asking for
-  ``--model``.
+  ``--model`` and saying why each ``results_*.json`` beside it named none. A sibling that is
+  not a regular file (a FIFO, a device) is never opened: it is named as such in that message.
 * prompt_id = ``str(doc_id)``, epoch 0, prompt = the first argument of the first request
   (``arguments`` is ``{"gen_args_0": {"arg_0": prompt, ...}}`` in 0.4.x and a list of argument
   lists on current main). A chat-templated prompt (``--apply_chat_template``: a 1-element
@@ -35,6 +36,7 @@ task; it only shows the format.
 from __future__ import annotations
 
 import json
+import os
 import re
 from collections.abc import Iterator
 from pathlib import Path
@@ -42,7 +44,7 @@ from typing import Any
 
 from annotate.errors import InputError
 from annotate.fileio import open_input
-from annotate.ingest.records import Item, Problem, ReadContext, Record, json_lines, load_json_bytes
+from annotate.ingest.records import Item, Problem, ReadContext, Record, file_kind_problem, json_lines, load_json_bytes
 
 NAME = "lm-eval"
 DESCRIPTION = "lm-evaluation-harness --log_samples output: samples_<task>_<datetime>.jsonl"
@@ -76,45 +78,76 @@ def task_from_filename(path: Path) -> tuple[str | None, str | None]:
 
 def model_from_results(path: Path) -> str | None:
     """``model_name`` from the ``results_*.json`` beside a samples file, preferring the same run."""
+    return _model_and_notes(path)[0]
+
+
+def _model_and_notes(path: Path) -> tuple[str | None, list[str]]:
+    """(the model the ``results_*.json`` beside ``path`` name, or None; why each sibling named none).
+
+    A sibling that is not a regular file (a FIFO, a device) is never opened (``file_kind_problem``).
+    """
+    notes: list[str] = []
     _, stamp = task_from_filename(path)
     if stamp is not None:
         same_run = path.with_name(f"results_{stamp}.json")
-        if same_run.is_file():
-            name = _results_model(same_run)
+        if os.path.lexists(same_run):
+            name, why = _results_model(same_run)
             if name:
-                return name
-    names = {name for p in sorted(path.parent.glob("results_*.json")) if (name := _results_model(p))}
-    return names.pop() if len(names) == 1 else None
+                return name, []
+            notes.append(f"{same_run.name} {why}")
+    try:
+        siblings = sorted(path.parent.glob("results_*.json"))
+    except OSError as exc:
+        return None, [*notes, f"the folder cannot be listed ({exc.strerror or exc})"]
+    names: dict[str, list[str]] = {}
+    for sibling in siblings:
+        if stamp is not None and sibling.name == f"results_{stamp}.json":
+            continue
+        name, why = _results_model(sibling)
+        if name:
+            names.setdefault(name, []).append(sibling.name)
+        else:
+            notes.append(f"{sibling.name} {why}")
+    if len(names) == 1:
+        return next(iter(names)), []
+    if len(names) > 1:
+        named = "; ".join(f"{', '.join(files)}: {name!r}" for name, files in sorted(names.items()))
+        notes.append(f"the results files beside it name different models ({named})")
+    return None, notes
 
 
-def _results_model(path: Path) -> str | None:
-    # open_input: a FIFO or a device named results_*.json must not block or feed the command.
+def _results_model(path: Path) -> tuple[str | None, str]:
+    """(the model a results file names, ""), or (None, why it names none: a sentence's end)."""
+    kind = file_kind_problem(path)
+    if kind is not None:  # never opened: a FIFO would block or feed the command
+        return None, kind.split(";")[0]
     try:
         with open_input(path) as source:
             raw = source.stream.read(MAX_RESULTS_BYTES + 1)
-    except (InputError, OSError):  # an unreadable sibling is not this file's problem
-        return None
+    except (InputError, OSError) as exc:  # an unreadable sibling is not this file's problem
+        return None, f"cannot be read ({str(exc).removeprefix(f'{path}: ')})"
     if len(raw) > MAX_RESULTS_BYTES:
-        return None
+        return None, f"is larger than {MAX_RESULTS_BYTES // 2**20} MiB (a results file is a summary): not read"
     data, problem = load_json_bytes(raw)
     if problem is not None:
-        return None
+        return None, f"is not valid JSON ({problem.message})"
     if not isinstance(data, dict):
-        return None
+        return None, "is not a JSON object"
     name = data.get("model_name")
     if isinstance(name, str) and name:
-        return name
+        return name, ""
     config = data.get("config")
     args = config.get("model_args") if isinstance(config, dict) else None
     if isinstance(args, dict):
         found = args.get("pretrained") or args.get("model")
-        return found if isinstance(found, str) and found else None
+        if isinstance(found, str) and found:
+            return found, ""
     if isinstance(args, str):
         for part in args.split(","):
             key, _, value = part.partition("=")
             if key.strip() in ("pretrained", "model") and value.strip():
-                return value.strip()
-    return None
+                return value.strip(), ""
+    return None, "names no model (no model_name, no pretrained= or model= in config.model_args)"
 
 
 def read(path: Path, ctx: ReadContext) -> Iterator[Item]:
@@ -128,11 +161,10 @@ def read(path: Path, ctx: ReadContext) -> Iterator[Item]:
             fatal=True,
         )
         return
-    model = ctx.model or model_from_results(path)
+    model, notes = (ctx.model, []) if ctx.model else _model_and_notes(path)
     if model is None:
-        yield Problem(
-            1, "cannot tell the model: no results_*.json with a model_name beside this file; pass --model", fatal=True
-        )
+        why = "; ".join(notes) if notes else "there is no results_*.json beside this file"
+        yield Problem(1, f"cannot tell the model: {why}; pass --model", fatal=True)
         return
     for entry in json_lines(path, ctx, tick_every=_TICK_EVERY):
         yield entry if isinstance(entry, Problem) else _line(entry[1], entry[0], model, benchmark, ctx)

@@ -54,6 +54,7 @@ from pathlib import Path
 from typing import Any
 
 from annotate.ingest.records import (
+    MAX_DOCUMENT_BYTES,
     Item,
     Problem,
     ReadContext,
@@ -129,7 +130,7 @@ def is_judge(assertion_type: Any) -> bool:
 
 def read(path: Path, ctx: ReadContext) -> Iterator[Item]:
     """Yield one Record per (result, model-graded component)."""
-    data = load_json_object(path, ctx, "a JSON object")
+    data = load_json_object(path, ctx, "a JSON object", max_bytes=MAX_DOCUMENT_BYTES)
     if isinstance(data, Problem):
         yield data
         return

@@ -74,6 +74,7 @@ _FILE_RES = (
     re.compile(r"^xstest_completions_(?P<model>.+?)_v1\.csv$", re.IGNORECASE),
 )
 V1_BENCHMARK = "xstest/v1"
+_LINE_END = re.compile(rb"\r\n|\r|\n")
 _TICK_EVERY = 1024
 
 
@@ -81,8 +82,12 @@ def sniff(path: Path, head: bytes) -> bool:
     """A ``.csv`` whose header has id, prompt, completion and a label column."""
     if path.suffix.lower() != ".csv":
         return False
-    first = head.removeprefix(b"\xef\xbb\xbf").split(b"\n", 1)[0].decode("utf-8", errors="replace")
-    columns = {c.strip() for c in next(csv.reader([first]), [])}
+    # The header line ends with LF, CRLF or (old Mac files) a bare CR.
+    first = _LINE_END.split(head.removeprefix(b"\xef\xbb\xbf"), maxsplit=1)[0].decode("utf-8", errors="replace")
+    try:
+        columns = {c.strip() for c in next(csv.reader([first]), [])}
+    except csv.Error:  # not a CSV header this reader can read: not claimed
+        return False
     return {"id", "prompt", "completion"} <= columns and bool(columns & {"final_label", *JUDGE_COLUMNS})
 
 

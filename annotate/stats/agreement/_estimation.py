@@ -5,7 +5,7 @@ A coefficient is a statistic ``finish(sum over units of features(unit))``
 undefined case returns NaN with a reason (:func:`_pairable_reason`,
 :func:`_single_category_reason`); otherwise the units collapse to patterns (count rows, label
 rows or contingency cells) and :func:`annotate.stats.agreement._bootstrap._fit` gives the point
-estimate, the jackknife SE and the percentile unit bootstrap, each output becoming a
+estimate, the jackknife SE and the BCa unit bootstrap, each output becoming a
 ``results.Coefficient`` (:func:`_coefficient`). :func:`_pair_agreement` is the per-unit share of
 agreeing rater pairs that percent agreement, AC1, Fleiss and Conger share.
 """
@@ -83,6 +83,7 @@ def _coefficient(
         n_boot_undefined=int(fit.n_undefined[k]),
         confidence=boot.confidence,
         components=components,
+        interval_note=fit.interval_notes[k] if fit.interval_notes else None,
     )
 
 
@@ -97,6 +98,8 @@ def _estimate(
     components: dict[str, float] | None = None,
     totals: Callable[[NDArray[np.float64]], dict[str, float]] | None = None,
     per_output: Callable[[NDArray[np.float64]], Sequence[tuple[dict[str, float], str | None]]] | None = None,
+    support: tuple[int, int | None] | None = None,
+    rules: bool = True,
 ) -> tuple[Coefficient, ...]:
     """Every output of ``statistic`` on the units ``rows`` of ``counts``: the path of every coefficient.
 
@@ -128,6 +131,13 @@ def _estimate(
     per_output : callable, optional
         ``per_output(S)`` gives, for each output, its own components and a reason when that
         output alone is undefined (e.g. a category that never occurs).
+    support : (int, int), optional
+        Pairable values and pairable units holding the second most frequent category: no
+        interval below the minimum (:func:`annotate.stats.agreement._bootstrap.support_of`);
+        None: no minimum.
+    rules : bool
+        False: the percentile interval without the rules of issue #23 (the reviewer diagnostics'
+        two-rater kappas).
 
     Returns
     -------
@@ -140,7 +150,7 @@ def _estimate(
     if reason is not None:
         return tuple(_coefficient(name, None, 0, n_units, n_excluded, boot, dict(known), reason) for name in names)
     pats, freq = _patterns(counts[rows])
-    fit = _fit(pats, freq, statistic, boot)
+    fit = _fit(pats, freq, statistic, boot, support=support, rules=rules)
     common = {**known, **(totals(fit.total) if totals is not None else {})}
     own = per_output(fit.total) if per_output is not None else [({}, None)] * len(names)
     return tuple(

@@ -11,7 +11,7 @@ Each coefficient is written as a statistic ``finish(sum over units of features(u
 one path (:func:`annotate.stats.agreement._estimation._estimate`): an undefined case returns NaN
 with a reason; otherwise the units collapse to count patterns and
 :func:`annotate.stats.agreement._bootstrap._fit` gives the point estimate, the jackknife SE and
-the percentile unit bootstrap. Fleiss' kappa on complete units adds its z test
+the BCa unit bootstrap. Fleiss' kappa on complete units adds its z test
 (:func:`annotate.stats.agreement._analytic._fleiss_z`).
 """
 
@@ -25,8 +25,13 @@ from numpy.typing import ArrayLike, NDArray
 
 from annotate.stats._common import NAN, SeedLike
 from annotate.stats.agreement._analytic import _fleiss_z
-from annotate.stats.agreement._bootstrap import _Fit, _fit, _patterns, _Resampling, _Statistic
-from annotate.stats.agreement._estimation import _estimate, _pair_agreement, _pairable_reason, _single_category_reason
+from annotate.stats.agreement._bootstrap import _Fit, _fit, _patterns, _Resampling, _Statistic, support_of
+from annotate.stats.agreement._estimation import (
+    _estimate,
+    _pair_agreement,
+    _pairable_reason,
+    _single_category_reason,
+)
 from annotate.stats.agreement.matrices import _check_counts
 from annotate.stats.agreement.results import AlphaResult, Coefficient
 
@@ -222,7 +227,7 @@ def krippendorff_alpha(
     seed : int, numpy.random.Generator or None
         Seed of the bootstrap; the same int gives the same interval.
     confidence : float
-        Level of the percentile interval.
+        Level of the bootstrap interval.
     thresholds : sequence of float
         ``alpha_min`` values for ``q = P*(alpha < alpha_min)``.
 
@@ -234,9 +239,10 @@ def krippendorff_alpha(
 
     Notes
     -----
-    The bootstrap resamples the pairable units (Efron's nonparametric bootstrap, percentile
-    interval), not judgement pairs as Hayes & Krippendorff (2007) do, whose SE is too small
-    (docs/methods.md section 2.3). It is drawn in pattern-compressed form: with P distinct count rows,
+    The bootstrap resamples the pairable units (Efron's nonparametric bootstrap, BCa interval),
+    not judgement pairs as Hayes & Krippendorff (2007) do, whose SE is too small (docs/methods.md
+    section 2.3); no interval below the minimum support (docs/methods.md 9.13: ``interval_note``).
+    It is drawn in pattern-compressed form: with P distinct count rows,
     ``W ~ Multinomial(U_pairable, freq / U_pairable)`` of shape (B, P), and ``W @ features`` gives
     every replicate's coincidence matrix in one product. The cost grows with P, not U: P <= 16
     for 3 annotators x 3 categories, but it approaches U with many annotators and categories
@@ -294,7 +300,7 @@ def krippendorff_alpha(
         )
 
     pats, freq = _patterns(n_pair)
-    fit = _fit(pats, freq, _alpha_statistic(V, level, v), boot)
+    fit = _fit(pats, freq, _alpha_statistic(V, level, v), boot, support=support_of(n_pair))
     return AlphaResult(
         level,
         float(fit.value[0]),
@@ -310,6 +316,7 @@ def krippendorff_alpha(
         n_values=n_values,
         confidence=confidence,
         components=_alpha_components(fit.total, V, level, v),
+        interval_note=fit.interval_notes[0] if fit.interval_notes else None,
     )
 
 
@@ -398,7 +405,10 @@ def gwet_ac1(counts: ArrayLike, *, n_boot: int = 2000, seed: SeedLike = 0, confi
             "n_pairable_units": float(U_p),
         }
 
-    return _estimate(["gwet_ac1"], n_all, m >= 1, _ac1_statistic(V), reason, boot, totals=components)[0]
+    support = support_of(n_all, minority=False)
+    return _estimate(["gwet_ac1"], n_all, m >= 1, _ac1_statistic(V), reason, boot, totals=components, support=support)[
+        0
+    ]
 
 
 def fleiss_kappa(
@@ -489,7 +499,9 @@ def _fleiss_gwet(n_all: NDArray[np.int64], boot: _Resampling) -> Coefficient:
         }
 
     stat = _ac1_statistic(V, "fleiss")
-    return _estimate(["fleiss_kappa"], n_all, m >= 1, stat, reason, boot, totals=gwet_components)[0]
+    return _estimate(
+        ["fleiss_kappa"], n_all, m >= 1, stat, reason, boot, totals=gwet_components, support=support_of(n_all)
+    )[0]
 
 
 def _fleiss_complete(n_all: NDArray[np.int64], n_raters: int | None, boot: _Resampling) -> Coefficient:
@@ -522,7 +534,17 @@ def _fleiss_complete(n_all: NDArray[np.int64], n_raters: int | None, boot: _Resa
 
     comps = {"n_raters": float(r), "n_incomplete_dropped": float(U - N)}
     stat = _fleiss_statistic(V, r)
-    return _estimate(["fleiss_kappa"], n_all, complete, stat, reason, boot, components=comps, totals=drop_components)[0]
+    return _estimate(
+        ["fleiss_kappa"],
+        n_all,
+        complete,
+        stat,
+        reason,
+        boot,
+        components=comps,
+        totals=drop_components,
+        support=support_of(n_all[complete]),
+    )[0]
 
 
 def percent_agreement(
@@ -556,7 +578,15 @@ def percent_agreement(
     boot = _Resampling(n_boot, seed, confidence)
     pairable = n_all.sum(axis=1) >= 2
     reason = _pairable_reason(int(pairable.sum()), "Percent agreement")
-    return _estimate(["percent_agreement"], n_all, pairable, _percent_statistic(), reason, boot)[0]
+    return _estimate(
+        ["percent_agreement"],
+        n_all,
+        pairable,
+        _percent_statistic(),
+        reason,
+        boot,
+        support=support_of(n_all, minority=False),
+    )[0]
 
 
 def category_agreement(
@@ -617,4 +647,13 @@ def category_agreement(
         ]
 
     labels = [f"category_agreement[{c}]" for c in names]
-    return _estimate(labels, n_all, pairable, _category_statistic(V), reason, boot, per_output=per_category)
+    return _estimate(
+        labels,
+        n_all,
+        pairable,
+        _category_statistic(V),
+        reason,
+        boot,
+        per_output=per_category,
+        support=support_of(n_all),
+    )

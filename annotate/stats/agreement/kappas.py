@@ -23,8 +23,13 @@ from numpy.typing import ArrayLike, NDArray
 
 from annotate.stats._common import NAN, SeedLike, as_codes
 from annotate.stats.agreement._analytic import _kappa_analytic
-from annotate.stats.agreement._bootstrap import _Resampling, _Statistic
-from annotate.stats.agreement._estimation import _estimate, _pair_agreement, _pairable_reason, _single_category_reason
+from annotate.stats.agreement._bootstrap import _Resampling, _Statistic, support_of
+from annotate.stats.agreement._estimation import (
+    _estimate,
+    _pair_agreement,
+    _pairable_reason,
+    _single_category_reason,
+)
 from annotate.stats.agreement.coefficients import _percent_statistic
 from annotate.stats.agreement.matrices import _check_counts, counts_from_codes
 from annotate.stats.agreement.results import Coefficient, PairwiseKappa
@@ -170,7 +175,10 @@ def _kappa(
         comps = {"p_o": float((a * p).sum()), "p_e": float(p.sum(axis=1) @ a @ p.sum(axis=0))}
         se_analytic, test = _kappa_analytic(t, w)
         comps.update(test)
-    res = _estimate([name], cells, np.ones(n, dtype=bool), _kappa_table_statistic(w), reason, boot, components=comps)[0]
+    stat = _kappa_table_statistic(w)
+    # Two-rater kappas serve the reviewer diagnostics (docs/methods.md 2.5, 9.10), which have a
+    # minimum of their own: the percentile interval, without the rules of issue #23 (9.13).
+    res = _estimate([name], cells, np.ones(n, dtype=bool), stat, reason, boot, components=comps, rules=False)[0]
     return replace(res, se_analytic=se_analytic, n_excluded=n_excluded)
 
 
@@ -439,7 +447,41 @@ def brennan_prediger(
         return {"p_a": float(S[0] / S[1]), "p_e": 1.0 / V}
 
     stat = _brennan_prediger_statistic(V)
-    return _estimate(["brennan_prediger"], n_all, pairable, stat, reason, boot, totals=components)[0]
+    return _estimate(
+        ["brennan_prediger"],
+        n_all,
+        pairable,
+        stat,
+        reason,
+        boot,
+        totals=components,
+        support=support_of(n_all, minority=False),
+    )[0]
+
+
+def randolph_kappa(
+    counts: ArrayLike, *, n_boot: int = 2000, seed: SeedLike = 0, confidence: float = 0.95
+) -> Coefficient:
+    """Randolph's (2005) free-marginal multirater kappa: (P_o - 1/Q) / (1 - 1/Q).
+
+    P_o is Fleiss' mean pairwise agreement P_bar; with missing ratings, Gwet's p_a over the
+    pairable units. This is :func:`brennan_prediger` under its multirater name (statsmodels'
+    ``fleiss_kappa(method="randolph")`` on complete data), reported as ``randolph_kappa``.
+
+    Examples
+    --------
+    Fleiss' (1971) 10 subjects x 14 raters x 5 categories (docs/methods.md TC4): P_bar = 0.378022,
+    so (0.378022 - 0.2) / 0.8 = 0.2225275, statsmodels' value:
+
+    >>> counts = [
+    ...     [0, 0, 0, 0, 14], [0, 2, 6, 4, 2], [0, 0, 3, 5, 6], [0, 3, 9, 2, 0], [2, 2, 8, 1, 1],
+    ...     [7, 7, 0, 0, 0], [3, 2, 6, 3, 0], [2, 5, 3, 2, 2], [6, 5, 2, 1, 0], [0, 2, 2, 3, 7],
+    ... ]
+    >>> round(randolph_kappa(counts, n_boot=0).value, 7)
+    0.2225275
+    """
+    res = brennan_prediger(counts, n_boot=n_boot, seed=seed, confidence=confidence)
+    return replace(res, name="randolph_kappa")
 
 
 def conger_kappa(
@@ -517,7 +559,8 @@ def conger_kappa(
         p_a, p_e, _ = _conger_terms(S[None, :], J, V)
         return {"p_a": float(p_a[0]), "p_e": float(p_e[0]), "n_raters": float(n_raters)}
 
-    return _estimate(["conger_kappa"], y + 1, rated, stat, reason, boot, totals=components)[0]
+    support = support_of(counts)
+    return _estimate(["conger_kappa"], y + 1, rated, stat, reason, boot, totals=components, support=support)[0]
 
 
 def pairwise_cohen_kappa(

@@ -9,7 +9,7 @@ What `annotate status --round R` reads before the round is over, on the labels p
   other reviewers, on the 3-way verdicts (harmful / safe / unsure, so a reviewer who hides behind
   "unsure" shows), over the items where at least two others (the one other, with two reviewers)
   have labelled and form a strict majority: :func:`annotator_diagnostics`, the same figure as
-  `annotate agreement`'s per-annotator ``kappa_with_consensus``, here with a percentile unit
+  `annotate agreement`'s per-annotator ``kappa_with_consensus``, here with a BCa unit
   bootstrap interval. Leaving the reviewer out of their own reference avoids self-inclusion
   bias; kappa rather than raw agreement because a reviewer who clicks "safe" on everything
   agrees with a mostly-safe majority most of the time, and only a chance-corrected figure shows
@@ -189,10 +189,10 @@ def low_agreement_flags(diag: AnnotatorDiagnostics, limits: RunningLimits) -> li
     """Per reviewer, why their agreement is far below the others' (None when it is not).
 
     A reviewer whose interval is read is flagged when its upper end is below
-    ``limits.kappa_consensus`` and below the lower end of every other reviewer's read interval.
-    Others without a readable figure do not count: when none has one (the others rarely agree
-    with each other, because this reviewer is their tie-breaker and disagrees), the limit alone
-    decides. With two reviewers both figures are the same, so neither is below the other.
+    ``limits.kappa_consensus`` and below the lower end of every other reviewer's read interval (its
+    figure, where it has none). Others without a readable figure do not count: when none has one
+    (the others rarely agree with each other, because this reviewer is their tie-breaker and
+    disagrees), the limit alone decides. With two reviewers both figures are the same, so neither is below the other.
 
     Examples
     --------
@@ -216,7 +216,7 @@ def low_agreement_flags(diag: AnnotatorDiagnostics, limits: RunningLimits) -> li
             out.append(None)
             continue
         others = [o.kappa_with_consensus for i, o in enumerate(diag.annotators) if i != j and read[i]]
-        if not all(math.isfinite(o.ci_low) and k.ci_high < o.ci_low for o in others):
+        if not all(k.ci_high < (o.ci_low if math.isfinite(o.ci_low) else o.value) for o in others):
             out.append(None)
             continue
         than = "the others" if others else "(the others have too few items in common for a figure)"

@@ -39,7 +39,8 @@ class Coefficient(_MaybeUndefined):
     value : float
         Point estimate; NaN when undefined (see ``undefined_reason``).
     ci_low, ci_high : float
-        Percentile bootstrap interval at level ``confidence``; NaN without bootstrap.
+        BCa bootstrap interval at level ``confidence``; NaN without bootstrap or where
+        ``interval_note`` says why there is none.
     se : float
         Bootstrap standard error (SD of the defined replicates, ddof=1).
     se_jackknife : float
@@ -63,6 +64,10 @@ class Coefficient(_MaybeUndefined):
         Ingredients of the estimate (``p_a``, ``p_e``, ``P_bar`` ...), for reports and tests.
     undefined_reason : str or None
         Full sentence when ``value`` is NaN, else None.
+    interval_note : str or None
+        Why a defined coefficient has no interval although replicates were drawn (too few
+        pairable values, a majority of undefined replicates, a zero-width interval: "too few
+        units for an interval"); None when it has one or no bootstrap was asked for.
     """
 
     name: str
@@ -79,6 +84,7 @@ class Coefficient(_MaybeUndefined):
     components: dict[str, float] = field(default_factory=dict)
     undefined_reason: str | None = None
     se_analytic: float = NAN
+    interval_note: str | None = None
 
     def to_dict(self) -> dict[str, Any]:
         """JSON-serialisable dict (NaN becomes None)."""
@@ -104,7 +110,7 @@ class AlphaResult(_MaybeUndefined):
         Units with fewer than two ratings.
     n_values : int
         Pairable values ``n`` (sum of ``m_u`` over pairable units).
-    n_boot, n_boot_undefined, confidence, components, undefined_reason
+    n_boot, n_boot_undefined, confidence, components, undefined_reason, interval_note
         As in :class:`Coefficient`; ``components`` holds ``D_o`` and ``D_e``.
     """
 
@@ -123,6 +129,7 @@ class AlphaResult(_MaybeUndefined):
     confidence: float = 0.95
     components: dict[str, float] = field(default_factory=dict)
     undefined_reason: str | None = None
+    interval_note: str | None = None
 
     def q_below(self, alpha_min: float) -> float:
         """Bootstrap probability that alpha is below ``alpha_min`` (one of the thresholds)."""
@@ -289,7 +296,9 @@ CONVENTIONS: Mapping[str, str] = {
     "fleiss": "complete units only (m_u = r); incomplete units dropped and counted",
     "ac1_Q": "number of declared categories",
     "percent_agreement": "Gwet p_a: mean over pairable units of the share of agreeing pairs",
-    "interval": "percentile unit bootstrap, pattern-compressed; undefined replicates excluded",
+    "interval": "BCa unit bootstrap, pattern-compressed; undefined replicates excluded; no interval with fewer "
+    "than 30 pairable values or (alpha, Fleiss, Conger, category agreement) 10 units of the second most "
+    "frequent category, a majority of undefined replicates, or zero width",
     "brennan_prediger": "percent agreement (Gwet p_a) with chance 1/Q, Q = number of declared categories",
     "conger_kappa": "Gwet p_a; chance from each rater's own category shares over the units that rater rated "
     "(irrCAC conger.kappa.raw)",

@@ -17,6 +17,7 @@ import pandas as pd
 from numpy.typing import NDArray
 
 from annotate.stats.agreement.matrices import counts_from_codes, label_matrix_from_long
+from annotate.stats.agreement.results import AlphaResult
 
 
 @dataclass(frozen=True)
@@ -41,25 +42,43 @@ class Thresholds:
     alpha_gain: float = 0.05
 
 
-def verdict_for(alpha_low: float | None, th: Thresholds) -> str:
+#: The verdict of a group whose alpha has no interval (too few pairable values, a majority of
+#: undefined bootstrap replicates, or a zero-width interval): no verdict is read from it.
+TOO_FEW_UNITS = "too few units for an interval"
+
+
+def verdict_for(alpha_low: float | AlphaResult | None, th: Thresholds) -> str:
     """Krippendorff's reading, on the interval's lower end.
 
     Parameters
     ----------
-    alpha_low : float or None
-        Lower end of alpha's interval; None or NaN when alpha is undefined.
+    alpha_low : float, AlphaResult or None
+        Lower end of alpha's interval (None or NaN when alpha is undefined or has no interval),
+        or the whole result: then a defined alpha without an interval reads
+        :data:`TOO_FEW_UNITS` (issue #23: three agreeing units printed [1, 1] and "reliable").
     th : Thresholds
 
     Returns
     -------
     str
-        ``"reliable"``, ``"tentative only"``, ``"unreliable"`` or ``"undefined"``.
+        ``"reliable"``, ``"tentative only"``, ``"unreliable"``, ``"undefined"`` or
+        ``"too few units for an interval"``. Never a verdict from a zero-width interval: the
+        statistics give none (docs/methods.md 9.13).
 
     Examples
     --------
     >>> [verdict_for(a, Thresholds()) for a in (0.81, 0.7, 0.5, None)]
     ['reliable', 'tentative only', 'unreliable', 'undefined']
+    >>> from annotate.stats.agreement.coefficients import krippendorff_alpha
+    >>> verdict_for(krippendorff_alpha([[2, 0], [0, 2], [2, 0]], n_boot=200), Thresholds())
+    'too few units for an interval'
     """
+    if isinstance(alpha_low, AlphaResult):
+        if not alpha_low.defined:
+            return "undefined"
+        if alpha_low.interval_note is not None:
+            return TOO_FEW_UNITS
+        alpha_low = alpha_low.ci_low
     if alpha_low is None or alpha_low != alpha_low:
         return "undefined"
     if alpha_low >= th.reliable:

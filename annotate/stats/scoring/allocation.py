@@ -11,7 +11,7 @@ from numpy.typing import NDArray
 from annotate.columns import CLEAR_LABELS, JUDGE_LABELS
 from annotate.stats.scoring.strata import ALIASES
 
-__all__ = ["DEFAULT_RATES", "plan_allocation"]
+__all__ = ["DEFAULT_RATES", "plan_allocation", "plan_sensitivity"]
 
 #: docs/methods.md's guesses of P(harmful | judge label) for the clear labels.
 DEFAULT_RATES = {"harmful": 0.85, "safe": 0.04}
@@ -216,3 +216,130 @@ def plan_allocation(
     out["n_cell"] = np.bincount(cell, weights=np.where(clear, n_plan, 0.0), minlength=C)[cell].astype(np.int64)
     out["expected_se"] = np.sqrt(np.bincount(cell, weights=v, minlength=C))[cell]
     return out[clear].reset_index(drop=True)
+
+
+def plan_sensitivity(
+    strata: pd.DataFrame,
+    target_se: float,
+    *,
+    rates: Mapping[str, float] | str | None = None,
+    n_harmful: int | None = None,
+    min_per_stratum: int = 10,
+) -> pd.DataFrame:
+    """How many judge-safe responses per cell to review for a target SE of the judge's sensitivity.
+
+    The routing judge's sensitivity over the design is Se = A / (A + B) with A = sum_c N_H,c pi_H
+    (its true positives) and B = sum_c N_S,c pi_S (the harmful responses it called safe, the ones
+    hidden in the sparsely reviewed judge-safe strata; docs/methods.md 9.7). With n_H,c reviewed of
+    each judge-harmful stratum and a common n of each judge-safe one (capped at N_S,c), the delta
+    method gives
+
+        Var(Se) = sum_c [ (B / (A + B)^2)^2 V_A,c + (A / (A + B)^2)^2 V_B,c ],
+        V_k,c = N_k,c^2 (1 / n_k,c - 1 / N_k,c) pi_k (1 - pi_k),
+
+    and n is the smallest number (at least ``min_per_stratum``) that brings sqrt(Var(Se)) down to
+    ``target_se``, found by bisection. Rare harm makes n large (issue #23: a judge's sensitivity
+    for rare harm cannot be audited at 25 per stratum). Where the judge-safe samples together
+    would hold fewer than 3 harmful responses in expectation, the normal SE understates the
+    interval (which then rests on the unseen-harm draw of 9.7): ``note`` says so.
+
+    Parameters
+    ----------
+    strata : DataFrame
+        As :func:`plan_allocation`.
+    target_se : float
+        The wanted SE of the judge's sensitivity over all the cells.
+    rates : mapping, "data" or None
+        As :func:`plan_allocation`.
+    n_harmful : int, optional
+        Reviewed per judge-harmful stratum (default: the stratum's ``reviewed`` if given, else
+        ``min_per_stratum``).
+    min_per_stratum : int, default 10
+
+    Returns
+    -------
+    DataFrame, one row per cell with a judge-safe stratum
+        ``model, benchmark, population`` (N_S), ``rate_guess`` (pi_S), ``n`` (judge-safe to review),
+        ``census``, ``n_harmful`` (judge-harmful reviewed), ``expected_harmful`` (n pi_S in the cell),
+        ``expected_se`` (of the pooled sensitivity, the same on every row), ``reachable``, ``note``.
+
+    Examples
+    --------
+    Four cells of 50 judge-harmful (pi_H = 0.85) and 950 judge-safe responses (pi_S = 0.01), 25
+    reviewed of each judge-harmful stratum: Se = 170 / (170 + 38) = 0.817, and an SE of 0.05 needs
+    181 judge-safe reviews per cell, where 25 give 0.147:
+
+    >>> strata = pd.DataFrame({"model": [f"m{i}" for i in range(4) for _ in range(2)], "benchmark": "b",
+    ...     "stratum": ["harmful", "safe"] * 4, "judge_label": ["harmful", "safe"] * 4,
+    ...     "population": [50, 950] * 4})
+    >>> plan = plan_sensitivity(strata, 0.05, rates={"harmful": 0.85, "safe": 0.01}, n_harmful=25)
+    >>> int(plan.n.iloc[0]), round(float(plan.expected_se.iloc[0]), 3), bool(plan.reachable.iloc[0])
+    (181, 0.05, True)
+    """
+    if not target_se > 0:
+        raise ValueError(f"target_se must be positive; got {target_se!r}.")
+    df = _strata(strata)
+    pi = _rate_guesses(df, rates).to_numpy(dtype=np.float64)
+    df = df.assign(_pi=pi)
+    if n_harmful is None and "reviewed" in df:
+        df["_n"] = pd.to_numeric(df["reviewed"]).astype(np.float64)
+    else:
+        df["_n"] = float(min_per_stratum if n_harmful is None else n_harmful)
+    key = ["model", "benchmark"]
+    H = (
+        df[df.judge_label == "harmful"]
+        .groupby(key, sort=False)[["population", "_pi", "_n"]]
+        .agg({"population": "sum", "_pi": "mean", "_n": "sum"})
+    )
+    S = (
+        df[df.judge_label == "safe"]
+        .groupby(key, sort=False)[["population", "_pi"]]
+        .agg({"population": "sum", "_pi": "mean"})
+    )
+    H = H.rename(columns={"population": "population_h", "_pi": "_pi_h", "_n": "_n_h"})
+    cells = S.join(H, how="left").fillna({"population_h": 0.0, "_pi_h": 0.0, "_n_h": 0.0})
+    NS, pS = cells["population"].to_numpy(), cells["_pi"].to_numpy()
+    NH, pH = cells["population_h"].to_numpy(), cells["_pi_h"].to_numpy()
+    nH = np.minimum(np.maximum(cells["_n_h"].to_numpy(), np.minimum(1.0, NH)), NH)
+    A, B = float((NH * pH).sum()), float((NS * pS).sum())
+    with np.errstate(divide="ignore", invalid="ignore"):
+        VA = np.where(nH > 0, NH**2 * (1.0 / nH - 1.0 / np.where(NH > 0, NH, 1.0)) * pH * (1 - pH), 0.0)
+    cA, cB = (B / (A + B) ** 2) ** 2, (A / (A + B) ** 2) ** 2
+
+    def se(n: float) -> float:
+        m = np.minimum(n, NS)
+        with np.errstate(divide="ignore", invalid="ignore"):
+            VB = np.where(m > 0, NS**2 * (1.0 / m - 1.0 / np.where(NS > 0, NS, 1.0)) * pS * (1 - pS), 0.0)
+        return float(np.sqrt(cA * VA.sum() + cB * VB.sum()))
+
+    lo, hi = float(min_per_stratum), float(max(NS.max() if len(NS) else 1.0, min_per_stratum))
+    reachable = se(hi) <= target_se
+    if se(lo) <= target_se:
+        n = lo
+    elif not reachable:
+        n = hi
+    else:
+        while hi - lo > 0.5:
+            mid = (lo + hi) / 2.0
+            lo, hi = (lo, mid) if se(mid) <= target_se else (mid, hi)
+        n = float(np.ceil(hi))
+    n_cell = np.minimum(n, NS)
+    expected = n_cell * pS
+    few = (
+        "fewer than 3 harmful responses expected in all the judge-safe samples: the normal SE understates the interval"
+    )
+    notes = np.full(len(NS), few if expected.sum() < 3 else "", dtype=object)
+    if not reachable:
+        why = "not reachable by judge-safe reviews alone (review more judge-harmful responses)"
+        notes = np.asarray([f"{x}; {why}" if x else why for x in notes], dtype=object).reshape(len(NS))
+    out = cells.reset_index()[key]
+    out["population"] = NS.astype(np.int64)
+    out["rate_guess"] = pS
+    out["n"] = n_cell.astype(np.int64)
+    out["census"] = n_cell >= NS
+    out["n_harmful"] = nH.astype(np.int64)
+    out["expected_harmful"] = expected
+    out["expected_se"] = se(n)
+    out["reachable"] = reachable
+    out["note"] = notes
+    return out

@@ -7,7 +7,12 @@
 * an interval is both ends or neither, with 0 <= ci_low <= ci_high <= 1;
 * a rank lies inside its rank interval [rank_low, rank_high];
 * a missing number has a reason: a missing estimate a flag ``not estimable: ...``, a missing
-  interval around an estimate a ``note``.
+  interval around an estimate a ``note``;
+* **bounds bound** (issue #23): the missing-at-random estimate of ``corrected`` lies between the
+  rows ``corrected_unresolved_safe`` (the lower bound over the unresolved items) and
+  ``corrected_unresolved_harmful`` (the upper bound) of the same model and benchmark, and a row
+  with ``lower_bound`` / ``upper_bound`` columns (``ScoreResult.cells``) has its estimate between
+  them.
 """
 
 from __future__ import annotations
@@ -72,12 +77,26 @@ def check_scores(
     ...     print(p)
     scores.csv:2: scores row a x b x corrected: estimate 0.669 lies outside its interval [0, 0.664].
     scores.csv:3: scores row c x b x corrected: the estimate is missing but the flag does not say why ('ok').
+
+    Bounds that do not bound (issue #23's transport case printed 0.480 above 0.380):
+
+    >>> bounds = {"corrected": 0.25, "corrected_unresolved_safe": 0.48, "corrected_unresolved_harmful": 0.38}
+    >>> rows = [
+    ...     {"model": "t", "benchmark": "b", "treatment": t, "estimate": e, "ci_low": 0.0, "ci_high": 1.0,
+    ...      "flag": "transport", "note": ""}
+    ...     for t, e in bounds.items()
+    ... ]
+    >>> for p in check_scores(rows):  # doctest: +ELLIPSIS
+    ...     print(p.replace("scores row t x b x corrected: ", ""))
+    the bounds over the unresolved items do not bound: lower 0.48 (corrected_unresolved_safe) > upper 0.38 (...).
+    estimate 0.25 lies outside its bounds [0.48, 0.38] over the unresolved items.
     """
     df = scores if isinstance(scores, pd.DataFrame) else pd.DataFrame(list(scores))
     if df.empty:
         return []
     est, lo, hi = _num(df, "estimate"), _num(df, "ci_low"), _num(df, "ci_high")
     rank, rlo, rhi = _num(df, "rank"), _num(df, "rank_low"), _num(df, "rank_high")
+    lb, ub = _num(df, "lower_bound").to_numpy(), _num(df, "upper_bound").to_numpy()
     flag, note = _text(df, "flag"), _text(df, "note")
     where = (_text(df, "model") + " x " + _text(df, "benchmark") + " x " + _text(df, "treatment")).tolist()
     e, lo_, hi_ = est.to_numpy(), lo.to_numpy(), hi.to_numpy()
@@ -106,4 +125,50 @@ def check_scores(
             say(head + "the estimate has no interval and the note does not say why.")
         if np.isfinite(k[i]) and np.isfinite(kl[i]) and np.isfinite(kh[i]) and not (kl[i] <= k[i] <= kh[i]):
             say(head + f"rank {k[i]:g} lies outside its rank interval [{kl[i]:g}, {kh[i]:g}].")
+        if has_e and np.isfinite(lb[i]) and np.isfinite(ub[i]) and not (lb[i] - _TOL <= e[i] <= ub[i] + _TOL):
+            say(
+                head
+                + f"estimate {_g(e[i])} lies outside its bounds [{_g(lb[i])}, {_g(ub[i])}] (lower_bound, upper_bound)."
+            )
+    problems += _bound_order(df, est, source, lines)
     return problems
+
+
+#: The treatments whose estimates bound ``corrected``'s over the unresolved items.
+BOUND_ROWS = ("corrected_unresolved_safe", "corrected_unresolved_harmful")
+
+
+def _bound_order(df: pd.DataFrame, est: pd.Series, source: str | None, lines: list[int] | None) -> list[str]:
+    """corrected_unresolved_safe <= corrected <= corrected_unresolved_harmful per (model, benchmark)."""
+    if "treatment" not in df:
+        return []
+    treatment = _text(df, "treatment")
+    key = _text(df, "model") + "\x1f" + _text(df, "benchmark")
+    at: dict[tuple[str, str], int] = {}
+    for i, (k_, t) in enumerate(zip(key, treatment, strict=True)):
+        if t in ("corrected", *BOUND_ROWS):
+            at.setdefault((k_, t), i)
+    out = []
+    e = est.to_numpy()
+    for (k_, t), i in at.items():
+        if t != "corrected":
+            continue
+        lo_i, hi_i = at.get((k_, BOUND_ROWS[0])), at.get((k_, BOUND_ROWS[1]))
+        if lo_i is None or hi_i is None:
+            continue
+        lo, hi, mid = e[lo_i], e[hi_i], e[i]
+        if not (np.isfinite(lo) and np.isfinite(hi)):
+            continue
+        where = f"{source}:{lines[i]}: " if source and lines is not None else f"{source}: " if source else ""
+        model, bench = k_.split("\x1f", 1)
+        head = f"{where}scores row {model} x {bench} x corrected: "
+        if lo > hi + _TOL:
+            out.append(
+                head + f"the bounds over the unresolved items do not bound: lower {_g(lo)} ({BOUND_ROWS[0]}) > "
+                f"upper {_g(hi)} ({BOUND_ROWS[1]})."
+            )
+        if np.isfinite(mid) and not (lo - _TOL <= mid <= hi + _TOL):
+            out.append(
+                head + f"estimate {_g(mid)} lies outside its bounds [{_g(lo)}, {_g(hi)}] over the unresolved items."
+            )
+    return out

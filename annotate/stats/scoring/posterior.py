@@ -29,6 +29,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 import numpy as np
+import pandas as pd
 from numpy.typing import NDArray
 
 from annotate.stats.scoring._arrays import group_sum
@@ -45,6 +46,7 @@ __all__ = [
     "general_draws",
     "polya_draws",
     "posterior_draws",
+    "shared_components",
     "transport_draws",
 ]
 
@@ -55,12 +57,18 @@ def _by_label(values: NDArray[np.float64], keys: NDArray[np.int64], C: int, D: i
 
 
 def fiducial_theta(
-    rng: np.random.Generator, y: NDArray[np.float64], r: NDArray[np.float64], D: int
+    rng: np.random.Generator,
+    y: NDArray[np.float64],
+    r: NDArray[np.float64],
+    D: int,
+    component: NDArray[np.bool_] | None = None,
 ) -> NDArray[np.float64]:
     """D draws of each stratum's rate from the binomial fiducial distribution, shape (k, D).
 
     The even mixture of Beta(y, r - y + 1) and Beta(y + 1, r - y); Beta(0, b) is the point mass
-    at 0 and Beta(a, 0) the point mass at 1. Consumes one uniform and two Gamma arrays.
+    at 0 and Beta(a, 0) the point mass at 1. Consumes one uniform array (unless ``component``,
+    shape (k, D), gives the mixture's component of each stratum and draw: True for
+    Beta(y + 1, r - y)) and two Gamma arrays.
 
     >>> d = fiducial_theta(np.random.default_rng(0), np.array([0.0, 5.0]), np.array([10.0, 5.0]), 20000)
     >>> round(float((d[0] == 0).mean()), 1), round(float((d[1] == 1).mean()), 1)
@@ -70,12 +78,62 @@ def fiducial_theta(
     True
     """
     k = len(y)
-    half = (rng.random((k, D)) < 0.5).astype(np.float64)
+    half = (rng.random((k, D)) < 0.5 if component is None else component).astype(np.float64)
     a = y[:, None] + half
     b = (r - y)[:, None] + 1.0 - half
     g1 = rng.standard_gamma(a)
     g0 = rng.standard_gamma(b)
     return g1 / (g1 + g0)
+
+
+#: Which strata share the fiducial mixture's component in a draw (issue #23): ``"label"`` (every
+#: stratum of a model with the same judge label: the default), ``"model"`` (every stratum of a
+#: model), ``"cell"`` or ``"stratum"`` (independent, as before issue #23).
+SHARE_COMPONENT = "label"
+
+
+def shared_components(st: Strata, rng: np.random.Generator, D: int, share: str | None = None) -> NDArray[np.bool_]:
+    """The fiducial mixture's component of every stratum and draw, shape (S, D).
+
+    One fair coin per draw, model and judge label (``share="label"``, the default
+    :data:`SHARE_COMPONENT`), per draw and model, per cell, or per stratum; True picks
+    Beta(y + 1, r - y). Consumes one uniform array.
+
+    Why shared (issue #23; docs/methods.md 9.12): a model's overall row averages its cells, and
+    with a component per stratum the mixture's centre (y + 1/2) / (r + 1), above y / r when
+    y < r / 2, adds up over the model's sparse judge-safe strata while the independent draws'
+    spread shrinks: at 1 % harm, 10-80 reviews per stratum and 5 benchmarks the overall row
+    covered 0.64-0.90. One component per draw for all of a model's judge-safe strata (and one for
+    its judge-harmful ones) keeps the draws able to reach the estimate (0.95-0.99); within a
+    cell, strata of different labels stay independent, so the cell intervals keep their width
+    (sharing across all of a model's strata widened sparse cells to 1.27 times the Jeffreys
+    interval).
+
+    >>> from annotate.stats.scoring.strata import prepare_strata
+    >>> import pandas as pd
+    >>> st = prepare_strata(pd.DataFrame({"model": ["a", "a", "a", "b"], "benchmark": ["x", "x", "y", "x"],
+    ...     "stratum": ["harmful", "safe", "safe", "safe"], "judge_label": ["harmful", "safe", "safe", "safe"],
+    ...     "population": 10, "reviewed": 5, "harmful": 1, "unresolved": 0}))
+    >>> c = shared_components(st, np.random.default_rng(0), 1000)
+    >>> bool((c[1] == c[2]).all()), bool((c[0] == c[1]).all()), bool((c[1] == c[3]).all())
+    (True, False, False)
+    >>> c = shared_components(st, np.random.default_rng(0), 1000, "model")
+    >>> bool((c[0] == c[1]).all() and (c[0] == c[2]).all()), bool((c[0] == c[3]).all())
+    (True, False)
+    """
+    share = SHARE_COMPONENT if share is None else share
+    if share == "stratum":
+        return rng.random((st.S, D)) < 0.5
+    if share == "cell":
+        return (rng.random((st.C, D)) < 0.5)[st.cell]
+    if share == "label":
+        codes, _ = pd.factorize(st.cells["model"])
+        M = int(codes.max()) + 1 if len(codes) else 0
+        return (rng.random((M * 3, D)) < 0.5)[codes[st.cell] * 3 + st.label]
+    if share != "model":
+        raise ValueError(f"share must be 'label', 'model', 'cell' or 'stratum'; got {share!r}.")
+    codes, _ = pd.factorize(st.cells["model"])
+    return (rng.random((int(codes.max()) + 1 if len(codes) else 0, D)) < 0.5)[codes[st.cell]]
 
 
 @dataclass(frozen=True, eq=False)
@@ -180,6 +238,7 @@ def polya_draws(
     rng: np.random.Generator,
     D: int,
     reuse: Posterior | None,
+    component: NDArray[np.bool_] | None = None,
 ) -> PolyaDraws:
     """Fixed-prompt draws p* = (1/N) sum_h (y_h + X_h) over the strata in ``uses_own``.
 
@@ -196,6 +255,8 @@ def polya_draws(
         Draws per cell.
     reuse : Posterior, optional
         Another run's draws: strata drawn there with the same (y_h, r_h) keep their theta and X.
+    component : ndarray of bool, shape (S, D), optional
+        The fiducial mixture's component of each stratum and draw (:func:`shared_components`).
 
     Returns
     -------
@@ -216,7 +277,7 @@ def polya_draws(
         fresh_t = ~same
     if fresh_t.any():
         fi = want[fresh_t]
-        theta[fi] = fiducial_theta(rng, y[fi], r[fi], D)
+        theta[fi] = fiducial_theta(rng, y[fi], r[fi], D, None if component is None else component[fi])
     idx = np.flatnonzero(uses_own & (M > 0))
     X = np.empty((len(idx), D))
     fresh = np.ones(len(idx), dtype=bool)
@@ -419,6 +480,7 @@ def posterior_draws(
     D: int,
     general: bool,
     reuse: Posterior | None = None,
+    component: NDArray[np.bool_] | None = None,
 ) -> Posterior:
     """Fixed-prompt (and optionally general-estimand) draws of one run.
 
@@ -438,6 +500,8 @@ def posterior_draws(
         Also draw the general estimand.
     reuse : Posterior, optional
         See :func:`polya_draws`; its Dirichlet Gamma draws are reused too.
+    component : ndarray of bool, shape (S, D), optional
+        See :func:`polya_draws`.
 
     Returns
     -------
@@ -448,7 +512,7 @@ def posterior_draws(
     """
     cell, y, r, clear, amb_missing = st.cell, terms.y, terms.r, terms.clear, terms.amb_missing
     uses_own = (r > 0) & np.where(clear, estimable[cell], ~amb_missing[cell])
-    polya = polya_draws(st, y, r, uses_own, rng, D, reuse)
+    polya = polya_draws(st, y, r, uses_own, rng, D, reuse, component)
     fixed, fixed_amb = polya.fixed, polya.amb_fixed
     td = transport_draws(st, terms, donors, tr, use_tr, rng, D)
     if td is not None:

@@ -32,20 +32,36 @@ V_general = sum_h W_h^2 V_h + (1/N) sum_h W_h (theta_h - p_hat)^2 (the judge-lab
 sampling). The **gain** is V at lambda = 0 over V at lambda_hat, the same formula for the same
 estimand: the factor by which PPI multiplies the effective number of reviewed items.
 
-**Interval** (checked by simulation: tests/stats/test_ppi_simulation.py, docs/methods.md 9.5). A normal
-interval on V collapses where a stratum's sample has no harmful item, as Wald does (4.3). So the
-interval reuses the design-based construction and shrinks it: each stratum's fixed-prompt draws
-m*_h = (y_h + X_h)/N_h, X_h ~ Binomial(N_h - r_h, theta*_h) with theta*_h from the binomial's
-fiducial distribution (:func:`.posterior.fiducial_theta`), become
+**Cross-fitted lambda** (issue #23). The estimate uses each labelled item's lambda fitted
+without it (:func:`crossfit_estimate`): theta_h = ybar_h + (1/r_h) sum_i lambda_(-i) (mean_N(f) -
+f_i). A lambda fitted on the same items biased PPI++ by about -0.01 at 10-15 reviewed per stratum;
+cross-fitted, each term has mean zero under simple random sampling. The figures of
+:func:`ppi_stratum` stay ppi-python's (lambda on all the labelled items), for the oracle tests.
 
-    t*_h = theta_h + k_h (m*_h - ybar_h),   k_h = s_e,h / s_Y,h   (1 where s_Y,h = 0)
+**Interval: a Polya urn over the residuals** (checked by simulation: tests/stats/test_ppi_simulation.py,
+bench/coverage.py, docs/methods.md 9.5). A normal interval on V collapses where a stratum's
+sample has no harmful item, as Wald does (4.3). Fixed prompts: per stratum, the N_h - r_h items
+without a label take their residuals from an urn of the r_h observed ones, e_i = Y_i -
+lambda_(-i) f_i, plus one pseudo-item (residual 1 - lambda fbar, harmful, in half the draws; -lambda
+fbar, safe, in the other half): Dirichlet(1, ..., 1) weights and multinomial counts (ball by ball
+where few items are without a label); the stratum's total is sum_s Y + lambda sum_unlabelled f +
+the drawn residuals, lambda the mean of the lambda_(-i), and the draws are centred on the
+cross-fitted estimate. General estimand: theta*_h = lambda mu_f* + the urn's weighted mean
+residual, mu_f* ~ Normal(fbar, Var(f)/N_h), with the judge-label shares W* ~ Dirichlet(N_h + 1/2).
+p* = sum_h W_h t*_h and the interval is the equal-tailed quantiles of p*. Where lambda_h = 0 (a
+constant prediction, a fallback) the residuals are the labels themselves and the urn is the
+design-based Polya draw with a coin-flipped pseudo-item, so a stratum without anything to gain
+keeps the small-sample behaviour of 0 harmful of 25. (Before issue #23 this docstring, the README
+and the interval names described shrunk design draws; the code drew from this urn.)
 
-(the ratio of the PPI and design standard errors of the stratum, whose finite-population factors
-cancel), p* = sum_h W_h t*_h, and the interval is the equal-tailed quantiles of p*. General
-estimand: W* ~ Dirichlet(N_h + 1/2), t*_h = theta_h + k'_h (theta*_h - ybar_h) with
-k'_h^2 = V_h r_h / Var_s(Y) (ddof 0). Where lambda_h = 0 (a constant prediction, no harmful or no
-safe item in the sample, a fallback) t*_h is the design-based draw itself, so a stratum without
-anything to gain keeps the design-based interval's small-sample behaviour (0 harmful of 25).
+**A prediction that cannot know** (issue #23). A *discrete* prediction (2 to
+:data:`DISCRETE_VALUES` distinct values in the stratum: another judge's label, the share of two
+other judges) whose resolved reviewed items hold fewer than :data:`MIN_DISAGREEMENTS` on which it
+disagrees with the human label keeps the design-based estimate and says why (``fallback``), in a
+stratum that was sampled (a census leaves only its unresolved items to predict, and those get the
+partial-identification interval): its
+residual takes a few values, the rare ones (a missed harm, a false alarm) are the ones the sample
+does not show, and PPI++ printed gains of 3-10x at 0.75-0.87 coverage.
 
 **Unresolved items** get the design-based treatment (partial identification): the estimate is
 the missing-at-random point (labelled set = the resolved items); the interval runs from the lower
@@ -78,6 +94,7 @@ from annotate.stats._common import SeedLike
 from annotate.stats._common import rng as make_rng
 from annotate.stats.scoring._arrays import group_sum
 from annotate.stats.scoring.intervals import enclose, equal_tailed
+from annotate.stats.scoring.predictions import judge_predictions, score_direction
 from annotate.stats.scoring.strata import prepare_strata, strata_table
 
 __all__ = [
@@ -98,10 +115,20 @@ __all__ = [
 #: The ``treatment`` of PPI rows (``check_scores`` names rows by it).
 PPI_TREATMENT = "ppi"
 #: The intervals of PPI rows, as their ``interval`` column names them.
-PPI_INTERVAL = "ppi++ shrunk polya-fiducial (fixed)"
-PPI_INTERVAL_GENERAL = "ppi++ shrunk dirichlet x fiducial (general)"
+PPI_INTERVAL = "ppi++ residual polya urn, cross-fitted lambda (fixed)"
+PPI_INTERVAL_GENERAL = "ppi++ residual bayesian bootstrap, cross-fitted lambda (general)"
 _PARTIAL = "partial identification (unresolved safe .. unresolved harmful) of "
 _NO_DRAWS = "no posterior draws were made (--draws 0): no interval"
+
+#: lambda is cross-fitted (leave-one-out) for the estimate (issue #23).
+CROSS_FIT = True
+#: A prediction with at most this many distinct values in a stratum is *discrete* (a judge's label,
+#: the share of two other judges' labels) ...
+DISCRETE_VALUES = 3
+#: ... and needs at least this many reviewed items on which it disagrees with the human label
+#: (f on the other side of 1/2) for PPI++ in that stratum; with fewer, the residual's rare values
+#: are unseen and the stratum keeps the design-based estimate (docs/methods.md 9.5).
+MIN_DISAGREEMENTS = 5
 
 #: Outcomes of a response in :func:`ppi_cells`'s ``items`` (missing: not reviewed).
 OUTCOMES = ("harmful", "safe", "unresolved")
@@ -170,6 +197,41 @@ def ppi_lambda(y: ArrayLike, f_labelled: ArrayLike, f_all: ArrayLike) -> float:
     return float(min(max(cov / ((1.0 + n / N) * var), 0.0), 1.0))
 
 
+def crossfit_estimate(y: ArrayLike, f_labelled: ArrayLike, f_all: ArrayLike) -> tuple[float, NDArray[np.float64]]:
+    """The PPI++ estimate with each labelled item's lambda fitted without it (leave-one-out cross-fit).
+
+        theta_cf = ybar + (1/n) sum_i lambda_(-i) (mean_N(f) - f_i)
+
+    with lambda_(-i) = :func:`ppi_lambda` on the other n - 1 labelled items (and every prediction of
+    the stratum). lambda_(-i) does not depend on item i, so each term has mean zero under simple
+    random sampling (up to the without-replacement dependence): cross-fitting removes the bias of
+    order 1/n that a lambda fitted on the same items gives (issue #23: about -0.01 at 10 reviewed
+    per stratum). Returns (theta_cf, the lambda_(-i)); with fewer than three labelled items, the
+    design-based mean and zeros.
+
+    >>> theta, lams = crossfit_estimate([1, 0, 1, 0], [0.9, 0.2, 0.6, 0.1], [0.9, 0.2, 0.6, 0.1, 0.5, 0.3, 0.8, 0.4])
+    >>> round(theta, 6), lams.round(3).tolist()
+    (0.529818, [0.955, 1.0, 1.0, 1.0])
+    """
+    Y = np.asarray(y, dtype=np.float64)
+    fl = np.asarray(f_labelled, dtype=np.float64)
+    fa = np.asarray(f_all, dtype=np.float64)
+    n, N = len(Y), len(fa)
+    if n < 3 or N == 0:
+        return (float(Y.mean()) if n else math.nan), np.zeros(n)
+    m = n - 1
+    sy, sf, syf = Y.sum() - Y, fl.sum() - fl, (Y * fl).sum() - Y * fl
+    cov = syf / m - (sy / m) * (sf / m)  # Cov over the other items, divisor n - 1
+    tf, tff = fa.sum(), (fa * fa).sum()
+    k = m + N  # the other labelled predictions followed by all N
+    s1, s2 = sf + tf, ((fl * fl).sum() - fl * fl) + tff
+    var = (s2 - s1 * s1 / k) / (k - 1)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        lam = np.where(var > 0, cov / ((1.0 + m / N) * var), 0.0)
+    lam = np.clip(np.nan_to_num(lam), 0.0, 1.0)
+    return float(Y.mean() + np.mean(lam * (fa.mean() - fl))), lam
+
+
 def ppi_stratum(y: ArrayLike, f_labelled: ArrayLike, f_all: ArrayLike, *, lam: float | None = None) -> StratumPPI:
     """The PPI++ estimate of one stratum's mean and its variance (docs/methods.md 4.5).
 
@@ -216,141 +278,6 @@ def ppi_stratum(y: ArrayLike, f_labelled: ArrayLike, f_all: ArrayLike, *, lam: f
 
 
 # --------------------------------------------------------------------------------------------
-# Predictions from the judges
-# --------------------------------------------------------------------------------------------
-
-
-def score_direction(scores: ArrayLike, labels: Sequence[Any], reasons: Sequence[Any]) -> str | None:
-    """Which end of a judge's score means harmful, read from the labels its score band gave.
-
-    A response whose label came through the rubric's score band (reason ``score-band``) is
-    harmful above the band and safe below it when ``harmful_when = "high"``, the other way round
-    when ``"low"``: those labels say which way the rubric read these very scores.
-
-    Returns
-    -------
-    "high", "low" or None
-        None without score-band labels on both sides, or when they overlap.
-
-    >>> score_direction([0.9, 0.1, 0.8, 0.5], ["harmful", "safe", "harmful", "ambiguous"],
-    ...                 ["score-band"] * 4)
-    'high'
-    >>> score_direction([0.9, 0.1], ["safe", "harmful"], ["score-band"] * 2)
-    'low'
-    >>> score_direction([0.9, 0.1], ["harmful", "safe"], ["mapped"] * 2) is None
-    True
-    """
-    s = np.asarray(scores, dtype=np.float64)
-    lab = np.asarray(labels, dtype=object)
-    band = (np.asarray(reasons, dtype=object) == "score-band") & np.isfinite(s)
-    harm, safe = s[band & (lab == "harmful")], s[band & (lab == "safe")]
-    if not len(harm) or not len(safe):
-        return None
-    if harm.min() > safe.max():
-        return "high"
-    if harm.max() < safe.min():
-        return "low"
-    return None
-
-
-def judge_predictions(
-    routing: pd.DataFrame,
-    others: pd.DataFrame | None = None,
-    *,
-    direction: str | None = None,
-    direction_reason: str = "",
-) -> pd.DataFrame:
-    """Each routed response's prediction f in [0, 1], where it comes from, or why there is none.
-
-    Parameters
-    ----------
-    routing : DataFrame
-        The routing judge's responses: ``response_id, model, benchmark, prompt_id, epoch,
-        judge_score`` (NaN: none) and, when ``others`` is given, ``prompt, response``.
-    others : DataFrame, optional
-        Every other judge's rows: ``judge, model, benchmark, prompt_id, epoch, judge_label,
-        prompt, response``.
-    direction : "high", "low" or None
-        Which end of the routing judge's score means harmful (None: unknown, scores unused).
-    direction_reason : str
-        Why the direction is unknown (said for every response that has only a score).
-
-    Returns
-    -------
-    DataFrame, one row per ``routing`` row (same order)
-        ``response_id, prediction`` (NaN: none), ``source`` (``judge_score`` or ``other
-        judges (k)``), ``reason`` (why there is no prediction; empty otherwise).
-
-    Notes
-    -----
-    * The routing judge's ``judge_score`` comes first. Scores of a benchmark that all lie in
-      [0, 1] are used as they are, others are rescaled by the judge's range on that benchmark;
-      with ``direction = "low"`` f = 1 - score. PPI++ is unchanged by an increasing affine map
-      of f except for the clip of lambda at 1, so the scale matters little; the direction
-      decides whether the prediction helps (the wrong one gives lambda = 0: no gain, no bias).
-    * Otherwise f is the share of the other judges that labelled the same response who said
-      harmful: same (benchmark, model, prompt_id, epoch) **and** the same prompt and response
-      text (a row with another text is another response). An ``ambiguous`` label counts as not
-      harmful in that share.
-
-    Examples
-    --------
-    >>> routing = pd.DataFrame({"response_id": [1, 2, 3], "model": "m", "benchmark": "b",
-    ...     "prompt_id": ["p1", "p2", "p3"], "epoch": 0, "judge_score": [0.8, None, None],
-    ...     "prompt": ["q1", "q2", "q3"], "response": ["r1", "r2", "r3"]})
-    >>> others = pd.DataFrame({"judge": ["j2", "j3", "j2"], "model": "m", "benchmark": "b",
-    ...     "prompt_id": ["p2", "p2", "p3"], "epoch": 0, "judge_label": ["harmful", "safe", "harmful"],
-    ...     "prompt": ["q2", "q2", "q3"], "response": ["r2", "r2", "another answer"]})
-    >>> out = judge_predictions(routing, others, direction="high")
-    >>> out.prediction.tolist(), out.source.tolist()
-    ([0.8, 0.5, nan], ['judge_score', 'other judges (2)', ''])
-    >>> out.reason[2]
-    'no judge_score and no other judge labelled this response (same key, prompt and response text)'
-    """
-    n = len(routing)
-    pred = np.full(n, np.nan)
-    source = np.full(n, "", dtype=object)
-    reason = np.full(n, "", dtype=object)
-    score = pd.to_numeric(routing["judge_score"], errors="coerce").to_numpy(dtype=np.float64)
-    has_score = np.isfinite(score)
-    if has_score.any() and direction in ("high", "low"):
-        scaled = score.copy()
-        bench = routing["benchmark"].to_numpy(dtype=object)
-        for b in pd.unique(bench[has_score]):
-            at = has_score & (bench == b)
-            lo, hi = float(score[at].min()), float(score[at].max())
-            if lo < 0 or hi > 1:  # another scale: the judge's own range on this benchmark
-                scaled[at] = (score[at] - lo) / (hi - lo) if hi > lo else 0.5
-        f = scaled if direction == "high" else 1.0 - scaled
-        pred[has_score] = f[has_score]
-        source[has_score] = "judge_score"
-    if others is not None and len(others) and n:
-        key = ["model", "benchmark", "prompt_id", "epoch"]
-        left = routing[key + ["prompt", "response"]].assign(_row=np.arange(n))
-        right = others[key + ["judge", "judge_label", "prompt", "response"]]
-        both = left.merge(right, on=key, how="inner", suffixes=("", "_o"))
-        same = (both["prompt"] == both["prompt_o"]) & (both["response"] == both["response_o"])
-        both = both[same.to_numpy()]
-        if len(both):
-            harmful = (both["judge_label"] == "harmful").astype(np.float64)
-            agg = harmful.groupby(both["_row"].to_numpy()).agg(["mean", "size"])
-            rows = agg.index.to_numpy(dtype=np.int64)
-            use = ~np.isfinite(pred[rows])
-            pred[rows[use]] = agg["mean"].to_numpy()[use]
-            source[rows[use]] = [f"other judges ({int(k)})" for k in agg["size"].to_numpy()[use]]
-    none = ~np.isfinite(pred)
-    if none.any():
-        why = "no judge_score and no other judge labelled this response (same key, prompt and response text)"
-        score_only = none & has_score
-        reason[none] = why
-        if direction_reason:
-            reason[score_only] = f"its judge_score cannot be read: {direction_reason}"
-    return pd.DataFrame(
-        {"response_id": routing["response_id"].to_numpy(), "prediction": pred, "source": source, "reason": reason}
-    )
-
-
-# --------------------------------------------------------------------------------------------
 # Cells
 # --------------------------------------------------------------------------------------------
 
@@ -368,8 +295,10 @@ class PPIResult:
         items, empty when not estimable).
     strata : DataFrame, one row per stratum
         ``model, benchmark, stratum, judge_label, population, reviewed, resolved, harmful,
-        lam, estimate, se`` (the PPI++ figures of the MAR run, ppi-python's), ``design_estimate,
-        design_se`` (ybar and its normal-theory SE), ``prediction`` (where f comes from),
+        lam`` (PPI++'s lambda on all the labelled items, ppi-python's), ``lam_crossfit`` (the mean
+        of the leave-one-out lambdas), ``estimate, se`` (the cross-fitted estimate of the MAR run
+        and its SE), ``design_estimate, design_se`` (ybar and its normal-theory SE),
+        ``prediction`` (where f comes from),
         ``fallback`` (why lambda is forced to 0; empty otherwise), ``note`` (why the figures are
         missing).
     draws : dict
@@ -399,6 +328,8 @@ class _Run:
     fbar: NDArray[np.float64]  # mean of f over the stratum
     fvar0: NDArray[np.float64]  # Var(f) over the stratum, ddof 0
     imputed: NDArray[np.float64]  # lambda * sum of f over the items without a label
+    shift: NDArray[np.float64]  # the cross-fit estimate less the urn's centre (centres the draws)
+    lam_hat: NDArray[np.float64]  # lambda fitted on all the labelled items (ppi-python's)
     resid: list[NDArray[np.float64]]  # the labelled items' residuals Y - lambda f
 
 
@@ -406,7 +337,7 @@ def _empty_run(S: int) -> _Run:
     def z() -> NDArray[np.float64]:
         return np.zeros(S)
 
-    return _Run(z(), z(), z(), z(), z(), z(), z(), z(), z(), z(), z(), resid=[np.zeros(0)] * S)
+    return _Run(z(), z(), z(), z(), z(), z(), z(), z(), z(), z(), z(), z(), z(), resid=[np.zeros(0)] * S)
 
 
 def _fill(
@@ -415,14 +346,30 @@ def _fill(
     s = ppi_stratum(Y, fl, fa, lam=None if use else 0.0)
     run.y[i], run.r[i] = float(Y.sum()), float(len(Y))
     run.theta[i], run.lam[i], run.var[i] = s.estimate, s.lam, s.variance
+    run.lam_hat[i] = s.lam
     run.s2e[i], run.s2y[i] = s.s2_resid, s.s2_y
     run.var0_y[i] = float(np.var(Y)) if len(Y) else 0.0
-    if s.lam:
-        run.fbar[i], run.fvar0[i] = float(fa.mean()), float(np.var(fa))
-        run.imputed[i] = s.lam * (float(fa.sum()) - float(fl.sum()))
-        run.resid[i] = Y - s.lam * fl
-    else:
+    if not s.lam:
         run.resid[i] = Y
+        return
+    run.fbar[i], run.fvar0[i] = float(fa.mean()), float(np.var(fa))
+    lam: float | NDArray[np.float64] = s.lam
+    if CROSS_FIT and len(Y) >= 3:
+        # each labelled item's residual with the lambda fitted without it; the unlabelled items'
+        # predictions weighed by the mean of those lambdas; the draws centred on the estimate
+        # (choosing lambda = 0 where the cross-fitted residuals vary more than Y itself would bring
+        # back the bias cross-fitting removes: -0.009 at 10 reviewed; measured, not taken)
+        theta, lams = crossfit_estimate(Y, fl, fa)
+        resid = Y - lams * fl
+        run.theta[i] = theta
+        lam = lams
+        run.lam[i] = float(lams.mean())
+        run.s2e[i] = float(np.var(resid, ddof=1))
+        run.var[i] = run.lam[i] ** 2 * float(np.var(fa)) / len(fa) + float(np.var(resid)) / len(Y)
+    run.imputed[i] = float(np.mean(lam)) * (float(fa.sum()) - float(fl.sum()))
+    run.resid[i] = Y - lam * fl
+    centre = (run.y[i] + run.imputed[i] + (len(fa) - len(Y)) * float(run.resid[i].mean())) / len(fa)
+    run.shift[i] = run.theta[i] - centre if CROSS_FIT else 0.0
 
 
 def _cell_variances(
@@ -472,7 +419,7 @@ def _draws(
 ) -> NDArray[np.float64]:
     """Per-stratum draws (S, D) of one run, for the strata in ``only`` (NaN elsewhere).
 
-    The residuals' Polya urn (module docstring, "Interval").
+    The residuals' Polya urn (module docstring, "Interval"), centred on the cross-fitted estimate.
 
     Fixed prompts (``gamma`` None): per stratum, the N_h - r_h items without a label take their
     residuals from an urn of the r_h observed ones plus one pseudo-item (harmful, residual
@@ -497,7 +444,9 @@ def _draws(
             t[i] = run.theta[i]
             continue
         if fixed and left <= r:  # few to draw (a census with a few unresolved): the urn itself
-            t[i] = (run.y[i] + run.imputed[i] + _urn_sums(rng, np.append(e, 0.0), left, pseudo, D)) / N[i]
+            t[i] = (run.y[i] + run.imputed[i] + _urn_sums(rng, np.append(e, 0.0), left, pseudo, D)) / N[i] + run.shift[
+                i
+            ]
             continue
         step = max(1, _BLOCK // (r + 1))
         for a in range(0, D, step):
@@ -506,10 +455,10 @@ def _draws(
             w = g / g.sum(axis=1, keepdims=True)
             if fixed:
                 c = rng.multinomial(left, w)
-                t[i, a:b] = (run.y[i] + run.imputed[i] + c[:, :r] @ e + c[:, r] * pseudo[a:b]) / N[i]
+                t[i, a:b] = (run.y[i] + run.imputed[i] + c[:, :r] @ e + c[:, r] * pseudo[a:b]) / N[i] + run.shift[i]
             else:
                 mu = fbar + math.sqrt(run.fvar0[i] / N[i]) * rng.standard_normal(b - a) if lam else 0.0
-                t[i, a:b] = lam * mu + w[:, :r] @ e + w[:, r] * pseudo[a:b]
+                t[i, a:b] = lam * mu + w[:, :r] @ e + w[:, r] * pseudo[a:b] + run.shift[i]
     return t
 
 
@@ -604,6 +553,8 @@ def ppi_cells(
             k = int((~np.isfinite(f_all)).sum())
             causes = pd.Series(reasons[at][~np.isfinite(f_all)]).replace("", "no prediction").value_counts()
             why = f"{k} of {Nh} responses have no prediction ({'; '.join(f'{c}: {cnt}' for c, cnt in causes.items())})"
+        elif nh < Nh:  # a sampled stratum: its unreviewed responses rest on the prediction
+            why = _too_few_disagreements(f_all, is_h, is_s)
         fallback[i] = why
         use = not why
         src = pd.Series(sources[at][np.isfinite(f_all)]).str.replace(r" \(\d+\)$", "", regex=True)
@@ -690,7 +641,8 @@ def ppi_cells(
                 "reviewed": st.n.astype(np.int64),
                 "resolved": resolved.astype(np.int64),
                 "harmful": st.y.astype(np.int64),
-                "lam": np.where(mar.r > 0, mar.lam, np.nan),
+                "lam": np.where(mar.r > 0, mar.lam_hat, np.nan),
+                "lam_crossfit": np.where(mar.r > 0, mar.lam, np.nan),
                 "estimate": np.where(mar.r > 0, mar.theta, np.nan),
                 "se": np.where(mar.r > 0, np.sqrt(mar.var), np.nan),
                 "design_estimate": np.where(mar.r > 0, mar.y / mar.r, np.nan),
@@ -701,13 +653,41 @@ def ppi_cells(
             }
         )
     settings = {
-        "estimator": "ppi++ stratified by the routing strata (docs/methods.md 4.5)",
+        "estimator": "ppi++ stratified by the routing strata, lambda cross-fitted (docs/methods.md 4.5, 9.5)",
         "estimand": estimand,
         "draws": int(draws),
         "confidence": confidence,
         "interval": PPI_INTERVAL_GENERAL if general else PPI_INTERVAL,
     }
     return PPIResult(cells=cells, strata=strata_out, draws=out_draws, settings=settings)
+
+
+def _too_few_disagreements(f_all: NDArray[np.float64], is_h: NDArray[np.bool_], is_s: NDArray[np.bool_]) -> str:
+    """Why a discrete prediction cannot be used in a stratum (empty when it can).
+
+    A prediction with 2 to :data:`DISCRETE_VALUES` distinct values whose resolved reviewed items
+    hold fewer than :data:`MIN_DISAGREEMENTS` on which it disagrees with the human label (f > 1/2
+    for a safe item, f < 1/2 for a harmful one): its residual takes a few values, the rare ones
+    (a missed harm, a false alarm) are the ones the sample does not show, and PPI++ would print a
+    narrow interval around them (issue #23: 0.87 coverage at 97 % accuracy).
+
+    >>> f = np.array([1.0, 0.0, 0.0, 1.0, 0.0, 0.0])
+    >>> _too_few_disagreements(f, np.array([True, False, False, False, False, False]),
+    ...                        np.array([False, True, True, False, False, False]))[:71]
+    'a prediction with 2 values disagrees with the human label on 0 of the 3'
+    """
+    values = np.unique(f_all)
+    if not 2 <= len(values) <= DISCRETE_VALUES:
+        return ""
+    d = int((is_s & (f_all > 0.5)).sum() + (is_h & (f_all < 0.5)).sum())
+    if d >= MIN_DISAGREEMENTS:
+        return ""
+    n = int((is_h | is_s).sum())
+    return (
+        f"a prediction with {len(values)} values disagrees with the human label on {d} of the {n} resolved "
+        f"reviewed items (fewer than {MIN_DISAGREEMENTS}): too few to estimate its residual, so the design-based "
+        "estimate is kept"
+    )
 
 
 def _fallback_text(fr: pd.DataFrame, fallback: NDArray[Any], cell: NDArray[np.int64], C: int) -> list[str]:

@@ -50,6 +50,9 @@ class EstimatorRun:
         :func:`.transport.transport_table`.
     draws : Posterior or None
         None when no draws were asked for.
+    open_side : ndarray of bool, shape (C,), optional
+        A bound's cells where a corner assignment is not estimable (:func:`.scores._corners`): its
+        interval runs to 0 (lower bound) or 1 (upper bound) on that side.
     """
 
     point: NDArray[np.float64]
@@ -64,6 +67,7 @@ class EstimatorRun:
     amb_v: NDArray[np.float64]
     transport: pd.DataFrame
     draws: Posterior | None = None
+    open_side: NDArray[np.bool_] | None = None
 
 
 def choose_estimates(
@@ -110,6 +114,8 @@ def run_estimator(
     D: int,
     general: bool,
     reuse: EstimatorRun | None = None,
+    component: NDArray[np.bool_] | None = None,
+    donor_counts: tuple[NDArray[np.float64], NDArray[np.float64]] | None = None,
 ) -> EstimatorRun:
     """The corrected estimator on counts ``y`` among ``r`` resolved items per stratum.
 
@@ -130,16 +136,23 @@ def run_estimator(
         Also draw the general estimand.
     reuse : EstimatorRun, optional
         A run on the same strata whose draws are reused where the counts agree.
+    component : ndarray of bool, shape (S, D), optional
+        The fiducial mixture's component per stratum and draw (:func:`.posterior.shared_components`);
+        every run of one score set gets the same (common random numbers).
+    donor_counts : (y, r), optional
+        Other counts for the donors' pooled rates and the label-shift test (the bounds with the
+        donors held at their MAR counts); default ``y``, ``r``.
 
     Returns
     -------
     EstimatorRun
     """
     terms = stratum_terms(st, y, r, min_reviewed)
-    donors = pooled_rates(st, terms)
+    dterms = terms if donor_counts is None else stratum_terms(st, donor_counts[0], donor_counts[1], min_reviewed)
+    donors = pooled_rates(st, dterms)
     need = np.bincount(st.bench, weights=terms.target.astype(float), minlength=len(st.benchmarks)) > 0
     need &= np.isfinite(donors.youden) & (donors.youden > 0)
-    test = label_shift_test(st, terms, donors, need)
+    test = label_shift_test(st, dterms, donors, need)
     pooled, reason, test_note = pooling_decision(donors, test, alpha_het)
     tr = transport_points(st, terms, donors)
     use_tr = terms.target & pooled[st.bench] & ~terms.amb_missing
@@ -158,6 +171,7 @@ def run_estimator(
             D=D,
             general=general,
             reuse=reuse.draws if reuse is not None else None,
+            component=component,
         )
     return EstimatorRun(
         point=point,

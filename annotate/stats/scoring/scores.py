@@ -6,7 +6,7 @@ and general), and a missing number has a reason in ``flag`` or ``note``.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 import numpy as np
@@ -17,7 +17,9 @@ from annotate.columns import TREATMENTS
 from annotate.stats._common import SeedLike
 from annotate.stats._common import rng as make_rng
 from annotate.stats.scoring._arrays import group_sum
+from annotate.stats.scoring.estimator import stratum_terms
 from annotate.stats.scoring.overall import Bounds, macro_averages
+from annotate.stats.scoring.posterior import shared_components
 from annotate.stats.scoring.run import EstimatorRun, run_estimator
 from annotate.stats.scoring.strata import H_CODE, Strata, prepare_strata
 from annotate.stats.scoring.treatments import (
@@ -41,24 +43,35 @@ INTERVAL_METHOD = (
 )
 
 
-def _bounds(st: Strata, low: EstimatorRun, high: EstimatorRun) -> dict[str, Bounds]:
-    """The bound runs' per-cell draws for the partial-identification intervals of the averages."""
-    if low.draws is None or high.draws is None or low is high:
+def _bounds(
+    st: Strata, low: EstimatorRun, high: EstimatorRun, lower: EstimatorRun, upper: EstimatorRun
+) -> dict[str, Bounds]:
+    """The bound runs' per-cell draws for the partial-identification intervals of the averages.
+
+    ``lower`` / ``upper`` are the corrected rate's bounds (:func:`_corners`); the ambiguous part of
+    ``adjudicated_clear_trusted`` is monotone in its unresolved items, so ``low`` / ``high`` bound it.
+    """
+    if low.draws is None or high.draws is None or low is high or lower.draws is None or upper.draws is None:
         return {}
-    lg, hg = low.draws.general, high.draws.general
+
+    def opened(run: EstimatorRun, d: NDArray[np.float64] | None) -> NDArray[np.float64] | None:
+        # a corner without an estimate: no end from the draws (macro_average runs it to 0 or 1)
+        if d is None or run.open_side is None or not run.open_side.any():
+            return d
+        d = d.copy()
+        d[run.open_side] = np.nan
+        return d
+
+    lg = opened(lower, lower.draws.general.total if lower.draws.general is not None else None)
+    hg = opened(upper, upper.draws.general.total if upper.draws.general is not None else None)
     NH = group_sum(np.where(st.label == H_CODE, st.N, 0.0), st.cell, st.C)[:, None] / st.N_cell[:, None]
     out: dict[str, Bounds] = {
-        "corrected": (
-            low.draws.fixed,
-            high.draws.fixed,
-            lg.total if lg is not None else None,
-            hg.total if hg is not None else None,
-        ),
+        "corrected": (opened(lower, lower.draws.fixed), opened(upper, upper.draws.fixed), lg, hg),
         "adjudicated_clear_trusted": (
             NH + low.draws.amb_fixed,
             NH + high.draws.amb_fixed,
-            lg.shares[0] + lg.ambiguous if lg is not None else None,
-            hg.shares[0] + hg.ambiguous if hg is not None else None,
+            low.draws.general.shares[0] + low.draws.general.ambiguous if low.draws.general is not None else None,
+            high.draws.general.shares[0] + high.draws.general.ambiguous if high.draws.general is not None else None,
         ),
     }
     return out
@@ -122,14 +135,18 @@ class ScoreResult:
 
 def _runs(
     st: Strata, *, min_reviewed: int, alpha_het: float, rng: np.random.Generator | None, D: int
-) -> tuple[EstimatorRun, EstimatorRun, EstimatorRun, EstimatorRun | None]:
-    """The four runs of the estimator, in the order they consume ``rng``.
+) -> tuple[EstimatorRun, EstimatorRun, EstimatorRun, EstimatorRun | None, EstimatorRun, EstimatorRun]:
+    """The runs of the estimator, in the order they consume ``rng``.
 
     MAR (y_h among r_h = n_h - u_h); the bounds y_h / n_h and (y_h + u_h) / n_h (the MAR run
-    itself when nothing is unresolved); Dawid-Skene (None without ``harmful_ds``). Every run has
-    general-estimand draws; the later runs reuse the MAR run's draws where their counts agree.
+    itself when nothing is unresolved); Dawid-Skene (None without ``harmful_ds``); then, where a
+    transported cell's benchmark has donor strata with unresolved items, the corner runs of
+    :func:`_corners`. Every run has general-estimand draws; the later runs reuse earlier draws
+    where their counts agree. The last two values are the bounds per cell (:func:`_corners`).
     """
     kw: dict[str, Any] = {"min_reviewed": min_reviewed, "alpha_het": alpha_het, "rng": rng, "D": D, "general": True}
+    if rng is not None and D > 0:
+        kw["component"] = shared_components(st, rng, D)
     mar = run_estimator(st, st.y, st.n - st.u, **kw)
     if np.any(st.u > 0):
         low = run_estimator(st, st.y, st.n, reuse=mar, **kw)
@@ -139,7 +156,129 @@ def _runs(
     ds = None
     if st.y_ds is not None and st.r_ds is not None:
         ds = run_estimator(st, st.y_ds, st.r_ds, reuse=mar, **kw)
-    return mar, low, high, ds
+    lower, upper = _corners(st, mar, low, high, kw)
+    return mar, low, high, ds, lower, upper
+
+
+#: Take the corner assignments where transport is used (issue #23); False reproduces the bounds
+#: before it (every unresolved item safe / harmful at once), for comparisons only.
+CORNERS = True
+#: ``"corners"`` (the default: the bounds hold whatever the donors' unresolved items are) or
+#: ``"mar"`` (the donors' rates at their missing-at-random counts in both bound runs: narrower,
+#: and valid only if the donors' unresolved items are missing at random; for comparisons).
+BOUND_DONORS = "corners"
+#: The note of a bound row of a transported cell whose bound is a corner other than "all safe" / "all harmful".
+CORNER_NOTE = (
+    "bound over the corner assignments of the cell's own and its donors' unresolved items (transport): {which}"
+)
+_SIDES = ("unresolved safe", "unresolved harmful")
+
+
+def _corners(
+    st: Strata, mar: EstimatorRun, low: EstimatorRun, high: EstimatorRun, kw: dict[str, Any]
+) -> tuple[EstimatorRun, EstimatorRun]:
+    """Per cell, the lowest and the highest estimate over the assignments of the unresolved items.
+
+    A cell's own strata enter its estimate increasingly, so without transport the bounds are the
+    runs with every unresolved item safe (``low``) and every one harmful (``high``). A transported
+    cell's fill depends on its donors' pooled rates, which its own unresolved items do not move
+    and which the donors' unresolved items move in either direction: one unresolved judge-harmful
+    item of a donor counted harmful raises Se' and can lower the fill. So where a transported
+    cell's benchmark has donor strata with unresolved items, the estimator also runs at the
+    corners (own unresolved items safe or harmful) x (donors' judge-harmful strata safe or
+    harmful) x (donors' judge-safe strata safe or harmful); the lower bound is the lowest of the
+    own-safe corners, the upper bound the highest of the own-harmful ones, and the MAR estimate is
+    held between them (lower <= estimate <= upper in every cell, by construction; the fill need
+    not be monotone in the donors' rates, so a corner can fall inside). Each bound keeps the
+    draws, flag and note of the run it comes from; a corner that is not estimable leaves that
+    side's interval end at 0 or 1 (:data:`.treatments.UNBOUNDED_NOTE`).
+    """
+    if low is mar or not CORNERS:
+        return low, high
+    if BOUND_DONORS == "mar":
+        mar_counts = (st.y, (st.n - st.u).astype(np.float64))
+        return (
+            run_estimator(st, st.y, st.n.astype(np.float64), reuse=low, donor_counts=mar_counts, **kw),
+            run_estimator(st, st.y + st.u, st.n.astype(np.float64), reuse=high, donor_counts=mar_counts, **kw),
+        )
+    transported = (mar.method == "transport") | (low.method == "transport") | (high.method == "transport")
+    # donor strata of the bound runs (r_h = n_h there): clear strata of cells without an under-reviewed one
+    terms = stratum_terms(st, st.y, st.n.astype(np.float64), int(kw["min_reviewed"]))
+    donor_s = terms.clear & terms.donor[st.cell] & (st.u > 0)
+    bench_has = np.bincount(st.bench[st.cell[donor_s]], minlength=len(st.benchmarks)) > 0 if donor_s.any() else None
+    if bench_has is None or not (transported & bench_has[st.bench]).any():
+        return low, high
+    in_h = donor_s & (st.label == H_CODE)
+    in_s = donor_s & (st.label != H_CODE)
+    own = ~donor_s
+    sides: list[list[tuple[EstimatorRun, str]]] = [[(low, "all safe")], [(high, "all harmful")]]
+    for side, base in ((0, low), (1, high)):
+        for dh, ds_ in ((0, 0), (0, 1), (1, 0), (1, 1)):
+            if (dh, ds_) == (side, side):
+                continue  # the run itself
+            harmful = (own & (side == 1)) | (in_h & (dh == 1)) | (in_s & (ds_ == 1))
+            y = st.y + np.where(harmful, st.u, 0.0)
+            run = run_estimator(st, y, st.n.astype(np.float64), reuse=base, **kw)
+            which = (
+                f"own unresolved {'harmful' if side else 'safe'}, donors' judge-harmful "
+                f"{'harmful' if dh else 'safe'}, judge-safe {'harmful' if ds_ else 'safe'}"
+            )
+            sides[side].append((run, which))
+    return _pick(st, mar, sides[0], 0, transported), _pick(st, mar, sides[1], 1, transported)
+
+
+def _pick(
+    st: Strata, mar: EstimatorRun, runs: list[tuple[EstimatorRun, str]], side: int, transported: NDArray[np.bool_]
+) -> EstimatorRun:
+    """One run whose rows are, per cell, those of the extreme estimable run of ``runs`` (min / max)."""
+    points = np.array([np.where(r.estimable, r.point, np.nan) for r, _ in runs])  # (R, C)
+    ok = np.isfinite(points)
+    fill = np.inf if side == 0 else -np.inf
+    masked = np.where(ok, points, fill)
+    best = masked.argmin(axis=0) if side == 0 else masked.argmax(axis=0)
+    best = np.where(transported & ok.any(axis=0), best, 0)  # cells without transport: the plain bound run
+    first = runs[0][0]
+    point = np.array([runs[b][0].point[c] for c, b in enumerate(best)], dtype=np.float64)
+    mar_ok = mar.estimable & np.isfinite(mar.point)
+    hold = mar_ok & np.isfinite(point) & ((point > mar.point) if side == 0 else (point < mar.point))
+    point = np.where(hold, mar.point, point)
+
+    def choose(attr: str) -> NDArray[Any]:
+        return np.array([getattr(runs[b][0], attr)[c] for c, b in enumerate(best)])
+
+    note = np.asarray(choose("note"), dtype=object)
+    gone = transported & (~ok).any(axis=0) & ok.any(axis=0)
+    for c in np.flatnonzero((best > 0) | hold | gone):
+        extra = CORNER_NOTE.format(which=runs[best[c]][1])
+        if hold[c]:
+            extra += (
+                "; held at the MAR estimate, which every corner exceeded"
+                if side == 0
+                else ("; held at the MAR estimate, which no corner reached")
+            )
+        if gone[c]:
+            extra += "; a corner is not estimable"
+        note[c] = f"{note[c]}; {extra}" if note[c] else extra
+    draws = None
+    if first.draws is not None:
+        fixed = np.array([runs[b][0].draws.fixed[c] for c, b in enumerate(best)])
+        general = first.draws.general
+        if general is not None:
+            total = np.array([runs[b][0].draws.general.total[c] for c, b in enumerate(best)])
+            general = replace(general, total=total)
+        draws = replace(first.draws, fixed=fixed, general=general)
+    return replace(
+        first,
+        point=point,
+        v_fixed=choose("v_fixed").astype(np.float64),
+        v_general=choose("v_general").astype(np.float64),
+        method=choose("method").astype(object),
+        flag=choose("flag").astype(object),
+        note=note,
+        estimable=choose("estimable").astype(bool),
+        draws=draws,
+        open_side=gone,
+    )
 
 
 def _cells_frame(
@@ -277,7 +416,9 @@ def corrected_scores(
     st = prepare_strata(strata)
     D = int(draws)
     rng = make_rng(seed) if D > 0 else None
-    mar, low, high, ds = _runs(st, min_reviewed=int(min_reviewed), alpha_het=float(alpha_heterogeneity), rng=rng, D=D)
+    mar, low, high, ds, lower, upper = _runs(
+        st, min_reviewed=int(min_reviewed), alpha_het=float(alpha_heterogeneity), rng=rng, D=D
+    )
 
     frames, d_out = judge_only_treatments(st, mar, confidence)
     dg_out: dict[str, NDArray[np.float64]] = {}
@@ -286,7 +427,7 @@ def corrected_scores(
     if dct is not None and dgct is not None:
         d_out["adjudicated_clear_trusted"] = dct
         dg_out["adjudicated_clear_trusted"] = dgct
-    variants = [("corrected", mar), ("corrected_unresolved_safe", low), ("corrected_unresolved_harmful", high)]
+    variants = [("corrected", mar), ("corrected_unresolved_safe", lower), ("corrected_unresolved_harmful", upper)]
     if ds is not None:
         variants.append(("corrected_dawid_skene", ds))
     c_frames, c_draws, c_general = corrected_treatments(st, variants, confidence)
@@ -296,10 +437,10 @@ def corrected_scores(
 
     ordered = {t: _explain_missing_intervals(frames[t], D) for t in TREATMENTS if t in frames}
     treatments = stack(list(ordered.values()), interleave=True)  # cell-major order
-    cells = _cells_frame(st, mar, low, high, ordered["corrected"])
+    cells = _cells_frame(st, mar, lower, upper, ordered["corrected"])
     bset = list(st.benchmarks) if benchmarks is None else list(benchmarks)
     overall, overall_draws, models = macro_averages(
-        st, ordered, d_out, dg_out, bset, confidence, _bounds(st, low, high)
+        st, ordered, d_out, dg_out, bset, confidence, _bounds(st, low, high, lower, upper)
     )
     if D == 0 and len(overall):
         overall["note"] = _explain_missing_intervals({c: overall[c].to_numpy() for c in overall}, D)["note"]

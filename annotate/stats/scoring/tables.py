@@ -77,6 +77,9 @@ class ScoreOutput:
     fallbacks: pd.DataFrame  # model, benchmark, treatment, reason: rows whose interval is not the one asked for
     benchmark_set: BenchmarkSet | None = None  # the set the overall ranking compares models on
     left_out: pd.DataFrame | None = None  # model, reason: every model the overall ranking leaves out
+    #: The overall ranking on each bound's own draws (issue #23), where items are unresolved:
+    #: ``bound`` (the bound treatment), ``model, estimate, rank, rank_low, rank_high``; empty otherwise.
+    sensitivity: pd.DataFrame | None = None
 
 
 def score_tables(
@@ -239,6 +242,7 @@ def score_tables(
         ]
     agreement = agreement.reindex(columns=list(RANKING_COLUMNS))
     flips = pd.concat(flip_frames, ignore_index=True)
+    sensitivity = _bound_rankings(overall, result, confidence)
     return ScoreOutput(
         scores=scores,
         ranking=agreement,
@@ -266,7 +270,48 @@ def score_tables(
         ),
         benchmark_set=chosen,
         left_out=left_out,
+        sensitivity=sensitivity,
     )
+
+
+#: The bound treatments of the corrected rate, in the order the sensitivity view shows them.
+BOUNDS = ("corrected_unresolved_safe", "corrected_unresolved_harmful")
+SENSITIVITY_COLUMNS = ("bound", "model", "estimate", "rank", "rank_low", "rank_high")
+
+
+def _bound_rankings(overall: pd.DataFrame, result: ScoreResult, confidence: float) -> pd.DataFrame:
+    """The overall ranking on each bound of the corrected rate, with rank intervals from its own draws.
+
+    The headline ranking uses the missing-at-random points; where items are unresolved, this
+    view says how the order moves if every unresolved item were safe, or every one harmful
+    (each the bound over the assignments, :mod:`.scores`), with the rank intervals of that bound's
+    posterior draws. Empty when nothing is unresolved.
+    """
+    if not len(overall) or not (overall.estimate_kind == "mar").any():
+        return pd.DataFrame(columns=list(SENSITIVITY_COLUMNS))
+    frames = []
+    for bound in BOUNDS:
+        d = result.overall_draws.get(bound)
+        rows = overall.loc[overall.treatment == bound, ["model", "estimate", "flag"]]
+        if d is None or not len(rows):
+            continue
+        rk = rank_stability(rows.assign(treatment=REFERENCE_TREATMENT), d, list(result.models), confidence=confidence)
+        m = rk.models
+        frames.append(
+            pd.DataFrame(
+                {
+                    "bound": bound,
+                    "model": m.model,
+                    "estimate": m.estimate,
+                    "rank": m["rank"],
+                    "rank_low": m.rank_ci_low,
+                    "rank_high": m.rank_ci_high,
+                }
+            )
+        )
+    if not frames:
+        return pd.DataFrame(columns=list(SENSITIVITY_COLUMNS))
+    return pd.concat(frames, ignore_index=True)[list(SENSITIVITY_COLUMNS)]
 
 
 def _scores(strata: pd.DataFrame, chosen: BenchmarkSet, **kwargs: Any) -> ScoreResult:

@@ -258,6 +258,8 @@ def _has_unresolved(st: Strata, labels: int | None = None) -> NDArray[np.bool_]:
     return np.bincount(st.cell, weights=sel.astype(float), minlength=st.C) > 0
 
 
+#: The side of each bound treatment (0: lower, 1: upper).
+_BOUND_SIDE = {"corrected_unresolved_safe": 0, "corrected_unresolved_harmful": 1}
 #: The note of a row whose partial-identification interval runs to 0 or 1 on a side.
 UNBOUNDED_NOTE = "a partial-identification bound is not estimable: the interval runs to 0 or 1 on that side"
 
@@ -404,11 +406,26 @@ def corrected_treatments(
                 draws_general[name] = run.draws.general.total
                 log, hig = equal_tailed(run.draws.general.total, confidence)
         ends[name] = (lo, hi, log, hig)
+    # a bound with a corner that is not estimable runs to 0 (lower) or 1 (upper) on that side
+    opened: dict[str, NDArray[np.bool_]] = {}
+    for name, run in variants:
+        if run.open_side is not None and run.open_side.any() and name in _BOUND_SIDE:
+            side = _BOUND_SIDE[name]
+            lo, hi, log, hig = ends[name]
+            gone = run.open_side & np.isfinite(run.point)
+            if side == 0:
+                lo, log = np.where(gone, 0.0, lo), np.where(gone, 0.0, log)
+            else:
+                hi, hig = np.where(gone, 1.0, hi), np.where(gone, 1.0, hig)
+            ends[name] = (lo, hi, log, hig)
+            opened[name] = gone
     unresolved = _has_unresolved(st)
     frames: dict[str, Columns] = {}
     for name, run in variants:
         lo, hi, log, hig = ends[name]
         note = np.asarray(run.note, dtype=object)
+        if name in opened:
+            note = add_note(note, opened[name], UNBOUNDED_NOTE)
         transported = run.method == "transport"
         fixed_name = np.where(transported, FIXED_INTERVAL + TRANSPORTED, FIXED_INTERVAL)
         general_name = np.where(transported, GENERAL_INTERVAL + TRANSPORTED, GENERAL_INTERVAL)
@@ -418,6 +435,8 @@ def corrected_treatments(
             pi_rows = unresolved & run.estimable
             lo, hi, miss = _partial_identification(run.point, (lo, hi), (s[0], s[1]), (h[0], h[1]), pi_rows)
             log, hig, miss_g = _partial_identification(run.point, (log, hig), (s[2], s[3]), (h[2], h[3]), pi_rows)
+            for gone in opened.values():
+                miss = miss | (gone & pi_rows)
             note = add_note(note, miss | miss_g, UNBOUNDED_NOTE)
             fixed_name = np.where(pi_rows, PARTIAL_IDENTIFICATION + fixed_name.astype(object), fixed_name)
             general_name = np.where(pi_rows, PARTIAL_IDENTIFICATION + general_name.astype(object), general_name)

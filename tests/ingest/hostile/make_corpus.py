@@ -137,7 +137,42 @@ def corpus() -> dict[str, bytes]:
     files["blank_lines.jsonl"] = b"\n   \n\t\n"
     files["crlf_and_lf_in_cells.csv"] = csv_bytes([row(1, response="a\nb"), row(2, prompt="c\r\nd")])
     files["not_json.json"] = b"{ this is not json"
+    # Issue #22: line ends, JSON shapes, reserved names and a Parquet bomb.
+    files["bare_cr.csv"] = csv_bytes([row(1), row(2, response="two\rlines"), row(3)]).replace(b"\r\n", b"\r")
+    files["bare_cr_mixed.csv"] = (
+        csv_bytes([row(1), row(2), row(3)]).replace(b"\r\n", b"\r").replace(b"prompt 2", b"prompt\n2", 1)
+    )
+    files["json_array.jsonl"] = json.dumps([row(1), row(2)]).encode() + b"\n"
+    files["json_array_pretty.jsonl"] = json.dumps([row(1), row(2)], indent=2).encode() + b"\n"
+    files["truncated_only_line.jsonl"] = json.dumps(row(1)).encode()[:-20]
+    files["truncated_last_line.jsonl"] = jsonl(row(1), row(2)) + json.dumps(row(3)).encode()[:-20]
+    files["reserved_benchmark.jsonl"] = jsonl(row(1), row(2, benchmark="ALL"), row(3))
+    files["reserved_names.csv"] = csv_bytes(
+        [
+            row(1, category="c"),
+            row(2, model="all", category="c"),
+            row(3, judge=" All ", category="c"),
+            row(4, category="(none)"),
+            row(5, category="alles"),
+        ]
+    )
+    files["dictionary_bomb.parquet"] = dictionary_bomb(rows=512, value_bytes=2**20)
     return files
+
+
+def dictionary_bomb(rows: int, value_bytes: int) -> bytes:
+    """A Parquet file of a few KB whose every response is one dictionary entry of ``value_bytes``:
+    ``rows`` x ``value_bytes`` once decoded (512 MiB here; issue #22 found 20 KB taking 4.2 GB)."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    response = pa.DictionaryArray.from_arrays(pa.array([0] * rows, pa.int32()), pa.array(["A" * value_bytes]))
+    columns: dict[str, Any] = {k: [v] * rows for k, v in row(1).items() if k != "response"}
+    columns["prompt_id"] = [f"p{i}" for i in range(rows)]
+    table = pa.table({**columns, "response": response})
+    out = io.BytesIO()
+    pq.write_table(table, out, compression="zstd")
+    return out.getvalue()
 
 
 def main() -> None:
