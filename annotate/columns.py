@@ -199,3 +199,30 @@ STRATA_COLUMNS = (
     "harmful",
     "unresolved",
 )
+
+
+# -- the routing judge of a round ---------------------------------------------------------------
+def describe_judges(judges: dict[str, str]) -> str:
+    """A round across suites' judge as it is shown and stored in ``review_round.judge``.
+
+    >>> describe_judges({"xstest": "gpt4", "harmbench": "HarmBench-cls"})
+    'harmbench=HarmBench-cls, xstest=gpt4'
+    """
+    return ", ".join(f"{b}={j}" for b, j in sorted(judges.items()))
+
+
+def judge_of(judge: str, judges: dict[str, str] | None, benchmark: str) -> str | None:
+    """The routing judge of one benchmark of a round: its own (``judges``), else the round's one judge.
+
+    None: a round across suites that did not route this benchmark.
+
+    >>> judge_of("gpt4", None, "xstest")
+    'gpt4'
+    >>> judge_of("harmbench=cls, xstest=gpt4", {"harmbench": "cls", "xstest": "gpt4"}, "harmbench")
+    'cls'
+    >>> judge_of("harmbench=cls", {"harmbench": "cls"}, "xstest") is None
+    True
+    """
+    if judges is None:
+        return judge
+    return judges.get(benchmark)

@@ -173,7 +173,7 @@ def check_diagnostics(diag: Any, design: Design) -> list[str]:
     if not isinstance(diag, dict):
         return ["diagnostics.json: the document must be an object."]
     problems: list[str] = []
-    judges = sorted({r.judge for r in design.rounds})
+    judges = sorted({j for r in design.rounds for j in r.routing_judges})
     if judges != [diag.get("judge")]:
         problems.append(f"diagnostics.json: judge {diag.get('judge')!r}; design.json's rounds are judged by {judges}.")
     n, events = diag.get("n_responses"), diag.get("n_events")
@@ -278,7 +278,13 @@ def _judges_report(audit: Any, settings: Settings) -> dict[str, Any]:
 def _cells(design: Design) -> pd.DataFrame:
     """The judge's label shares per model x benchmark, from the design's populations (waves summed)."""
     rows = [
-        {"judge": r.judge, "model": s.model, "benchmark": s.benchmark, "judge_label": s.judge_label, "n": s.population}
+        {
+            "judge": r.judge_for(s.benchmark),
+            "model": s.model,
+            "benchmark": s.benchmark,
+            "judge_label": s.judge_label,
+            "n": s.population,
+        }
         for r in design.rounds
         for s in r.strata
     ]

@@ -19,7 +19,7 @@ from typing import Any
 import pandas as pd
 
 from annotate.audit.schema import listed
-from annotate.columns import BLINDINGS, JUDGE_LABELS
+from annotate.columns import BLINDINGS, JUDGE_LABELS, describe_judges, judge_of
 from annotate.stats.adjudication import rules_from_record
 from annotate.stats.scoring.strata import DESIGN_STRATA_COLUMNS, stratum_key
 
@@ -104,9 +104,23 @@ class RoundDesign:
     adjudication: Mapping[str, Any] | None = None
     #: Whether the design records ``adjudication`` at all (annotate-export/5 on, null included).
     records_adjudication: bool = False
+    #: A round across suites: each benchmark's routing judge ({benchmark: judge}; annotate-export/6
+    #: on); ``judge`` then reads "B1=J1, B2=J2". None: ``judge`` for every benchmark.
+    judges: Mapping[str, str] | None = None
+
+    def judge_for(self, benchmark: str) -> str | None:
+        """The routing judge of one benchmark (None: a benchmark this round across suites did not route)."""
+        return judge_of(self.judge, None if self.judges is None else dict(self.judges), benchmark)
+
+    @property
+    def routing_judges(self) -> list[str]:
+        """Every judge whose rows the round routed, sorted."""
+        return sorted(set(self.judges.values())) if self.judges is not None else [self.judge]
 
     def to_json(self) -> dict[str, Any]:
         doc: dict[str, Any] = {"round": self.round, "judge": self.judge}
+        if self.judges is not None:
+            doc["judges"] = dict(sorted(self.judges.items()))  # said only for rounds across suites
         if self.strata_from is not None:
             # Said only for such rounds: every other round's design stays as it was.
             doc |= {"strata_from": list(self.strata_from), "strata_rule": STRATA_FROM_RULE}
@@ -198,6 +212,7 @@ class Design:
                 blinding=r.get("blinding"),
                 adjudication=r.get("adjudication"),
                 records_adjudication="adjudication" in r,
+                judges=dict(r["judges"]) if r.get("judges") is not None else None,
             )
             for r in doc["rounds"]
         )
@@ -261,6 +276,17 @@ def _round_problems(rnd: dict[str, Any], where: str) -> list[str]:
             rules_from_record(rules)
         except ValueError as exc:
             problems.append(f"{where}.adjudication: {exc}.")
+    per_benchmark = rnd.get("judges")
+    if per_benchmark is not None and (
+        not isinstance(per_benchmark, dict)
+        or not per_benchmark
+        or not all(isinstance(b, str) and b and isinstance(j, str) and j for b, j in per_benchmark.items())
+    ):
+        problems.append(f"{where}.judges must be an object of benchmark: judge names.")
+    elif per_benchmark is not None and rnd.get("judge") != describe_judges(per_benchmark):
+        problems.append(
+            f"{where}.judge {rnd.get('judge')!r} must read {describe_judges(per_benchmark)!r} (its judges)."
+        )
     judges = rnd.get("strata_from")
     if judges is not None and (not isinstance(judges, list) or not all(isinstance(j, str) and j for j in judges)):
         problems.append(f"{where}.strata_from must be a list of judge names.")
@@ -297,4 +323,10 @@ def _round_problems(rnd: dict[str, Any], where: str) -> list[str]:
             found.append(f"{at}: {key[0]} x {key[1]} x {key[2]} appears twice.")
         seen.add(key)
     listed(problems, found, "problems in the strata")
+    if isinstance(per_benchmark, dict) and per_benchmark:
+        unjudged = sorted({s["benchmark"] for s in strata if isinstance(s, dict)} - set(per_benchmark), key=str)
+        if unjudged:
+            problems.append(
+                f"{where}: strata of benchmark(s) {', '.join(map(str, unjudged))} without a judge in judges."
+            )
     return problems

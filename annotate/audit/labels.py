@@ -172,7 +172,7 @@ def check_labels(
         return f"labels.csv:{lines[i]}" if i < len(lines) else "labels.csv"
 
     strata = {(r.round, s.model, s.benchmark, s.stratum): s for r in design.rounds for s in r.strata}
-    judges = design.judges_by_round()
+    rounds = {r.round: r for r in design.rounds}
     found: list[str] = []
     counts: dict[tuple[str, str, str, str], int] = {}
     for i, rec in enumerate(labels.to_dict("records")):
@@ -182,8 +182,9 @@ def check_labels(
             found.append(f"{line(i)}: {key[1]} x {key[2]}, stratum {key[3]} of round {key[0]} is not in design.json.")
             continue
         counts[key] = counts.get(key, 0) + 1
-        if rec["judge"] != judges[key[0]]:
-            found.append(f"{line(i)}: judge {rec['judge']!r}; round {key[0]} was routed for {judges[key[0]]!r}.")
+        routing = rounds[key[0]].judge_for(key[2])
+        if rec["judge"] != routing:
+            found.append(f"{line(i)}: judge {rec['judge']!r}; round {key[0]} routed {key[2]} for {routing!r}.")
         try:
             prob = float(rec["inclusion_prob"])
         except (TypeError, ValueError):

@@ -90,6 +90,15 @@ class AuditRecord:
                     "design.json",
                     [f"design.json: round(s) {', '.join(without)} do not say how they were blinded ({schema.name})."],
                 )
+        across = [r.round for r in design.rounds if r.judges is not None]
+        if across and not schema.judges_per_benchmark:
+            raise RecordProblem(
+                "design.json",
+                [
+                    f"design.json: round(s) {', '.join(across)} name a judge per benchmark (judges), which "
+                    f"{schema.name} exports cannot hold (annotate-export/6 on)."
+                ],
+            )
         if schema.decisions:
             without = [r.round for r in design.rounds if not r.records_adjudication]
             if without:

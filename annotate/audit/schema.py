@@ -28,6 +28,10 @@ Rows:
   (``adjudication``); labels.csv carries the expert's answer each escalated item was decided on
   (``expert``, ``expert_verdict``), so that verify re-derives every final label from the votes,
   the expert's answers and the rules, and a difference fails; the intervals of issue #23.
+* ``annotate-export/6``: a round across suites routes each benchmark on its own judge: its
+  design.json round says so (``judges``: {benchmark: judge}; ``judge`` reads "B1=J1, B2=J2"), and
+  labels.csv's judge of each row is its benchmark's. Otherwise as /5 (an export without such a
+  round has the same files as /5).
 
 Since issue #23 changed the methods, exports of /2 to /4 are checked like /1: inputs for their
 form, derived files for their hashes, CSVs for their schema's exact columns.
@@ -111,6 +115,8 @@ class ExportSchema:
     #: The exact columns of CSV files this version cannot re-derive: a later export relabeled as
     #: this schema has other columns and is refused (no downgrade to fewer checks).
     headers: tuple[tuple[str, tuple[str, ...]], ...] = ()
+    #: A round of design.json may route each benchmark on its own judge (``judges``).
+    judges_per_benchmark: bool = False
 
     @property
     def files(self) -> tuple[str, ...]:
@@ -212,10 +218,22 @@ SCHEMAS: dict[str, ExportSchema] = {
             label_columns=LABEL_COLUMNS,
             decisions=True,
         ),
+        ExportSchema(
+            "annotate-export/6",
+            inputs=("labels.csv", "judge_labels.csv", "design.json"),
+            derived=(*_SCORES, "p_tie.csv", *_JUDGES, "scores.json", "agreement.json", "report.html"),
+            rederived=(*_SCORES, "p_tie.csv", *_JUDGES, "scores.json", "agreement.json", "report.html"),
+            neutralised=True,
+            blinding=True,
+            summary="a round across suites: each benchmark routed on its own judge (design.json's judges)",
+            label_columns=LABEL_COLUMNS,
+            decisions=True,
+            judges_per_benchmark=True,
+        ),
     )
 }
 #: The schema ``annotate export`` writes.
-CURRENT = SCHEMAS["annotate-export/5"]
+CURRENT = SCHEMAS["annotate-export/6"]
 
 
 def schema_named(name: object) -> ExportSchema | None:

@@ -23,7 +23,12 @@ from annotate.cli._options import echo_json, open_session, workspace_options
 )
 @click.option("--seed", default=0, show_default=True, help="Seed of the sample and of each annotator's task order.")
 @click.option(
-    "--judge", default=None, help="Whose labels define the strata (needed when the store has several judges)."
+    "--judge",
+    "judge",
+    multiple=True,
+    help="Whose labels define the strata. Default: each benchmark's only judge (quality judges aside), so one "
+    "round spans every tool's outputs. JUDGE: that judge's rows, every benchmark it judged. BENCHMARK=JUDGE "
+    "(repeat it): one benchmark's judge, where it has several.",
 )
 @click.option(
     "--strata-from",
@@ -52,7 +57,7 @@ def route(
     annotators: str,
     clear_per_cell: int,
     seed: int,
-    judge: str | None,
+    judge: tuple[str, ...],
     strata_from: tuple[str, ...],
     dry_run: bool,
     to_file: bool,
@@ -71,6 +76,7 @@ def route(
       annotate route --round r1 --annotators A1,A2,A3 --clear-per-cell 25 --seed 7 --dry-run
       annotate route --round r1 --annotators A1,A2,A3 --clear-per-cell 25 --seed 7
       annotate route --round r2 --annotators A1,A2 --strata-from gpt4,strmatch --dry-run
+      annotate route --round r3 --annotators A1,A2 --judge harmbench=harmbench-cls --dry-run
     """
     from annotate.pipeline.route import route as do_route
 
@@ -99,7 +105,7 @@ def route(
                 annotator_names=names,
                 clear_per_cell=clear_per_cell,
                 seed=seed,
-                judge=judge,
+                judge=list(judge),
                 dry_run=dry_run,
                 to_file=to_file,
                 progress=progress,
@@ -124,6 +130,10 @@ def route(
         }
         if out.blinding is not None:  # sent to a server: how its reviewers are kept apart
             doc["blinding"] = out.blinding
+        if out.judges is not None:  # a round across suites: each benchmark's judge
+            doc["judges"] = out.judges
+        if out.notes:
+            doc["notes"] = out.notes
         if out.strata_from is not None:
             doc["strata_from"] = out.strata_from
             doc["cells"] = [] if out.cells is None else out.cells.to_dict("records")
@@ -140,6 +150,10 @@ def route(
         )
     if out.strata_from is not None:
         _echo_strata_from(out)
+    if out.judges is not None:
+        click.echo("Judge per benchmark: " + "; ".join(f"{b}: {j}" for b, j in out.judges.items()) + ".")
+    for note in out.notes:
+        click.echo(f"Note: {note}")
     head = "Would select" if dry_run else "Selected"
     if out.new_wave is None:
         click.echo(f"Round {out.round}: no new responses since the last routing (judge {out.judge}).")

@@ -17,7 +17,7 @@ from annotate.db import models as m
 from annotate.db.engine import utcnow
 from annotate.errors import StoreError
 
-SCHEMA_VERSION = 9
+SCHEMA_VERSION = 10
 
 
 def _v1(conn: Connection) -> None:
@@ -107,6 +107,11 @@ def _v9(conn: Connection) -> None:
     _add_columns(conn, m.REVIEW_ROUND, ("adjudication",))
 
 
+def _v10(conn: Connection) -> None:
+    # review_round.judges: NULL for every earlier round (one judge for all its benchmarks).
+    _add_columns(conn, m.REVIEW_ROUND, ("judges",))
+
+
 # (version, description, apply). Later schema changes append here; never edit a shipped step.
 MIGRATIONS: list[tuple[int, str, Callable[[Connection], None]]] = [
     (1, "responses, source files, ingest runs, response history", _v1),
@@ -118,6 +123,7 @@ MIGRATIONS: list[tuple[int, str, Callable[[Connection], None]]] = [
     (7, "the judges whose unanimity made a review round's strata (route --strata-from)", _v7),
     (8, "a Label Studio server per person: where each project lives, how each round was blinded", _v8),
     (9, "the adjudication rules of a round's latest adjudication (so that exports re-derive final labels)", _v9),
+    (10, "a round across suites: the judge of each benchmark (route --judge BENCHMARK=JUDGE)", _v10),
 ]
 assert MIGRATIONS[-1][0] == SCHEMA_VERSION
 

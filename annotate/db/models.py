@@ -150,6 +150,10 @@ class ReviewRound(SQLModel, table=True):
     # an export records (design.json) so that verify re-derives every final label. None: never
     # adjudicated, or adjudicated before v9.
     adjudication: str | None = Field(default=None, sa_column=Column(Text))
+    # v10: JSON object {benchmark: judge} of a round across suites whose benchmarks have judges of
+    # their own (`route --judge BENCHMARK=JUDGE`); ``judge`` then reads "B1=J1, B2=J2". None: one
+    # judge for every benchmark (``judge``).
+    judges: str | None = Field(default=None, sa_column=Column(Text))
 
 
 class RoundWave(SQLModel, table=True):

@@ -2,16 +2,26 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
+from typing import Any
 
 import pandas as pd
-from sqlalchemy import func, select
+from sqlalchemy import ColumnElement, and_, false, func, or_, select
 
 from annotate.db import models as m
 from annotate.db.engine import begin_write, frame
 from annotate.db.ingest_tx import IngestTransaction
 from annotate.db.store_base import Component
+
+
+def _routed_by(r: Any, judge: str, judges: Mapping[str, str] | None) -> ColumnElement[bool]:
+    """The rows a round routes: its one judge's, or each benchmark's own judge's (``judges``)."""
+    if judges is None:
+        return r.c.judge == judge
+    if not judges:
+        return false()
+    return or_(*(and_(r.c.benchmark == b, r.c.judge == j) for b, j in sorted(judges.items())))
 
 
 class ResponseTables(Component):
@@ -123,6 +133,17 @@ class ResponseTables(Component):
             rows = conn.execute(select(t).order_by(t.c.id)).all()
         return pd.DataFrame(rows, columns=[c.name for c in t.c])
 
+    def benchmark_judges(self) -> pd.DataFrame:
+        """One row per (benchmark, judge) with its number of responses, sorted."""
+        r = m.RESPONSE
+        stmt = (
+            select(r.c.benchmark, r.c.judge, func.count().label("responses"))
+            .group_by(r.c.benchmark, r.c.judge)
+            .order_by(r.c.benchmark, r.c.judge)
+        )
+        with self.engine.connect() as conn:
+            return frame(conn, stmt)
+
     def judges(self) -> list[str]:
         r = m.RESPONSE
         with self.engine.connect() as conn:
@@ -133,8 +154,14 @@ class ResponseTables(Component):
         with self.engine.connect() as conn:
             return conn.execute(select(func.max(r.c.id))).scalar() or 0
 
-    def routing_population(self, judge: str, after_id: int, up_to_id: int) -> pd.DataFrame:
-        """Responses of one judge with after_id < id <= up_to_id (one wave's population)."""
+    def routing_population(
+        self, judge: str, after_id: int, up_to_id: int, judges: Mapping[str, str] | None = None
+    ) -> pd.DataFrame:
+        """Responses of one judge with after_id < id <= up_to_id (one wave's population).
+
+        ``judges`` ({benchmark: judge}, a round across suites): each benchmark's responses of its
+        own judge instead, and only those benchmarks'.
+        """
         r = m.RESPONSE
         stmt = (
             select(
@@ -146,19 +173,21 @@ class ResponseTables(Component):
                 r.c.judge,
                 r.c.judge_label,
             )
-            .where(r.c.judge == judge, r.c.id > after_id, r.c.id <= up_to_id)
+            .where(_routed_by(r, judge, judges), r.c.id > after_id, r.c.id <= up_to_id)
             .order_by(r.c.id)
         )
         with self.engine.connect() as conn:
             return frame(conn, stmt)
 
-    def transcript_count(self, judge: str, after_id: int, up_to_id: int) -> int:
+    def transcript_count(
+        self, judge: str, after_id: int, up_to_id: int, judges: Mapping[str, str] | None = None
+    ) -> int:
         """How many responses of one judge with after_id < id <= up_to_id have a transcript."""
         r = m.RESPONSE
         stmt = (
             select(func.count())
             .select_from(r)
-            .where(r.c.judge == judge, r.c.id > after_id, r.c.id <= up_to_id, r.c.transcript.is_not(None))
+            .where(_routed_by(r, judge, judges), r.c.id > after_id, r.c.id <= up_to_id, r.c.transcript.is_not(None))
         )
         with self.engine.connect() as conn:
             return int(conn.execute(stmt).scalar_one())

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import json
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 import pandas as pd
@@ -73,19 +73,25 @@ class ReviewTables(Component):
         items: Any,
         strata: Any,
         strata_from: Sequence[str] | None = None,
+        judges: Mapping[str, str] | None = None,
     ) -> int:
         """Record a round (when new) and one wave of its design in one transaction; the round id.
 
         ``strata_from``: a new round's judges whose unanimity made its strata (``route
-        --strata-from``); None: the routing judge's own labels.
+        --strata-from``); None: the routing judge's own labels. ``judges``: a new round across
+        suites' judge per benchmark ({benchmark: judge}); None: one judge for all.
         """
-        now = utcnow()
+        now, per_benchmark = utcnow(), judges
         with self.engine.begin() as conn:
             if round_row is None:
                 assert new_round is not None, "a new round needs its row"
                 t = m.REVIEW_ROUND
-                judges = None if strata_from is None else json.dumps(list(strata_from))
-                row = {**new_round, "created_at": now, "strata_from": judges}
+                row = {
+                    **new_round,
+                    "created_at": now,
+                    "strata_from": None if strata_from is None else json.dumps(list(strata_from)),
+                    "judges": None if per_benchmark is None else json.dumps(dict(sorted(per_benchmark.items()))),
+                }
                 round_id = conn.execute(t.insert().returning(t.c.id), row).scalar_one()
             else:
                 round_id = round_row["id"]
@@ -127,6 +133,13 @@ class ReviewTables(Component):
                     ),
                 )
         return round_id
+
+    def round_judges(self, round_id: int) -> dict[str, str] | None:
+        """A round across suites' judge per benchmark ({benchmark: judge}); None: one judge for all."""
+        t = m.REVIEW_ROUND
+        with self.engine.connect() as conn:
+            value = conn.execute(select(t.c.judges).where(t.c.id == int(round_id))).scalar()
+        return None if value is None else {str(b): str(j) for b, j in json.loads(value).items()}
 
     def round_strata_from(self, round_id: int) -> list[str] | None:
         """The judges whose unanimity made the round's strata (``route --strata-from``), in the order given.

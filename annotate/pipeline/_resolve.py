@@ -6,9 +6,12 @@ message.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from contextlib import AbstractContextManager
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
+from annotate.columns import describe_judges
 from annotate.errors import InputError, StateError, WorkspaceError
 from annotate.labelstudio import TECHNICAL, blinding
 from annotate.labelstudio.labelconfig import parse_label_config
@@ -35,6 +38,114 @@ def resolve_judge(store: Store, judge: str | None) -> str:
     if judge not in judges:
         raise InputError(f"no responses judged by {judge!r}; judges: {', '.join(judges)}")
     return judge
+
+
+@dataclass(frozen=True)
+class RoutingJudges:
+    """Whose labels a new round routes: one judge for every benchmark, or each benchmark's own.
+
+    ``judge`` is the one judge's name, or for a round across suites ``describe_judges(judges)``
+    ("B1=J1, B2=J2"); ``judges`` is then {benchmark: judge}. ``notes``: benchmarks left out and why.
+    """
+
+    judge: str
+    judges: dict[str, str] | None = None
+    notes: list[str] = field(default_factory=list)
+
+
+#: Judges that are never a round's default (their failures are not harm); see ``Store.benchmark_judges``.
+NOT_ROUTED_BY_DEFAULT = ("quality",)
+
+
+def resolve_routing_judges(store: Store, given: Sequence[str]) -> RoutingJudges:
+    """The routing judge(s) of a new round from ``--judge`` values (none, ``JUDGE``, ``BENCHMARK=JUDGE``...).
+
+    Without ``--judge``, each benchmark is routed on its only judge (quality judges aside); when
+    every benchmark has the same one, that is a one-judge round exactly as before. ``JUDGE`` alone
+    routes that judge's rows only (every benchmark it judged). ``BENCHMARK=JUDGE`` names the judge
+    of one benchmark (repeat it); with a ``JUDGE`` beside it, that judge routes the others it judged.
+    """
+    pairs = store.benchmark_judges()
+    if not len(pairs):
+        raise StateError("the store holds no responses: run `annotate ingest` first.")
+    known: dict[str, list[str]] = {}
+    for b, j in zip(pairs.benchmark.astype(str), pairs.judge.astype(str), strict=True):
+        known.setdefault(b, []).append(j)
+    kinds: dict[tuple[str, str], str] = {}
+    if "kind" in pairs.columns:  # each (benchmark, judge)'s kind: safety, refusal or quality
+        for b, j, k in zip(
+            pairs.benchmark.astype(str), pairs.judge.astype(str), pairs["kind"].astype(str), strict=True
+        ):
+            kinds[(b, j)] = k
+    plain: list[str] = []
+    mapped: dict[str, str] = {}
+    for value in given:
+        bench, sep, name = value.partition("=")
+        if sep and bench.strip() in known:
+            bench, name = bench.strip(), name.strip()
+            if bench in mapped and mapped[bench] != name:
+                raise InputError(f"--judge {value!r}: benchmark {bench!r} is already routed on {mapped[bench]!r}.")
+            if name not in known[bench]:
+                raise InputError(
+                    f"--judge {value!r}: no responses of benchmark {bench!r} judged by {name!r}; its judges: "
+                    f"{', '.join(known[bench])}."
+                )
+            mapped[bench] = name
+        else:
+            plain.append(value)
+    if len(plain) > 1:
+        raise InputError(
+            f"--judge given {len(plain)} judges ({', '.join(map(repr, plain))}) for every benchmark; give one, "
+            f"and BENCHMARK=JUDGE for a benchmark's own (benchmarks: {', '.join(known)})."
+        )
+    if plain:
+        one = resolve_judge(store, plain[0])
+        if not mapped:
+            left = sorted(b for b, js in known.items() if one not in js)
+            notes = [f"benchmark(s) without verdicts of {one!r}, not in this round: {', '.join(left)}."] if left else []
+            return RoutingJudges(one, None, notes)
+        for b, js in known.items():
+            if b not in mapped and one in js:
+                mapped[b] = one
+    else:
+        several = {}
+        for b, js in known.items():
+            if b in mapped:
+                continue
+            usable = [j for j in js if kinds.get((b, j), "safety") not in NOT_ROUTED_BY_DEFAULT]
+            if len(usable) == 1:
+                mapped[b] = usable[0]
+            elif usable:
+                several[b] = usable
+        if several:
+            first_b, first_js = next(iter(several.items()))
+            listed = "; ".join(f"{b}: {', '.join(js)}" for b, js in several.items())
+            raise InputError(
+                f"benchmark(s) with verdicts of several judges ({listed}); choose the judge of each with "
+                f"--judge BENCHMARK=JUDGE (e.g. --judge {first_b}={first_js[0]}), or one judge for all with "
+                "--judge JUDGE."
+            )
+    notes = []
+    left = sorted(set(known) - set(mapped))
+    if left:
+        why = "; ".join(f"{b} (judges {_judged(known[b], b, kinds)})" for b in left)
+        notes.append(f"benchmark(s) not in this round: {why}. Name a judge with --judge BENCHMARK=JUDGE to route one.")
+    if not mapped:
+        raise InputError(f"no benchmark has a judge to route by; {notes[0] if notes else ''}".strip())
+    only = next(iter(mapped.values()))
+    if set(mapped.values()) == {only} and not any(only in known[b] for b in left):
+        # Every routed benchmark on one judge, and no other rows of it: a one-judge round, as before.
+        return RoutingJudges(only, None, notes)
+    return RoutingJudges(describe_judges(mapped), dict(sorted(mapped.items())), notes)
+
+
+def _judged(judges: list[str], benchmark: str, kinds: dict[tuple[str, str], str]) -> str:
+    return ", ".join(f"{j} ({kinds.get((benchmark, j), 'safety')})" for j in judges)
+
+
+def round_judges(store: Store, round_row: dict[str, Any]) -> dict[str, str] | None:
+    """A round's judge per benchmark ({benchmark: judge}); None: one judge (``round_row['judge']``) for all."""
+    return store.round_judges(int(round_row["id"]))
 
 
 def review_round_names(store: Store) -> list[str]:

@@ -137,7 +137,7 @@ def export(
         raise InputError(f"{exc} Choose a value in that range.") from None
     rounds = rounds_to_score(store, round_names)
     record = record_from_store(store, rounds, label_config_sha=_label_config_sha(ws))
-    judges = sorted({r.judge for r in record.design.rounds})
+    judges = sorted({j for r in record.design.rounds for j in r.routing_judges})
     diagnosis = store.latest_diagnosis(judges[0]) if len(judges) == 1 else None
     manifest: dict[str, Any] = {
         "schema": CURRENT.name,

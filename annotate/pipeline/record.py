@@ -51,7 +51,7 @@ def record_from_store(
         judge_labels=judge_labels_frame(store, round_names) if judges else None,
         design=design_from_store(store, round_names, label_config_sha=label_config_sha),
     )
-    judged = {r.judge for r in record.design.rounds}
+    judged = {j for r in record.design.rounds for j in r.routing_judges}
     judged |= set() if record.judge_labels is None else set(record.judge_labels.judge.unique())
     names = {"benchmark": record.labels.benchmark.unique(), "model": record.labels.model.unique(), "judge": judged}
     held = reserved_names_held(names)
@@ -174,6 +174,7 @@ def design_from_store(store: Store, round_names: list[str], *, label_config_sha:
                 blinding=row.get("blinding") or BLINDING_INSTRUCTIONS,
                 adjudication=json.loads(row["adjudication"]) if row.get("adjudication") else None,
                 records_adjudication=True,
+                judges=json.loads(row["judges"]) if row.get("judges") else None,
             )
         )
     runs = store.ingest_runs()

@@ -34,7 +34,7 @@ from __future__ import annotations
 
 import json
 import secrets
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from contextlib import nullcontext
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -70,8 +70,9 @@ from annotate.pipeline._resolve import (
     blinded_owner,
     load_label_config,
     resolve_annotators,
-    resolve_judge,
+    resolve_routing_judges,
     round_blinding,
+    round_judges,
     round_lock,
 )
 from annotate.stats.sampling import select_for_review, task_order
@@ -104,6 +105,10 @@ class RouteOutcome:
     without_verdict: pd.DataFrame | None = None
     # How the round's reviewers are kept apart (labelstudio.TECHNICAL / INSTRUCTIONS_ONLY); None: task files.
     blinding: str | None = None
+    # A round across suites: each benchmark's judge ({benchmark: judge}); None: ``judge`` for all.
+    judges: dict[str, str] | None = None
+    # Said about the choice of judges (benchmarks left out and why).
+    notes: list[str] = field(default_factory=list)
 
 
 @dataclass(frozen=True)
@@ -125,6 +130,8 @@ class _Plan:
     strata_from: list[str] | None = None
     cells: pd.DataFrame | None = None
     without_verdict: pd.DataFrame | None = None
+    judges: dict[str, str] | None = None
+    notes: tuple[str, ...] = ()
 
 
 def route(
@@ -134,7 +141,7 @@ def route(
     annotator_names: list[str],
     clear_per_cell: int,
     seed: int,
-    judge: str | None,
+    judge: str | Sequence[str] | None,
     dry_run: bool,
     to_file: bool,
     progress: Progress | None = None,
@@ -143,9 +150,12 @@ def route(
 ) -> RouteOutcome:
     """Select (or extend) a round's sample and send every item to every annotator's project.
 
-    ``strata_from``: the judges whose unanimity makes the strata (two at least; None: the
-    routing judge's own labels).
+    ``judge``: the ``--judge`` values (a judge for every benchmark, ``BENCHMARK=JUDGE`` for one
+    benchmark's own; :func:`annotate.pipeline._resolve.resolve_routing_judges`); None or empty:
+    each benchmark's only judge. ``strata_from``: the judges whose unanimity makes the strata
+    (two at least; None: the routing judge's own labels).
     """
+    judge = [judge] if isinstance(judge, str) else list(judge or [])
     if s.store.get_round(round_name) is None:
         check_name(round_name, "round name")  # before anything is created for it, a lock file included
     # A real route reads the round's state and extends it under one lock; a dry run writes nothing.
@@ -171,7 +181,7 @@ def _route(
     annotator_names: list[str],
     clear_per_cell: int,
     seed: int,
-    judge: str | None,
+    judge: list[str],
     dry_run: bool,
     to_file: bool,
     progress: Progress | None,
@@ -198,6 +208,8 @@ def _route(
         strata_from=plan.strata_from,
         cells=plan.cells,
         without_verdict=plan.without_verdict,
+        judges=plan.judges,
+        notes=list(plan.notes),
     )
     if dry_run:
         return outcome
@@ -233,7 +245,7 @@ def _plan(
     annotator_names: list[str],
     clear_per_cell: int,
     seed: int,
-    judge: str | None,
+    judge_args: list[str],
     *,
     to_file: bool,
     strata_from: list[str] | None = None,
@@ -251,9 +263,12 @@ def _plan(
     if to_file:  # every file's path is checked before anything is recorded
         for pseudonym in annotators.pseudonym:
             task_file_path(s.ws, round_name, str(pseudonym))
+    judges: dict[str, str] | None = None
+    notes: list[str] = []
     if existing is not None:
         strata_from = _round_strata_from(store, round_name, existing, strata_from)
         judge = str(existing["judge"])
+        judges = round_judges(store, existing)
         if (seed, clear_per_cell) != (existing["seed"], existing["clear_per_cell"]):
             raise InputError(
                 f"round {round_name!r} was routed with --seed {existing['seed']} and "
@@ -266,19 +281,25 @@ def _plan(
                 "a round keeps its annotators (start a new round for others)."
             )
     elif strata_from is not None:
-        judge = _strata_judge(store, strata_from, judge)
+        if len(judge_args) > 1 or any("=" in j and j.partition("=")[0] in _benchmarks(store) for j in judge_args):
+            raise InputError(
+                "--strata-from makes one set of strata from several judges; it does not take a judge per benchmark "
+                "(--judge BENCHMARK=JUDGE). Route those benchmarks in a round of their own."
+            )
+        judge = _strata_judge(store, strata_from, judge_args[0] if judge_args else None)
     else:
-        judge = resolve_judge(store, judge)
+        chosen = resolve_routing_judges(store, judge_args)
+        judge, judges, notes = chosen.judge, chosen.judges, chosen.notes
 
     waves = store.round_waves(int(existing["id"])) if existing else None
     after = int(waves.max_response_id.max()) if waves is not None and len(waves) else 0
     up_to = store.max_response_id()
-    population = store.routing_population(judge, after, up_to)
+    population = store.routing_population(judge, after, up_to, judges)
     cells = without_verdict = None
     if strata_from is not None:
         population, cells, without_verdict = unanimity_population(store, population, judge, strata_from, after, up_to)
     config = _round_config(
-        s, round_name, existing, workspace_config, transcripts=store.transcript_count(judge, after, up_to)
+        s, round_name, existing, workspace_config, transcripts=store.transcript_count(judge, after, up_to, judges)
     )
     selected, strata = select_for_review(population, clear_per_cell=clear_per_cell, seed=seed)
     wave = (int(waves.wave.max()) + 1) if waves is not None and len(waves) else 1
@@ -298,7 +319,13 @@ def _plan(
         strata_from,
         cells,
         without_verdict,
+        judges,
+        tuple(notes),
     )
+
+
+def _benchmarks(store: Store) -> set[str]:
+    return set(store.benchmark_judges().benchmark.astype(str))
 
 
 def _check_judge_names(names: list[str]) -> None:
@@ -424,6 +451,7 @@ def _record_and_send(
             items=selected,
             strata=plan.strata,
             strata_from=plan.strata_from if plan.existing is None else None,
+            judges=plan.judges if plan.existing is None else None,
         )
     elif plan.existing is None:
         raise StateError(f"no responses judged by {plan.judge!r} to route.")
@@ -434,11 +462,15 @@ def _record_and_send(
     items = store.round_items(round_id)
     round_row = store.get_round(plan.round_name)
     assert round_row is not None
-    priority = None
+    priority: dict[int, float] | None = None
     if prioritize:
         # Review order only: which items were selected, and their inclusion probabilities, are
         # already fixed above.
-        priority = ambiguity_priority(store, plan.judge, items.response_id.astype(int).tolist(), seed=plan.seed)
+        priority = {}
+        judge_of_id = store.responses(["id", "judge"]).rename(columns={"id": "response_id"})
+        routed = items[["response_id"]].merge(judge_of_id, on="response_id", how="left")
+        for j, group in routed.groupby("judge", sort=True):  # each judge's own ambiguity model
+            priority |= ambiguity_priority(store, str(j), group.response_id.astype(int).tolist(), seed=plan.seed)
         outcome.prioritized = True
     for ann in plan.annotators.itertuples():
         owner = blinded_owner(str(outcome.blinding), str(ann.pseudonym))

@@ -114,10 +114,17 @@ def ppi_predictions(store: Store, design: Design) -> tuple[pd.DataFrame, list[di
     rows = store.responses(cols + ["source_id"])
     texts: pd.DataFrame | None = None
     frames, sources = [], []
-    for rnd in design.rounds:
-        judge = rnd.judge
+    # A round across suites is one run per routing judge, on the benchmarks it routed.
+    runs = [
+        (rnd, judge, None if rnd.judges is None else sorted(b for b, j in rnd.judges.items() if j == judge))
+        for rnd in design.rounds
+        for judge in rnd.routing_judges
+    ]
+    for rnd, judge, benchmarks in runs:
         waves = sorted((w.max_response_id, w.wave) for w in rnd.waves)
         mine = rows[rows.judge == judge]
+        if benchmarks is not None:
+            mine = mine[mine.benchmark.isin(benchmarks)]
         if waves:
             at = np.searchsorted(np.array([m for m, _ in waves]), mine["id"].to_numpy(), side="left")
             mine = mine[at < len(waves)].assign(wave=[waves[k][1] for k in at[at < len(waves)]])

@@ -73,6 +73,7 @@ import pandas as pd
 
 from annotate import __version__
 from annotate.audit.labels import read_labels
+from annotate.columns import judge_of
 from annotate.errors import InputError, StateError
 from annotate.fileio import open_input, sha256_bytes
 from annotate.ingest.formats import inspect_ai as inspect_format
@@ -85,7 +86,7 @@ from annotate.pipeline._inspect import (
     sweep_leftovers,
     vet_archive,
 )
-from annotate.pipeline._resolve import resolve_round
+from annotate.pipeline._resolve import resolve_round, round_judges
 
 if TYPE_CHECKING:
     from annotate.pipeline.session import Session
@@ -233,7 +234,8 @@ def writeback(
     store = s.store
     round_row = resolve_round(store, round_name)
     round_id = int(round_row["id"])
-    judge = str(round_row["judge"])
+    round_judge = str(round_row["judge"])
+    per_benchmark = round_judges(store, round_row)
     outcome = WritebackOutcome(round=str(round_row["name"]), mode=mode, to=Path(to))
 
     items = store.round_items(round_id, with_text=True).drop(columns=["prompt", "transcript"])
@@ -279,6 +281,8 @@ def writeback(
                 continue
             log = _read(api, plan.copy, plan.fmt, plan.source)
             plan_items = inspect_items.loc[inspect_items.source_id == plan.source_id]
+            # A round across suites routes each benchmark on its own judge: this log's is its benchmark's.
+            judge = judge_of(round_judge, per_benchmark, str(plan_items.benchmark.iloc[0])) or round_judge
             problems += _plan_log(
                 api,
                 plan,
