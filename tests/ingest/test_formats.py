@@ -124,7 +124,15 @@ EXPECTED_FORMAT = {
     # garak as it is today (issue #24; tests/ingest/test_garak_today.py).
     **{
         f"formats/garak/{name}.derived.report.jsonl": "garak"
-        for name in ("rest_v0.14", "aborted_v0.14", "v0.10", "earlystop_v0.14.1", "nested_v0.16")
+        for name in (
+            "rest_v0.14",
+            "aborted_v0.14",
+            "v0.10",
+            "earlystop_v0.14.1",
+            "nested_v0.16",
+            "translated_v0.14",
+            "translated_v0.16",
+        )
     },
     "formats/promptfoo/redteam-crescendo.derived.json": "promptfoo",
     # Inspect logs written by inspect-ai itself for the writeback tests (tests/pipeline/test_writeback.py).

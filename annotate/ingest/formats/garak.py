@@ -63,6 +63,15 @@ Choices:
   length that matches neither the outputs nor the assistant turns, scores mixed with lists,
   detectors that scored different things) is a Problem of the attempt that says what the
   scores and the outputs are: never a guess.
+* Translated runs (``run.target_lang`` other than the probe's language): garak translates the
+  prompt, and the outputs back (``reverse_translation_outputs``); a detector for one language
+  (``lang_spec = "en"``: ``judge.*``, ``mitigation.*``) scores those translations
+  (``Attempt.outputs_for``). A translation that is not the output's text is kept as metadata
+  (``reverse_translation``). garak 0.13.0 to 0.15.x paired the translations with the outputs in
+  reverse order (``Probe._postprocess_attempt``: ``list.pop()``; fixed in 0.16.0 by NVIDIA/garak
+  8adea623), so in their reports an attempt with two translated outputs or more (not the same
+  read backwards) has scores that belong to other outputs than their index says, for detectors
+  the report does not name: a Problem of the attempt, never a guess.
 * One Record per (output, detector): judge = the detector name as the report writes it
   (``judge.Refusal``, ``garak.detectors.judge.Refusal`` or ``detector.judge.Refusal``: the
   ``garak-refusal`` preset matches each), ``--judge`` renames it when there is one detector,
@@ -86,7 +95,7 @@ Choices:
 * Report keys of both generations are read: 0.12-style (``prompt`` a string, ``outputs``
   strings, ``messages``; ``plugins.model_type`` / ``model_name``) and 0.13-style and later
   (``prompt`` a Conversation, ``outputs`` Messages, ``conversations``; ``plugins.target_*``).
-* meta: uuid, seq, goal, threshold, intent, stub.
+* meta: uuid, seq, goal, threshold, intent, stub, reverse_translation.
 * line = the line number in the JSONL file.
 
 A garak hitlog (``<run>.hitlog.jsonl``: one line per output a detector flagged, written by
@@ -209,6 +218,7 @@ class _Run:
     other: Counter[str] = field(default_factory=Counter)  # lines of entry types this reader does not know
     attempts: int = 0  # attempt lines of any status
     every_turn: bool = False  # garak 0.13.1 or earlier: the detectors scored every assistant turn
+    swapped: bool = False  # garak 0.13.0 to 0.15.x: reverse translations paired in reverse order
     problems: int = 0  # lines that are not JSON objects
 
 
@@ -239,6 +249,7 @@ def read(path: Path, ctx: ReadContext) -> Iterator[Item]:
             if kind == "init":
                 run.started = True
                 run.every_turn = run.every_turn or scores_every_turn(entry.get("garak_version"))
+                run.swapped = run.swapped or swaps_translations(entry.get("garak_version"))
             continue
         if kind != "attempt":
             run.other[str(kind)] += 1
@@ -252,6 +263,7 @@ def _read_setup(entry: dict[str, Any], path: Path, ctx: ReadContext, run: _Run) 
     """The run's model (unless --model), its threshold, and whether it is an aggregate."""
     run.started = True
     run.every_turn = scores_every_turn(entry.get("_config.version"))
+    run.swapped = swaps_translations(entry.get("_config.version"))
     if "aggregation" in entry:  # aggregate_reports.py: no completion line, not interrupted
         run.finished = True
     if ctx.model is None:
@@ -346,14 +358,33 @@ def scores_every_turn(version: Any) -> bool:
     >>> scores_every_turn("0.13.1.pre1"), scores_every_turn("0.12.0"), scores_every_turn("0.14.1.pre1")
     (True, True, False)
     """
+    parts = _version(version)
+    return parts is not None and parts <= (0, 13, 1)
+
+
+def swaps_translations(version: Any) -> bool:
+    """Whether a garak of this version paired an attempt's reverse translations with its outputs
+    in reverse order: ``Probe._postprocess_attempt`` took them with ``list.pop()`` from garak
+    0.13.0 (NVIDIA/garak 869d20ac) until 0.16.0 (8adea623, ``pop(0)``), so with two outputs or
+    more ``reverse_translation_outputs[i]`` is the translation of another output than ``outputs[i]``.
+
+    >>> swaps_translations("0.12.0"), swaps_translations("0.14.1.pre1"), swaps_translations("0.16.0")
+    (False, True, False)
+    """
+    parts = _version(version)
+    return parts is not None and (0, 13, 0) <= parts < (0, 16, 0)
+
+
+def _version(version: Any) -> tuple[int, ...] | None:
+    """The leading numbers of a garak version (``0.14.1.pre1`` -> (0, 14, 1)), or None."""
     if not isinstance(version, str):
-        return False
+        return None
     parts: list[int] = []
     for part in version.strip().split(".")[:3]:
         if not part.isdigit():
             break
         parts.append(int(part))
-    return len(parts) >= 2 and tuple(parts) <= (0, 13, 1)
+    return tuple(parts) if len(parts) >= 2 else None
 
 
 def is_harness_attempt(entry: dict[str, Any]) -> bool:
@@ -502,6 +533,10 @@ def _attempt(entry: dict[str, Any], line: int, run: _Run, model: str, ctx: ReadC
         yield Problem(line, f"attempt: {scored}")
         return
     outputs, per_turn_transcripts, scores = scored
+    translations = _translations(entry, outputs) if per_turn_transcripts is None else None
+    if translations is not None and run.swapped and _misaligned(translations):
+        yield Problem(line, f"attempt: {_swapped_message(translations)}")
+        return
     prompt = _prompt_text(entry["prompt"])
     if prompt is None:
         yield Problem(line, "attempt: field 'prompt' has no text (expected a string or {turns: [...]})")
@@ -544,6 +579,9 @@ def _attempt(entry: dict[str, Any], line: int, run: _Run, model: str, ctx: ReadC
                 {"uuid": uuid, "probe": probe, "seq": seq, "output": index},
             )
             continue
+        meta = dict(meta_base)
+        if translations is not None and translations[index] is not None and translations[index] != text:
+            meta["reverse_translation"] = translations[index]  # what a detector for one language read
         for detector in selected:
             raw = scores[detector][index]
             if raw is not None and (isinstance(raw, bool) or not isinstance(raw, (int, float))):
@@ -566,7 +604,7 @@ def _attempt(entry: dict[str, Any], line: int, run: _Run, model: str, ctx: ReadC
                 score=score,
                 epoch=index,
                 category=probe,
-                meta=dict(meta_base),
+                meta=dict(meta),
                 transcript=transcripts[index],
             )
 
@@ -592,6 +630,38 @@ def _attempt_problem(entry: dict[str, Any]) -> str | None:
 
 
 # -- which output each score belongs to -----------------------------------------------------------
+
+
+def _translations(entry: dict[str, Any], outputs: list[Any]) -> list[str | None] | None:
+    """The text of each output's reverse translation (``reverse_translation_outputs``, written when
+    the prompt was translated into the target's language: what a detector for another language,
+    e.g. ``lang_spec = "en"``, scored through ``Attempt.outputs_for``), or None when there are none
+    or they are the outputs themselves."""
+    found = entry.get("reverse_translation_outputs")
+    if not isinstance(found, list) or len(found) != len(outputs) or not any(found):
+        return None
+    texts = [_output_text(t) for t in found]
+    return None if texts == [_output_text(o) for o in outputs] else texts
+
+
+def _misaligned(translations: list[str | None]) -> bool:
+    """Whether translations paired in reverse order put another output's text at some index: the
+    ones present are not the same read backwards (one of them, or a palindrome, is in place)."""
+    present = [t for t in translations if t is not None]
+    return present != present[::-1]
+
+
+def _swapped_message(translations: list[str | None]) -> str:
+    n = sum(1 for t in translations if t is not None)
+    return (
+        f"garak 0.13.0 to 0.15.x paired the reverse translations of this attempt's {n} outputs with them in "
+        "reverse order (Probe._postprocess_attempt took them with list.pop(); fixed in garak 0.16.0, NVIDIA/garak "
+        "8adea623), and a detector for one language (judge.*, mitigation.*: lang_spec 'en') scored those "
+        "translations, so its score i is of another output than output i and the report does not say which "
+        "detectors read them: the scores cannot be matched to the outputs. Run the probe again with garak 0.16 "
+        "or later (or --generations 1)"
+    )
+
 
 Transcripts = list[list[dict[str, Any]] | None]
 
