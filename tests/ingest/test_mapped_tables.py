@@ -233,6 +233,9 @@ def test_a_mapped_column_missing_from_the_file_names_its_columns(workspace, runn
         ("prompt", "--map 'prompt': write FIELD=COLUMN"),
         ("prompt=", "--map prompt=: no column named after the field"),
         ("../../etc/passwd=prompt_text", "'../../etc/passwd' is not a field of the generic schema"),
+        # an alias and its field are one field
+        ("score=harmful,judge_score=harmful", "--map names the field 'judge_score' twice"),
+        ("label=harmful,verdict=model_name", "--map names the field 'judge_label' twice"),
     ],
 )
 def test_a_bad_map_is_refused_before_any_file_is_read(workspace, runner, option, message):
@@ -337,6 +340,11 @@ def test_a_team_keeps_its_map_in_annotate_toml(workspace, runner, tmp_path):
         ("[ingest.map]\nprompt = 3\n", "[ingest.map] prompt: the column must be named as text, got int"),
         ('[ingest.map."*.csv"]\nprompt = "a"\nresponse = "a"\n', "the column 'a' is mapped twice"),
         ('[ingest.map.prompt]\nx = "y"\n', "a table under [ingest.map] names the files it maps"),
+        ('[ingest.map.score]\nx = "y"\n', "a table under [ingest.map] names the files it maps"),
+        (
+            '[ingest.map]\nscore = "a"\njudge_score = "b"\n',
+            "[ingest.map] judge_score: the field 'judge_score' is mapped twice (from 'a' too)",
+        ),
     ],
 )
 def test_a_bad_map_in_annotate_toml_is_refused(workspace, runner, text, message):
@@ -353,6 +361,32 @@ def test_two_patterns_matching_one_file_are_refused(workspace, runner):
     configure(ws, '[ingest.map."*.csv"]\nmodel = "model_name"\n[ingest.map."harmbench*"]\nmodel = "model_name"\n')
     result = run(runner, prefix, HB_STYLE, "--benchmark", "b", ok=False)
     assert "the file matches several column maps of annotate.toml" in result.stderr
+
+
+def test_the_issues_own_map_example_reads_score_as_judge_score(workspace, runner):
+    """``--map prompt=forbidden_prompt,response=response,score=score`` as the issue writes it
+    (before: no --map; with the field's full name only, "'score' is not a field")."""
+    ws, prefix = workspace
+    args = ("--format", "generic", "--judge", "strongreject_rubric", "--rubric-preset", "strongreject")
+    example = "prompt=forbidden_prompt,response=response,score=score,model=model"
+    # One benchmark for every jailbreak: a forbidden prompt's jailbreaks share its key (the reader
+    # of StrongREJECT's output keeps them apart as strongreject/<jailbreak>).
+    merged = run(runner, prefix, STRONGREJECT, *args, "--map", example, "--benchmark", "strongreject", ok=False)
+    assert f"Error: {STRONGREJECT}:3: key (benchmark='strongreject', model='model-a'" in merged.stderr
+    assert "appears earlier in this file with different content" in merged.stderr
+    result = run(runner, prefix, STRONGREJECT, *args, "--map", example + ",benchmark=jailbreak")
+    assert "6 rows read; 6 added." in result.output
+    assert "judge_score=score (--map)" in result.output
+    rows = stored(prefix)
+    assert [r["judge_score"] for r in rows[:3]] == [0.0, 0.875, 0.125]
+    assert {r["prompt"] for r in rows} == {r["forbidden_prompt"] for r in strongreject_rows()}
+    assert [r["judge_label"] for r in rows] == ["safe", "harmful", "safe", "ambiguous", "ambiguous", "safe"]
+    assert runs(prefix)[0]["map"]["judge_score"] == "score"  # recorded under the field's own name
+    configure(ws, '[ingest.map."house.csv"]\nlabel = "harmful"\nprompt = "prompt_text"\n')
+    (ws / "house.csv").write_bytes(HB_STYLE.read_bytes())
+    toml = run(runner, prefix, ws / "house.csv", "--map", "model=model_name,response=raw_response", "--benchmark", "h")
+    assert "3 rows read; 3 added." in toml.output
+    assert 'judge_label=harmful ([ingest.map."house.csv"])' in toml.output
 
 
 # -- StrongREJECT's evaluate_dataset output --------------------------------------------------------
@@ -508,6 +542,32 @@ def test_a_generic_conversation_reaches_the_reviewer_as_a_dialogue(workspace, ru
     assert rows[3]["response"] == "It is open Monday to Friday, 9:00 to 17:00."
     dialogue = task_dialogue(rows[3]["prompt"], rows[3]["response"], rows[3]["transcript"], rows[3]["model"])
     assert dialogue[1]["text"] == '→ call search({"q": "harbour library opening hours"})'
+
+
+def test_a_generic_conversation_routed_to_files_is_a_dialogue_in_the_task(workspace, runner):
+    """The whole way: the ``messages`` column, ingested, routed (task files), is the task's dialogue."""
+    ws, prefix = workspace
+    run(runner, prefix, CONVERSATIONS)
+    for email in ("a1@example.org", "a2@example.org"):
+        assert runner.invoke(cli, [*prefix, "annotators", "add", email, "--offline"]).exit_code == 0
+    route = ["route", "--round", "r1", "--judge", "house-judge", "--clear-per-cell", "5", "--seed", "3"]
+    result = runner.invoke(cli, [*prefix, *route, "--annotators", "A1,A2", "--to-file"])
+    assert result.exit_code == 0, (result.output, result.stderr)
+    tasks = json.loads((ws / "tasks" / "r1" / "A1.json").read_text(encoding="utf-8"))
+    assert len(tasks) == 4
+    source = [json.loads(line) for line in CONVERSATIONS.read_text(encoding="utf-8").splitlines()]
+    split = source[0]["messages"]
+    by_response = {t["data"]["response"]: t["data"] for t in tasks}
+    for answer in (split[3]["content"], source[1]["messages"][3]["content"]):  # both models' answers
+        dialogue = by_response[answer]["dialogue"]
+        assert [d["author"] for d in dialogue] == ["User", "Assistant", "User", "Assistant"]
+        assert [d["text"] for d in dialogue[:3]] == [m["content"] for m in split[:3]]
+        assert dialogue[3]["text"] == answer
+    agent = by_response["It is open Monday to Friday, 9:00 to 17:00."]["dialogue"]
+    assert [d["author"] for d in agent] == ["User", "Assistant", "Tool: search", "Assistant"]
+    assert agent[1]["text"] == '→ call search({"q": "harbour library opening hours"})'
+    blob = json.dumps(tasks, ensure_ascii=False)
+    assert "model-a" not in blob and "house-judge" not in blob and "call_1" not in blob  # blind
 
 
 def test_messages_in_a_csv_cell_and_mapped(workspace, runner, tmp_path):

@@ -32,7 +32,8 @@ response the last assistant turn. ``***`` one of the two at least.
 or ``[ingest.map]`` tables of annotate.toml (:func:`column_maps`) name the file's column that
 holds each field. The map renames, nothing else: the file's other columns keep their names (a
 column named as a field is read as that field, unless the map reads the field from another
-column: it is then kept as metadata under its own name). A mapped column the file lacks, a field
+column: it is then kept as metadata under its own name). ``score``, ``label`` and ``verdict`` are
+short for ``judge_score`` and ``judge_label`` (``ALIASES``). A mapped column the file lacks, a field
 that is not one of ``TARGETS``, a field named twice or a column read as two fields is an error.
 
 **prompt_id made from the prompt**: a row without a ``prompt_id`` (none in the file, none
@@ -44,7 +45,8 @@ them are comparable. The ingest line says so, once per file.
 user, assistant, tool, function), content text, null, or a list of parts (text parts read as
 text, any other part, an image or audio, as its placeholder); an assistant turn's
 ``tool_calls`` (OpenAI's ``{"id", "function": {"name", "arguments"}}``, or ``{"id", "name",
-"arguments"}``) and legacy ``function_call``; a tool turn's ``tool_call_id`` and ``name``; an
+"arguments"}``) and legacy ``function_call``; a tool turn's ``tool_call_id`` and ``name`` (without
+a name, the function of the call it answers); an
 assistant's ``refusal`` text where it has no content. Other keys of a message are not read. At
 most ``MAX_MESSAGES`` turns. A conversation that the prompt and the response show whole (one user
 turn and one answer, no system message with content) keeps no transcript, as elsewhere.
@@ -101,6 +103,8 @@ TARGETS = (
     "messages",
 )
 KNOWN = frozenset(TARGETS)
+#: Short names a column map also takes for a field (``--map score=score`` reads ``judge_score``).
+ALIASES = {"score": "judge_score", "label": "judge_label", "verdict": "judge_label"}
 #: The longest conversation read from a ``messages`` field, in turns.
 MAX_MESSAGES = 10_000
 #: The columns a message names, at most, before it is cut (the rest: "... and N more").
@@ -245,7 +249,10 @@ class ColumnMap:
 
 def _entry_problem(target: str, column: Any, given: str) -> str | None:
     if target not in KNOWN:
-        return f"{given}: {target!r} is not a field of the generic schema; map to one of: {', '.join(TARGETS)}"
+        return (
+            f"{given}: {target!r} is not a field of the generic schema; map to one of: {', '.join(TARGETS)} "
+            "(score, label and verdict are short for judge_score, judge_label and judge_label)"
+        )
     if not isinstance(column, str):
         return f"{given}: the column must be named as text, got {_type(column)}"
     if not column:
@@ -265,14 +272,15 @@ def parse_map_option(texts: Sequence[str]) -> ColumnMap | None:
         for part in text.split(","):
             if not part.strip():
                 continue
-            target, eq, column = (piece.strip() for piece in part.partition("="))
+            written, eq, column = (piece.strip() for piece in part.partition("="))
             if not eq:
                 problems.append(f"--map {part.strip()!r}: write FIELD=COLUMN, e.g. --map prompt=forbidden_prompt")
                 continue
-            problem = _entry_problem(target, column, f"--map {target}={column}")
+            target = ALIASES.get(written, written)
+            problem = _entry_problem(target, column, f"--map {written}={column}")
             if problem is None and target in columns:
                 problem = (
-                    f"--map names the field {target!r} twice ({target}={columns[target]} and {target}={column}); "
+                    f"--map names the field {target!r} twice ({target}={columns[target]} and {written}={column}); "
                     "map each field once"
                 )
             if problem is not None:
@@ -349,32 +357,28 @@ def column_maps(option: ColumnMap | None, settings: Any, *, config: Path, root: 
     for key, value in table.items():
         if isinstance(value, dict):
             origin = f"[ingest.map.{json.dumps(key, ensure_ascii=False)}]"
-            if key in KNOWN or not key.strip():
+            if ALIASES.get(key, key) in KNOWN or not key.strip():
                 problems.append(
                     f'{origin}: a table under [ingest.map] names the files it maps (a pattern such as "*.csv"); '
                     f'map the field {key!r} with {key} = "COLUMN" under [ingest.map]'
                 )
                 continue
-            entries = {}
-            for target, column in value.items():
-                problem = _entry_problem(target, column, f"{origin} {target}")
+            entries: dict[str, str] = {}
+            for written, column in value.items():
+                problem = _toml_entry(entries, written, column, f"{origin} {written}")
                 if problem is not None:
                     problems.append(problem)
-                else:
-                    entries[target] = column
             if entries:
                 cmap = ColumnMap(entries, dict.fromkeys(entries, origin))
                 if (twice := cmap.twice()) is not None:
                     problems.append(twice)
                 patterns.append((key, cmap))
         else:
-            problem = _entry_problem(key, value, f"[ingest.map] {key}")
+            problem = _toml_entry(default, key, value, f"[ingest.map] {key}")
             if problem is not None:
-                if key not in KNOWN:
+                if ALIASES.get(key, key) not in KNOWN:
                     problem += ' (or a table [ingest.map."PATTERN"] of them for some files)'
                 problems.append(problem)
-            else:
-                default[key] = value
     default_map = ColumnMap(default, dict.fromkeys(default, "[ingest.map]"), explicit=False) if default else None
     if default_map is not None and (twice := default_map.twice()) is not None:
         problems.append(twice)
@@ -384,6 +388,18 @@ def column_maps(option: ColumnMap | None, settings: Any, *, config: Path, root: 
             [f"{config}: {p}" for p in problems],
         )
     return ColumnMaps(option=option, default=default_map, patterns=tuple(patterns), root=root)
+
+
+def _toml_entry(entries: dict[str, str], written: str, column: Any, given: str) -> str | None:
+    """Add one ``FIELD = "COLUMN"`` entry of annotate.toml to ``entries`` (an alias read as its
+    field), or say why it cannot be: not a field, not a column name, a field named twice."""
+    target = ALIASES.get(written, written)
+    problem = _entry_problem(target, column, given)
+    if problem is None and target in entries:
+        problem = f"{given}: the field {target!r} is mapped twice (from {entries[target]!r} too); map each field once"
+    if problem is None:
+        entries[target] = column
+    return problem
 
 
 class _Plan:
@@ -819,6 +835,7 @@ def conversation(value: Any) -> tuple[list[dict[str, Any]], list[dict[str, Any]]
         )
     turns: list[dict[str, Any]] = []
     media = False
+    called: dict[str, str] = {}  # tool-call id -> the function it called, to name a result that does not
     for number, message in enumerate(value):
         where = f"field 'messages': message {number + 1}"
         if not isinstance(message, dict):
@@ -841,12 +858,16 @@ def conversation(value: Any) -> tuple[list[dict[str, Any]], list[dict[str, Any]]
                 return calls
             if calls:
                 turn["tool_calls"] = calls
+                called.update((c["id"], c["name"]) for c in calls if isinstance(c.get("id"), str))
         elif kind == "tool":
             for key in ("tool_call_id", "name"):
                 value_of = message.get(key)
                 if value_of is not None and not isinstance(value_of, str):
                     return f"{where}: {key} must be text, got {_type(value_of)}"
                 turn[key] = value_of or None
+            if turn["name"] is None and turn["tool_call_id"] is not None:
+                # OpenAI's tool message names only the call it answers: the call names the tool.
+                turn["name"] = called.get(turn["tool_call_id"])
         turns.append(turn)
     if any(t["role"] == "system" and t["content"].strip() for t in turns):
         # A system message is kept even around one question and one answer: the prompt and the
