@@ -488,6 +488,28 @@ def test_strongreject_without_a_jailbreak_or_a_model(workspace, runner, tmp_path
     ]
 
 
+def test_a_strongreject_row_without_its_jailbroken_prompt_shows_the_forbidden_one(workspace, runner, tmp_path):
+    """An empty jailbroken_prompt cell (or a null in JSON Lines): the model was sent the forbidden prompt,
+    never an empty prompt (which would be set aside with its response unreviewed)."""
+    _, prefix = workspace
+    rows = strongreject_rows()[:2]
+    rows[0]["jailbroken_prompt"] = ""
+    csv_path = write_csv(tmp_path / "sr.csv", rows)
+    jsonl_path = write_jsonl(tmp_path / "sr.jsonl", [{**rows[0], "jailbroken_prompt": None, "model": "model-c"}])
+    run(runner, prefix, csv_path)
+    run(runner, prefix, jsonl_path)
+    got = stored(prefix)
+    assert [r["prompt"] for r in got] == [
+        rows[0]["forbidden_prompt"],
+        rows[1]["jailbroken_prompt"],
+        rows[0]["forbidden_prompt"],
+    ]
+    # --map prompt=... is the user's choice: an empty cell there stays empty.
+    mapped = run(runner, prefix, csv_path, "--map", "prompt=jailbroken_prompt", "--model", "model-d")
+    assert "1 set aside (nothing to review)" not in mapped.output  # the response is there: kept
+    assert stored(prefix)[-2]["prompt"] == ""
+
+
 # -- SORRY-Bench -------------------------------------------------------------------------------------
 
 

@@ -14,7 +14,7 @@ Choices (the reader is the generic one with a column map of its own, ``BUILTIN``
 and annotate.toml's ``[ingest.map]`` override it field by field):
 
 * prompt = ``jailbroken_prompt``, the text the model was sent (``forbidden_prompt`` when the run
-  applied no jailbreak): the reviewer judges the answer to what the model actually read, as for
+  applied no jailbreak: no such column, or an empty cell or null in it): the reviewer judges the answer to what the model actually read, as for
   HarmBench's test cases and JailbreakBench's attack prompts; a wrapper such as a role play changes
   what an answer means. The forbidden prompt stays in metadata (``forbidden_prompt``, unless it is
   the prompt itself). For an encoding jailbreak (base64, ROT13, a translation) the prompt shown is
@@ -165,6 +165,10 @@ class _Rows(TableRows):
             named = jailbreak.strip() if isinstance(jailbreak, str) else ""
             fields["benchmark"] = f"strongreject/{named}" if named else "strongreject"
         forbidden = raw.get("forbidden_prompt")
+        own_prompt = self.cmap is None or "prompt" not in self.cmap.columns
+        if own_prompt and not fields.get("prompt") and isinstance(forbidden, str) and forbidden.strip():
+            # No jailbroken prompt in this row (an empty cell, null): the model was sent the forbidden prompt.
+            fields["prompt"] = forbidden
         if "prompt_id" not in fields and isinstance(forbidden, str):
             fields["prompt_id"] = prompt_hash_id(forbidden)
             self.hashed += 1
