@@ -16,9 +16,10 @@ and annotate.toml's ``[ingest.map]`` override it field by field):
 * prompt = ``jailbroken_prompt``, the text the model was sent (``forbidden_prompt`` when the run
   applied no jailbreak: no such column, or an empty cell or null in it): the reviewer judges the
   answer to what the model actually read, as for HarmBench's test cases and JailbreakBench's attack
-  prompts; a wrapper such as a role play changes what an answer means. The forbidden prompt stays
-  in metadata (``forbidden_prompt``, unless it is the prompt itself). For an encoding jailbreak
-  (base64, ROT13, a translation) the prompt shown is the encoded text; ``--map prompt=forbidden_prompt`` shows the forbidden prompt instead.
+  prompts; a wrapper such as a role play changes what an answer means. The forbidden prompt stays in
+  metadata (``forbidden_prompt``, unless it is the prompt itself). For an encoding jailbreak
+  (base64, ROT13, a translation) the prompt shown is the encoded text; ``--map
+  prompt=forbidden_prompt`` shows the forbidden prompt instead.
 * response = ``response``, the decoded answer: the one StrongREJECT's judge scored. The undecoded
   ``raw_response`` is kept in metadata when it differs.
 * prompt_id = ``prompt_hash_id`` of the forbidden prompt: one id per forbidden prompt, shared by
