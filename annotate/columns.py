@@ -22,6 +22,13 @@ CLEAR_LABELS = ("harmful", "safe")  # the judge strata sampled (not reviewed in 
 # Why a response got its judge label: the tool's own reasons; a rubric may add reasons of its own
 # (e.g. "refusal-wording detector", "refusal detector", "over-refusal").
 LABEL_REASONS = ("mapped", "unparsed", "score-band", "missing")
+#: What a judge's verdict is about (schema v10, ``response.judge_kind``), said per judge at ingest:
+#: ``safety``, its failures are harm (a red-team grader, a harm classifier); ``refusal``, it says
+#: whether the model refused (garak's refusal detectors, promptfoo's is-refusal, AgentHarm's
+#: refusal judge); ``quality``, it grades quality or capability (promptfoo's factuality, a
+#: completeness rubric, an Inspect task that is not a safety eval): its failures are not harm, so
+#: they are shown as "failed" and never enter harmful rates (``annotate.ingest.rubric``).
+JUDGE_KINDS = ("safety", "refusal", "quality")
 
 VERDICTS = ("harmful", "safe", "unsure")
 BINARY_VERDICTS = ("harmful", "safe")
@@ -115,6 +122,7 @@ RESPONSE_COLUMNS = (
     "judge_score",
     "judge_label",
     "label_reason",
+    "judge_kind",
     "meta",
     "transcript",
     "content_sha",

@@ -213,7 +213,7 @@ def _describe_by_format(outcomes: list[IngestOutcome], skipped: list[tuple[Path,
             parts.append(f"{t.set_aside} set aside (nothing to review) -> rejects/")
         click.echo("; ".join(parts) + f".\n  labels: {labels}")
     for o in outcomes:
-        notes = [*map(_shown, o.notes), *_rubric_lines(o)]
+        notes = [*map(_shown, o.notes), *map(_shown, kind_lines(o.kinds)), *_rubric_lines(o)]
         if notes:
             click.echo(f"{_shown(o.path.name)}:" + "".join(f"\n  {text}" for text in notes))
     if skipped:
@@ -229,7 +229,10 @@ def _shown(text: str) -> str:
 
 def _describe_outcome(o: IngestOutcome) -> str:
     labels = ", ".join(f"{o.labels.get(k, 0)} {k}" for k in JUDGE_LABELS)
-    extra = [f"{n} {r}" for r, n in sorted(o.ambiguous_reasons.items()) if r != "mapped" and n]
+    # Every reason, so that they add up to the ambiguous count ("mapped": the rubric maps the verdict to ambiguous).
+    extra = [
+        f"{n} {'mapped to ambiguous' if r == 'mapped' else r}" for r, n in sorted(o.ambiguous_reasons.items()) if n
+    ]
     parts = [f"{_shown(o.path.name)} [{o.format}]: {o.rows_read} rows read; {o.added} added"]
     if o.duplicates:
         parts.append(f"{o.duplicates} already present")
@@ -242,10 +245,38 @@ def _describe_outcome(o: IngestOutcome) -> str:
     line = "; ".join(parts) + "."
     line += f"\n  labels: {labels}" + (f" (ambiguous because: {', '.join(extra)})" if extra else "")
     line += "".join(f"\n  {_shown(text)}" for text in o.notes)  # what the reader said about the file
+    line += "".join(f"\n  {_shown(text)}" for text in kind_lines(o.kinds))
     line += "".join(f"\n  {text}" for text in _rubric_lines(o))
     if o.added == 0 and o.replaced == 0 and o.duplicates:
         line += "\n  nothing new: every row was already in the store."
     return line
+
+
+#: The judges named per line of the kinds, before "and N more".
+MAX_KIND_JUDGES = 8
+
+
+def kind_lines(kinds: dict[tuple[str, str], tuple[str, str]]) -> list[str]:
+    """What each judge is read as: one line per (kind, who said it), naming its judges.
+
+    >>> kind_lines({("b", "factuality"): ("quality", "the promptfoo reader")})
+    ['judge factuality: quality (its failures are not harm; the promptfoo reader)']
+    """
+    from annotate.ingest.rubric import KIND_MEANINGS
+
+    grouped: dict[tuple[str, str], list[str]] = {}
+    for (_benchmark, judge), said in sorted(kinds.items()):
+        names = grouped.setdefault(said, [])
+        if judge not in names:
+            names.append(judge)
+    out = []
+    for (kind, source), judges in sorted(grouped.items()):
+        shown = ", ".join(judges[:MAX_KIND_JUDGES])
+        if len(judges) > MAX_KIND_JUDGES:
+            shown += f" and {len(judges) - MAX_KIND_JUDGES} more"
+        lead = "judge" if len(judges) == 1 else "judges"
+        out.append(f"{lead} {shown}: {kind} ({KIND_MEANINGS[kind]}; {source})")
+    return out
 
 
 def _rubric_lines(o: IngestOutcome) -> list[str]:
@@ -261,7 +292,7 @@ def _rubric_lines(o: IngestOutcome) -> list[str]:
         if standing:
             why = "refusal detectors: their hits are ambiguous, never harmful"
         elif source is None:
-            why = "chosen: the file names its scorer; --rubric or --rubric-preset overrides it"
+            why = "chosen: the file names its task or scorer; --rubric or --rubric-preset overrides it"
         else:
             why = "named by the rubric"
         out.append(f"rubric preset {', '.join(in_force)} for judge {named} ({why})")

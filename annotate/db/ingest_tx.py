@@ -177,16 +177,25 @@ class IngestTransaction:
         cur.close()
         return out
 
+    def stored_kinds(self, pairs: Sequence[tuple[str, str]]) -> dict[tuple[str, str], set[str]]:
+        """The judge kinds stored (this transaction's rows included) per (benchmark, judge) of ``pairs``."""
+        r = m.RESPONSE.c
+        out: dict[tuple[str, str], set[str]] = {}
+        for benchmark, judge in pairs:
+            stmt = select(r.judge_kind).where(r.benchmark == benchmark, r.judge == judge).distinct()
+            out[(benchmark, judge)] = {k for (k,) in self._conn.execute(stmt).all()}
+        return out
+
     def max_response_id(self) -> int:
         return self._conn.execute(select(func.max(m.RESPONSE.c.id))).scalar() or 0
 
     def describe_difference(self, response_id: int, row: tuple[Any, ...]) -> str:
-        """Which of prompt / response / verdict / score / label / transcript differ from the stored row.
+        """Which of prompt / response / verdict / score / label / judge kind / transcript differ from the stored row.
 
         ``"transcript (none stored)"`` alone: the stored row is the same response without its
         transcript (ingested before transcripts were kept).
         """
-        fields = ("prompt", "response", "judge_verdict", "judge_score", "judge_label", "transcript")
+        fields = ("prompt", "response", "judge_verdict", "judge_score", "judge_label", "judge_kind", "transcript")
         stored = self._conn.execute(
             text(f"SELECT {', '.join(fields)} FROM response WHERE id = :id"), {"id": response_id}
         ).one()
@@ -212,6 +221,7 @@ class IngestTransaction:
             "judge_score",
             "judge_label",
             "label_reason",
+            "judge_kind",
             "category",
             "meta",
             "transcript",

@@ -17,7 +17,7 @@ from annotate.db import models as m
 from annotate.db.engine import utcnow
 from annotate.errors import StoreError
 
-SCHEMA_VERSION = 10
+SCHEMA_VERSION = 11
 
 
 def _v1(conn: Connection) -> None:
@@ -112,6 +112,15 @@ def _v10(conn: Connection) -> None:
     _add_columns(conn, m.REVIEW_ROUND, ("judges",))
 
 
+def _v11(conn: Connection) -> None:
+    # response.judge_kind: every earlier row was read as a safety judge's (its failures harm), so it
+    # migrates to "safety"; the history keeps NULL for rows replaced before kinds existed.
+    _add_columns(conn, m.RESPONSE, ("judge_kind",))
+    _add_columns(conn, m.RESPONSE_HISTORY, ("judge_kind",))
+    t = m.RESPONSE
+    conn.execute(t.update().where(t.c.judge_kind.is_(None)).values(judge_kind="safety"))
+
+
 # (version, description, apply). Later schema changes append here; never edit a shipped step.
 MIGRATIONS: list[tuple[int, str, Callable[[Connection], None]]] = [
     (1, "responses, source files, ingest runs, response history", _v1),
@@ -124,6 +133,7 @@ MIGRATIONS: list[tuple[int, str, Callable[[Connection], None]]] = [
     (8, "a Label Studio server per person: where each project lives, how each round was blinded", _v8),
     (9, "the adjudication rules of a round's latest adjudication (so that exports re-derive final labels)", _v9),
     (10, "a round across suites: the judge of each benchmark (route --judge BENCHMARK=JUDGE)", _v10),
+    (11, "what each judge's verdict is about: safety, refusal or quality (response.judge_kind)", _v11),
 ]
 assert MIGRATIONS[-1][0] == SCHEMA_VERSION
 

@@ -72,6 +72,8 @@ class Response(SQLModel, table=True):
     judge_score: float | None = None
     judge_label: str  # harmful / safe / ambiguous
     label_reason: str  # mapped / unparsed / score-band / missing
+    # v10: safety / refusal / quality (annotate.columns.JUDGE_KINDS); earlier rows migrate to safety
+    judge_kind: str = Field(default="safety", sa_column=Column(Text, nullable=False, server_default="safety"))
     meta: str | None = Field(default=None, sa_column=Column(Text))  # JSON object
     # sha1 of prompt, response, verdict, score, label (and the transcript when there is one)
     content_sha: str = Field(max_length=40)
@@ -95,6 +97,7 @@ class ResponseHistory(SQLModel, table=True):
     judge_score: float | None = None
     judge_label: str
     label_reason: str
+    judge_kind: str | None = Field(default=None, sa_column=Column(Text))  # v10
     category: str | None = None
     meta: str | None = Field(default=None, sa_column=Column(Text))
     content_sha: str

@@ -88,6 +88,9 @@ class Record:
     # on an assistant turn that called tools and "tool_call_id" / "name" on a tool turn: see
     # ``transcript_problem`` for the exact contract.
     transcript: list[dict[str, Any]] | None = None
+    # What the reader reads the judge as (annotate.columns.JUDGE_KINDS: safety, refusal, quality);
+    # None: the reader does not say (safety, unless the rubric says otherwise: annotate.ingest.rubric).
+    kind: str | None = None
 
 
 @dataclass(slots=True)
@@ -488,6 +491,9 @@ def _no_constant(name: str) -> Any:
 
 #: Parses one JSON text: duplicate keys and NaN / Infinity are errors.
 STRICT_JSON = json.JSONDecoder(object_pairs_hook=_unique_keys, parse_constant=_no_constant)
+#: The same, with NaN / Infinity read as floats: Inspect writes them as bare tokens in its logs
+#: (``Score.model_config = ConfigDict(ser_json_inf_nan="constants")``; an unscored sample is NaN).
+NAN_JSON = json.JSONDecoder(object_pairs_hook=_unique_keys)
 
 # Strings (skipped whole), the bare constants and the structural characters of a JSON text.
 _TOKEN = re.compile(r'"(?:[^"\\]|\\.)*"|NaN|-?Infinity|[{}\[\]:]')
@@ -526,10 +532,11 @@ def _value_error(exc: ValueError) -> str:
     return str(exc)
 
 
-def parse_json_text(text: str) -> tuple[Any, None] | tuple[None, Problem]:
-    """(value, None) for a whole JSON text, or (None, the Problem with its line) when it is not strict JSON."""
+def parse_json_text(text: str, *, nan: bool = False) -> tuple[Any, None] | tuple[None, Problem]:
+    """(value, None) for a whole JSON text, or (None, the Problem with its line) when it is not strict JSON
+    (``nan``: NaN and Infinity are numbers, as the format writing them says)."""
     try:
-        return STRICT_JSON.decode(text), None
+        return (NAN_JSON if nan else STRICT_JSON).decode(text), None
     except StrictJSONError as exc:
         return None, Problem(_strict_error_line(text), f"not valid JSON: {exc}", fatal=True)
     except json.JSONDecodeError as exc:
@@ -542,12 +549,13 @@ def parse_json_text(text: str) -> tuple[Any, None] | tuple[None, Problem]:
         return None, Problem(1, "not readable: the JSON is nested too deeply", fatal=True)
 
 
-def load_json_bytes(data: bytes) -> tuple[Any, None] | tuple[None, Problem]:
-    """A whole JSON document (UTF-8, an optional BOM) parsed strictly, or the fatal Problem."""
+def load_json_bytes(data: bytes, *, nan: bool = False) -> tuple[Any, None] | tuple[None, Problem]:
+    """A whole JSON document (UTF-8, an optional BOM) parsed strictly, or the fatal Problem (``nan``: as
+    :func:`parse_json_text`)."""
     text = _document_text(data)
     if isinstance(text, Problem):
         return None, text
-    return parse_json_text(text)
+    return parse_json_text(text, nan=nan)
 
 
 def _document_text(data: bytes) -> str | Problem:
@@ -589,6 +597,7 @@ def load_json_object(
     *,
     max_bytes: int | None = None,
     advice: str = SPLIT_ADVICE,
+    nan: bool = False,
 ) -> dict[str, Any] | Problem:
     """A whole-file JSON document that must be an object, or the (fatal) Problem that says why not.
 
@@ -612,7 +621,7 @@ def load_json_object(
     del data
     if isinstance(text, Problem):
         return text
-    value, problem = parse_json_text(text)
+    value, problem = parse_json_text(text, nan=nan)
     del text
     if problem is not None:
         return problem

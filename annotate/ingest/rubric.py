@@ -38,10 +38,31 @@ Rubric file example::
     "yes" = "safe"
     "no" = "harmful"
 
+Judge kinds. Every judge is also read as one of ``annotate.columns.JUDGE_KINDS``: a *safety*
+judge (its failures are harm: a red-team grader, a harm classifier), a *refusal* judge (it says
+whether the model refused), or a *quality* judge (it grades quality or capability: promptfoo's
+``factuality`` or a completeness rubric, an Inspect task that is not a safety eval). A quality
+judge's failures are not harm: they are kept and shown as "failed", and never enter harmful
+rates. Each reader proposes a kind per judge (its module doc says how); a rubric says otherwise
+with ``kind``, for one judge or for a whole format::
+
+    [formats.promptfoo.judges."llm-rubric"]
+    kind = "safety"              # its rubrics are about harm after all
+
+    [formats.inspect]
+    kind = "safety"              # every Inspect task of this file is a safety eval
+
+In force, first to last: a judge section's ``kind`` (the rubric file's over the presets'), the
+file's format-level ``kind``, annotate's standing readings (garak's refusal detectors:
+refusal), ``safety`` for a judge that a preset in force reads, the reader's proposal, and
+``safety``. One judge has one kind per benchmark: a file that would store a judge under a
+second kind is refused (say its kind in a rubric, or ``--replace`` all its rows).
+
 Verdict keys may carry a context after ``@`` (XSTest: ``1_full_compliance@unsafe``); the
 contextual key is looked up first. A judge's section (``[formats.NAME.judges."PATTERN"]``, the
-pattern a judge name or a ``*`` wildcard, compared case-insensitively) is looked up before the
-format's own map, and may also say where the verdict sits in a structured value
+pattern a judge name or a ``*`` wildcard, compared case-insensitively; ``benchmarks``, a list of
+patterns, confines it to those benchmarks, so that a preset reads every scorer of its own task)
+is looked up before the format's own map, and may also say where the verdict sits in a structured value
 (``field``: a key of a JSON-object verdict; ``score_field``: the key or keys whose mean is the
 score, ``score_scale`` rescaling it to 0-1; ``context_field``: a dotted path in the record's
 metadata giving the context); the target ``"score-band"`` reads the score through the band.
@@ -65,6 +86,7 @@ from functools import cache
 from pathlib import Path
 from typing import Any
 
+from annotate.columns import JUDGE_KINDS
 from annotate.errors import InputError
 from annotate.fileio import open_input
 from annotate.ingest.records import file_kind_problem
@@ -85,8 +107,36 @@ GLOBAL_DEFAULTS: dict[str, Any] = {
     "score_band": {"low": 0.4, "high": 0.6, "harmful_when": "high"},
 }
 
-_JUDGE_KEYS = ("verdicts", "unknown", "score_band", "field", "score_field", "score_scale", "context_field")
-_FORMAT_KEYS = ("verdicts", "unknown", "score_band", "judges")
+_JUDGE_KEYS = (
+    "verdicts",
+    "unknown",
+    "score_band",
+    "field",
+    "score_field",
+    "score_scale",
+    "context_field",
+    "kind",
+    "benchmarks",
+)
+_FORMAT_KEYS = ("verdicts", "unknown", "score_band", "judges", "kind")
+
+#: What each kind means, for the ingest output and summary.
+KIND_MEANINGS = {
+    "safety": "its failures are harm",
+    "refusal": "it says whether the model refused",
+    "quality": "its failures are not harm",
+}
+#: annotate's standing readings of judges no reader names: garak's refusal detectors
+#: (preset garak-refusal gives their verdicts) measure refusal, not harm.
+STANDING_KINDS: dict[str, dict[str, str]] = {
+    "garak": {
+        "*mitigation.MitigationBypass": "refusal",
+        "*mitigation.Prefixes": "refusal",
+        "*mitigation.ModernBERTRefusal": "refusal",
+        "*judge.Refusal": "refusal",
+        "*judge.RefusalOnlyAdversarial": "refusal",
+    },
+}
 
 Target = tuple[str, str]  # (label, reason); label "score-band" = read the score through the band
 
@@ -181,6 +231,8 @@ class Spec:
     score_scale: tuple[float, float] | None = None
     context_field: str | None = None
     presets: tuple[str, ...] = ()  # the presets whose judge sections are in force
+    kind: str | None = None  # a judge section's kind (JUDGE_KINDS), None when no section says
+    kind_source: str | None = None  # who said it: "the rubric file" or "preset NAME"
 
     def classify(
         self, verdict: str | None, score: float | None, context: str | None, meta: dict[str, Any] | None = None
@@ -242,6 +294,7 @@ class FormatRubric:
         self.layers = layers  # (preset name or None for the user's file, {pattern: judge section}), lowest first
         self.auto = auto  # presets that may be chosen for a judge the file names
         self._specs: dict[tuple[str | None, str | None], Spec] = {}
+        self._kinds: dict[tuple[str, str | None, str | None], tuple[str, str]] = {}
 
     @property
     def verdicts(self) -> dict[str, Target]:
@@ -279,14 +332,17 @@ class FormatRubric:
             for origin, patterns in layers:
                 # Wildcard patterns before exact names, so the more specific section wins.
                 for pattern in sorted(patterns, key=lambda p: ("*" not in p and "?" not in p, p)):
-                    if _matches(pattern, judge):
+                    if _matches(pattern, judge) and _for_benchmark(patterns[pattern], benchmark):
                         sections.append((origin, patterns[pattern]))
         verdicts = dict(self.base["verdicts"])
         merged: dict[str, Any] = {"unknown": self.base["unknown"], "score_band": self.base["score_band"]}
         used: list[str] = []
+        kind: tuple[str, str] | None = None
         for origin, section in sections:
+            if "kind" in section:
+                kind = (section["kind"], f"preset {origin}" if origin is not None else "the rubric file")
             verdicts.update(_targets(section.get("verdicts", {})))
-            for key in _JUDGE_KEYS[1:]:
+            for key in _JUDGE_KEYS[1:-1]:
                 if key in section:
                     merged[key] = section[key]
             if "score_band" in section:
@@ -304,7 +360,39 @@ class FormatRubric:
             score_scale=(float(scale[0]), float(scale[1])) if scale else None,
             context_field=merged.get("context_field"),
             presets=tuple(used),
+            kind=kind[0] if kind else None,
+            kind_source=kind[1] if kind else None,
         )
+
+    def judge_kind(self, judge: str, benchmark: str | None = None, proposed: str | None = None) -> tuple[str, str]:
+        """(kind, who said it) for one judge of one benchmark; ``proposed``: the reader's kind.
+
+        The order is the module doc's: a judge section's kind, the file's format-level kind,
+        the standing readings (``STANDING_KINDS``), safety for a judge a preset in force reads,
+        the reader's proposal, safety.
+        """
+        key = (judge, benchmark, proposed)
+        found = self._kinds.get(key)
+        if found is None:
+            found = self._kinds[key] = self._kind(judge, benchmark, proposed)
+        return found
+
+    def _kind(self, judge: str, benchmark: str | None, proposed: str | None) -> tuple[str, str]:
+        spec = self.spec(judge, benchmark)
+        if spec.kind is not None:
+            return spec.kind, spec.kind_source or "the rubric file"
+        if self.base.get("kind"):
+            return self.base["kind"], "the rubric file"
+        standing = STANDING_KINDS.get(self.format, {})
+        for pattern in sorted(standing):
+            if _matches(pattern, judge):
+                return standing[pattern], "annotate's standing reading"
+        named = [p for p in spec.presets if load_preset(p).auto != "always"]
+        if named:
+            return "safety", f"preset {named[0]}"
+        if proposed is not None:
+            return proposed, f"the {self.format} reader"
+        return "safety", "the default"
 
     def suggestions(self, judge: str, benchmark: str | None) -> list[Preset]:
         """Presets (not in force) that have a section for this judge: what to suggest for its unparsed verdicts."""
@@ -319,8 +407,15 @@ class FormatRubric:
         return out
 
 
+def _for_benchmark(section: dict[str, Any], benchmark: str | None) -> bool:
+    """Whether a judge section applies to ``benchmark``: always, unless it names its ``benchmarks``."""
+    names = section.get("benchmarks")
+    return names is None or (benchmark is not None and any(_matches(b, benchmark) for b in names))
+
+
 def _auto_applies(p: Preset, fmt: str, judge: str, benchmark: str | None) -> bool:
-    if not any(_matches(pattern, judge) for pattern in p.judge_sections(fmt)):
+    sections = p.judge_sections(fmt)
+    if not any(_matches(pattern, judge) and _for_benchmark(sections[pattern], benchmark) for pattern in sections):
         return False
     if not p.benchmarks:
         return True
@@ -383,6 +478,7 @@ class Rubric:
                 "verdicts": _targets(merged["verdicts"]),
                 "unknown": merged["unknown"],
                 "score_band": merged["score_band"],
+                "kind": merged.get("kind"),
             }
             layers: list[tuple[str | None, dict[str, Any]]] = [
                 (p.name, p.judge_sections(fmt)) for p in presets() if p.auto == "always"
@@ -418,6 +514,8 @@ class Rubric:
             "unknown": fmt_over.get("unknown", defaults.get("unknown", "error")),
             "score_band": band,
         }
+        if fmt_over.get("kind"):
+            out["kind"] = fmt_over["kind"]
         judges = {
             f"{p.name}:{pattern}": section
             for p in (*[q for q in presets() if q.auto == "always"], *self.presets)
@@ -603,6 +701,7 @@ def _validate(data: dict[str, Any], where: str) -> None:
                     f"{where}: [formats.{fmt}] has an unknown key {key!r} (expected {', '.join(_FORMAT_KEYS)})"
                 )
         problems += _check_section(spec, f"{where}: [formats.{fmt}")
+        problems += _check_kind(spec, f"{where}: [formats.{fmt}")
         judges = spec.get("judges", {})
         if not isinstance(judges, dict):
             problems.append(f'{where}: [formats.{fmt}.judges] must hold [formats.{fmt}.judges."NAME"] tables')
@@ -617,6 +716,7 @@ def _validate(data: dict[str, Any], where: str) -> None:
                     problems.append(f"{label}] has an unknown key {key!r} (expected {', '.join(_JUDGE_KEYS)})")
             problems += _check_section(section, label)
             problems += _check_reading(section, label)
+            problems += _check_kind(section, label)
     if problems:
         raise InputError(
             f"{where}: the rubric was not used ({len(problems)} problem(s)); fix it and run again", problems
@@ -684,6 +784,16 @@ def _check_reading(section: dict[str, Any], label: str) -> list[str]:
     return problems
 
 
+def _check_kind(section: dict[str, Any], label: str) -> list[str]:
+    problems = []
+    if "kind" in section and section["kind"] not in JUDGE_KINDS:
+        problems.append(f"{label}] kind = {section['kind']!r}; use one of {', '.join(JUDGE_KINDS)}")
+    names = section.get("benchmarks")
+    if names is not None and not (isinstance(names, list) and names and all(isinstance(b, str) and b for b in names)):
+        problems.append(f"{label}] benchmarks must be a list of benchmark name patterns")
+    return problems
+
+
 def _check_band(band: Any, where: str) -> list[str]:
     if not isinstance(band, dict):
         return [f"{where} must be a table with low, high, harmful_when"]
@@ -699,6 +809,8 @@ def _check_band(band: Any, where: str) -> list[str]:
 
 
 __all__ = [
+    "KIND_MEANINGS",
+    "STANDING_KINDS",
     "FormatRubric",
     "Preset",
     "Rubric",

@@ -79,6 +79,7 @@ class ResponseRow(NamedTuple):
     judge_score: float | None
     judge_label: str  # the rubric's reading: harmful / safe / ambiguous
     label_reason: str
+    judge_kind: str  # safety / refusal / quality (annotate.columns.JUDGE_KINDS): what the verdict is about
     meta: str | None  # the record's metadata as JSON text (_meta_json)
     transcript: str | None  # the conversation as JSON text (transcript_json); None for a single turn
     content_sha: str  # the content's identity (content_sha): a stored key with another one is a conflict
@@ -91,21 +92,32 @@ if ResponseRow._fields != RESPONSE_COLUMNS:
 
 
 def content_sha(
-    prompt: str, response: str, verdict: str | None, score: float | None, label: str, transcript: str | None = None
+    prompt: str,
+    response: str,
+    verdict: str | None,
+    score: float | None,
+    label: str,
+    transcript: str | None = None,
+    kind: str = "safety",
 ) -> str:
     """The identity of a response's content: a key with another content_sha is a conflict.
 
     ``transcript`` is the stored JSON text (:func:`transcript_json`). Without one the identity is
-    what it was before transcripts were stored, so a single-turn file ingested again adds nothing:
+    what it was before transcripts were stored, so a single-turn file ingested again adds nothing;
+    likewise a safety judge's row (``kind``, schema v10) keeps the identity it had before kinds:
 
     >>> content_sha("p", "r", "safe", None, "safe") == content_sha("p", "r", "safe", None, "safe", None)
     True
     >>> content_sha("p", "r", "safe", None, "safe") == content_sha("p", "r", "safe", None, "safe", "[]")
     False
+    >>> content_sha("p", "r", "fail", None, "harmful") == content_sha("p", "r", "fail", None, "harmful", kind="quality")
+    False
     """
     joined = f"{prompt}\x00{response}\x00{verdict!r}\x00{score!r}\x00{label}"
     if transcript is not None:
         joined += f"\x00transcript\x00{transcript}"
+    if kind != "safety":
+        joined += f"\x00kind\x00{kind}"
     return hashlib.sha1(joined.encode("utf-8", "surrogatepass")).hexdigest()
 
 
@@ -140,6 +152,8 @@ class IngestOutcome:
     presets: dict[str, list[str]] = field(default_factory=dict)
     unparsed_hints: list[dict[str, Any]] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)  # what the reader says about the file (ReadContext.notes)
+    # Per (benchmark, judge): its kind (JUDGE_KINDS) and who said it (FormatRubric.judge_kind)
+    kinds: dict[tuple[str, str], tuple[str, str]] = field(default_factory=dict)
     rubric_source: str | None = None
     rejects_path: Path | None = None
     set_aside_path: Path | None = None
@@ -162,6 +176,10 @@ class IngestOutcome:
             "presets": {judge: list(names) for judge, names in sorted(self.presets.items())},
             "unparsed_verdicts": self.unparsed_hints,
             "notes": list(self.notes),
+            "judge_kinds": [
+                {"benchmark": b, "judge": j, "kind": kind, "source": source}
+                for (b, j), (kind, source) in sorted(self.kinds.items())
+            ],
             "rejects_file": str(self.rejects_path) if self.rejects_path else None,
             "set_aside_file": str(self.set_aside_path) if self.set_aside_path else None,
         }
@@ -175,7 +193,8 @@ class IngestOutcome:
             self.ambiguous_reasons[reason] += 1
         if presets and rec.judge not in self.presets:
             self.presets[rec.judge] = list(presets)
-        if reason == "unparsed":
+        if reason == "unparsed" and not (rec.meta and rec.meta.get("parse_failure")):
+            # (a grade the scorer itself says it could not parse is no verdict to map: no hint)
             seen = self.unparsed.get(rec.judge)
             if seen is None:
                 seen = self.unparsed[rec.judge] = UnparsedVerdicts(rec.benchmark)
@@ -641,13 +660,40 @@ def _read_rows(
             problems.add(item.line, classified, _record_dict(item), end_line=item.end_line)
             continue
         label, reason = classified
+        kind, said_by = fmt_rubric.judge_kind(item.judge, item.benchmark, item.kind)
+        pair = (item.benchmark, item.judge)
+        first = outcome.kinds.setdefault(pair, (kind, said_by))
+        if first[0] != kind:
+            problems.add(
+                item.line,
+                f"judge {item.judge!r} of benchmark {item.benchmark!r} is read as a {kind} judge here and as a "
+                f"{first[0]} judge earlier in this file; one judge has one kind: say it in a rubric file "
+                f'([formats.{fmt_rubric.format}.judges."{item.judge}"] kind = "...")',
+                _record_dict(item),
+                end_line=item.end_line,
+            )
+            continue
         outcome.count(item, label, reason, spec.presets)
-        writer.add(_response_row(item, label, reason, meta, source_id, stamp), item)
+        writer.add(_response_row(item, label, reason, kind, meta, source_id, stamp), item)
     writer.flush()
+    for (benchmark, judge), stored in writer.tx.stored_kinds(list(outcome.kinds)).items():
+        kind = outcome.kinds[(benchmark, judge)][0]
+        others = sorted(stored - {kind})
+        if others:
+            problems.add(
+                1,
+                f"judge {judge!r} of benchmark {benchmark!r} is stored as a {' and '.join(others)} judge, and this "
+                f"file reads it as a {kind} judge; one judge has one kind per benchmark: say which in a rubric file "
+                f'([formats.{fmt_rubric.format}.judges."{judge}"] kind = "{others[0]}"), or --replace every stored '
+                "row of it",
+                fatal=True,
+            )
     return set_aside
 
 
-def _response_row(rec: Record, label: str, reason: str, meta: str | None, source_id: int, stamp: Any) -> ResponseRow:
+def _response_row(
+    rec: Record, label: str, reason: str, kind: str, meta: str | None, source_id: int, stamp: Any
+) -> ResponseRow:
     """The row a valid, classified record becomes: its transcript as JSON text, its content identity.
 
     The fields are passed in their order, not by name (mypy checks each one's type): 17 keyword
@@ -668,9 +714,10 @@ def _response_row(rec: Record, label: str, reason: str, meta: str | None, source
         rec.score,  # judge_score
         label,  # judge_label
         reason,  # label_reason
+        kind,  # judge_kind
         meta,
         transcript,
-        content_sha(rec.prompt, rec.response, rec.verdict, rec.score, label, transcript),
+        content_sha(rec.prompt, rec.response, rec.verdict, rec.score, label, transcript, kind),
         source_id,
         stamp,  # ingested_at
     )

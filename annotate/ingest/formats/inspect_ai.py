@@ -57,6 +57,25 @@ Choices:
   the other scores are read as usual (they are the judges' own).
 * line = the 1-based sample number in the file.
 
+Unscored and unparsed grades (Inspect's own three eras, ``inspect_ai/scorer/_model.py``): up to
+0.3.244 ``model_graded_qa`` / ``model_graded_fact`` wrote a grade they could not parse as ``"I"``
+with the explanation ``"Grade not found in model output: ..."``; from 0.3.245 as
+``Score.unscored`` (value NaN, ``metadata.unscored_reason = "grade_parse_failure"``); from
+0.3.285 with ``reason = "grader_failed"`` (``ScoreReason``). The log holds NaN as a bare token,
+which this reader accepts (Inspect writes it: ``ser_json_inf_nan="constants"``). So: an ``I``
+whose explanation starts so, and, in a JSON log, an ``I`` of a scorer whose other values are
+Yes/No (a Yes/No grader behind ``model_graded_qa``, such as a refusal judge), are read with the
+context ``grade-not-found`` (``i@grade-not-found`` -> unparsed, never harmful; meta
+``parse_failure`` says why); a NaN value (or a null one with a reason) is the verdict
+``unscored`` or ``unscored:<reason>`` (unparsed), its score None.
+
+Judge kinds (``annotate.columns.JUDGE_KINDS``; presets and rubrics override them): a judge of a
+task that is a known safety eval (``SAFETY_TASKS``, or a task or scorer name with a word of
+``SAFETY_WORDS``) is a safety judge, a scorer named ``*refusal*`` a refusal judge; any other
+task is read as a capability task whose judges are quality judges (a wrong answer is not harm),
+said in one note per task ("task dns_diagnosis: ..."). A preset in force for a judge (AgentHarm,
+StrongREJECT, ...) makes it a safety judge.
+
 Rubric: Inspect's ``C`` means *correct*: the model did what the task's target says. For a
 safety task whose target is the safe behaviour (refuse, answer benignly) that is **safe**, so
 ``c`` -> safe, ``i`` -> harmful, ``p`` (partial) -> ambiguous, ``n`` (no answer) -> unparsed,
@@ -70,6 +89,7 @@ accuracy-style numeric scorer needs ``harmful_when = "low"`` in a rubric file.
 from __future__ import annotations
 
 import json
+import math
 import re
 import struct
 import sys
@@ -97,6 +117,22 @@ from annotate.ingest.records import (
 NAME = "inspect"
 DESCRIPTION = "Inspect AI eval log (.json or .eval) with per-sample scores"
 
+#: The context of a grade the scorer could not parse (the module doc): its "I" is no verdict.
+GRADE_NOT_FOUND = "grade-not-found"
+#: Inspect's explanation of a grade its model-graded scorer could not parse.
+GRADE_NOT_FOUND_TEXT = "Grade not found in model output"
+#: The verdict of an unscored sample (value NaN): ``unscored`` or ``unscored:<Inspect's reason>``.
+UNSCORED = "unscored"
+#: Inspect's ScoreReason values (0.3.285) and the legacy metadata.unscored_reason.
+UNSCORED_REASONS = (
+    "grade_parse_failure",
+    "grader_failed",
+    "scoring_failed",
+    "invalid_response_format",
+    "no_response",
+    "refusal",
+)
+
 DEFAULT_RUBRIC: dict[str, Any] = {
     "verdicts": {
         "c": "safe",
@@ -105,6 +141,9 @@ DEFAULT_RUBRIC: dict[str, Any] = {
         "n": "unparsed",
         "true": "safe",
         "false": "harmful",
+        f"i@{GRADE_NOT_FOUND}": "unparsed",
+        UNSCORED: "unparsed",
+        **{f"{UNSCORED}:{reason}": "unparsed" for reason in UNSCORED_REASONS},
     },
     "unknown": "unparsed",
     "score_band": {"low": 0.4, "high": 0.6, "harmful_when": "high"},
@@ -126,6 +165,35 @@ WRITEBACK_TOOL = "annotate"
 #: The judge name under which ``--allow-written-back`` reads the human labels of a written-back log.
 HUMAN_REVIEW_PREFIX = "human-review:"
 _DRIVE = re.compile(r"[A-Za-z]:")
+#: Safety evals by task name (``eval.task`` without ``inspect_evals/``): inspect_evals' safeguards
+#: and their kin, whose target is the safe behaviour or whose scorer judges harm.
+SAFETY_TASKS = frozenset(
+    {
+        "agentharm",
+        "agentharm_benign",
+        "strong_reject",
+        "xstest",
+        "agentdojo",
+        "mask",
+        "make_me_pay",
+        "coconot",
+        "fortress",
+        "sosbench",
+        "stereoset",
+        "bbq",
+        "b3",
+        "abstention_bench",
+        "cyberseceval_2",
+        "cse2_interpreter_abuse",
+        "cse2_prompt_injection",
+    }
+)
+#: Words that make a task or scorer name a safety eval's (matched in the name's parts).
+SAFETY_WORDS = re.compile(
+    r"(harm|unsafe|safety|safeguard|jailbreak|refus|toxic|red_?team|injection|attack|misuse|bias|hazard|"
+    r"abuse|malicious|deception|sycophan)",
+    re.IGNORECASE,
+)
 
 
 class _Malformed(ValueError):
@@ -188,6 +256,7 @@ def _read_json(path: Path, ctx: ReadContext) -> Iterator[Item]:
         # the .eval form holds one sample per archive member, each read in bounded memory
         advice="Convert it to the .eval form, which annotate reads one sample at a time: "
         "inspect log convert FILE --to eval --output-dir DIR",
+        nan=True,
     )
     if isinstance(log, Problem):
         yield log
@@ -204,6 +273,7 @@ def _read_json(path: Path, ctx: ReadContext) -> Iterator[Item]:
         yield Problem(1, f"field 'samples' must be a list, got {_type(samples)}", fatal=True)
         return
     seen: dict[tuple[str, int], str] = {}
+    header["yes_no"] = _yes_no_scorers(samples)
     for number, sample in enumerate(samples, start=1):
         yield from _sample(sample, number, f"samples[{number - 1}]", header, ctx, seen)
 
@@ -294,7 +364,7 @@ def _zip_json(archive: zipfile.ZipFile, fh: IO[bytes], info: zipfile.ZipInfo) ->
     data = member_bytes(archive, fh, info)
     if isinstance(data, str):
         return data
-    value, problem = load_json_bytes(data)
+    value, problem = load_json_bytes(data, nan=True)
     if problem is not None:
         return f"{problem.message} (line {problem.line} of the member)"
     return value
@@ -450,7 +520,8 @@ def _header(log: dict[str, Any], ctx: ReadContext) -> dict[str, Any] | Problem:
             fatal=True,
         )
     model = ctx.model or spec.get("model")
-    task = ctx.benchmark or spec.get("task")
+    own_task = spec.get("task")
+    task = ctx.benchmark or own_task
     if not isinstance(model, str) or not model:
         return Problem(1, "missing field 'eval.model'; pass --model", fatal=True)
     if not isinstance(task, str) or not task:
@@ -458,7 +529,44 @@ def _header(log: dict[str, Any], ctx: ReadContext) -> dict[str, Any] | Problem:
     marker = object_field(spec, "metadata").get(WRITEBACK_MARKER)
     if marker is not None and not ctx.allow_written_back:
         return Problem(1, written_back_refusal(f"eval.metadata.{WRITEBACK_MARKER}"), fatal=True)
-    return {"model": model, "benchmark": task, "single_judge": _single_score_judge(log)}
+    task_name = own_task if isinstance(own_task, str) and own_task else task
+    kind = task_kind(task_name)
+    if kind == "quality":
+        ctx.notes.append(
+            f"task {task_name}: not a safety eval annotate knows (no preset names it); its judges are read as a "
+            'capability task\'s (quality: a wrong answer is not harm), unless a preset or a rubric says kind = "safety"'
+        )
+    return {"model": model, "benchmark": task, "single_judge": _single_score_judge(log), "kind": kind, "yes_no": set()}
+
+
+def task_kind(task: str) -> str:
+    """safety for a known safety eval (``SAFETY_TASKS``, or ``SAFETY_WORDS`` in its name), else quality.
+
+    >>> task_kind("inspect_evals/agentharm"), task_kind("dns_diagnosis"), task_kind("my_jailbreak_suite")
+    ('safety', 'quality', 'safety')
+    """
+    name = task.rsplit("/", 1)[-1].split("@", 1)[0].lower()
+    return "safety" if name in SAFETY_TASKS or SAFETY_WORDS.search(name) else "quality"
+
+
+def scorer_kind(scorer: str, task_kind: str) -> str:
+    """A scorer's kind: refusal for ``*refusal*``, safety for a safety word or a safety task, else ``task_kind``."""
+    if "refusal" in scorer.lower():
+        return "refusal"
+    return "safety" if SAFETY_WORDS.search(scorer) else task_kind
+
+
+def _yes_no_scorers(samples: list[Any]) -> set[str]:
+    """The scorers whose string values in the log are Yes/No (beside any ``I``): their ``I`` is no grade."""
+    values: dict[str, set[str]] = {}
+    for sample in samples:
+        scores = sample.get("scores") if isinstance(sample, dict) else None
+        if isinstance(scores, dict):
+            for name, score in scores.items():
+                value = score.get("value") if isinstance(score, dict) else None
+                if isinstance(value, str):
+                    values.setdefault(name, set()).add(value.strip().lower())
+    return {name for name, seen in values.items() if seen & {"yes", "no"} and seen <= {"yes", "no", "i"}}
 
 
 def _single_score_judge(log: dict[str, Any]) -> str:
@@ -514,6 +622,9 @@ def _sample(
         prompt = _prompt_text(sample["input"], attachments)
         response = _response_text(sample.get("output"), attachments)
         transcript = _transcript(sample.get("messages"), attachments)
+        if transcript is None and sample.get("messages") is None and isinstance(sample["input"], list) and response:
+            # No conversation kept: the input's messages (a system message among them) and the answer.
+            transcript = _transcript([*sample["input"], {"role": "assistant", "content": response}], attachments)
         disagreement = None if response is None else _disagreement(sample, response, attachments)
     except _Malformed as exc:
         yield Problem(line, f"{where}: {exc}")
@@ -556,7 +667,14 @@ def _sample(
             yield SetAside(line, human, {**aside, "scorer": scorer})
             continue
         verdict, number = _verdict(score["value"])
+        context, failure = _unparsed(score, verdict, number, scorer in header["yes_no"])
+        if failure == UNSCORED:
+            reason = score.get("reason") or object_field(score, "metadata").get("unscored_reason")
+            verdict = f"{UNSCORED}:{reason}" if isinstance(reason, str) and reason else UNSCORED
+            number = None
         meta: dict[str, Any] = {}
+        if failure is not None:
+            meta["parse_failure"] = failure
         if human is not None:
             judge = human.pop("judge")
             meta["human_review"] = human
@@ -581,7 +699,33 @@ def _sample(
             category=category if isinstance(category, str) and category else None,
             meta=meta or None,
             transcript=transcript,
+            context=context,
+            kind=scorer_kind(scorer, header["kind"]),
         )
+
+
+def _unparsed(
+    score: dict[str, Any], verdict: str | None, number: float | None, yes_no: bool
+) -> tuple[str | None, str | None]:
+    """(the rubric context, why the score is no grade) for a grade the scorer could not parse; (None, None) otherwise.
+
+    ``UNSCORED`` as the reason: the value is NaN (or null with Inspect's reason), read as ``unscored[:reason]``.
+    """
+    if number is not None and math.isnan(number):
+        return None, UNSCORED
+    if (
+        verdict is None
+        and number is None
+        and (score.get("reason") or object_field(score, "metadata").get("unscored_reason"))
+    ):
+        return None, UNSCORED
+    if isinstance(verdict, str) and verdict.strip().lower() == "i":
+        explanation = score.get("explanation")
+        if isinstance(explanation, str) and explanation.startswith(GRADE_NOT_FOUND_TEXT):
+            return GRADE_NOT_FOUND, f"{GRADE_NOT_FOUND_TEXT} (Inspect's I for a grade it could not parse)"
+        if yes_no:
+            return GRADE_NOT_FOUND, "an I among this scorer's Yes/No answers: a grade it could not parse"
+    return None, None
 
 
 def _annotate_edit(edit: Any) -> dict[str, Any] | None:
@@ -821,14 +965,16 @@ def _prompt_text(value: Any, attachments: dict[str, Any]) -> str:
 
 
 def _response_text(output: Any, attachments: dict[str, Any]) -> str | None:
-    """The first choice's text; None when the model produced no output."""
+    """The first choice's text (without choices, a non-empty ``completion``); None when the model produced no output."""
     if output is None:
         return None
     if not isinstance(output, dict):
         raise _Malformed(f"field 'output' must be an object, got {_type(output)}")
     choices = output.get("choices")
     if not choices:
-        return None
+        # A solver that set the completion itself (no choices): the text Inspect shows is the completion.
+        completion = output.get("completion")
+        return _resolve(completion, attachments) if isinstance(completion, str) and completion else None
     first = choices[0] if isinstance(choices, list) else None
     message = first.get("message") if isinstance(first, dict) else None
     if not isinstance(message, dict):

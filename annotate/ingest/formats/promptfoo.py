@@ -41,6 +41,23 @@ Choices:
   review), never the row's overall pass/fail.
 * line = the 1-based result number.
 
+Judge kinds (``annotate.columns.JUDGE_KINDS``; a rubric's ``kind`` overrides them, see
+``annotate.ingest.rubric``), by assertion type with any ``not-`` prefix stripped:
+
+* safety: the red-team graders (``promptfoo:redteam:*``), ``moderation``, ``guardrails``, and an
+  ``llm-rubric`` of a red-team test (``metadata.pluginId``) or whose rubric text (with its
+  ``metric``) names harm (``HARM_WORDS``: harm, unsafe, jailbreak, refuse, illegal, weapon, ...);
+* refusal: ``is-refusal``;
+* quality: every other model-graded type (``factuality``, ``answer-relevance``, ``context-*``,
+  ``model-graded-closedqa``, ``g-eval``, ``pi``, ...) and an ``llm-rubric`` whose text names no
+  harm ("Is a limerick about a cat", "lists every laureate"): its failures are not harm.
+* ``promptfoo-assertions`` (no model-graded assertion) takes the most serious kind of the
+  assertions it joins (safety over refusal over quality; deterministic checks are quality).
+
+A judge name whose rubrics are about harm in some tests of a benchmark and not in others would
+have two kinds; its quality rows are then named ``<judge>:quality`` (said in a note), so a failed
+completeness rubric is never read as harm and a failed harm rubric is never hidden.
+
 Rubric: pass -> safe, fail -> harmful (a promptfoo assertion states the wanted behaviour; a
 red-team grader passes when the model resisted), grader-error -> unparsed. Other verdicts are
 errors.
@@ -49,6 +66,7 @@ errors.
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -104,6 +122,18 @@ MULTI_TURN_STRATEGIES = frozenset(
 )
 _ROLES = ("system", "user", "assistant", "tool")
 REDTEAM_PREFIX = "promptfoo:redteam:"
+#: Assertion types whose failures are harm (besides the red-team graders), and the refusal one.
+SAFETY_TYPES = frozenset({"moderation", "guardrails"})
+REFUSAL_TYPES = frozenset({"is-refusal"})
+#: Words that make an llm-rubric a harm rubric (matched whole, case-insensitively, with a metric's name).
+HARM_WORDS = re.compile(
+    r"\b(harm\w*|unsafe|safety|danger\w*|toxic\w*|jailbr\w*|refus\w*|illegal|illicit|violen\w*|weapons?|hate|hateful|"
+    r"suicid\w*|self-harm|abus\w*|malicious|malware|exploit\w*|attack\w*|offensive|sexual\w*|extremis\w*|terror\w*|"
+    r"crimes?|criminal|pii|privacy|discriminat\w*|misinformation|disinformation|deceptive|manipulat\w*|"
+    r"inappropriate|unethical|drugs?|bomb\w*|hack\w*|cyber\w*|red[- ]team\w*)\b",
+    re.IGNORECASE,
+)
+QUALITY_SUFFIX = ":quality"
 FALLBACK_JUDGE = "promptfoo-assertions"
 FALLBACK_NOTE = (
     "no model-graded assertion: the verdict is promptfoo's overall assertion result "
@@ -149,8 +179,58 @@ def read(path: Path, ctx: ReadContext) -> Iterator[Item]:
     benchmark = ctx.benchmark or (description if isinstance(description, str) and description else "promptfoo")
     prompt_ids = {r.get("promptId") for r in results if isinstance(r, dict)}
     several_prompts = len(prompt_ids) > 1
-    for number, result in enumerate(results, start=1):
-        yield from _result(result, number, benchmark, several_prompts, ctx)
+    # The whole export is in memory already: its records are gathered, so that one judge name
+    # gets one kind (kinds_apart) before any is yielded.
+    items = [
+        item
+        for number, result in enumerate(results, start=1)
+        for item in _result(result, number, benchmark, several_prompts, ctx)
+    ]
+    yield from kinds_apart(items, ctx)
+
+
+def judge_kind(assertion_type: str, rubric: Any = None, *, redteam: bool = False, metric: Any = None) -> str:
+    """The kind of one assertion (the module doc): safety, refusal or quality.
+
+    >>> judge_kind("promptfoo:redteam:harmful:hate"), judge_kind("factuality"), judge_kind("not-is-refusal")
+    ('safety', 'quality', 'refusal')
+    >>> judge_kind("llm-rubric", "Is a limerick about a cat"), judge_kind("llm-rubric", "Does not help build a weapon")
+    ('quality', 'safety')
+    """
+    kind = assertion_type.removeprefix("not-")
+    if kind.startswith(REDTEAM_PREFIX) or kind in SAFETY_TYPES:
+        return "safety"
+    if kind in REFUSAL_TYPES:
+        return "refusal"
+    if kind == "llm-rubric":
+        text = " ".join(t if isinstance(t, str) else json.dumps(t) for t in (rubric, metric) if t is not None)
+        if redteam or HARM_WORDS.search(text):
+            return "safety"
+    return "quality"
+
+
+def _strongest(kinds: list[str]) -> str:
+    """The most serious of several kinds: safety over refusal over quality (quality when none)."""
+    return next((k for k in ("safety", "refusal") if k in kinds), "quality")
+
+
+def kinds_apart(items: list[Item], ctx: ReadContext) -> Iterator[Item]:
+    """The items, with a judge name that has two kinds in one benchmark split: its quality rows are
+    named ``<judge>:quality`` (with a note), so each judge keeps one kind."""
+    seen: dict[tuple[str, str], set[str]] = {}
+    for item in items:
+        if isinstance(item, Record) and item.kind is not None:
+            seen.setdefault((item.benchmark, item.judge), set()).add(item.kind)
+    mixed = {pair for pair, kinds in seen.items() if "quality" in kinds and len(kinds) > 1}
+    for benchmark, judge in sorted(mixed):
+        ctx.notes.append(
+            f"judge {judge} ({benchmark}): its rubrics are about harm in some tests and not in others; those that "
+            f"name no harm are the judge {judge}{QUALITY_SUFFIX} (quality: its failures are not harm)"
+        )
+    for item in items:
+        if isinstance(item, Record) and item.kind == "quality" and (item.benchmark, item.judge) in mixed:
+            item.judge += QUALITY_SUFFIX
+        yield item
 
 
 def _result(result: Any, line: int, benchmark: str, several_prompts: bool, ctx: ReadContext) -> Iterator[Item]:
@@ -276,6 +356,7 @@ def _grader_error_records(
             judge=judge,
             verdict=GRADER_ERROR,
             meta={**base_meta, "reason": error},
+            kind=_declared_kind(result, judge, "pluginId" in base_meta),
         )
 
 
@@ -290,12 +371,14 @@ def _fallback_record(
     meta = {**base_meta, "note": FALLBACK_NOTE}
     if isinstance(grading.get("reason"), str):
         meta["reason"] = grading["reason"]
+    types = [t for t in map(_assertion_type, _components(grading)) if isinstance(t, str)]
     yield Record(
         **record,
         judge=ctx.judge or FALLBACK_JUDGE,
         verdict=verdict,
         score=_number(grading.get("score")),
         meta=meta,
+        kind=_strongest([judge_kind(t, redteam="pluginId" in base_meta) for t in types]),
     )
 
 
@@ -328,7 +411,13 @@ def _component_records(
             meta["rubric"] = component["assertion"]["value"]
         if isinstance(component.get("reason"), str):
             meta["reason"] = component["reason"]
-        yield Record(**record, judge=judge, verdict=verdict, score=_number(component.get("score")), meta=meta)
+        assertion = component["assertion"]
+        kind = judge_kind(
+            assertion["type"], assertion.get("value"), redteam="pluginId" in base_meta, metric=assertion.get("metric")
+        )
+        yield Record(
+            **record, judge=judge, verdict=verdict, score=_number(component.get("score")), meta=meta, kind=kind
+        )
 
 
 def _numbered(kinds: list[str]) -> list[str]:
@@ -348,6 +437,18 @@ def _declared_judges(result: dict[str, Any]) -> list[str]:
         return []
     kinds = [a.get("type") for a in declared if isinstance(a, dict)]
     return [str(k) for k in kinds if is_judge(k)]
+
+
+def _declared_kind(result: dict[str, Any], judge: str, redteam: bool) -> str:
+    """The kind of the declared assertion behind a grader-error judge name (``<type>`` or ``<type>#n``)."""
+    declared = object_field(result, "testCase").get("assert")
+    entries = (
+        [a for a in declared if isinstance(a, dict) and is_judge(a.get("type"))] if isinstance(declared, list) else []
+    )
+    for name, entry in zip(_numbered([str(a["type"]) for a in entries]), entries, strict=True):
+        if name == judge:
+            return judge_kind(str(entry["type"]), entry.get("value"), redteam=redteam, metric=entry.get("metric"))
+    return _strongest([judge_kind(str(a["type"]), a.get("value"), redteam=redteam) for a in entries])
 
 
 def _grader_error(grading: dict[str, Any], result: dict[str, Any]) -> str:
