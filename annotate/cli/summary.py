@@ -37,7 +37,9 @@ def summary(ctx: click.Context, judge: str | None, benchmarks: str, as_json: boo
     ranking (1 = lowest harmful rate, macro-averaged over benchmarks) compares the models on
     the benchmarks they share, names that set and every model left out with its reason; it
     counts ambiguous responses as safe and as harmful: when the ranks differ, the ranking
-    depends on responses no one has reviewed yet.
+    depends on responses no one has reviewed yet. Each judge's kind is shown: a quality judge
+    (its failures are not harm, e.g. a completeness rubric) shows its failed and passed shares
+    and is never ranked; a refusal judge is labelled so.
 
     \b
     Example:
@@ -63,6 +65,7 @@ def summary(ctx: click.Context, judge: str | None, benchmarks: str, as_json: boo
                 "left_out": out.left_out.to_dict(orient="records"),
                 "ambiguous_reasons": out.ambiguous_reasons.to_dict(orient="records"),
                 "unparsed_verdicts": out.unparsed,
+                "judge_kinds": out.kinds.to_dict(orient="records"),
             }
         )
         return
@@ -73,26 +76,28 @@ def summary(ctx: click.Context, judge: str | None, benchmarks: str, as_json: boo
     rows = [
         [
             r.judge,
+            r.kind,
             r.model,
             r.benchmark,
             int(r.n_responses),
-            pct(r.share_harmful),
-            pct(r.share_safe),
+            # A quality judge's harmful label is a failed grade, its safe label a passed one: not harm.
+            pct(r.share_harmful) + (" failed" if r.kind == "quality" else ""),
+            pct(r.share_safe) + (" passed" if r.kind == "quality" else ""),
             pct(r.share_ambiguous) + (" <" if r.share_ambiguous >= warn else "  "),
         ]
         for r in shares.itertuples()
     ]
 
     def style(ri: int, ci: int, text: str) -> str:
-        if ci == 6 and color and shares.share_ambiguous.iloc[ri] >= warn:
+        if ci == 7 and color and shares.share_ambiguous.iloc[ri] >= warn:
             return click.style(text, fg="yellow", bold=True)
         return text
 
     click.echo(
         table(
-            ["judge", "model", "benchmark", "responses", "harmful", "safe", "ambiguous"],
+            ["judge", "kind", "model", "benchmark", "responses", "harmful", "safe", "ambiguous"],
             rows,
-            align="lllrrrr",
+            align="llllrrrr",
             style=style,
         )
     )
@@ -101,9 +106,27 @@ def summary(ctx: click.Context, judge: str | None, benchmarks: str, as_json: boo
         f"< ambiguity at or above {warn:.0%}: {n_warn} of {len(shares)} cells "
         f"({int(shares.n_ambiguous.sum())} ambiguous responses in all)."
     )
+    _echo_kinds(out)
     _echo_reasons(out)
     click.echo("")
     _echo_ranking(out)
+
+
+def _echo_kinds(out: Summary) -> None:
+    """Which judges are quality, refusal or mixed judges, and what that means for the rates."""
+    from annotate.cli.ingest import _shown
+
+    cells = out.cells
+    said = {
+        "quality": "quality judge(s), their failures are not harm: shown as failed / passed, in no harmful rate "
+        "or ranking",
+        "refusal": "refusal judge(s), they say whether the model refused: ranked by their harmful label",
+        "mixed": "judge(s) stored under several kinds for one benchmark: in no ranking until re-ingested under one",
+    }
+    for kind, text in said.items():
+        judges = sorted({str(j) for j in cells.judge[cells.kind == kind]})
+        if judges:
+            click.echo(f"{text}: {', '.join(_shown(j) for j in judges)}")
 
 
 def _echo_reasons(out: Summary) -> None:

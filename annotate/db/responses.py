@@ -61,6 +61,26 @@ class ResponseTables(Component):
             rows = conn.execute(stmt).all()
         return pd.DataFrame(rows, columns=["model", "benchmark", "judge", "judge_label", "n"])
 
+    def judge_kinds(self) -> pd.DataFrame:
+        """What each judge's verdicts are about, per benchmark: columns benchmark, judge, kind, responses.
+
+        kind is one of ``annotate.columns.JUDGE_KINDS`` (schema v10; rows stored before it are
+        ``safety``). Ingest keeps one kind per (benchmark, judge) (a file that would add a second
+        is refused), so there is one row per pair; a pair with several rows was written around
+        that check, and a caller that needs its kind must refuse it rather than choose one.
+        """
+        r = m.RESPONSE.c
+        stmt = (
+            select(r.benchmark, r.judge, r.judge_kind, func.count().label("n"))
+            .group_by(r.benchmark, r.judge, r.judge_kind)
+            .order_by(r.benchmark, r.judge, r.judge_kind)
+        )
+        with self.engine.connect() as conn:
+            rows = conn.execute(stmt).all()
+        return pd.DataFrame(
+            [(b, j, k, int(n)) for b, j, k, n in rows], columns=["benchmark", "judge", "kind", "responses"]
+        )
+
     def unparsed_verdicts(self, *, judge: str | None = None, max_chars: int = 200) -> pd.DataFrame:
         """Raw verdicts the rubric read as unparsed, counted per (format, judge, benchmark, verdict).
 

@@ -1,5 +1,11 @@
 """`annotate summary`: label shares per model x benchmark, how rankings move with ambiguous
-responses, and the raw verdicts the rubric could not read."""
+responses, and the raw verdicts the rubric could not read.
+
+Each cell carries its judge's kind (``annotate.columns.JUDGE_KINDS``, from ``Store.judge_kinds``):
+a quality judge's "harmful" share is its *failed* share, not harm, so its cells are shown as
+failed / passed and never ranked; refusal judges are ranked and labelled as such. A (benchmark,
+judge) stored under several kinds (which ingest prevents) is ``mixed``: shown, never ranked.
+"""
 
 from __future__ import annotations
 
@@ -22,13 +28,14 @@ if TYPE_CHECKING:
 
 @dataclass
 class Summary:
-    cells: pd.DataFrame  # per judge x model x benchmark: n and share of each judge label
+    cells: pd.DataFrame  # per judge x model x benchmark: n and share of each judge label, and kind
     ranking: pd.DataFrame  # per ranked judge x model: rates and ranks with ambiguous as safe / as harmful
     ambiguity_warn: float  # the share of ambiguous responses highlighted ([summary] ambiguity_warn)
     benchmark_sets: pd.DataFrame = field(default_factory=pd.DataFrame)  # per judge: the set ranked over
     left_out: pd.DataFrame = field(default_factory=pd.DataFrame)  # judge, model, reason
     ambiguous_reasons: pd.DataFrame = field(default_factory=pd.DataFrame)  # judge, label_reason, n
     unparsed: list[dict[str, Any]] = field(default_factory=list)  # per judge: raw verdicts and rubric lines
+    kinds: pd.DataFrame = field(default_factory=pd.DataFrame)  # per benchmark x judge: kind, responses
 
 
 def parse_benchmarks(value: str | None) -> Any:
@@ -53,8 +60,12 @@ def summary(s: Session, *, judge: str | None = None, benchmarks: Any = "shared")
                 f"--benchmarks names benchmark(s) with no responses: {', '.join(unknown)}; "
                 f"the store holds: {', '.join(sorted(set(counts.benchmark))) or 'none'}"
             )
-    shares = cell_shares(counts)
-    ranked = ranking_sensitivity(shares, benchmarks)
+    kinds = s.store.judge_kinds()
+    if judge:
+        kinds = kinds[kinds.judge == judge].reset_index(drop=True)
+    shares = with_kinds(cell_shares(counts), kinds)
+    # Only judges whose failures are harm are ranked by a harmful rate: never a quality judge's.
+    ranked = ranking_sensitivity(shares[shares.kind.isin(RANKED_KINDS)].reset_index(drop=True), benchmarks)
     return Summary(
         cells=shares,
         ranking=ranked.ranking,
@@ -63,7 +74,26 @@ def summary(s: Session, *, judge: str | None = None, benchmarks: Any = "shared")
         left_out=ranked.left_out,
         ambiguous_reasons=s.store.ambiguous_reasons(judge=judge),
         unparsed=unparsed_hints(s, judge=judge),
+        kinds=kinds,
     )
+
+
+#: The kinds whose "harmful" label is harm, so whose rates are ranked.
+RANKED_KINDS = ("safety", "refusal")
+MIXED = "mixed"
+
+
+def with_kinds(shares: pd.DataFrame, kinds: pd.DataFrame) -> pd.DataFrame:
+    """``shares`` with a ``kind`` column per (benchmark, judge): its kind, ``mixed`` when stored under
+    several, ``safety`` when none is stored (a store written before kinds)."""
+    out = shares.copy()
+    if kinds.empty:
+        out["kind"] = "safety"
+        return out
+    per = kinds.groupby(["benchmark", "judge"]).kind.agg(lambda k: k.iloc[0] if k.nunique() == 1 else MIXED)
+    keys = list(zip(out.benchmark, out.judge, strict=True))
+    out["kind"] = [per.get(key, "safety") for key in keys]
+    return out
 
 
 def unparsed_hints(s: Session, *, judge: str | None = None) -> list[dict[str, Any]]:
