@@ -27,6 +27,7 @@ def _row(i: int, response: str = "r", source_id: int = 1, label: str = "safe"):
         None,
         label,
         "mapped",
+        "safety",
         None,
         None,
         content_sha("prompt", response, label, None, label),

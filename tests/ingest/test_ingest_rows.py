@@ -32,7 +32,7 @@ def test_every_field_carries_its_record_value() -> None:
         category="cat-c",
         transcript=turns,
     )
-    row = _response_row(rec, "harmful", "mapped", '{"k":1}', 41, "2026-01-01 00:00:00")
+    row = _response_row(rec, "harmful", "mapped", "quality", '{"k":1}', 41, "2026-01-01 00:00:00")
     transcript = transcript_json(turns)
     expected = {
         "benchmark": "bench-b",
@@ -47,9 +47,10 @@ def test_every_field_carries_its_record_value() -> None:
         "judge_score": 0.25,
         "judge_label": "harmful",
         "label_reason": "mapped",
+        "judge_kind": "quality",
         "meta": '{"k":1}',
         "transcript": transcript,
-        "content_sha": content_sha("the prompt", "the response", "Unsafe", 0.25, "harmful", transcript),
+        "content_sha": content_sha("the prompt", "the response", "Unsafe", 0.25, "harmful", transcript, "quality"),
         "source_id": 41,
         "ingested_at": "2026-01-01 00:00:00",
     }
@@ -59,6 +60,6 @@ def test_every_field_carries_its_record_value() -> None:
 
 def test_a_single_turn_record_has_no_transcript() -> None:
     rec = Record(line=1, model="m", benchmark="b", prompt_id="p", prompt="x", response="y", judge="j", verdict=None)
-    row = _response_row(rec, "ambiguous", "missing", None, 1, "t")
+    row = _response_row(rec, "ambiguous", "missing", "safety", None, 1, "t")
     assert row.transcript is None and row.judge_verdict is None and row.judge_score is None and row.epoch == 0
     assert row.content_sha == content_sha("x", "y", None, None, "ambiguous")

@@ -138,7 +138,7 @@ def test_the_preset_is_chosen_when_the_log_names_its_scorer(workspace, runner, t
     log = agentharm_log(tmp_path / "agentharm.json", YES_NO)
     out = run(runner, prefix, "ingest", str(log)).output
     assert "labels: 6 harmful, 3 safe, 1 ambiguous" in out
-    assert "rubric preset agentharm for judge 'refusal_judge' (chosen: the file names its scorer" in out
+    assert "rubric preset agentharm for judge 'refusal_judge' (chosen: the file names its task or scorer" in out
     assert _runs(prefix)[-1]["presets_in_force"] == {"refusal_judge": ["agentharm"]}
     # a scorer no preset names keeps the defaults, and its raw verdicts are shown instead
     other = agentharm_log(tmp_path / "other.json", ["Yes", "No"], task="my_eval", scorer="refusal_judge")

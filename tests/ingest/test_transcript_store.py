@@ -59,7 +59,13 @@ def test_transcripts_are_stored_whole_and_single_turn_rows_keep_none(workspace, 
         rec = records[(row.prompt_id, row.judge)]
         assert json.loads(row.transcript) == rec.transcript  # every turn, tool call and tool result
         assert row.content_sha == content_sha(
-            rec.prompt, rec.response, rec.verdict, rec.score, row.judge_label, transcript_json(rec.transcript)
+            rec.prompt,
+            rec.response,
+            rec.verdict,
+            rec.score,
+            row.judge_label,
+            transcript_json(rec.transcript),
+            row.judge_kind,
         )
     (alice,) = [json.loads(t) for p, j, t in zip(rows.prompt_id, rows.judge, rows.transcript, strict=True)
                 if p == "h1" and j == "refusal_judge"]  # fmt: skip
@@ -90,7 +96,9 @@ def test_transcripts_are_stored_whole_and_single_turn_rows_keep_none(workspace, 
     for row in rows[rows.prompt_id == "h2-plain"].itertuples():
         rec = _records(single)[(row.prompt_id, row.judge)]
         assert rec.transcript is None and not isinstance(row.transcript, str)  # NULL
-        assert row.content_sha == content_sha(rec.prompt, rec.response, rec.verdict, rec.score, row.judge_label)
+        assert row.content_sha == content_sha(
+            rec.prompt, rec.response, rec.verdict, rec.score, row.judge_label, kind=row.judge_kind
+        )
     assert (rows.prompt_id == "h2-plain").sum() == 2
 
 
