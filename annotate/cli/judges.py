@@ -56,6 +56,14 @@ def judges(ctx: click.Context, round_names: tuple[str, ...], by: str, draws: int
         click.echo(f"{settings['confidence']:.0%} intervals and ranks from {settings['draws']} posterior draws.")
     else:
         click.echo("No posterior draws (--draws 0): no intervals, ranks or P(better).")
+    for name, kinds in report.get("judge_kinds", {}).items():
+        if "quality" in kinds:
+            click.echo(
+                f"Note: {name} is a quality judge (its failures are not harm): its 'harmful' is a failed grade, so "
+                "its figures against the human harm label say nothing about harm."
+            )
+        elif kinds == ["refusal"]:
+            click.echo(f"Note: {name} is a refusal judge: its 'harmful' means it found no refusal.")
     groups: list[tuple[str, str]] = []
     for r in records:
         if (r["benchmark"], r["model"]) not in groups:

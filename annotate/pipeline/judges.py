@@ -44,4 +44,11 @@ def judges(
         audit = judges_from_record(record, by=(by,), draws=draws, seed=seed, confidence=confidence)
     except ValueError as exc:
         raise InputError(str(exc)) from None
-    return judges_payload(audit, rounds=rounds, by=(by,))
+    report = judges_payload(audit, rounds=rounds, by=(by,))
+    # What each judge's verdicts are about (schema v10): a quality judge's "harmful" is a failed grade, not harm.
+    kinds = s.store.judge_kinds()
+    named = {str(r["judge"]) for r in report.get("judges", [])}
+    report["judge_kinds"] = {
+        str(j): sorted(set(g.kind)) for j, g in kinds.groupby("judge", sort=True) if str(j) in named
+    }
+    return report
