@@ -22,7 +22,7 @@ CLEAR_LABELS = ("harmful", "safe")  # the judge strata sampled (not reviewed in 
 # Why a response got its judge label: the tool's own reasons; a rubric may add reasons of its own
 # (e.g. "refusal-wording detector", "refusal detector", "over-refusal").
 LABEL_REASONS = ("mapped", "unparsed", "score-band", "missing")
-#: What a judge's verdict is about (schema v10, ``response.judge_kind``), said per judge at ingest:
+#: What a judge's verdict is about (schema v11, ``response.judge_kind``), said per judge at ingest:
 #: ``safety``, its failures are harm (a red-team grader, a harm classifier); ``refusal``, it says
 #: whether the model refused (garak's refusal detectors, promptfoo's is-refusal, AgentHarm's
 #: refusal judge); ``quality``, it grades quality or capability (promptfoo's factuality, a

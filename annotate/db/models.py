@@ -72,7 +72,7 @@ class Response(SQLModel, table=True):
     judge_score: float | None = None
     judge_label: str  # harmful / safe / ambiguous
     label_reason: str  # mapped / unparsed / score-band / missing
-    # v10: safety / refusal / quality (annotate.columns.JUDGE_KINDS); earlier rows migrate to safety
+    # v11: safety / refusal / quality (annotate.columns.JUDGE_KINDS); earlier rows migrate to safety
     judge_kind: str = Field(default="safety", sa_column=Column(Text, nullable=False, server_default="safety"))
     meta: str | None = Field(default=None, sa_column=Column(Text))  # JSON object
     # sha1 of prompt, response, verdict, score, label (and the transcript when there is one)

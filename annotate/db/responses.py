@@ -64,7 +64,7 @@ class ResponseTables(Component):
     def judge_kinds(self) -> pd.DataFrame:
         """What each judge's verdicts are about, per benchmark: columns benchmark, judge, kind, responses.
 
-        kind is one of ``annotate.columns.JUDGE_KINDS`` (schema v10; rows stored before it are
+        kind is one of ``annotate.columns.JUDGE_KINDS`` (schema v11; rows stored before it are
         ``safety``). Ingest keeps one kind per (benchmark, judge) (a file that would add a second
         is refused), so there is one row per pair; a pair with several rows was written around
         that check, and a caller that needs its kind must refuse it rather than choose one.
@@ -152,17 +152,6 @@ class ResponseTables(Component):
         with self.engine.connect() as conn:
             rows = conn.execute(select(t).order_by(t.c.id)).all()
         return pd.DataFrame(rows, columns=[c.name for c in t.c])
-
-    def benchmark_judges(self) -> pd.DataFrame:
-        """One row per (benchmark, judge) with its number of responses, sorted."""
-        r = m.RESPONSE
-        stmt = (
-            select(r.c.benchmark, r.c.judge, func.count().label("responses"))
-            .group_by(r.c.benchmark, r.c.judge)
-            .order_by(r.c.benchmark, r.c.judge)
-        )
-        with self.engine.connect() as conn:
-            return frame(conn, stmt)
 
     def judges(self) -> list[str]:
         r = m.RESPONSE

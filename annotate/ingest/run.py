@@ -104,7 +104,7 @@ def content_sha(
 
     ``transcript`` is the stored JSON text (:func:`transcript_json`). Without one the identity is
     what it was before transcripts were stored, so a single-turn file ingested again adds nothing;
-    likewise a safety judge's row (``kind``, schema v10) keeps the identity it had before kinds:
+    likewise a safety judge's row (``kind``, schema v11) keeps the identity it had before kinds:
 
     >>> content_sha("p", "r", "safe", None, "safe") == content_sha("p", "r", "safe", None, "safe", None)
     True

@@ -53,7 +53,7 @@ class RoutingJudges:
     notes: list[str] = field(default_factory=list)
 
 
-#: Judges that are never a round's default (their failures are not harm); see ``Store.benchmark_judges``.
+#: Judges that are never a round's default (their failures are not harm); see ``Store.judge_kinds``.
 NOT_ROUTED_BY_DEFAULT = ("quality",)
 
 
@@ -65,18 +65,23 @@ def resolve_routing_judges(store: Store, given: Sequence[str]) -> RoutingJudges:
     routes that judge's rows only (every benchmark it judged). ``BENCHMARK=JUDGE`` names the judge
     of one benchmark (repeat it); with a ``JUDGE`` beside it, that judge routes the others it judged.
     """
-    pairs = store.benchmark_judges()
+    pairs = store.judge_kinds()
     if not len(pairs):
         raise StateError("the store holds no responses: run `annotate ingest` first.")
+    mixed = pairs[pairs.duplicated(["benchmark", "judge"], keep=False)]
+    if len(mixed):
+        b, j = str(mixed.benchmark.iloc[0]), str(mixed.judge.iloc[0])
+        raise StateError(
+            f"judge {j!r} of benchmark {b!r} has responses of several kinds ({', '.join(map(str, mixed.kind))}); "
+            "re-ingest its files with one rubric (`annotate ingest --replace`) before routing."
+        )
     known: dict[str, list[str]] = {}
     for b, j in zip(pairs.benchmark.astype(str), pairs.judge.astype(str), strict=True):
         known.setdefault(b, []).append(j)
+    # Each (benchmark, judge)'s kind: safety, refusal or quality (``columns.JUDGE_KINDS``).
     kinds: dict[tuple[str, str], str] = {}
-    if "kind" in pairs.columns:  # each (benchmark, judge)'s kind: safety, refusal or quality
-        for b, j, k in zip(
-            pairs.benchmark.astype(str), pairs.judge.astype(str), pairs["kind"].astype(str), strict=True
-        ):
-            kinds[(b, j)] = k
+    for b, j, k in zip(pairs.benchmark.astype(str), pairs.judge.astype(str), pairs["kind"].astype(str), strict=True):
+        kinds[(b, j)] = k
     plain: list[str] = []
     mapped: dict[str, str] = {}
     for value in given:
@@ -103,7 +108,8 @@ def resolve_routing_judges(store: Store, given: Sequence[str]) -> RoutingJudges:
         if not mapped:
             left = sorted(b for b, js in known.items() if one not in js)
             notes = [f"benchmark(s) without verdicts of {one!r}, not in this round: {', '.join(left)}."] if left else []
-            return RoutingJudges(one, None, notes)
+            routed = {b: one for b, js in known.items() if one in js}
+            return RoutingJudges(one, None, notes + _quality_notes(routed, kinds))
         for b, js in known.items():
             if b not in mapped and one in js:
                 mapped[b] = one
@@ -132,11 +138,22 @@ def resolve_routing_judges(store: Store, given: Sequence[str]) -> RoutingJudges:
         notes.append(f"benchmark(s) not in this round: {why}. Name a judge with --judge BENCHMARK=JUDGE to route one.")
     if not mapped:
         raise InputError(f"no benchmark has a judge to route by; {notes[0] if notes else ''}".strip())
+    notes += _quality_notes(mapped, kinds)
     only = next(iter(mapped.values()))
     if set(mapped.values()) == {only} and not any(only in known[b] for b in left):
         # Every routed benchmark on one judge, and no other rows of it: a one-judge round, as before.
         return RoutingJudges(only, None, notes)
     return RoutingJudges(describe_judges(mapped), dict(sorted(mapped.items())), notes)
+
+
+def _quality_notes(routed: dict[str, str], kinds: dict[tuple[str, str], str]) -> list[str]:
+    """What routing on a quality judge means (it was named: a default never is one)."""
+    return [
+        f"{j} of {b} is a quality judge (its failures are not harm): its labels only make the strata; reviewers "
+        "judge harm as always."
+        for b, j in sorted(routed.items())
+        if kinds.get((b, j)) in NOT_ROUTED_BY_DEFAULT
+    ]
 
 
 def _judged(judges: list[str], benchmark: str, kinds: dict[tuple[str, str], str]) -> str:

@@ -45,7 +45,7 @@ def judges(
     except ValueError as exc:
         raise InputError(str(exc)) from None
     report = judges_payload(audit, rounds=rounds, by=(by,))
-    # What each judge's verdicts are about (schema v10): a quality judge's "harmful" is a failed grade, not harm.
+    # What each judge's verdicts are about (schema v11): a quality judge's "harmful" is a failed grade, not harm.
     kinds = s.store.judge_kinds()
     named = {str(r["judge"]) for r in report.get("judges", [])}
     report["judge_kinds"] = {

@@ -325,7 +325,7 @@ def _plan(
 
 
 def _benchmarks(store: Store) -> set[str]:
-    return set(store.benchmark_judges().benchmark.astype(str))
+    return set(store.judge_kinds().benchmark.astype(str))
 
 
 def _check_judge_names(names: list[str]) -> None:

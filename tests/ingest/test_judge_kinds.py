@@ -330,20 +330,20 @@ def test_garak_refusal_detectors_are_refusal_judges():
 # -- the store ----------------------------------------------------------------------------------------
 
 
-def test_a_v9_store_migrates_every_response_to_safety(workspace, runner, tmp_path):
+def test_a_v10_store_migrates_every_response_to_safety(workspace, runner, tmp_path):
     _, prefix = workspace
     run(runner, prefix, "ingest", str(_completeness_export(tmp_path)))
     ws = open_workspace(prefix[1], prefix[3])
     db = ws.db_url.removeprefix("sqlite:///")
     if ws.db_url == db:  # the PostgreSQL lane: the SQLite step below does not apply
         return
-    with sqlite3.connect(db) as conn:  # the store as schema v9 left it: no judge_kind
+    with sqlite3.connect(db) as conn:  # the store as schema v10 left it: no judge_kind
         conn.execute("ALTER TABLE response DROP COLUMN judge_kind")
         conn.execute("ALTER TABLE response_history DROP COLUMN judge_kind")
-        conn.execute("DELETE FROM schema_version WHERE version = 10")
+        conn.execute("DELETE FROM schema_version WHERE version = 11")
     store = open_store(ws.db_url)
     try:
-        assert store.schema_version() == SCHEMA_VERSION == 10
+        assert store.schema_version() == SCHEMA_VERSION == 11
         assert set(store.responses(["judge_kind"]).judge_kind) == {"safety"}  # today's reading of old rows
     finally:
         store.close()

@@ -222,3 +222,34 @@ def test_real_files_of_two_tools_route_in_one_round(workspace, runner):
     }
     assert out["selected"] == 7
     assert len(json.loads((ws / "tasks" / "r1" / "A2.json").read_text())) == 7
+
+
+def _ingest_quality(runner, prefix, tmp_path, benchmark: str) -> None:
+    """A quality judge (a completeness grader) on one benchmark's responses, said in a rubric file."""
+    rubric = tmp_path / "quality.toml"
+    rubric.write_text('[formats.generic.judges."completeness"]\nkind = "quality"\n', encoding="utf-8")
+    rows = _tool_rows(benchmark, "completeness", 2)
+    run(runner, prefix, "ingest", str(write_jsonl(tmp_path / f"q-{benchmark}.jsonl", rows)), "--rubric", str(rubric))
+
+
+def test_a_quality_judge_is_never_a_routing_default(two_tools, runner, tmp_path):
+    """Beside a benchmark's safety judge, a quality judge is not a choice to make: the safety judge routes."""
+    ws, prefix = two_tools
+    _ingest_quality(runner, prefix, tmp_path, "hb")
+    out = json.loads(run(runner, prefix, "route", "--round", "r1", *ROUTE, "--dry-run", "--json").output)
+    assert out["judges"] == {"hb": "hb-classifier", "jbb": "llama3-judge"}
+
+
+def test_a_benchmark_judged_only_for_quality_is_left_out_and_said(two_tools, runner, tmp_path):
+    ws, prefix = two_tools
+    _ingest_quality(runner, prefix, tmp_path, "qa")
+    out = json.loads(run(runner, prefix, "route", "--round", "r1", *ROUTE, "--dry-run", "--json").output)
+    assert out["judges"] == {"hb": "hb-classifier", "jbb": "llama3-judge"}
+    assert any("qa (judges completeness (quality))" in n for n in out["notes"]), out["notes"]
+    named = json.loads(
+        run(
+            runner, prefix, "route", "--round", "r1", *ROUTE, "--judge", "qa=completeness", "--dry-run", "--json"
+        ).output
+    )
+    assert named["judges"]["qa"] == "completeness"
+    assert any("completeness of qa is a quality judge" in n for n in named["notes"]), named["notes"]

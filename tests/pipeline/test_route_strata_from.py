@@ -221,12 +221,14 @@ def test_a_v6_store_with_a_round_migrates_to_v7_in_place(two_judges, runner):
             conn.exec_driver_sql("ALTER TABLE ls_project DROP COLUMN server")  # v8
             conn.exec_driver_sql("ALTER TABLE review_round DROP COLUMN adjudication")  # v9
             conn.exec_driver_sql("ALTER TABLE review_round DROP COLUMN judges")  # v10
+            conn.exec_driver_sql("ALTER TABLE response DROP COLUMN judge_kind")  # v11
+            conn.exec_driver_sql("ALTER TABLE response_history DROP COLUMN judge_kind")  # v11
             conn.execute(text("DELETE FROM schema_version WHERE version >= 7"))
     finally:
         store.close()
     store = _store_of(prefix)
     try:
-        assert store.schema_version() == SCHEMA_VERSION == 10
+        assert store.schema_version() == SCHEMA_VERSION == 11
         with store.engine.connect() as conn:
             assert "strata_from" in {c["name"] for c in inspect(conn).get_columns("review_round")}
         assert store.round_strata_from(int(store.get_round("r1")["id"])) is None
