@@ -421,6 +421,22 @@ def _echo_left_out(out: ScoreOutput) -> None:
 
 
 @click.command("plan")
+@click.option(
+    "--target-halfwidth",
+    type=float,
+    default=None,
+    help="Plan the next wave: the target half-width of every model's corrected rate (0.03 = +-3 points, 95 %).",
+)
+@click.option(
+    "--budget", type=float, default=None, help="Plan the next wave for this many reviews (the best common half-width)."
+)
+@click.option("--ranking", is_flag=True, help="Plan the next wave so every pair of models is separated or tied.")
+@click.option(
+    "--tie-margin", type=float, default=0.01, show_default=True, help="With --ranking: closer models are tied."
+)
+@click.option("--reviewers", type=int, default=None, help="Reviewers per item (default: the round's).")
+@click.option("--expert-share", type=float, default=0.0, show_default=True, help="Expected share sent to an expert.")
+@click.option("--unresolved", type=float, default=0.0, show_default=True, help="Expected share left unresolved.")
 @click.option("--target-se", type=float, default=None, help="Target standard error of each cell's corrected rate.")
 @click.option(
     "--sensitivity-se",
@@ -440,6 +456,13 @@ def _echo_left_out(out: ScoreOutput) -> None:
 @workspace_options
 def plan_cmd(
     ctx: click.Context,
+    target_halfwidth: float | None,
+    budget: float | None,
+    ranking: bool,
+    tie_margin: float,
+    reviewers: int | None,
+    expert_share: float,
+    unresolved: float,
     target_se: float | None,
     sensitivity_se: float | None,
     round_names: tuple[str, ...],
@@ -454,12 +477,40 @@ def plan_cmd(
     figure to `route --clear-per-cell`. --sensitivity-se sizes the judge-safe strata instead, for
     a target standard error of the routing judge's sensitivity (rare harm needs many).
 
+    --target-halfwidth / --budget / --ranking plan the next wave instead (docs/methods.md 4.10):
+    per stratum how many more to draw from what is not yet sampled, so that every model's
+    corrected rate reaches the target with the fewest reviews; a table per model with the
+    expected half-width, and the total reviews.
+
     \b
     Example:
       annotate plan --target-se 0.02
       annotate plan --round r1 --sensitivity-se 0.05
+      annotate plan --round r1 --target-halfwidth 0.03
     """
-    from annotate.pipeline.score import plan
+    from annotate.pipeline.score import plan, plan_target
+
+    if target_halfwidth is not None or budget is not None or ranking:
+        with open_session(ctx) as s:
+            rp = plan_target(
+                s.store,
+                round_names,
+                target_halfwidth=target_halfwidth,
+                budget=budget,
+                ranking=ranking,
+                tie_margin=tie_margin,
+                reviewers=reviewers,
+                expert_share=expert_share,
+                unresolved=unresolved,
+                judge=judge,
+            )
+        if as_json:
+            echo_json(
+                {"reviews": rp.reviews, "models": rp.models.to_dict("records"), "strata": rp.strata.to_dict("records")}
+            )
+            return
+        _echo_wave_plan(rp)
+        return
 
     with open_session(ctx) as s:
         df = plan(
@@ -528,3 +579,30 @@ def _echo_sensitivity_plan(df: Any, target: float) -> None:
             f"Reviewing {int(df.n.max())} judge-safe responses per cell {reach} the target: expected SE of the "
             f"judge's sensitivity {se:.4f} (target {target:g}); route --clear-per-cell {int(df.n.max())}."
         )
+
+
+def _echo_wave_plan(rp: Any) -> None:
+    """``plan --target-halfwidth``: per model, the half-width now and after the planned wave."""
+    click.echo(
+        table(
+            ["model", "target", "now +-", "after +-", "items", "reviews", "status"],
+            [
+                [
+                    r.model,
+                    num(r.target, "{:.3f}"),
+                    num(r.halfwidth_now, "{:.3f}") if r.halfwidth_now < 1 else "none yet",
+                    num(r.expected_halfwidth, "{:.3f}"),
+                    int(r.items),
+                    int(round(r.reviews)),
+                    "at target" if r.at_target else (r.note or "planned"),
+                ]
+                for r in rp.models.itertuples()
+            ],
+            align="lrrrrrl",
+        )
+    )
+    at = int(rp.models.at_target.sum()) if len(rp.models) else 0
+    click.echo(
+        f"Next wave: {int(rp.strata.n.sum())} items, {round(rp.reviews)} reviews; {at} of {len(rp.models)} "
+        "models already at target."
+    )

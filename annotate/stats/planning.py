@@ -16,7 +16,12 @@ sample). A stratum that gets no new sample keeps its earlier design, Var_h = a_h
 1/N_h) S_h^2 (r_h resolved so far); one with r_h = 0 must be sampled. S_h^2 = pi_h (1 - pi_h)
 with the rate guessed from the stratum's own labels and a prior of weight m0:
 
-    pi_h = (y_h + m0 pi0_h) / (r_h + m0),      pi0 = .85 (judge harmful), .04 (safe), .5 (ambiguous).
+    pi_h = (y_h + m0 pi0_h) / (r_h + m0),      pi0 = .85 (judge harmful), .04 (safe), .5 (ambiguous),
+
+floored at 1 / (2 (r_h + n_h + 1)), the fiducial rate's mean when no harmful item is among the
+r_h + n_h reviewed (9.1): the interval this tool reports cannot know that a stratum without harm
+seen is clean, and a plan that trusted S_h = 0 there would stop short of the target (the floor
+is re-solved twice with the planned n_h).
 
 **The allocation** minimises the next wave's reviews sum_h n_h subject to sum_h Var_h <= e_m^2,
 e_m = (t_m - u / 2) / z (the target half-width t_m less half the partial-identification gap u
@@ -98,6 +103,8 @@ def model_allocation(
     *,
     unresolved: float = 0.0,
     min_new: int = 1,
+    keep_population: NDArray[np.float64] | None = None,
+    keep_resolved: NDArray[np.float64] | None = None,
 ) -> tuple[NDArray[np.float64], float, float]:
     """The next wave's n_h for one model's strata (module docstring), unrounded then rounded up.
 
@@ -115,6 +122,10 @@ def model_allocation(
         u, the expected share of the new reviews left unresolved.
     min_new : int
         The least n_h of a stratum that is sampled.
+    keep_population, keep_resolved : ndarray, shape (H,), optional
+        The simple random sample the stratum's current estimate rests on, when it is not one
+        sample of all N_h (a stratum already drawn from again: its remainder R' and the r' resolved
+        of its last draw, Var_h(keep) = a_h^2 (R'/N_h)^2 (1/r' - 1/R') S_h^2). Default N_h, r_h.
 
     Returns
     -------
@@ -134,12 +145,14 @@ def model_allocation(
     (517, True, True)
     """
     q = 1.0 - unresolved
+    n: NDArray[np.float64]
     R = np.maximum(N - sampled, 0.0)
     w = np.where(N > 0, a * R / np.where(N > 0, N, 1.0), 0.0)
+    KP = N if keep_population is None else keep_population
+    kr = resolved if keep_resolved is None else keep_resolved
     with np.errstate(divide="ignore", invalid="ignore"):
-        keep_v = np.where(
-            resolved >= N, 0.0, np.where(resolved > 0, a * a * (1.0 / resolved - 1.0 / N) * S2, np.inf)
-        )
+        aK = np.where(N > 0, a * KP / np.where(N > 0, N, 1.0), 0.0)
+        keep_v = np.where(kr >= KP, 0.0, np.where(kr > 0, aK * aK * (1.0 / kr - 1.0 / KP) * S2, np.inf))
         fpc = np.where(R > 0, w * w * S2 / R, 0.0)
     keep_v = np.where(R <= 0, np.where(resolved > 0, keep_v, np.inf if unresolved >= 1 else 0.0), keep_v)
     v_now = float(keep_v.sum())
@@ -174,13 +187,12 @@ def model_allocation(
     if not reachable:  # the target cannot be met: every remainder in full
         census |= samp
         samp = np.zeros(len(N), dtype=bool)
-        n_f = np.zeros(len(N))
+        n_f: NDArray[np.float64] = np.zeros(len(N))
     else:
         room = e2 - float(kept_v[~A].sum()) + float(fpc[samp].sum())
         sum_c = float(c[samp].sum())
         n_f = np.where(samp, c * sum_c / room, 0.0) if sum_c > 0 else np.zeros(len(N))
-    n = np.where(census, R, np.where(samp, np.maximum(np.ceil(n_f - 1e-9), min_new), 0.0))
-    n = np.minimum(n, R)
+    n = np.minimum(np.where(census, R, np.where(samp, np.maximum(np.ceil(n_f - 1e-9), min_new), 0.0)), R)
     with np.errstate(divide="ignore", invalid="ignore"):
         new_v = np.where(n > 0, np.where(n >= R, 0.0, w * w * (1.0 / (n * q) - 1.0 / R) * S2), keep_v)
     return n, v_now, float(new_v.sum())
@@ -206,6 +218,7 @@ def plan_round(
     prior_weight: float = 2.0,
     min_new: int = 5,
     variances: NDArray[np.float64] | None = None,
+    rates: NDArray[np.float64] | None = None,
 ) -> RoundPlan:
     """The next wave that brings every model's corrected rate to its target half-width (module docstring).
 
@@ -213,7 +226,9 @@ def plan_round(
     ----------
     strata : DataFrame, one row per stratum
         ``model, benchmark, stratum, judge_label, population`` (N_h), ``sampled`` (p_h: sampled
-        in earlier waves), ``resolved`` (r_h: with a final label) and ``harmful`` (y_h).
+        in earlier waves), ``resolved`` (r_h: with a final label) and ``harmful`` (y_h);
+        optionally ``keep_population`` and ``keep_resolved`` (:func:`model_allocation`) where a
+        stratum was drawn from in several waves.
     target_halfwidth : float or mapping model -> float
         t_m, the wanted half-width of each model's interval (0.03 = +-3 points).
     budget : float, optional
@@ -232,7 +247,9 @@ def plan_round(
     min_new : int
         The least new sample of a stratum that is sampled again.
     variances : ndarray, optional
-        Known S_h^2 per row (an oracle, for simulations) instead of the guesses.
+        Known S_h^2 per row (normal theory, no floor) instead of the guesses.
+    rates : ndarray, optional
+        Known pi_h per row (an oracle, for simulations) instead of the guesses; the floor applies.
 
     Returns
     -------
@@ -267,21 +284,39 @@ def plan_round(
 
     z = float(norm.ppf(0.5 + confidence / 2.0))
     df = strata.reset_index(drop=True).copy()
-    df = df[df["population"] > 0].reset_index(drop=True)
     N = df["population"].to_numpy(dtype=np.float64)
     Ncell = df.groupby(["model", "benchmark"])["population"].transform("sum").to_numpy(dtype=np.float64)
     B = df.groupby("model")["benchmark"].transform("nunique").to_numpy(dtype=np.float64)
     a = N / (B * Ncell)
-    pi = _rate_guess(df, dict(PRIOR_RATES) | dict(prior or {}), prior_weight)
-    S2 = np.asarray(variances, dtype=np.float64)[df.index] if variances is not None else pi * (1 - pi)
+    pi = (
+        np.asarray(rates, dtype=np.float64)
+        if rates is not None
+        else _rate_guess(df, dict(PRIOR_RATES) | dict(prior or {}), prior_weight)
+    )
+    S2 = np.array(variances, dtype=np.float64) if variances is not None else pi * (1 - pi)
     sampled = df["sampled"].to_numpy(dtype=np.float64)
     resolved = df["resolved"].to_numpy(dtype=np.float64)
+    keep_pop = df["keep_population"].to_numpy(dtype=np.float64) if "keep_population" in df else N
+    keep_res = df["keep_resolved"].to_numpy(dtype=np.float64) if "keep_resolved" in df else resolved
     codes, uniques = pd.factorize(df["model"].astype(str))
     models = [str(m) for m in uniques]
     groups = [np.flatnonzero(codes == k) for k in range(len(models))]
     per_item = reviewers + expert_share
 
     def solve(targets: Mapping[str, float]) -> tuple[NDArray[np.float64], list[dict[str, object]]]:
+        n: NDArray[np.float64] = np.zeros(len(df))
+        if variances is None:  # the fiducial floor: re-solved with the planned n (twice)
+            for _ in range(2):
+                n, _rows = solve_once(targets, n)
+        return solve_once(targets, n)
+
+    def solve_once(
+        targets: Mapping[str, float], n_prev: NDArray[np.float64]
+    ) -> tuple[NDArray[np.float64], list[dict[str, object]]]:
+        if variances is None:
+            floor = 0.5 / (resolved + n_prev * (1.0 - unresolved) + 1.0)
+            p = np.maximum(pi, floor)
+            S2[:] = p * (1.0 - p)
         n = np.zeros(len(df))
         rows: list[dict[str, object]] = []
         for m, idx in zip(models, groups, strict=True):
@@ -292,7 +327,16 @@ def plan_round(
                 note = f"not reachable: {unresolved:.0%} unresolved alone give a half-width of {unresolved / 2:.3f}"
                 e = 1e-6
             nm, v0, v1 = model_allocation(
-                a[idx], N[idx], sampled[idx], resolved[idx], S2[idx], e * e, unresolved=unresolved, min_new=min_new
+                a[idx],
+                N[idx],
+                sampled[idx],
+                resolved[idx],
+                S2[idx],
+                e * e,
+                unresolved=unresolved,
+                min_new=min_new,
+                keep_population=keep_pop[idx],
+                keep_resolved=keep_res[idx],
             )
             n[idx] = nm
             hw0 = z * np.sqrt(v0) + unresolved / 2.0
@@ -318,11 +362,11 @@ def plan_round(
     if budget is not None:
         lo, hi = 1e-4, 1.0
         n, rows = solve(dict.fromkeys(models, hi))
-        if sum(float(r["reviews"]) for r in rows) <= budget:  # type: ignore[arg-type]
+        if _total(rows) <= budget:
             for _ in range(40):
                 mid = (lo * hi) ** 0.5
                 n_mid, rows_mid = solve(dict.fromkeys(models, mid))
-                if sum(float(r["reviews"]) for r in rows_mid) <= budget:  # type: ignore[arg-type]
+                if _total(rows_mid) <= budget:
                     hi, n, rows = mid, n_mid, rows_mid
                 else:
                     lo = mid
@@ -345,6 +389,10 @@ def plan_round(
     out["census"] = (n > 0) & (n >= N - sampled)
     model_frame = pd.DataFrame(rows)
     return RoundPlan(out, model_frame, float(model_frame["reviews"].sum()) if len(model_frame) else 0.0)
+
+
+def _total(rows: list[dict[str, object]]) -> float:
+    return float(sum(float(str(r["reviews"])) for r in rows))
 
 
 def ranking_targets(estimates: Mapping[str, float], *, tie_margin: float = 0.01) -> dict[str, float]:

@@ -31,7 +31,9 @@ from annotate.columns import CLEAR_LABELS, JUDGE_LABELS
 __all__ = [
     "CENSUS_STRATA",
     "SAMPLED_STRATA",
+    "ambiguous_sample_size",
     "select_for_review",
+    "select_next_wave",
     "stable_uniform",
     "task_order",
     "unanimity_strata",
@@ -113,7 +115,36 @@ def stable_uniform(seed: int, keys: pd.Series) -> NDArray[np.float64]:
     return out
 
 
-def select_for_review(responses: pd.DataFrame, *, clear_per_cell: int, seed: int) -> tuple[pd.DataFrame, pd.DataFrame]:
+def ambiguous_sample_size(population: NDArray[np.int64], ambiguous: int | float | None) -> NDArray[np.int64]:
+    """n_U per ambiguous stratum: the census (None or "all"), min(N_U, k) for a whole number k, or
+    ceil(f N_U) for a fraction 0 < f < 1 (at least 1 of a non-empty stratum).
+
+    >>> ambiguous_sample_size(np.array([0, 10, 500]), None).tolist()
+    [0, 10, 500]
+    >>> ambiguous_sample_size(np.array([0, 10, 500]), 25).tolist()
+    [0, 10, 25]
+    >>> ambiguous_sample_size(np.array([3, 500]), 0.1).tolist()
+    [1, 50]
+    """
+    N = np.asarray(population, dtype=np.int64)
+    if ambiguous is None or ambiguous == "all":
+        return N
+    if isinstance(ambiguous, bool) or not isinstance(ambiguous, int | float):
+        raise ValueError(f"ambiguous must be 'all', a whole number or a fraction; got {ambiguous!r}")
+    if isinstance(ambiguous, float) and not float(ambiguous).is_integer():
+        if not 0 < ambiguous < 1:
+            raise ValueError(f"an ambiguous fraction must be between 0 and 1; got {ambiguous!r}")
+        out: NDArray[np.int64] = np.minimum(N, np.maximum(np.ceil(ambiguous * N - 1e-9), 1)).astype(np.int64)
+        return out
+    if ambiguous < 1:
+        raise ValueError(f"an ambiguous sample size must be 1 or more; got {ambiguous!r}")
+    out = np.minimum(N, int(ambiguous)).astype(np.int64)
+    return out
+
+
+def select_for_review(
+    responses: pd.DataFrame, *, clear_per_cell: int, seed: int, ambiguous: int | float | None = None
+) -> tuple[pd.DataFrame, pd.DataFrame]:
     """Draw one wave of the design.
 
     Parameters
@@ -125,6 +156,9 @@ def select_for_review(responses: pd.DataFrame, *, clear_per_cell: int, seed: int
         n for each clear stratum of each cell (all of it when N_h <= n).
     seed : int
         The round's seed.
+    ambiguous : None, "all", int or float
+        The census stratum's sample (:func:`ambiguous_sample_size`): None / "all" = every
+        response (the census), k = a simple random sample of min(N_U, k), f = of ceil(f N_U).
 
     Returns
     -------
@@ -184,13 +218,86 @@ def select_for_review(responses: pd.DataFrame, *, clear_per_cell: int, seed: int
     df["population"] = group["response_id"].transform("size")
     df["position"] = group.cumcount()
     census = df["stratum"].isin(CENSUS_STRATA)
-    df["sample"] = np.where(census, df["population"], np.minimum(df["population"], clear_per_cell))
+    amb = ambiguous_sample_size(df["population"].to_numpy(dtype=np.int64), ambiguous)
+    df["sample"] = np.where(census, amb, np.minimum(df["population"], clear_per_cell))
     chosen = df[df["position"] < df["sample"]].copy()
     chosen["inclusion_prob"] = chosen["sample"] / chosen["population"]
     strata = df.groupby(["model", "benchmark", "stratum"], as_index=False).agg(
         population=("population", "first"), sample=("sample", "first")
     )
     return chosen[cols].reset_index(drop=True), strata
+
+
+def select_next_wave(
+    responses: pd.DataFrame, sampled: pd.Series, plan: pd.DataFrame, *, seed: int
+) -> tuple[pd.DataFrame, pd.DataFrame]:
+    """The next wave of a round: n_h more from the not-yet-sampled remainder of each stratum.
+
+    docs/methods.md 4.9. Every stratum is ordered by the same :func:`stable_uniform` key as
+    :func:`select_for_review`, so a stratum's earlier waves hold its smallest keys and the next
+    wave takes the next n_h: a simple random sample of the R_h = N_h - p_h responses not yet
+    sampled, each with the inclusion probability n_h / R_h fixed now (given the past). The new
+    wave's strata have population R_h (the remainder) and sample n_h; what earlier waves sampled
+    is, given the past, a census stratum of its own.
+
+    Parameters
+    ----------
+    responses : DataFrame
+        The strata's whole population, as :func:`select_for_review` takes it (``judge_label`` =
+        the stratum).
+    sampled : Series of int
+        response_ids sampled by earlier waves.
+    plan : DataFrame
+        ``model, benchmark, stratum, n``: how many to draw from each stratum's remainder.
+    seed : int
+        The round's seed.
+
+    Returns
+    -------
+    selected, strata : DataFrame
+        As :func:`select_for_review`; ``strata`` has ``population`` = R_h, ``sample`` = n_h and
+        ``sampled_before`` = p_h, one row per stratum drawn from (n_h > 0).
+
+    Examples
+    --------
+    >>> responses = pd.DataFrame({"response_id": range(6), "model": "m", "benchmark": "b",
+    ...     "prompt_id": [f"p{i}" for i in range(6)], "epoch": 1, "judge": "j", "judge_label": "ambiguous"})
+    >>> first, _ = select_for_review(responses, clear_per_cell=0, seed=1, ambiguous=2)
+    >>> plan = pd.DataFrame({"model": ["m"], "benchmark": ["b"], "stratum": ["ambiguous"], "n": [2]})
+    >>> nxt, strata = select_next_wave(responses, first.response_id, plan, seed=1)
+    >>> three, _ = select_for_review(responses, clear_per_cell=0, seed=1, ambiguous=4)
+    >>> sorted(set(first.response_id) | set(nxt.response_id)) == sorted(three.response_id)
+    True
+    >>> strata[["population", "sample", "sampled_before"]].to_dict("records"), nxt.inclusion_prob.tolist()
+    ([{'population': 4, 'sample': 2, 'sampled_before': 2}], [0.5, 0.5])
+    """
+    cols = ["response_id", "model", "benchmark", "stratum", "inclusion_prob", "sort_key"]
+    scols = ["model", "benchmark", "stratum", "population", "sample", "sampled_before"]
+    if (plan["n"] < 0).any():
+        raise ValueError("a next wave's n must be >= 0")
+    everything, _ = select_for_review(responses, clear_per_cell=len(responses), seed=seed)
+    everything = everything.assign(was=everything.response_id.isin(set(sampled)))
+    key = ["model", "benchmark", "stratum"]
+    before = everything.groupby(key, as_index=False).agg(N=("response_id", "size"), p=("was", "sum"))
+    rest = everything[~everything.was].copy()
+    rest["position"] = rest.groupby(key).cumcount()
+    want = plan.loc[plan["n"] > 0, [*key, "n"]].merge(before, on=key, how="left")
+    if want["N"].isna().any():
+        bad = want[want["N"].isna()].iloc[0]
+        raise ValueError(f"no stratum {bad['stratum']!r} in cell ({bad['model']}, {bad['benchmark']})")
+    want["R"] = want["N"] - want["p"]
+    if (want["n"] > want["R"]).any():
+        bad = want[want["n"] > want["R"]].iloc[0]
+        raise ValueError(
+            f"stratum {bad['stratum']!r} of ({bad['model']}, {bad['benchmark']}) has {int(bad['R'])} responses "
+            f"not yet sampled; a next wave cannot draw {int(bad['n'])}"
+        )
+    chosen = rest.merge(want, on=key, how="inner")
+    chosen = chosen[chosen["position"] < chosen["n"]].copy()
+    chosen["inclusion_prob"] = chosen["n"] / chosen["R"]
+    strata = want.rename(columns={"R": "population", "n": "sample", "p": "sampled_before"})
+    strata = strata.astype({"population": np.int64, "sample": np.int64, "sampled_before": np.int64})
+    return chosen[cols].reset_index(drop=True), strata[scols].reset_index(drop=True)
 
 
 def task_order(seed: int, annotator: str, ext_ids: pd.Series) -> NDArray[np.intp]:
