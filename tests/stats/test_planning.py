@@ -116,3 +116,36 @@ def test_ranking_targets() -> None:
     # with both half-widths at the target, the difference's half-width sqrt(2) t is the gap: separated
     assert np.sqrt(2) * t["a"] == pytest.approx(0.10)
     assert ranking_targets({"a": 0.1, "b": 0.1}, tie_margin=0.02)["a"] == pytest.approx(0.02 / np.sqrt(2))
+
+
+def test_sampled_ambiguous_strata_and_the_next_wave_are_srs_prefixes() -> None:
+    from annotate.stats.sampling import select_for_review, select_next_wave
+
+    responses = pd.DataFrame(
+        {
+            "response_id": range(300),
+            "model": "m",
+            "benchmark": "b",
+            "prompt_id": [f"p{i}" for i in range(300)],
+            "epoch": 1,
+            "judge": "j",
+            "judge_label": ["ambiguous"] * 200 + ["safe"] * 100,
+        }
+    )
+    first, strata = select_for_review(responses, clear_per_cell=10, seed=3, ambiguous=20)
+    assert strata.set_index("stratum")["sample"].to_dict() == {"ambiguous": 20, "safe": 10}
+    assert set(first.loc[first.stratum == "ambiguous", "inclusion_prob"]) == {0.1}
+    census, _ = select_for_review(responses, clear_per_cell=10, seed=3)
+    assert (census.stratum == "ambiguous").sum() == 200
+    plan = pd.DataFrame({"model": ["m", "m"], "benchmark": ["b", "b"], "stratum": ["ambiguous", "safe"], "n": [30, 0]})
+    nxt, st = select_next_wave(responses, first.response_id, plan, seed=3)
+    assert not set(nxt.response_id) & set(first.response_id)
+    assert st.to_dict("records") == [
+        {"model": "m", "benchmark": "b", "stratum": "ambiguous", "population": 180, "sample": 30, "sampled_before": 20}
+    ]
+    assert set(nxt.inclusion_prob) == {30 / 180}
+    fifty, _ = select_for_review(responses, clear_per_cell=10, seed=3, ambiguous=50)
+    amb = set(fifty.loc[fifty.stratum == "ambiguous", "response_id"])
+    assert amb == set(first.loc[first.stratum == "ambiguous", "response_id"]) | set(nxt.response_id)
+    with pytest.raises(ValueError, match="cannot draw"):
+        select_next_wave(responses, first.response_id, plan.assign(n=[181, 0]), seed=3)
