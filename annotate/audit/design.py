@@ -16,11 +16,13 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+import numpy as np
 import pandas as pd
 
 from annotate.audit.schema import listed
 from annotate.columns import BLINDINGS, JUDGE_LABELS, describe_judges, judge_of
 from annotate.stats.adjudication import rules_from_record
+from annotate.stats.sampling import CENSUS_STRATA, ambiguous_rule, ambiguous_sample_size
 from annotate.stats.scoring.strata import DESIGN_STRATA_COLUMNS, stratum_key
 
 __all__ = [
@@ -107,6 +109,9 @@ class RoundDesign:
     #: A round across suites: each benchmark's routing judge ({benchmark: judge}; annotate-export/6
     #: on); ``judge`` then reads "B1=J1, B2=J2". None: ``judge`` for every benchmark.
     judges: Mapping[str, str] | None = None
+    #: How the round sampled each cell's ambiguous stratum (``route --ambiguous``: "all", "50",
+    #: "0.2"); None in designs of rounds routed before it was recorded (a census).
+    ambiguous: str | None = None
 
     def judge_for(self, benchmark: str) -> str | None:
         """The routing judge of one benchmark (None: a benchmark this round across suites did not route)."""
@@ -124,7 +129,10 @@ class RoundDesign:
         if self.strata_from is not None:
             # Said only for such rounds: every other round's design stays as it was.
             doc |= {"strata_from": list(self.strata_from), "strata_rule": STRATA_FROM_RULE}
-        doc |= {"seed": self.seed, "clear_per_cell": self.clear_per_cell, "annotators": list(self.annotators)}
+        doc |= {"seed": self.seed, "clear_per_cell": self.clear_per_cell}
+        if self.ambiguous is not None:  # said only for rounds that recorded it
+            doc["ambiguous"] = self.ambiguous
+        doc["annotators"] = list(self.annotators)
         if self.blinding is not None:
             doc["blinding"] = self.blinding
         if self.records_adjudication:
@@ -213,6 +221,7 @@ class Design:
                 adjudication=r.get("adjudication"),
                 records_adjudication="adjudication" in r,
                 judges=dict(r["judges"]) if r.get("judges") is not None else None,
+                ambiguous=r.get("ambiguous"),
             )
             for r in doc["rounds"]
         )
@@ -276,6 +285,16 @@ def _round_problems(rnd: dict[str, Any], where: str) -> list[str]:
             rules_from_record(rules)
         except ValueError as exc:
             problems.append(f"{where}.adjudication: {exc}.")
+    rule: int | float | None = None
+    rule_ok = "ambiguous" in rnd
+    if rule_ok:
+        try:
+            if not isinstance(rnd["ambiguous"], str):
+                raise ValueError(rnd["ambiguous"])
+            rule = ambiguous_rule(rnd["ambiguous"])
+        except ValueError:
+            problems.append(f"{where}.ambiguous must be all, a whole number or a fraction, as text.")
+            rule_ok = False
     per_benchmark = rnd.get("judges")
     if per_benchmark is not None and (
         not isinstance(per_benchmark, dict)
@@ -318,6 +337,15 @@ def _round_problems(rnd: dict[str, Any], where: str) -> list[str]:
             found.append(f"{at}.stratum {s['stratum']!r} does not match its judge label and wave.")
         if not 0 <= s["sample"] <= s["population"]:
             found.append(f"{at}: sample {s['sample']} is not between 0 and its population {s['population']}.")
+        elif rule_ok and isinstance(rnd.get("clear_per_cell"), int):
+            # The round's rules re-derive every stratum's sample size from its population.
+            if s["judge_label"] in CENSUS_STRATA:
+                want = int(ambiguous_sample_size(np.array([s["population"]]), rule)[0])
+                how = f"--ambiguous {rnd['ambiguous']}"
+            else:
+                want, how = min(s["population"], rnd["clear_per_cell"]), f"clear_per_cell {rnd['clear_per_cell']}"
+            if s["sample"] != want:
+                found.append(f"{at}: sample {s['sample']} of {s['population']}; the round's {how} gives {want}.")
         key = (s["model"], s["benchmark"], s["stratum"])
         if key in seen:
             found.append(f"{at}: {key[0]} x {key[1]} x {key[2]} appears twice.")

@@ -39,6 +39,15 @@ from annotate.cli._options import echo_json, open_session, workspace_options
     "option (repeat it: a judge name may then hold a comma). Routes the rows of --judge if it is among them, "
     "else of the first named.",
 )
+@click.option(
+    "--ambiguous",
+    "ambiguous",
+    default=None,
+    metavar="all|N|FRACTION",
+    help="How a new round samples each cell's ambiguous responses: all (a census), N (every one up to N, a simple "
+    "random sample of N beyond) or a fraction (e.g. 0.2). Default: 50. Recorded with the round (later waves keep it) "
+    "and in design.json; the inclusion probabilities are n/N as for the clear strata.",
+)
 @click.option("--dry-run", is_flag=True, help="Show what would be sent, per cell and stratum; send nothing.")
 @click.option(
     "--to-file", is_flag=True, help="Write tasks/<round>/<annotator>.json (Label Studio import format) instead."
@@ -59,12 +68,13 @@ def route(
     seed: int,
     judge: tuple[str, ...],
     strata_from: tuple[str, ...],
+    ambiguous: str | None,
     dry_run: bool,
     to_file: bool,
     prioritize: bool,
     as_json: bool,
 ) -> None:
-    """Send every ambiguous response and a seeded sample of clear ones to independent reviewers.
+    """Send a seeded sample of each stratum (ambiguous ones first) to independent reviewers.
 
     Each annotator gets a Label Studio project of their own holding the same tasks, in their own
     seeded order, showing only the prompt and the response. The selection, strata and inclusion
@@ -77,6 +87,7 @@ def route(
       annotate route --round r1 --annotators A1,A2,A3 --clear-per-cell 25 --seed 7
       annotate route --round r2 --annotators A1,A2 --strata-from gpt4,strmatch --dry-run
       annotate route --round r3 --annotators A1,A2 --judge harmbench=harmbench-cls --dry-run
+      annotate route --round r4 --annotators A1,A2 --ambiguous 0.2 --dry-run
     """
     from annotate.pipeline.route import route as do_route
 
@@ -111,6 +122,7 @@ def route(
                 progress=progress,
                 prioritize=prioritize,
                 strata_from=judges,
+                ambiguous=ambiguous,
             )
     finally:
         if bar:
@@ -120,6 +132,7 @@ def route(
         doc: dict[str, Any] = {
             "round": out.round,
             "judge": out.judge,
+            "ambiguous": out.ambiguous,
             "wave": out.new_wave,
             "dry_run": out.dry_run,
             "prioritized": out.prioritized,
@@ -154,6 +167,18 @@ def route(
         click.echo("Judge per benchmark: " + "; ".join(f"{b}: {j}" for b, j in out.judges.items()) + ".")
     for note in out.notes:
         click.echo(f"Note: {note}")
+    if len(strata):
+        from annotate.pipeline.route import describe_ambiguous
+
+        amb = strata[strata.stratum.astype(str).str.startswith("ambiguous")]
+        cut = amb[amb["sample"] < amb["population"]]
+        line = f"Ambiguous strata (--ambiguous {out.ambiguous}): {describe_ambiguous(out.ambiguous)}"
+        if len(cut):
+            line += (
+                f"; {len(cut)} of {len(amb)} cells sampled ({int(cut['sample'].sum())} of {int(cut.population.sum())}"
+                " responses), with their inclusion probabilities. --ambiguous all reviews every one"
+            )
+        click.echo(line + ".")
     head = "Would select" if dry_run else "Selected"
     if out.new_wave is None:
         click.echo(f"Round {out.round}: no new responses since the last routing (judge {out.judge}).")
@@ -309,9 +334,24 @@ def pull(
 @click.command()
 @click.option("--round", "round_name", default=None, help="Only this round.")
 @click.option("--quarantine", "show_quarantine", is_flag=True, help="List quarantined results too.")
+@click.option(
+    "--target-halfwidth",
+    type=float,
+    default=None,
+    help="With --round: is every model's corrected rate within this half-width (e.g. 0.03, its reported 95 % "
+    "interval), how many more reviews each needs, and is the round done.",
+)
+@click.option("--budget", type=float, default=None, help="With --target-halfwidth: the round's reviews in all.")
 @click.option("--json", "as_json", is_flag=True, help="Print JSON.")
 @workspace_options
-def status(ctx: click.Context, round_name: str | None, show_quarantine: bool, as_json: bool) -> None:
+def status(
+    ctx: click.Context,
+    round_name: str | None,
+    show_quarantine: bool,
+    target_halfwidth: float | None,
+    budget: float | None,
+    as_json: bool,
+) -> None:
     """Progress per round, annotator and stratum, with an estimate of time to finish.
 
     With --round, first one row per reviewer: tasks done, skipped and left, median seconds per
@@ -320,16 +360,31 @@ def status(ctx: click.Context, round_name: str | None, show_quarantine: bool, as
     others or agreeing far less is flagged, and a last line says what to do. Reads the store
     only: run `annotate pull` first for the latest labels.
 
+    With --target-halfwidth (and --round), a round that stops itself: each model's corrected
+    rate with its interval, whether it is at the target, the reviews its next wave needs
+    (`annotate plan`), and a last line saying the round is done, not done, or out of budget.
+
     \b
     Example:
       annotate status --round r1
+      annotate status --round r1 --target-halfwidth 0.03 --budget 20000
     """
+    from annotate.errors import InputError
     from annotate.pipeline.status import quarantine_table, reviewer_status, status_table
 
+    if (target_halfwidth is not None or budget is not None) and round_name is None:
+        raise InputError("--target-halfwidth and --budget need --round (the round whose targets to check)")
+    if budget is not None and target_halfwidth is None:
+        raise InputError("--budget goes with --target-halfwidth (the target the budget is for)")
+    target = None
     with open_session(ctx) as s:
         df = status_table(s, round_name)
         reviewers = reviewer_status(s, round_name) if round_name is not None else None
         quarantine = quarantine_table(s, round_name) if show_quarantine or as_json else None
+        if target_halfwidth is not None and round_name is not None:
+            from annotate.pipeline._planning import target_status
+
+            target = target_status(s.store, (round_name,), target_halfwidth=target_halfwidth, budget=budget)
     if as_json:
         echo_json(
             {
@@ -341,6 +396,7 @@ def status(ctx: click.Context, round_name: str | None, show_quarantine: bool, as
                 "reading": None if reviewers is None else reviewers["reading"],
                 "statistic": None if reviewers is None else reviewers["statistic"],
                 "limits": None if reviewers is None else reviewers["limits"],
+                **({} if target is None else {"target": target_json(target)}),
             }
         )
         return
@@ -404,6 +460,9 @@ def status(ctx: click.Context, round_name: str | None, show_quarantine: bool, as
     if reviewers is not None:
         click.echo("")
         click.echo(reviewers["reading"])
+        if target is not None:
+            click.echo("")
+            echo_target(target, round_name)
     else:
         click.echo("")
         click.echo("Per reviewer (time per task, agreement so far, who stands out): annotate status --round NAME")
@@ -435,3 +494,58 @@ def _printable(value: Any) -> str:
     """Text from an export file, safe on a terminal: control characters escaped."""
     text = "" if missing(value) else str(value)
     return "".join(c if c.isprintable() else repr(c)[1:-1] for c in text)
+
+
+def target_json(t: Any) -> dict[str, Any]:
+    """A round's targets (``pipeline._planning.TargetStatus``) as JSON."""
+    models = t.models.astype(object).where(t.models.notna(), None)
+    return {
+        "verdict": t.verdict,
+        "target_halfwidth": t.target,
+        "budget": t.budget,
+        "reviews_done": t.reviews_done,
+        "next_wave_reviews": t.next_wave_reviews,
+        "models": models.to_dict("records"),
+        "notes": t.notes,
+    }
+
+
+def echo_target(t: Any, round_name: str | None) -> None:
+    """Each model's corrected rate against its target, then one line: done, not done, or out of budget."""
+    m = t.models
+    rows = [
+        [
+            r.model,
+            pct(r.estimate).strip() if not missing(r.estimate) else "",
+            ci(r.ci_low, r.ci_high) or "",
+            "" if missing(r.halfwidth) else f"+-{100 * r.halfwidth:.1f}",
+            f"+-{100 * r.target:.1f}",
+            "yes" if r.at_target else "no",
+            "" if r.at_target or missing(r.more_reviews) else f"{r.more_reviews:,.0f}",
+        ]
+        for r in m.itertuples()
+    ]
+    click.echo(f"Targets: each model's corrected harmful rate (all benchmarks) within +-{100 * t.target:.1f} points:")
+    click.echo(
+        table(
+            ["model", "corrected", "95 % interval", "half-width", "target", "at target", "more reviews"],
+            rows,
+            align="lrrrrlr",
+        )
+    )
+    for note in t.notes:
+        click.echo(f"Note: {note}")
+    left = int((~m.at_target).sum())
+    spent = f"{t.reviews_done:,} reviews done" + (f" of a budget of {t.budget:,.0f}" if t.budget is not None else "")
+    if t.verdict == "done":
+        click.echo(f"Done: every model is at its target ({spent}). Adjudicate, score and export the round.")
+    elif t.verdict == "budget spent":
+        click.echo(
+            f"Budget spent: {spent}; {left} of {len(m)} model(s) are not at the target. Report their intervals as "
+            "they are, or raise the budget."
+        )
+    else:
+        click.echo(
+            f"Not done: {left} of {len(m)} model(s) above the target ({spent}); the next wave needs about "
+            f"{t.next_wave_reviews:,.0f} reviews: annotate plan --round {round_name} --target-halfwidth {t.target:g}."
+        )

@@ -488,7 +488,8 @@ def plan_cmd(
       annotate plan --round r1 --sensitivity-se 0.05
       annotate plan --round r1 --target-halfwidth 0.03
     """
-    from annotate.pipeline.score import plan, plan_target
+    from annotate.pipeline._planning import plan_target
+    from annotate.pipeline.score import plan
 
     if target_halfwidth is not None or budget is not None or ranking:
         with open_session(ctx) as s:

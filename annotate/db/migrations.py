@@ -17,7 +17,7 @@ from annotate.db import models as m
 from annotate.db.engine import utcnow
 from annotate.errors import StoreError
 
-SCHEMA_VERSION = 11
+SCHEMA_VERSION = 12
 
 
 def _v1(conn: Connection) -> None:
@@ -121,6 +121,11 @@ def _v11(conn: Connection) -> None:
     conn.execute(t.update().where(t.c.judge_kind.is_(None)).values(judge_kind="safety"))
 
 
+def _v12(conn: Connection) -> None:
+    # review_round.ambiguous: NULL for every earlier round (its ambiguous strata were a census).
+    _add_columns(conn, m.REVIEW_ROUND, ("ambiguous",))
+
+
 # (version, description, apply). Later schema changes append here; never edit a shipped step.
 MIGRATIONS: list[tuple[int, str, Callable[[Connection], None]]] = [
     (1, "responses, source files, ingest runs, response history", _v1),
@@ -134,6 +139,7 @@ MIGRATIONS: list[tuple[int, str, Callable[[Connection], None]]] = [
     (9, "the adjudication rules of a round's latest adjudication (so that exports re-derive final labels)", _v9),
     (10, "a round across suites: the judge of each benchmark (route --judge BENCHMARK=JUDGE)", _v10),
     (11, "what each judge's verdict is about: safety, refusal or quality (response.judge_kind)", _v11),
+    (12, "how a round samples its ambiguous strata (route --ambiguous: all, a size or a fraction)", _v12),
 ]
 assert MIGRATIONS[-1][0] == SCHEMA_VERSION
 

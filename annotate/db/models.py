@@ -157,6 +157,10 @@ class ReviewRound(SQLModel, table=True):
     # their own (`route --judge BENCHMARK=JUDGE`); ``judge`` then reads "B1=J1, B2=J2". None: one
     # judge for every benchmark (``judge``).
     judges: str | None = Field(default=None, sa_column=Column(Text))
+    # v12: how the round samples each cell's ambiguous (census) stratum (`route --ambiguous`): "all"
+    # (every response), a whole number k (a simple random sample of min(N, k)) or a fraction f
+    # (of ceil(f N)), as text. None: routed before v12, a census.
+    ambiguous: str | None = None
 
 
 class RoundWave(SQLModel, table=True):

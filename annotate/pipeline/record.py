@@ -175,6 +175,7 @@ def design_from_store(store: Store, round_names: list[str], *, label_config_sha:
                 adjudication=json.loads(row["adjudication"]) if row.get("adjudication") else None,
                 records_adjudication=True,
                 judges=json.loads(row["judges"]) if row.get("judges") else None,
+                ambiguous=row.get("ambiguous"),
             )
         )
     runs = store.ingest_runs()

@@ -75,7 +75,7 @@ from annotate.pipeline._resolve import (
     round_judges,
     round_lock,
 )
-from annotate.stats.sampling import select_for_review, task_order
+from annotate.stats.sampling import ambiguous_rule, select_for_review, task_order
 
 if TYPE_CHECKING:
     from annotate.db import Store
@@ -84,6 +84,34 @@ if TYPE_CHECKING:
     from annotate.pipeline.session import Servers, Session
 
 Progress = Callable[[int, int], None]
+
+#: A new round's ambiguous strata without ``--ambiguous``: a census of each cell's ambiguous
+#: responses up to 50, a simple random sample of 50 beyond. With half of a model's responses
+#: ambiguous over five benchmarks, 50 per cell puts the model's rate within about +-3 points
+#: (docs/methods.md 4.9), and a seed-sized workspace (26 models x 5 suites) becomes 6,500
+#: ambiguous items instead of 65,000.
+DEFAULT_AMBIGUOUS = "50"
+
+
+def parse_ambiguous(text: str) -> int | float | None:
+    """``--ambiguous`` read (:func:`annotate.stats.sampling.ambiguous_rule`), a bad value an InputError."""
+    try:
+        return ambiguous_rule(text)
+    except ValueError:
+        raise InputError(
+            f"--ambiguous {text!r}: give all (every ambiguous response), a whole number (a simple random sample of "
+            "that many per cell beyond it, e.g. 50) or a fraction between 0 and 1 (e.g. 0.2)."
+        ) from None
+
+
+def describe_ambiguous(text: str) -> str:
+    """How a round samples its ambiguous strata, in words."""
+    value = parse_ambiguous(text)
+    if value is None:
+        return "every ambiguous response (a census)"
+    if isinstance(value, int):
+        return f"every ambiguous response of a cell up to {value}, a simple random sample of {value} beyond"
+    return f"a simple random sample of {value:.0%} of each cell's ambiguous responses (at least 1)"
 
 
 @dataclass
@@ -109,6 +137,8 @@ class RouteOutcome:
     judges: dict[str, str] | None = None
     # Said about the choice of judges (benchmarks left out and why).
     notes: list[str] = field(default_factory=list)
+    # How the round samples its ambiguous strata (``--ambiguous``: "all", "50", "0.2").
+    ambiguous: str = "all"
 
 
 @dataclass(frozen=True)
@@ -132,6 +162,7 @@ class _Plan:
     without_verdict: pd.DataFrame | None = None
     judges: dict[str, str] | None = None
     notes: tuple[str, ...] = ()
+    ambiguous: str = "all"
 
 
 def route(
@@ -147,8 +178,12 @@ def route(
     progress: Progress | None = None,
     prioritize: bool = False,
     strata_from: list[str] | None = None,
+    ambiguous: str | None = None,
 ) -> RouteOutcome:
     """Select (or extend) a round's sample and send every item to every annotator's project.
+
+    ``ambiguous``: how a new round samples each cell's ambiguous stratum (``all``, a size or a
+    fraction; None: ``DEFAULT_AMBIGUOUS``); a routed round keeps what it was routed with.
 
     ``judge``: the ``--judge`` values (a judge for every benchmark, ``BENCHMARK=JUDGE`` for one
     benchmark's own; :func:`annotate.pipeline._resolve.resolve_routing_judges`); None or empty:
@@ -172,6 +207,7 @@ def route(
             progress,
             prioritize,
             strata_from,
+            ambiguous,
         )
 
 
@@ -187,6 +223,7 @@ def _route(
     progress: Progress | None,
     prioritize: bool,
     strata_from: list[str] | None,
+    ambiguous: str | None = None,
 ) -> RouteOutcome:
     plan = _plan(
         s,
@@ -197,6 +234,7 @@ def _route(
         judge,
         to_file=to_file and not dry_run,
         strata_from=strata_from,
+        ambiguous=ambiguous,
     )
     outcome = RouteOutcome(
         round=round_name,
@@ -210,6 +248,7 @@ def _route(
         without_verdict=plan.without_verdict,
         judges=plan.judges,
         notes=list(plan.notes),
+        ambiguous=plan.ambiguous,
     )
     if dry_run:
         return outcome
@@ -249,10 +288,13 @@ def _plan(
     *,
     to_file: bool,
     strata_from: list[str] | None = None,
+    ambiguous: str | None = None,
 ) -> _Plan:
     store = s.store
     if clear_per_cell < 0:
         raise InputError("--clear-per-cell must be 0 or more")
+    if ambiguous is not None:
+        parse_ambiguous(ambiguous)  # a bad value is refused before anything else
     if strata_from is not None:
         _check_judge_names(strata_from)
     workspace_config = load_label_config(s.ws)
@@ -275,6 +317,13 @@ def _plan(
                 f"--clear-per-cell {existing['clear_per_cell']}; a round keeps its design. "
                 "Use those values, or start a new round."
             )
+        recorded = existing.get("ambiguous") or "all"
+        if ambiguous is not None and parse_ambiguous(ambiguous) != parse_ambiguous(recorded):
+            raise InputError(
+                f"round {round_name!r} was routed with --ambiguous {recorded}; a round keeps its design. "
+                f"Route it with --ambiguous {recorded} (or without the option), or start a new round."
+            )
+        ambiguous = recorded
         if sorted(annotators.pseudonym) != sorted(json.loads(existing["annotators"])):
             raise InputError(
                 f"round {round_name!r} goes to {', '.join(json.loads(existing['annotators']))}; "
@@ -301,7 +350,10 @@ def _plan(
     config = _round_config(
         s, round_name, existing, workspace_config, transcripts=store.transcript_count(judge, after, up_to, judges)
     )
-    selected, strata = select_for_review(population, clear_per_cell=clear_per_cell, seed=seed)
+    ambiguous = DEFAULT_AMBIGUOUS if ambiguous is None else str(ambiguous).strip().lower()
+    selected, strata = select_for_review(
+        population, clear_per_cell=clear_per_cell, seed=seed, ambiguous=parse_ambiguous(ambiguous)
+    )
     wave = (int(waves.wave.max()) + 1) if waves is not None and len(waves) else 1
     return _Plan(
         round_name,
@@ -321,6 +373,7 @@ def _plan(
         without_verdict,
         judges,
         tuple(notes),
+        ambiguous,
     )
 
 
@@ -438,6 +491,7 @@ def _record_and_send(
                 "judge": plan.judge,
                 "seed": plan.seed,
                 "clear_per_cell": plan.clear_per_cell,
+                "ambiguous": plan.ambiguous,
                 "annotators": json.dumps(list(plan.annotators.pseudonym)),
                 "label_config_sha": plan.config.sha256,
                 "label_config": plan.config.xml,

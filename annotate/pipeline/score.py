@@ -22,13 +22,11 @@ import numpy as np
 import pandas as pd
 
 from annotate.audit.scores import scores_of
-from annotate.columns import ALL
 from annotate.errors import InputError
 from annotate.ingest.rubric import preset_names
 from annotate.pipeline._population import unanimity_population
 from annotate.pipeline._resolve import resolve_judge, rounds_to_score
 from annotate.pipeline.record import design_from_store, labels_frame, record_from_store
-from annotate.stats.planning import RoundPlan, plan_round, ranking_targets
 from annotate.stats.scoring import plan_allocation
 from annotate.stats.scoring.allocation import plan_sensitivity
 from annotate.stats.scoring.predictions import judge_predictions, score_direction
@@ -288,68 +286,3 @@ def plan(
         return plan_sensitivity(strata, sensitivity_se, rates=rates, min_per_stratum=min_per_stratum)
     assert target_se is not None
     return plan_allocation(strata, target_se, rates=rates, min_per_stratum=min_per_stratum)
-
-
-def plan_target(
-    store: Store,
-    names: tuple[str, ...],
-    *,
-    target_halfwidth: float | None = None,
-    budget: float | None = None,
-    ranking: bool = False,
-    tie_margin: float = 0.01,
-    reviewers: int | None = None,
-    expert_share: float = 0.0,
-    unresolved: float = 0.0,
-    judge: str | None = None,
-) -> RoundPlan:
-    """The next wave for a target half-width of every model's corrected rate (docs/methods.md 4.10).
-
-    From a round's design and labels (each wave's strata as they are; nothing reviewed yet counts
-    as nothing known), or, before any round, the judge labels in the store. ``ranking``: each
-    model's target from its distance to its nearest neighbour (``ranking_targets``), at least
-    ``tie_margin``; needs a scored round.
-    """
-    if (target_halfwidth is None) == (budget is None) and not ranking:
-        raise InputError("give --target-halfwidth (e.g. 0.03) or --budget (reviews), or --ranking")
-    for name, value in (("--target-halfwidth", target_halfwidth), ("--budget", budget)):
-        if value is not None and value <= 0:
-            raise InputError(f"{name} must be positive")
-    if not 0 <= unresolved < 1 or not 0 <= expert_share <= 1:
-        raise InputError("--unresolved must be in [0, 1) and --expert-share in [0, 1]")
-    if len(store.rounds()):
-        chosen = rounds_to_score(store, names)
-        st = strata_table(labels_frame(store, chosen), design_from_store(store, chosen).strata_frame())
-        st = st.assign(sampled=st["sample"], stratum=st["round"].astype(str) + "/" + st["stratum"].astype(str))
-        if reviewers is None:
-            reviewers = max(len(r.annotators) for r in design_from_store(store, chosen).rounds)
-    else:
-        if ranking:
-            raise InputError("--ranking needs a round with reviews: route and review one first")
-        counts = store.label_counts(judge=resolve_judge(store, judge))
-        st = counts.rename(columns={"n": "population"}).assign(
-            stratum=counts.judge_label, sampled=0, resolved=0, harmful=0
-        )
-    targets: Any = target_halfwidth
-    if ranking:
-        scores, _ = score_from_store(store, names, draws=0)
-        sc = scores.scores
-        rows = sc[(sc.benchmark == ALL) & (sc.treatment == "corrected")]
-        est = {str(r.model): float(r.estimate) for r in rows.itertuples() if np.isfinite(r.estimate)}
-        targets = ranking_targets(est, tie_margin=tie_margin)
-        missing = sorted(set(st["model"].astype(str)) - set(targets))
-        if missing:
-            raise InputError(f"no corrected estimate yet for {', '.join(missing)}: review some of each first")
-        if target_halfwidth is not None:
-            targets = {m: min(t, target_halfwidth) for m, t in targets.items()}
-    try:
-        return plan_round(
-            st,
-            targets,
-            budget=budget if not ranking else None,
-            reviewers=reviewers or 2,
-            expert_share=expert_share,
-            unresolved=unresolved,
-        )
-    except ValueError as e:
-        raise InputError(str(e)) from None

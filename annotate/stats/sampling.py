@@ -30,6 +30,7 @@ from annotate.columns import CLEAR_LABELS, JUDGE_LABELS
 
 __all__ = [
     "CENSUS_STRATA",
+    "ambiguous_rule",
     "SAMPLED_STRATA",
     "ambiguous_sample_size",
     "select_for_review",
@@ -140,6 +141,28 @@ def ambiguous_sample_size(population: NDArray[np.int64], ambiguous: int | float 
         raise ValueError(f"an ambiguous sample size must be 1 or more; got {ambiguous!r}")
     out = np.minimum(N, int(ambiguous)).astype(np.int64)
     return out
+
+
+def ambiguous_rule(text: str) -> int | float | None:
+    """A round's recorded ambiguous rule (``route --ambiguous``) as :func:`ambiguous_sample_size` takes it.
+
+    ``all``: None (the census); a whole number k >= 1; a fraction 0 < f < 1. ValueError otherwise.
+
+    >>> ambiguous_rule("all"), ambiguous_rule("50"), ambiguous_rule("0.2")
+    (None, 50, 0.2)
+    """
+    value = str(text).strip().lower()
+    if value == "all":
+        return None
+    try:
+        number = float(value)
+    except ValueError:
+        number = float("nan")
+    if np.isfinite(number) and number.is_integer() and number >= 1 and "." not in value:
+        return int(number)
+    if np.isfinite(number) and 0 < number < 1:
+        return number
+    raise ValueError(f"ambiguous must be all, a whole number >= 1 or a fraction in (0, 1); got {text!r}")
 
 
 def select_for_review(

@@ -1,0 +1,166 @@
+"""Rounds sized to a target: the next wave's plan and whether a round is done (`plan`, `status`, `score`).
+
+The plan (:func:`plan_target`) is :func:`annotate.stats.planning.plan_round` on the round's strata
+and reviews so far (docs/methods.md 4.10); whether each model is at its target
+(:func:`target_status`) is read from the corrected interval the scores report, never from the
+plan's normal approximation, so "done" means what the export will say.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+import pandas as pd
+
+from annotate.audit.scores import scores_of
+from annotate.columns import ALL
+from annotate.errors import InputError
+from annotate.pipeline._resolve import resolve_judge, rounds_to_score
+from annotate.pipeline.record import design_from_store, labels_frame, record_from_store
+from annotate.stats.planning import RoundPlan, plan_round, ranking_targets
+from annotate.stats.scoring.strata import strata_table
+
+if TYPE_CHECKING:
+    from annotate.db import Store
+
+
+def _corrected(store: Store, names: tuple[str, ...], **kwargs: Any) -> pd.DataFrame:
+    """The corrected rows over all benchmarks (one per model) of the rounds' scores."""
+    record = record_from_store(store, rounds_to_score(store, names), judges=False)
+    try:
+        sc = scores_of(record, **kwargs).scores
+    except ValueError as exc:
+        raise InputError(str(exc)) from None
+    return sc[(sc.benchmark == ALL) & (sc.treatment == "corrected")]
+
+
+def plan_target(
+    store: Store,
+    names: tuple[str, ...],
+    *,
+    target_halfwidth: float | None = None,
+    budget: float | None = None,
+    ranking: bool = False,
+    tie_margin: float = 0.01,
+    reviewers: int | None = None,
+    expert_share: float = 0.0,
+    unresolved: float = 0.0,
+    judge: str | None = None,
+) -> RoundPlan:
+    """The next wave for a target half-width of every model's corrected rate (docs/methods.md 4.10).
+
+    From a round's design and labels (each wave's strata as they are; nothing reviewed yet counts
+    as nothing known), or, before any round, the judge labels in the store. ``ranking``: each
+    model's target from its distance to its nearest neighbour (``ranking_targets``), at least
+    ``tie_margin``; needs a scored round.
+    """
+    if (target_halfwidth is None) == (budget is None) and not ranking:
+        raise InputError("give --target-halfwidth (e.g. 0.03) or --budget (reviews), or --ranking")
+    for name, value in (("--target-halfwidth", target_halfwidth), ("--budget", budget)):
+        if value is not None and value <= 0:
+            raise InputError(f"{name} must be positive")
+    if not 0 <= unresolved < 1 or not 0 <= expert_share <= 1:
+        raise InputError("--unresolved must be in [0, 1) and --expert-share in [0, 1]")
+    if len(store.rounds()):
+        chosen = rounds_to_score(store, names)
+        st = strata_table(labels_frame(store, chosen), design_from_store(store, chosen).strata_frame())
+        st = st.assign(sampled=st["sample"], stratum=st["round"].astype(str) + "/" + st["stratum"].astype(str))
+        if reviewers is None:
+            reviewers = max(len(r.annotators) for r in design_from_store(store, chosen).rounds)
+    else:
+        if ranking:
+            raise InputError("--ranking needs a round with reviews: route and review one first")
+        counts = store.label_counts(judge=resolve_judge(store, judge))  # one judge's strata before any round
+        st = counts.rename(columns={"n": "population"}).assign(
+            stratum=counts.judge_label, sampled=0, resolved=0, harmful=0
+        )
+    targets: Any = target_halfwidth
+    if ranking:
+        sc = _corrected(store, names, draws=0)
+        rows = sc[(sc.benchmark == ALL) & (sc.treatment == "corrected")]
+        est = {str(r.model): float(r.estimate) for r in rows.itertuples() if np.isfinite(r.estimate)}
+        targets = ranking_targets(est, tie_margin=tie_margin)
+        missing = sorted(set(st["model"].astype(str)) - set(targets))
+        if missing:
+            raise InputError(f"no corrected estimate yet for {', '.join(missing)}: review some of each first")
+        if target_halfwidth is not None:
+            targets = {m: min(t, target_halfwidth) for m, t in targets.items()}
+    try:
+        return plan_round(
+            st,
+            targets,
+            budget=budget if not ranking else None,
+            reviewers=reviewers or 2,
+            expert_share=expert_share,
+            unresolved=unresolved,
+        )
+    except ValueError as e:
+        raise InputError(str(e)) from None
+
+
+@dataclass
+class TargetStatus:
+    """Per model: the corrected rate's interval now, its target, and the reviews a next wave needs.
+
+    ``models``: ``model, estimate, ci_low, ci_high, halfwidth, target, at_target, more_reviews``
+    (the plan's reviews for that model's next wave; 0 at target). ``verdict``: ``done`` (every
+    model at its target), ``budget spent`` (reviews done >= budget, some not at target) or ``not
+    done``; ``reviews_done`` counts the round's current reviews (one per reviewer and item).
+    """
+
+    models: pd.DataFrame
+    verdict: str
+    reviews_done: int
+    next_wave_reviews: float
+    target: float
+    budget: float | None = None
+    notes: list[str] = field(default_factory=list)
+
+
+def target_status(
+    store: Store,
+    names: tuple[str, ...],
+    *,
+    target_halfwidth: float,
+    budget: float | None = None,
+    draws: int = 4000,
+    seed: int = 0,
+) -> TargetStatus:
+    """Whether every model's corrected rate is within ``target_halfwidth`` (the reported interval), and what is left."""
+    if target_halfwidth <= 0 or (budget is not None and budget <= 0):
+        raise InputError("--target-halfwidth and --budget must be positive")
+    rows = _corrected(store, names, draws=draws, seed=seed)
+    rounds = rounds_to_score(store, names)
+    done = 0
+    for name in rounds:
+        rid = int(store.get_round(name)["id"])  # type: ignore[index]
+        votes = store.annotations(rid)
+        done += int(len(votes))
+    plan = plan_target(store, names, target_halfwidth=target_halfwidth)
+    more = dict(zip(plan.models.model.astype(str), plan.models.reviews.astype(float), strict=True))
+    out = pd.DataFrame(
+        {
+            "model": rows.model.astype(str).to_numpy(),
+            "estimate": rows.estimate.to_numpy(dtype=float),
+            "ci_low": rows.ci_low.to_numpy(dtype=float),
+            "ci_high": rows.ci_high.to_numpy(dtype=float),
+        }
+    )
+    out["halfwidth"] = (out.ci_high - out.ci_low) / 2
+    out["target"] = target_halfwidth
+    out["at_target"] = np.isfinite(out.halfwidth) & (out.halfwidth <= target_halfwidth + 1e-12)
+    out["more_reviews"] = [
+        0.0 if ok else float(more.get(m, np.nan)) for m, ok in zip(out.model, out.at_target, strict=True)
+    ]
+    notes = []
+    if out.halfwidth.isna().any():
+        notes.append(f"{int(out.halfwidth.isna().sum())} model(s) without a corrected interval yet (too few reviews).")
+    if bool(out.at_target.all()) and len(out):
+        verdict = "done"
+    elif budget is not None and done >= budget:
+        verdict = "budget spent"
+    else:
+        verdict = "not done"
+    return TargetStatus(out, verdict, done, float(plan.reviews), target_halfwidth, budget, notes)
