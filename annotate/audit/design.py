@@ -55,6 +55,16 @@ class Stratum:
     wave: int
     population: int
     sample: int
+    #: A next wave's stratum (``route --next-wave``): it samples the not-yet-sampled remainder of
+    #: the stratum of wave ``of_wave`` (its ``population`` is that remainder R_h), of which earlier
+    #: waves sampled ``sampled_before`` (p_h). None for a stratum of a wave's own responses.
+    of_wave: int | None = None
+    sampled_before: int | None = None
+
+    @property
+    def root_wave(self) -> int:
+        """The wave whose responses this stratum's population is (its own, or the one it continues)."""
+        return self.wave if self.of_wave is None else self.of_wave
 
     @property
     def stratum(self) -> str:
@@ -70,7 +80,28 @@ class Stratum:
             "stratum": self.stratum,
             "population": self.population,
             "sample": self.sample,
-        }
+        } | ({} if self.of_wave is None else {"of_wave": self.of_wave, "sampled_before": self.sampled_before})
+
+
+def effective_strata(strata: Sequence[Stratum]) -> list[tuple[Stratum, int]]:
+    """Each stratum of one round with the population the estimators give it (docs/methods.md 4.9).
+
+    A stratum and the next waves drawn from its remainder form a chain (same cell, judge label and
+    root wave). Given the past, every member but the last is a census of its own sample
+    (population n_j), and the last is a simple random sample of n_k from the remainder R_k =
+    N - (n_0 + ... + n_{k-1}) left when it was drawn (population R_k): the populations still add
+    up to N, and the estimate is conditionally unbiased whatever rule chose each n_j from the
+    reviews before it. A stratum without next waves keeps its own population.
+    """
+    last: dict[tuple[str, str, str, int], int] = {}
+    for s in strata:
+        key = (s.model, s.benchmark, s.judge_label, s.root_wave)
+        last[key] = max(last.get(key, s.wave), s.wave)
+    out = []
+    for s in strata:
+        key = (s.model, s.benchmark, s.judge_label, s.root_wave)
+        out.append((s, s.population if s.wave == last[key] else s.sample))
+    return out
 
 
 @dataclass(frozen=True)
@@ -177,9 +208,9 @@ class Design:
     def strata_frame(self) -> pd.DataFrame:
         """One row per stratum of every round (``stats.scoring.strata.DESIGN_STRATA_COLUMNS``)."""
         rows = [
-            (r.round, s.model, s.benchmark, s.judge_label, s.wave, s.stratum, s.population, s.sample)
+            (r.round, s.model, s.benchmark, s.judge_label, s.wave, s.stratum, population, s.sample)
             for r in self.rounds
-            for s in r.strata
+            for s, population in effective_strata(r.strata)
         ]
         return pd.DataFrame(rows, columns=list(DESIGN_STRATA_COLUMNS))
 
@@ -207,7 +238,16 @@ class Design:
                 clear_per_cell=r["clear_per_cell"],
                 annotators=tuple(r["annotators"]),
                 strata=tuple(
-                    Stratum(s["model"], s["benchmark"], s["judge_label"], s["wave"], s["population"], s["sample"])
+                    Stratum(
+                        s["model"],
+                        s["benchmark"],
+                        s["judge_label"],
+                        s["wave"],
+                        s["population"],
+                        s["sample"],
+                        s.get("of_wave"),
+                        s.get("sampled_before"),
+                    )
                     for s in r["strata"]
                 ),
                 waves=tuple(
@@ -319,6 +359,7 @@ def _round_problems(rnd: dict[str, Any], where: str) -> list[str]:
         return [*problems, f"{where}.strata must be a list."]
     found: list[str] = []
     seen: set[tuple[str, str, str]] = set()
+    chains: dict[tuple[str, str, str, int], list[dict[str, Any]]] = {}
     for j, s in enumerate(strata):
         at = f"{where}.strata[{j}]"
         if not isinstance(s, dict):
@@ -335,9 +376,19 @@ def _round_problems(rnd: dict[str, Any], where: str) -> list[str]:
             found.append(f"{at}.judge_label {s['judge_label']!r} is not one of {', '.join(JUDGE_LABELS)}.")
         if wave < 1 or s["stratum"] != stratum_key(s["judge_label"], wave):
             found.append(f"{at}.stratum {s['stratum']!r} does not match its judge label and wave.")
+        nxt = s.get("of_wave") is not None or s.get("sampled_before") is not None
+        if nxt and not all(
+            isinstance(s.get(k), int) and not isinstance(s.get(k), bool) for k in ("of_wave", "sampled_before")
+        ):
+            found.append(f"{at}: of_wave and sampled_before must both be whole numbers (a next wave's stratum).")
+            continue
+        if nxt and not 1 <= s["of_wave"] < wave:
+            found.append(f"{at}: of_wave {s['of_wave']} must be an earlier wave than {wave}.")
+        if nxt:
+            chains.setdefault((s["model"], s["benchmark"], s["judge_label"], s["of_wave"]), []).append(s)
         if not 0 <= s["sample"] <= s["population"]:
             found.append(f"{at}: sample {s['sample']} is not between 0 and its population {s['population']}.")
-        elif rule_ok and isinstance(rnd.get("clear_per_cell"), int):
+        elif rule_ok and not nxt and isinstance(rnd.get("clear_per_cell"), int):
             # The round's rules re-derive every stratum's sample size from its population.
             if s["judge_label"] in CENSUS_STRATA:
                 want = int(ambiguous_sample_size(np.array([s["population"]]), rule)[0])
@@ -350,6 +401,27 @@ def _round_problems(rnd: dict[str, Any], where: str) -> list[str]:
         if key in seen:
             found.append(f"{at}: {key[0]} x {key[1]} x {key[2]} appears twice.")
         seen.add(key)
+    # A next wave's strata re-derive from their chain: p_h = the samples of the earlier members,
+    # R_h = the root stratum's population less p_h (docs/methods.md 4.9).
+    roots = {
+        (s["model"], s["benchmark"], s["judge_label"], s["wave"]): s
+        for s in strata
+        if isinstance(s, dict) and s.get("of_wave") is None and isinstance(s.get("wave"), int)
+    }
+    for (model, bench, label, root_wave), members in chains.items():
+        root = roots.get((model, bench, label, root_wave))
+        what = f"{where}: {model} x {bench}, {label} of wave {root_wave}"
+        if root is None:
+            found.append(f"{what}: a next wave draws from a stratum design.json does not have.")
+            continue
+        before = int(root["sample"])
+        for member in sorted(members, key=lambda m: int(m["wave"])):
+            if member["sampled_before"] != before or member["population"] != int(root["population"]) - before:
+                found.append(
+                    f"{what}, next wave {member['wave']}: sampled_before {member['sampled_before']} and population "
+                    f"{member['population']}; the earlier waves give {before} and {int(root['population']) - before}."
+                )
+            before += int(member["sample"])
     listed(problems, found, "problems in the strata")
     if isinstance(per_benchmark, dict) and per_benchmark:
         unjudged = sorted({s["benchmark"] for s in strata if isinstance(s, dict)} - set(per_benchmark), key=str)

@@ -99,6 +99,17 @@ class AuditRecord:
                     f"{schema.name} exports cannot hold (annotate-export/6 on)."
                 ],
             )
+        sampled = [
+            r.round for r in design.rounds if r.ambiguous is not None or any(s.of_wave is not None for s in r.strata)
+        ]
+        if sampled and not schema.sampled_design:
+            raise RecordProblem(
+                "design.json",
+                [
+                    f"design.json: round(s) {', '.join(sampled)} record an ambiguous rule or a next wave, which "
+                    f"{schema.name} exports cannot hold (annotate-export/7 on)."
+                ],
+            )
         if schema.decisions:
             without = [r.round for r in design.rounds if not r.records_adjudication]
             if without:

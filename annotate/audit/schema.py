@@ -32,6 +32,11 @@ Rows:
   design.json round says so (``judges``: {benchmark: judge}; ``judge`` reads "B1=J1, B2=J2"), and
   labels.csv's judge of each row is its benchmark's. Otherwise as /5 (an export without such a
   round has the same files as /5).
+* ``annotate-export/7``: a round's ambiguous strata may be sampled: design.json's round records its
+  rule (``ambiguous``: ``all``, a size or a fraction) and verify re-derives every stratum's sample
+  size from it and ``clear_per_cell``; strata of a next wave (``route --next-wave``) carry
+  ``of_wave`` and ``sampled_before`` (p_h), their population is the remainder R_h, and the
+  estimators take each earlier wave's items of that stratum as a census of their own.
 
 Since issue #23 changed the methods, exports of /2 to /4 are checked like /1: inputs for their
 form, derived files for their hashes, CSVs for their schema's exact columns.
@@ -117,6 +122,9 @@ class ExportSchema:
     headers: tuple[tuple[str, tuple[str, ...]], ...] = ()
     #: A round of design.json may route each benchmark on its own judge (``judges``).
     judges_per_benchmark: bool = False
+    #: A round of design.json may record its ambiguous rule (``ambiguous``) and next waves drawn from
+    #: its strata's remainders (strata with ``of_wave``, ``sampled_before``).
+    sampled_design: bool = False
 
     @property
     def files(self) -> tuple[str, ...]:
@@ -230,10 +238,24 @@ SCHEMAS: dict[str, ExportSchema] = {
             decisions=True,
             judges_per_benchmark=True,
         ),
+        ExportSchema(
+            "annotate-export/7",
+            inputs=("labels.csv", "judge_labels.csv", "design.json"),
+            derived=(*_SCORES, "p_tie.csv", *_JUDGES, "scores.json", "agreement.json", "report.html"),
+            rederived=(*_SCORES, "p_tie.csv", *_JUDGES, "scores.json", "agreement.json", "report.html"),
+            neutralised=True,
+            blinding=True,
+            summary="sampled ambiguous strata (each round's ambiguous rule, its sample sizes re-derived) and next "
+            "waves from the strata's remainders (of_wave, sampled_before; scored given the past)",
+            label_columns=LABEL_COLUMNS,
+            decisions=True,
+            judges_per_benchmark=True,
+            sampled_design=True,
+        ),
     )
 }
 #: The schema ``annotate export`` writes.
-CURRENT = SCHEMAS["annotate-export/6"]
+CURRENT = SCHEMAS["annotate-export/7"]
 
 
 def schema_named(name: object) -> ExportSchema | None:

@@ -48,6 +48,15 @@ from annotate.cli._options import echo_json, open_session, workspace_options
     "random sample of N beyond) or a fraction (e.g. 0.2). Default: 50. Recorded with the round (later waves keep it) "
     "and in design.json; the inclusion probabilities are n/N as for the clear strata.",
 )
+@click.option(
+    "--next-wave",
+    "next_wave",
+    is_flag=True,
+    help="Extend a routed round by the next wave `annotate plan` gives for --target-halfwidth or --budget: more "
+    "from the not-yet-sampled remainder of each stratum, each new item's inclusion probability fixed now.",
+)
+@click.option("--target-halfwidth", type=float, default=None, help="With --next-wave: the half-width to reach.")
+@click.option("--budget", type=float, default=None, help="With --next-wave: the reviews the next wave may take.")
 @click.option("--dry-run", is_flag=True, help="Show what would be sent, per cell and stratum; send nothing.")
 @click.option(
     "--to-file", is_flag=True, help="Write tasks/<round>/<annotator>.json (Label Studio import format) instead."
@@ -69,6 +78,9 @@ def route(
     judge: tuple[str, ...],
     strata_from: tuple[str, ...],
     ambiguous: str | None,
+    next_wave: bool,
+    target_halfwidth: float | None,
+    budget: float | None,
     dry_run: bool,
     to_file: bool,
     prioritize: bool,
@@ -88,8 +100,14 @@ def route(
       annotate route --round r2 --annotators A1,A2 --strata-from gpt4,strmatch --dry-run
       annotate route --round r3 --annotators A1,A2 --judge harmbench=harmbench-cls --dry-run
       annotate route --round r4 --annotators A1,A2 --ambiguous 0.2 --dry-run
+      annotate route --round r4 --annotators A1,A2 --next-wave --target-halfwidth 0.03 --dry-run
     """
+    from annotate.errors import InputError
+    from annotate.pipeline.route import NextWave
     from annotate.pipeline.route import route as do_route
+
+    if (target_halfwidth is not None or budget is not None) and not next_wave:
+        raise InputError("--target-halfwidth and --budget plan a --next-wave; add --next-wave (or see `annotate plan`)")
 
     names = [a.strip() for a in annotators.split(",") if a.strip()]
     # Empty names are kept so that the route's checks say what is wrong with the list.
@@ -123,6 +141,7 @@ def route(
                 prioritize=prioritize,
                 strata_from=judges,
                 ambiguous=ambiguous,
+                next_wave=NextWave(target_halfwidth, budget) if next_wave else None,
             )
     finally:
         if bar:
@@ -163,6 +182,12 @@ def route(
         )
     if out.strata_from is not None:
         _echo_strata_from(out)
+    if out.next_wave and len(strata):
+        click.echo(
+            f"Next wave from the strata's remainders (of wave {', '.join(map(str, sorted(set(strata.of_wave))))}): "
+            "population = the responses earlier waves left (R_h), each new item's inclusion probability n_h / R_h; "
+            "the items earlier waves sampled count, given the past, as a census of their own."
+        )
     if out.judges is not None:
         click.echo("Judge per benchmark: " + "; ".join(f"{b}: {j}" for b, j in out.judges.items()) + ".")
     for note in out.notes:
@@ -180,7 +205,9 @@ def route(
             )
         click.echo(line + ".")
     head = "Would select" if dry_run else "Selected"
-    if out.new_wave is None:
+    if out.new_wave is None and out.next_wave:
+        click.echo(f"Round {out.round}: no next wave drawn.")
+    elif out.new_wave is None:
         click.echo(f"Round {out.round}: no new responses since the last routing (judge {out.judge}).")
     else:
         click.echo(f"{head} {out.selected} responses (wave {out.new_wave}, judge {out.judge}).")

@@ -124,6 +124,8 @@ def _v11(conn: Connection) -> None:
 def _v12(conn: Connection) -> None:
     # review_round.ambiguous: NULL for every earlier round (its ambiguous strata were a census).
     _add_columns(conn, m.REVIEW_ROUND, ("ambiguous",))
+    # round_stratum.of_wave, sampled_before: NULL for every earlier stratum (no next waves before v12).
+    _add_columns(conn, m.ROUND_STRATUM, ("of_wave", "sampled_before"))
 
 
 # (version, description, apply). Later schema changes append here; never edit a shipped step.
@@ -139,7 +141,7 @@ MIGRATIONS: list[tuple[int, str, Callable[[Connection], None]]] = [
     (9, "the adjudication rules of a round's latest adjudication (so that exports re-derive final labels)", _v9),
     (10, "a round across suites: the judge of each benchmark (route --judge BENCHMARK=JUDGE)", _v10),
     (11, "what each judge's verdict is about: safety, refusal or quality (response.judge_kind)", _v11),
-    (12, "how a round samples its ambiguous strata (route --ambiguous: all, a size or a fraction)", _v12),
+    (12, "ambiguous strata sampled (route --ambiguous) and next waves from the strata's remainders", _v12),
 ]
 assert MIGRATIONS[-1][0] == SCHEMA_VERSION
 

@@ -189,6 +189,11 @@ class RoundStratum(SQLModel, table=True):
     stratum: str
     population: int
     sample: int
+    # v12: a next wave's stratum (`route --next-wave`) draws from the not-yet-sampled remainder of
+    # the stratum of wave ``of_wave``: ``population`` is that remainder R_h, ``sampled_before`` the
+    # p_h responses earlier waves sampled from it. None for a wave of new responses.
+    of_wave: int | None = None
+    sampled_before: int | None = None
 
 
 class RoundItem(SQLModel, table=True):

@@ -16,6 +16,11 @@ from annotate.db.store_base import Component
 from annotate.errors import StoreError
 
 
+def _whole(value: Any) -> int | None:
+    """An optional count of a strata frame (NaN or None: absent)."""
+    return None if value is None or pd.isna(value) else int(value)
+
+
 class ReviewTables(Component):
     """Annotators, rounds (waves, strata, items), Label Studio projects and tasks, annotations."""
 
@@ -111,6 +116,10 @@ class ReviewTables(Component):
                             "stratum": s.stratum,
                             "population": int(s.population),
                             "sample": int(s.sample),
+                            # A next wave's stratum: the wave whose remainder it samples, and how many
+                            # earlier waves took from it (None for a wave of new responses).
+                            "of_wave": _whole(getattr(s, "of_wave", None)),
+                            "sampled_before": _whole(getattr(s, "sampled_before", None)),
                         }
                         for s in strata.itertuples()
                     ],

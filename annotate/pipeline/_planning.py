@@ -87,17 +87,41 @@ def plan_target(
             raise InputError(f"no corrected estimate yet for {', '.join(missing)}: review some of each first")
         if target_halfwidth is not None:
             targets = {m: min(t, target_halfwidth) for m, t in targets.items()}
+    options: dict[str, Any] = {
+        "budget": budget if not ranking else None,
+        "reviewers": reviewers or 2,
+        "expert_share": expert_share,
+        "unresolved": unresolved,
+    }
     try:
-        return plan_round(
-            st,
-            targets,
-            budget=budget if not ranking else None,
-            reviewers=reviewers or 2,
-            expert_share=expert_share,
-            unresolved=unresolved,
-        )
+        planned = plan_round(st, targets, **options)
+        if targets is None or not len(store.rounds()):
+            return planned
+        # The plan's half-widths are normal-theory; the interval a round reports (and status checks)
+        # is wider where its strata share a component (docs/methods.md 9.12). Each model's target is
+        # narrowed by that ratio, so that the wave planned to reach it reaches it as reported.
+        reported = _reported_halfwidths(store, names)
+        now = dict(zip(planned.models.model.astype(str), planned.models.halfwidth_now.astype(float), strict=True))
+        wanted = targets if isinstance(targets, dict) else dict.fromkeys(now, float(targets))
+        narrowed = {}
+        for model, target in wanted.items():
+            ratio = reported.get(model, np.nan) / now.get(model, np.nan)
+            narrowed[model] = target / ratio if np.isfinite(ratio) and ratio > 1 else target
+        if all(narrowed[m] == wanted[m] for m in narrowed):
+            return planned
+        return plan_round(st, narrowed, **options)
     except ValueError as e:
         raise InputError(str(e)) from None
+
+
+def _reported_halfwidths(store: Store, names: tuple[str, ...]) -> dict[str, float]:
+    """Each model's corrected interval half-width over all benchmarks, as `score` reports it."""
+    rows = _corrected(store, names)
+    return {
+        str(m): (float(hi) - float(lo)) / 2
+        for m, lo, hi in zip(rows.model, rows.ci_low, rows.ci_high, strict=True)
+        if np.isfinite(lo) and np.isfinite(hi)
+    }
 
 
 @dataclass
@@ -155,6 +179,13 @@ def target_status(
         0.0 if ok else float(more.get(m, np.nan)) for m, ok in zip(out.model, out.at_target, strict=True)
     ]
     notes = []
+    reachable = dict(zip(plan.models.model.astype(str), plan.models.reachable.astype(bool), strict=True))
+    stuck = out[~out.at_target & ~out.model.map(reachable).fillna(True).astype(bool)]
+    if len(stuck):
+        notes.append(
+            f"{', '.join(stuck.model)}: the plan cannot reach the target with the responses this round has left "
+            "(its reviewed strata, the unresolved items and the design's shared component set the width)."
+        )
     if out.halfwidth.isna().any():
         notes.append(f"{int(out.halfwidth.isna().sum())} model(s) without a corrected interval yet (too few reviews).")
     if bool(out.at_target.all()) and len(out):

@@ -192,8 +192,16 @@ def export(
     outcome = ExportOutcome(path=target, n_labels=len(record.labels), report=target / "report.html")
     outcome.swept, outcome.left = sweep_stale(ws.exports_dir, before=started)
     with _terminate_as_interrupt():
-        tmp = Path(tempfile.mkdtemp(prefix=f".{name}.tmp-{os.getpid()}-", dir=ws.exports_dir))
+        # A SIGTERM or Ctrl-C between the folder's creation and the try below would leave it
+        # behind: they wait (blocked, not lost) until the try can clean up after them.
+        held = _block_signals()
         try:
+            tmp = Path(tempfile.mkdtemp(prefix=f".{name}.tmp-{os.getpid()}-", dir=ws.exports_dir))
+        except BaseException:
+            _unblock_signals(held)
+            raise
+        try:
+            _unblock_signals(held)
             for fname, data in inputs.items():
                 (tmp / fname).write_bytes(data)
             try:
@@ -273,6 +281,23 @@ def _terminate_as_interrupt() -> Iterator[None]:
         yield
     finally:
         signal.signal(signal.SIGTERM, previous)
+
+
+_STOPS = {signal.SIGINT, signal.SIGTERM}
+
+
+def _block_signals() -> bool:
+    """Block Ctrl-C and SIGTERM (they stay pending); True when they were blocked here."""
+    if not _in_main_thread() or not hasattr(signal, "pthread_sigmask"):
+        return False
+    signal.pthread_sigmask(signal.SIG_BLOCK, _STOPS)
+    return True
+
+
+def _unblock_signals(held: bool) -> None:
+    """Deliver what :func:`_block_signals` held back (its handler runs now, where cleanup is in place)."""
+    if held:
+        signal.pthread_sigmask(signal.SIG_UNBLOCK, _STOPS)
 
 
 @contextlib.contextmanager

@@ -159,7 +159,14 @@ def design_from_store(store: Store, round_names: list[str], *, label_config_sha:
                 annotators=tuple(json.loads(row["annotators"])),
                 strata=tuple(
                     Stratum(
-                        str(s.model), str(s.benchmark), str(s.stratum), int(s.wave), int(s.population), int(s.sample)
+                        str(s.model),
+                        str(s.benchmark),
+                        str(s.stratum),
+                        int(s.wave),
+                        int(s.population),
+                        int(s.sample),
+                        None if pd.isna(s.of_wave) else int(s.of_wave),
+                        None if pd.isna(s.sampled_before) else int(s.sampled_before),
                     )
                     for s in store.round_strata(rid).itertuples()
                 ),

@@ -57,6 +57,7 @@ from annotate.labelstudio.tasks import (
 )
 from annotate.names import check_name
 from annotate.pipeline._features import ambiguity_priority
+from annotate.pipeline._planning import plan_target
 from annotate.pipeline._population import unanimity_population
 from annotate.pipeline._projects import (
     ProjectSpec,
@@ -75,7 +76,8 @@ from annotate.pipeline._resolve import (
     round_judges,
     round_lock,
 )
-from annotate.stats.sampling import ambiguous_rule, select_for_review, task_order
+from annotate.pipeline.record import design_from_store
+from annotate.stats.sampling import ambiguous_rule, select_for_review, select_next_wave, task_order
 
 if TYPE_CHECKING:
     from annotate.db import Store
@@ -139,6 +141,8 @@ class RouteOutcome:
     notes: list[str] = field(default_factory=list)
     # How the round samples its ambiguous strata (``--ambiguous``: "all", "50", "0.2").
     ambiguous: str = "all"
+    # ``--next-wave``: the new waves come from the strata's remainders (not from new responses).
+    next_wave: bool = False
 
 
 @dataclass(frozen=True)
@@ -163,6 +167,16 @@ class _Plan:
     judges: dict[str, str] | None = None
     notes: tuple[str, ...] = ()
     ambiguous: str = "all"
+    # ``--next-wave``: (wave, selected, strata) per root wave whose strata's remainders it samples.
+    next_waves: tuple[tuple[int, pd.DataFrame, pd.DataFrame], ...] = ()
+
+
+@dataclass(frozen=True)
+class NextWave:
+    """``route --next-wave``: the target (or budget) the next wave is planned for (``annotate plan``)."""
+
+    target_halfwidth: float | None = None
+    budget: float | None = None
 
 
 def route(
@@ -179,8 +193,12 @@ def route(
     prioritize: bool = False,
     strata_from: list[str] | None = None,
     ambiguous: str | None = None,
+    next_wave: NextWave | None = None,
 ) -> RouteOutcome:
     """Select (or extend) a round's sample and send every item to every annotator's project.
+
+    ``next_wave``: instead of the responses ingested since, draw the next wave the plan gives for
+    its target from the not-yet-sampled remainder of each stratum (docs/methods.md 4.9).
 
     ``ambiguous``: how a new round samples each cell's ambiguous stratum (``all``, a size or a
     fraction; None: ``DEFAULT_AMBIGUOUS``); a routed round keeps what it was routed with.
@@ -208,6 +226,7 @@ def route(
             prioritize,
             strata_from,
             ambiguous,
+            next_wave,
         )
 
 
@@ -224,6 +243,7 @@ def _route(
     prioritize: bool,
     strata_from: list[str] | None,
     ambiguous: str | None = None,
+    next_wave: NextWave | None = None,
 ) -> RouteOutcome:
     plan = _plan(
         s,
@@ -235,6 +255,7 @@ def _route(
         to_file=to_file and not dry_run,
         strata_from=strata_from,
         ambiguous=ambiguous,
+        next_wave=next_wave,
     )
     outcome = RouteOutcome(
         round=round_name,
@@ -249,6 +270,7 @@ def _route(
         judges=plan.judges,
         notes=list(plan.notes),
         ambiguous=plan.ambiguous,
+        next_wave=next_wave is not None,
     )
     if dry_run:
         return outcome
@@ -289,10 +311,18 @@ def _plan(
     to_file: bool,
     strata_from: list[str] | None = None,
     ambiguous: str | None = None,
+    next_wave: NextWave | None = None,
 ) -> _Plan:
     store = s.store
     if clear_per_cell < 0:
         raise InputError("--clear-per-cell must be 0 or more")
+    if next_wave is not None and store.get_round(round_name) is None:
+        raise InputError(
+            f"--next-wave extends a routed round, and {round_name!r} is not one: route it first "
+            f"(annotate route --round {round_name} --annotators ...), review and pull, then plan its next wave."
+        )
+    if next_wave is not None and (next_wave.target_halfwidth is None) == (next_wave.budget is None):
+        raise InputError("--next-wave needs its target: --target-halfwidth H (e.g. 0.03) or --budget REVIEWS")
     if ambiguous is not None:
         parse_ambiguous(ambiguous)  # a bad value is refused before anything else
     if strata_from is not None:
@@ -341,6 +371,10 @@ def _plan(
         judge, judges, notes = chosen.judge, chosen.judges, chosen.notes
 
     waves = store.round_waves(int(existing["id"])) if existing else None
+    if next_wave is not None and existing is not None and waves is not None:
+        return _next_wave_plan(
+            s, round_name, existing, waves, next_wave, judge, judges, strata_from, annotators, workspace_config
+        )
     after = int(waves.max_response_id.max()) if waves is not None and len(waves) else 0
     up_to = store.max_response_id()
     population = store.routing_population(judge, after, up_to, judges)
@@ -374,6 +408,83 @@ def _plan(
         judges,
         tuple(notes),
         ambiguous,
+    )
+
+
+def _next_wave_plan(
+    s: Session,
+    round_name: str,
+    existing: dict[str, Any],
+    waves: pd.DataFrame,
+    target: NextWave,
+    judge: str,
+    judges: dict[str, str] | None,
+    strata_from: list[str] | None,
+    annotators: pd.DataFrame,
+    workspace_config: LabelConfig,
+) -> _Plan:
+    """The next wave of a routed round, from each stratum's remainder, as ``annotate plan`` gives it.
+
+    One new wave per root wave drawn from (its strata continue that wave's population): n_h more of
+    each stratum's hash order (:func:`annotate.stats.sampling.select_next_wave`), inclusion
+    probability n_h / R_h fixed now; the wave records R_h and p_h (``of_wave``, ``sampled_before``).
+    Responses ingested since stay for an ordinary wave (``route`` without --next-wave).
+    """
+    store = s.store
+    rid = int(existing["id"])
+    planned = plan_target(store, (round_name,), target_halfwidth=target.target_halfwidth, budget=target.budget).strata
+    design = design_from_store(store, [round_name]).round(round_name)
+    by_key = {(st.model, st.benchmark, st.stratum): st for st in design.strata}
+    want: dict[int, list[tuple[str, str, str, int]]] = {}
+    for r in planned[planned["n"] > 0].itertuples():
+        st = by_key[(str(r.model), str(r.benchmark), str(r.stratum).split("/", 1)[1])]
+        want.setdefault(st.root_wave, []).append((st.model, st.benchmark, st.judge_label, int(r.n)))
+    sampled = store.round_items(rid).response_id.astype(int)
+    bounds = sorted((int(w.wave), int(w.max_response_id)) for w in waves.itertuples())
+    wave = max(w for w, _ in bounds) + 1
+    up_to = max(m for _, m in bounds)
+    frames: list[tuple[int, pd.DataFrame, pd.DataFrame]] = []
+    for root in sorted(want):
+        top = dict(bounds)[root]
+        after = max((m for w, m in bounds if m < top), default=0)
+        population = store.routing_population(judge, after, top, judges)
+        if strata_from is not None:
+            population, _, _ = unanimity_population(store, population, judge, strata_from, after, top)
+        rows = pd.DataFrame(want[root], columns=["model", "benchmark", "stratum", "n"])
+        selected, strata = select_next_wave(population, sampled, rows, seed=int(existing["seed"]))
+        frames.append((wave, selected, strata.assign(of_wave=root)))
+        wave += 1
+    config = _round_config(s, round_name, existing, workspace_config, transcripts=0)
+    selected_all = pd.concat([f[1] for f in frames], ignore_index=True) if frames else pd.DataFrame()
+    strata_all = pd.concat([f[2].assign(wave=f[0]) for f in frames], ignore_index=True) if frames else pd.DataFrame()
+    notes = (
+        []
+        if frames
+        else [
+            "the plan draws nothing more: every model is at its target, or cannot reach it with what the round has "
+            f"left (annotate status --round {round_name} --target-halfwidth H says which)."
+        ]
+    )
+    return _Plan(
+        round_name,
+        existing,
+        judge,
+        int(existing["seed"]),
+        int(existing["clear_per_cell"]),
+        annotators,
+        config,
+        selected_all,
+        selected_all,
+        strata_all,
+        frames[0][0] if frames else wave,
+        up_to,
+        strata_from,
+        None,
+        None,
+        judges,
+        tuple(notes),
+        str(existing.get("ambiguous") or "all"),
+        tuple(frames),
     )
 
 
@@ -497,16 +608,28 @@ def _record_and_send(
                 "label_config": plan.config.xml,
                 "task_secret": new_task_secret(),
             }
-        round_id = store.create_round_wave(
-            round_row=plan.existing,
-            new_round=new_round,
-            wave=plan.wave,
-            max_response_id=plan.up_to,
-            items=selected,
-            strata=plan.strata,
-            strata_from=plan.strata_from if plan.existing is None else None,
-            judges=plan.judges if plan.existing is None else None,
-        )
+        if plan.next_waves:
+            assert plan.existing is not None
+            for wave, chosen, strata in plan.next_waves:
+                store.create_round_wave(
+                    round_row=plan.existing,
+                    new_round=None,
+                    wave=wave,
+                    max_response_id=plan.up_to,
+                    items=chosen.assign(ext_id=[secrets.token_hex(8) for _ in range(len(chosen))]),
+                    strata=strata,
+                )
+        else:
+            round_id = store.create_round_wave(
+                round_row=plan.existing,
+                new_round=new_round,
+                wave=plan.wave,
+                max_response_id=plan.up_to,
+                items=selected,
+                strata=plan.strata,
+                strata_from=plan.strata_from if plan.existing is None else None,
+                judges=plan.judges if plan.existing is None else None,
+            )
     elif plan.existing is None:
         raise StateError(f"no responses judged by {plan.judge!r} to route.")
     assert round_id is not None

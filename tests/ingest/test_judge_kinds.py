@@ -340,10 +340,13 @@ def test_a_v10_store_migrates_every_response_to_safety(workspace, runner, tmp_pa
     with sqlite3.connect(db) as conn:  # the store as schema v10 left it: no judge_kind
         conn.execute("ALTER TABLE response DROP COLUMN judge_kind")
         conn.execute("ALTER TABLE response_history DROP COLUMN judge_kind")
-        conn.execute("DELETE FROM schema_version WHERE version = 11")
+        conn.execute("ALTER TABLE review_round DROP COLUMN ambiguous")  # v12
+        conn.execute("ALTER TABLE round_stratum DROP COLUMN of_wave")  # v12
+        conn.execute("ALTER TABLE round_stratum DROP COLUMN sampled_before")  # v12
+        conn.execute("DELETE FROM schema_version WHERE version >= 11")
     store = open_store(ws.db_url)
     try:
-        assert store.schema_version() == SCHEMA_VERSION == 11
+        assert store.schema_version() == SCHEMA_VERSION == 12
         assert set(store.responses(["judge_kind"]).judge_kind) == {"safety"}  # today's reading of old rows
     finally:
         store.close()

@@ -238,3 +238,103 @@ def test_status_says_when_the_round_is_at_its_target_and_what_is_left(store, run
     assert "Budget spent: 160 reviews done of a budget of 100" in spent.output
     refused = run(runner, prefix, "status", "--target-halfwidth", "0.03", ok=False)
     assert "need --round" in refused.output
+
+
+def _labels_csv(folder):
+    lines = (folder / "labels.csv").read_text().splitlines()
+    head = lines[0].split(",")
+    return [dict(zip(head, line.split(","), strict=False)) for line in lines[1:]]
+
+
+def test_a_next_wave_from_the_remainders_is_recorded_scored_and_verified(store, runner, tmp_path):
+    """Wave 1 samples 20 of m1's 80 ambiguous responses; the plan's next wave takes more from the 60
+    left, each with n/60. Given the past, wave 1's items are a census of their own and the next wave
+    a sample of the remainder: the corrected rate is exactly that stratified estimate."""
+    ws, prefix = store
+    run(runner, prefix, "route", "--round", "r1", *ROUTE, "--ambiguous", "20")
+    _pull(runner, prefix, ws, tmp_path)
+    run(runner, prefix, "adjudicate", "--round", "r1")
+    refused = run(runner, prefix, "route", "--round", "r1", *ROUTE, "--next-wave", ok=False)
+    assert "--target-halfwidth" in refused.output
+    dry = json.loads(
+        run(
+            runner,
+            prefix,
+            "route",
+            "--round",
+            "r1",
+            *ROUTE,
+            "--next-wave",
+            "--target-halfwidth",
+            "0.05",
+            "--dry-run",
+            "--json",
+        ).output
+    )
+    assert dry["dry_run"] and dry["wave"] == 2 and dry["selected"] > 0
+    amb = [s for s in dry["strata"] if s["model"] == "m1" and s["stratum"] == "ambiguous"]
+    assert amb and amb[0]["population"] == 60 and amb[0]["sampled_before"] == 20 and amb[0]["of_wave"] == 1
+    out = json.loads(
+        run(
+            runner, prefix, "route", "--round", "r1", *ROUTE, "--next-wave", "--target-halfwidth", "0.05", "--json"
+        ).output
+    )
+    assert out["selected"] == dry["selected"]
+    _pull(runner, prefix, ws, tmp_path)
+    run(runner, prefix, "adjudicate", "--round", "r1")
+    scores = json.loads(run(runner, prefix, "score", "--round", "r1", "--json").output)
+    corrected = {
+        r["model"]: r["estimate"] for r in scores["scores"] if r["treatment"] == "corrected" and r["benchmark"] == "b"
+    }
+    run(runner, prefix, "export", "x1", "--round", "r1")
+    folder = ws / "exports" / "x1"
+    (rnd,) = json.loads((folder / "design.json").read_text())["rounds"]
+    labels = _labels_csv(folder)
+    for model in SIZES:
+        strata = [s for s in rnd["strata"] if s["model"] == model]
+        total = sum(s["population"] for s in strata if "of_wave" not in s)
+        want = 0.0
+        for s in strata:
+            got = [r["final_label"] for r in labels if r["model"] == model and r["stratum"] == s["stratum"]]
+            assert len(got) == s["sample"]
+            continued = any(o.get("of_wave") == s["wave"] and o["judge_label"] == s["judge_label"] for o in strata)
+            # Continued by a next wave: a census of its own sample; otherwise its population (N_h or R_h).
+            weight = 1.0 if continued else s["population"] / s["sample"]
+            want += weight * sum(label == "harmful" for label in got)
+        assert corrected[model] == pytest.approx(want / total, abs=1e-9), model
+    m1_next = [r for r in labels if r["model"] == "m1" and r["stratum"] == "ambiguous#w2"]
+    assert m1_next and {r["inclusion_prob"] for r in m1_next} == {repr(len(m1_next) / 60)}
+    verified = run(runner, [], "verify", str(folder))
+    assert verified.stdout.startswith("OK"), verified.output
+    # Routed again, the next wave is not drawn twice: the plan now starts from both waves.
+    again = json.loads(run(runner, prefix, "route", "--round", "r1", *ROUTE, "--json").output)
+    assert again["selected"] == 0
+
+
+def test_design_json_re_derives_a_next_waves_remainder():
+    doc = _doc(50)
+    nxt = {"model": "m", "benchmark": "b", "judge_label": "ambiguous", "wave": 2, "stratum": "ambiguous#w2"}
+    doc["rounds"][0]["strata"].append(nxt | {"population": 30, "sample": 10, "of_wave": 1, "sampled_before": 50})
+    design = Design.from_json(doc)
+    frame = design.strata_frame().set_index("stratum")
+    assert frame.loc["ambiguous", "population"] == 50  # a census of its own sample, given the past
+    assert frame.loc["ambiguous#w2", "population"] == 30  # the remainder 80 - 50
+    doc["rounds"][0]["strata"][-1] |= {"population": 40, "sampled_before": 40}
+    with pytest.raises(DesignError) as bad:
+        Design.from_json(doc)
+    assert "the earlier waves give 50 and 30" in str(bad.value.problems)
+
+
+def test_an_export_with_a_sampled_design_relabelled_as_annotate_export_6_is_refused(store, runner, tmp_path):
+    ws, prefix = store
+    run(runner, prefix, "route", "--round", "r1", *ROUTE)
+    _pull(runner, prefix, ws, tmp_path)
+    run(runner, prefix, "adjudicate", "--round", "r1")
+    run(runner, prefix, "export", "x1", "--round", "r1")
+    folder = ws / "exports" / "x1"
+    manifest = json.loads((folder / "manifest.json").read_text())
+    assert manifest["schema"] == "annotate-export/7"
+    manifest["schema"] = "annotate-export/6"
+    (folder / "manifest.json").write_text(json.dumps(manifest))
+    refused = run(runner, [], "verify", str(folder), ok=False)
+    assert "record an ambiguous rule or a next wave" in refused.output and "annotate-export/7" in refused.output

@@ -196,8 +196,9 @@ def test_a_round_routed_on_one_judge_refuses_strata_from(two_judges, runner):
     refused = run(runner, prefix, "route", "--round", "r1", *ROUTE, "--strata-from", "j1,j2", "--to-file", ok=False)
     assert refused.exit_code == 2 and "was routed on the labels of judge j1 alone" in refused.stderr
     out = json.loads(run(runner, prefix, "route", "--round", "r1", *ROUTE, "--to-file", "--json").output)
-    # Without --strata-from the output is what it always was: no new keys.
-    assert set(out) == {"round", "judge", "wave", "dry_run", "prioritized", "selected", "strata", "annotators", "files"}
+    # Without --strata-from the output has no strata_from keys (every route says its ambiguous rule, #25).
+    keys = {"round", "judge", "wave", "dry_run", "prioritized", "selected", "strata", "annotators", "files"}
+    assert set(out) == keys | {"ambiguous"}
     store = _store_of(prefix)
     try:
         assert store.round_strata_from(int(store.get_round("r1")["id"])) is None
@@ -223,12 +224,15 @@ def test_a_v6_store_with_a_round_migrates_to_v7_in_place(two_judges, runner):
             conn.exec_driver_sql("ALTER TABLE review_round DROP COLUMN judges")  # v10
             conn.exec_driver_sql("ALTER TABLE response DROP COLUMN judge_kind")  # v11
             conn.exec_driver_sql("ALTER TABLE response_history DROP COLUMN judge_kind")  # v11
+            conn.exec_driver_sql("ALTER TABLE review_round DROP COLUMN ambiguous")  # v12
+            conn.exec_driver_sql("ALTER TABLE round_stratum DROP COLUMN of_wave")  # v12
+            conn.exec_driver_sql("ALTER TABLE round_stratum DROP COLUMN sampled_before")  # v12
             conn.execute(text("DELETE FROM schema_version WHERE version >= 7"))
     finally:
         store.close()
     store = _store_of(prefix)
     try:
-        assert store.schema_version() == SCHEMA_VERSION == 11
+        assert store.schema_version() == SCHEMA_VERSION == 12
         with store.engine.connect() as conn:
             assert "strata_from" in {c["name"] for c in inspect(conn).get_columns("review_round")}
         assert store.round_strata_from(int(store.get_round("r1")["id"])) is None
