@@ -8,6 +8,7 @@ import click
 
 from annotate.cli._format import ci_pct, int_or_blank, missing, num, pct_or_ne, table
 from annotate.cli._options import echo_json, open_session, workspace_options
+from annotate.cli.rounds import echo_target, target_json
 from annotate.columns import ALL, TREATMENT_SHORT
 from annotate.errors import InputError
 
@@ -59,6 +60,13 @@ if TYPE_CHECKING:
     help="Clear strata with fewer resolved reviewed items are flagged; 0 disables transport (the fill of clear "
     "strata without any resolved reviewed item from the judge's pooled error rates).",
 )
+@click.option(
+    "--target-halfwidth",
+    type=float,
+    default=None,
+    help="Also say which models' corrected rates are within this half-width (e.g. 0.03) and whether the round is "
+    "done (as `annotate status --target-halfwidth`).",
+)
 @click.option("--json", "as_json", is_flag=True, help="Print JSON.")
 @workspace_options
 def score(
@@ -72,6 +80,7 @@ def score(
     draws: int,
     seed: int,
     min_reviewed: int,
+    target_halfwidth: float | None,
     as_json: bool,
 ) -> None:
     """Corrected per-model harmful rates with intervals, and how rankings depend on treatment.
@@ -100,6 +109,7 @@ def score(
       annotate score --round r1 --by benchmark --estimand general --json
       annotate score --round r1 --benchmarks all
       annotate score --round r1 --estimator ppi
+      annotate score --round r1 --target-halfwidth 0.03
     """
     from annotate.audit.scores import score_payload
     from annotate.pipeline.score import score_from_store
@@ -127,9 +137,15 @@ def score(
             estimand=estimand,
             benchmarks=parse_benchmarks(benchmarks),
         )
+        target = None
+        if target_halfwidth is not None:
+            from annotate.pipeline._planning import target_status
+
+            target = target_status(s.store, round_names, target_halfwidth=target_halfwidth, draws=draws, seed=seed)
     scores = out.scores[out.scores.treatment.isin(chosen)]
     if as_json:
-        echo_json(score_payload(out, chosen))
+        payload = score_payload(out, chosen)
+        echo_json(payload if target is None else {**payload, "target": target_json(target)})
         return
     benches = [ALL] if by == "model" else [b for b in scores.benchmark.unique() if b != ALL]
     models = out.models.set_index("model") if len(out.models) else None
@@ -236,6 +252,9 @@ def score(
     for r in out.fallbacks[out.fallbacks.treatment.isin(chosen)].itertuples():
         click.echo(f"note: {r.model} x {r.benchmark} x {r.treatment}: {r.reason}.")
     _echo_strata_from(out.settings)
+    if target is not None:
+        click.echo("")
+        echo_target(target, round_names[0] if len(round_names) == 1 else "R")
 
 
 def _bounds_by_row(scores: Any) -> dict[tuple[Any, Any], str]:

@@ -15,9 +15,9 @@ import numpy as np
 import pandas as pd
 
 from annotate.audit.scores import scores_of
-from annotate.columns import ALL
+from annotate.columns import ALL, judge_of
 from annotate.errors import InputError
-from annotate.pipeline._resolve import resolve_judge, rounds_to_score
+from annotate.pipeline._resolve import resolve_routing_judges, rounds_to_score
 from annotate.pipeline.record import design_from_store, labels_frame, record_from_store
 from annotate.stats.planning import RoundPlan, plan_round, ranking_targets
 from annotate.stats.scoring.strata import strata_table
@@ -72,7 +72,14 @@ def plan_target(
     else:
         if ranking:
             raise InputError("--ranking needs a round with reviews: route and review one first")
-        counts = store.label_counts(judge=resolve_judge(store, judge))  # one judge's strata before any round
+        # Before any round: the strata a new round would route (each benchmark's own judge, as route).
+        routing = resolve_routing_judges(store, [judge] if judge else [])
+        counts = store.label_counts()
+        routed = [
+            judge_of(routing.judge, routing.judges, str(b)) == j
+            for b, j in zip(counts.benchmark, counts.judge, strict=True)
+        ]
+        counts = counts[routed]
         st = counts.rename(columns={"n": "population"}).assign(
             stratum=counts.judge_label, sampled=0, resolved=0, harmful=0
         )

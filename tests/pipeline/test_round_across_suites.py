@@ -253,3 +253,9 @@ def test_a_benchmark_judged_only_for_quality_is_left_out_and_said(two_tools, run
     )
     assert named["judges"]["qa"] == "completeness"
     assert any("completeness of qa is a quality judge" in n for n in named["notes"]), named["notes"]
+
+
+def test_plan_before_any_round_takes_each_benchmarks_own_judge(two_tools, runner):
+    _, prefix = two_tools
+    out = json.loads(run(runner, prefix, "plan", "--target-halfwidth", "0.1", "--json").output)
+    assert {s["benchmark"] for s in out["strata"]} == {"hb", "jbb"}

@@ -238,6 +238,11 @@ def test_status_says_when_the_round_is_at_its_target_and_what_is_left(store, run
     assert "Budget spent: 160 reviews done of a budget of 100" in spent.output
     refused = run(runner, prefix, "status", "--target-halfwidth", "0.03", ok=False)
     assert "need --round" in refused.output
+    # score says the same.
+    scored = run(runner, prefix, "score", "--round", "r1", "--target-halfwidth", "0.01")
+    assert "Not done: 2 of 2 model(s) above the target" in scored.output
+    doc = json.loads(run(runner, prefix, "score", "--round", "r1", "--target-halfwidth", "0.5", "--json").output)
+    assert doc["target"]["verdict"] == "done" and doc["scores"]
 
 
 def _labels_csv(folder):
