@@ -13,6 +13,10 @@ responses), then measures, each in a fresh subprocess (wall time and peak RSS):
 Targets (issue #2): at 1,000,000 rows ingest/baseline <= 2.0, peak memory < 2 GiB, and
 re-ingest no slower than the first ingest.
 
+  mapped     (issue #24) the same rows as someone else's results table: other column names
+             (model_name, prompt_text, raw_response, harmful), no prompt_id (made from a hash of
+             the prompt), ingested with `--map` into a new workspace, next to `ingest`.
+
     python bench/ingest.py --rows 1000000
 """
 
@@ -34,6 +38,20 @@ WORDS = (
     "instructions for dangerous chemistry weapons malware fraud however here is some general "
     "information about history science and cooking recipes with careful steps and notes"
 ).split()
+
+
+#: The generic fields under the names of a house results table (and no prompt_id).
+HOUSE = {"model": "model_name", "prompt": "prompt_text", "response": "raw_response", "judge_label": "harmful"}
+MAP = ",".join(f"{field}={column}" for field, column in HOUSE.items())
+
+
+def mapped_copy(src: Path, dst: Path) -> None:
+    """The rows of ``src`` with the house table's column names and without prompt_id."""
+    with open(src, encoding="utf-8") as fh, open(dst, "w", encoding="utf-8") as out:
+        for line in fh:
+            row = json.loads(line)
+            row.pop("prompt_id")
+            out.write(json.dumps({HOUSE.get(k, k): v for k, v in row.items()}) + "\n")
 
 
 def generate(path: Path, rows: int, seed: int = 0) -> None:
@@ -125,11 +143,19 @@ def main() -> None:
         subprocess.run([*annotate, "init", str(ws)], check=True, capture_output=True)
         ours_s, ours_rss = measure([*annotate, "-w", str(ws), "ingest", str(data)])
         again_s, again_rss = measure([*annotate, "-w", str(ws), "ingest", str(data)])
+        house = scratch / f"house-{args.rows}.jsonl"
+        if not house.exists():
+            mapped_copy(data, house)
+        ws2 = scratch / "ws-mapped"
+        shutil.rmtree(ws2, ignore_errors=True)
+        subprocess.run([*annotate, "init", str(ws2)], check=True, capture_output=True)
+        mapped_s, mapped_rss = measure([*annotate, "-w", str(ws2), "ingest", str(house), "--map", MAP])
 
         rows = [
             ("baseline: pyarrow read + sqlite3 executemany", base_s, base_rss),
             ("annotate ingest (new rows)", ours_s, ours_rss),
             ("annotate ingest again (all present)", again_s, again_rss),
+            ("annotate ingest --map (house table, ids made)", mapped_s, mapped_rss),
         ]
         print(f"\n{args.rows:,} rows ({data.stat().st_size / 2**20:,.0f} MiB JSONL), machine: {os.cpu_count()} cores")
         print(f"{'path':46s} {'seconds':>8s} {'rows/s':>9s} {'peak MiB':>9s}")
@@ -138,6 +164,7 @@ def main() -> None:
         print(f"\nratio ingest / baseline:     {ours_s / base_s:.2f}  (target <= 2.0)")
         print(f"ratio re-ingest / ingest:    {again_s / ours_s:.2f}  (target <= 1.0)")
         print(f"peak memory of ingest:       {max(ours_rss, again_rss):,.0f} MiB (target < 2048)")
+        print(f"ratio --map / ingest:        {mapped_s / ours_s:.2f}  (the map and the made ids; target <= 1.2)")
     finally:
         if not args.keep and args.dir is None:
             shutil.rmtree(scratch, ignore_errors=True)
