@@ -37,11 +37,16 @@ __all__ = [
 ]
 
 DESIGN_SCHEMA = "annotate-design/1"
-#: design.json's ``strata_rule`` of a round with ``strata_from``: what its strata' judge labels mean.
+#: design.json's ``strata_rule`` of a round with ``strata_from`` whose ambiguous stratum is a census
+#: (``--ambiguous all``, or routed before it existed): what its strata' judge labels mean.
 STRATA_FROM_RULE = (
     "unanimity of the strata_from judges on the same response (same key, prompt and response text): "
     "harmful = every one says harmful, safe = every one says safe, ambiguous = anything else (a disagreement, "
     "an ambiguous label or no verdict), reviewed in full; judge is the judge whose rows were routed"
+)
+#: ... and of one whose ambiguous stratum is sampled by the round's ``ambiguous`` rule (issue #25).
+STRATA_FROM_RULE_SAMPLED = STRATA_FROM_RULE.replace(
+    "reviewed in full", "sampled by the round's ambiguous rule (every one when it is all)"
 )
 
 
@@ -159,7 +164,8 @@ class RoundDesign:
             doc["judges"] = dict(sorted(self.judges.items()))  # said only for rounds across suites
         if self.strata_from is not None:
             # Said only for such rounds: every other round's design stays as it was.
-            doc |= {"strata_from": list(self.strata_from), "strata_rule": STRATA_FROM_RULE}
+            rule = STRATA_FROM_RULE if self.ambiguous in (None, "all") else STRATA_FROM_RULE_SAMPLED
+            doc |= {"strata_from": list(self.strata_from), "strata_rule": rule}
         doc |= {"seed": self.seed, "clear_per_cell": self.clear_per_cell}
         if self.ambiguous is not None:  # said only for rounds that recorded it
             doc["ambiguous"] = self.ambiguous

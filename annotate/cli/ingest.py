@@ -314,12 +314,18 @@ def hint_lines(hint: dict[str, Any], *, again: str) -> list[str]:
         shown += (", " if shown else "") + f"{hint['free_text']} free-text answer(s)"
     out = [f"unparsed verdicts of judge {_shown(repr(hint['judge']))}: {shown}"]
     if hint["presets_in_force"]:
-        out.append(f"  (the preset {', '.join(hint['presets_in_force'])} in force reads them as no verdict)")
+        out.append(
+            f"  (the preset {', '.join(hint['presets_in_force'])} in force reads them as no verdict, on purpose: "
+            "ambiguous, so they are reviewed)"
+        )
     if hint["presets_suggested"]:
         first = hint["presets_suggested"][0]
         out.append(f"  the preset {first} maps this scorer: {again} --rubric-preset {first} --replace")
     if hint["rubric_lines"]:
-        lead = "or map" if hint["presets_suggested"] else "map"
+        if hint["presets_in_force"]:
+            lead = "to read them otherwise, map"
+        else:
+            lead = "or map" if hint["presets_suggested"] else "map"
         out.append(f"  {lead} them in a rubric file (--rubric FILE), each to harmful, safe or ambiguous:")
         out.extend(f"    {_shown(text)}" for text in hint["rubric_lines"])
     return out

@@ -35,7 +35,7 @@ from annotate.cli._options import echo_json, open_session, workspace_options
     "strata_from",
     multiple=True,
     help="Judges (two or more) whose agreement makes the strata: all say harmful, all say safe, anything else "
-    "(disagreement, ambiguous, no verdict) reviewed in full. Comma-separated in one option, or one judge per "
+    "(disagreement, ambiguous, no verdict) the ambiguous stratum (sampled by --ambiguous). Comma-separated in one option, or one judge per "
     "option (repeat it: a judge name may then hold a comma). Routes the rows of --judge if it is among them, "
     "else of the first named.",
 )
@@ -238,7 +238,7 @@ def _echo_strata_from(out: Any) -> None:
     click.echo(
         f"Strata from judges {', '.join(out.strata_from)} (the routed responses are {out.judge}'s rows): harmful = "
         "every one says harmful, safe = every one says safe, ambiguous = anything else (a disagreement, an "
-        "ambiguous label, or no verdict on the same response), reviewed in full."
+        "ambiguous label, or no verdict on the same response), sampled as the round's --ambiguous says."
     )
     cells = out.cells
     if cells is not None and len(cells):

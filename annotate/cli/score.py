@@ -491,8 +491,8 @@ def plan_cmd(
 ) -> None:
     """How many clear items per cell to review for a target standard error (Neyman allocation).
 
-    Ambiguous responses are reviewed in full; the clear strata (judge harmful, judge safe) get
-    n_h in proportion to W_h S_h, at least --min-per-stratum each. Feed the largest per-cell
+    With --target-se: the clear strata (judge harmful, judge safe) get n_h in proportion to
+    W_h S_h, at least --min-per-stratum each (the ambiguous strata as route's --ambiguous says). Feed the largest per-cell
     figure to `route --clear-per-cell`. --sensitivity-se sizes the judge-safe strata instead, for
     a target standard error of the routing judge's sensitivity (rare harm needs many).
 

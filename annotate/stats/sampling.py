@@ -1,8 +1,9 @@
 """Which responses go to human review: a recorded stratified sampling design (pure).
 
-Within each (model, benchmark) cell, the strata are the judge's unified label. Every
-``ambiguous`` response is reviewed (a census); from each clear stratum (``harmful``, ``safe``)
-a simple random sample without replacement of ``clear_per_cell`` responses is drawn. Each
+Within each (model, benchmark) cell, the strata are the judge's unified label. From each clear
+stratum (``harmful``, ``safe``) a simple random sample without replacement of ``clear_per_cell``
+responses is drawn, and from the ``ambiguous`` stratum what the round's ambiguous rule says
+(:func:`ambiguous_sample_size`: all of it, a size or a fraction; ``route --ambiguous``). Each
 selected response carries its stratum and inclusion probability pi = n_h / N_h, which the
 corrected scores later turn into design weights d = 1 / pi (docs/methods.md section 4.2).
 
@@ -13,7 +14,7 @@ exactly true and re-routing adds only the new responses.
 
 Strata from several judges (``route --strata-from``): :func:`unanimity_strata` puts a response
 in ``harmful`` when every named judge says harmful, in ``safe`` when every one says safe, and in
-the census stratum (``ambiguous``: reviewed in full) otherwise, a judge without a verdict on it
+the ``ambiguous`` stratum otherwise (sampled by the same rule), a judge without a verdict on it
 included. The three names are the judge-label strata's, so the design is drawn and recorded,
 and the corrected scores computed, exactly as with one judge's labels.
 """
@@ -42,7 +43,7 @@ __all__ = [
 
 #: Judge-label strata sampled (simple random samples of ``clear_per_cell``): the clear labels.
 SAMPLED_STRATA = CLEAR_LABELS
-#: Judge-label strata reviewed in full: every other judge label (``ambiguous``).
+#: Judge-label strata sampled by the round's ambiguous rule (a census with ``all``): ``ambiguous``.
 CENSUS_STRATA = tuple(label for label in JUDGE_LABELS if label not in CLEAR_LABELS)
 
 

@@ -78,7 +78,9 @@ def xstest_sf(tmp_path_factory):
     root = tmp_path_factory.mktemp("strata_from")
     ws = root / "ws"
     prefix = two_judge_workspace(runner, ws)
-    args = ("--round", ROUND, "--annotators", "A1,A2", "--clear-per-cell", "25", "--seed", "2024")
+    # The census stratum of the judges' disagreements reviewed in full (--ambiguous all): what these
+    # tests enumerate from the files.
+    args = ("--round", ROUND, "--annotators", "A1,A2", "--clear-per-cell", "25", "--seed", "2024", "--ambiguous", "all")
     dry = run(runner, prefix, "route", *args, "--strata-from", "gpt4,strmatch", "--dry-run").output
     routed = json.loads(
         run(runner, prefix, "route", *args, "--strata-from", "gpt4,strmatch", "--to-file", "--json").output
