@@ -489,23 +489,25 @@ def plan_cmd(
     judge: str | None,
     as_json: bool,
 ) -> None:
-    """How many clear items per cell to review for a target standard error (Neyman allocation).
+    """How many reviews a round needs: per stratum for a target half-width per model, or per cell.
 
-    With --target-se: the clear strata (judge harmful, judge safe) get n_h in proportion to
-    W_h S_h, at least --min-per-stratum each (the ambiguous strata as route's --ambiguous says). Feed the largest per-cell
-    figure to `route --clear-per-cell`. --sensitivity-se sizes the judge-safe strata instead, for
-    a target standard error of the routing judge's sensitivity (rare harm needs many).
+    --target-halfwidth H (or --budget N reviews, or --ranking) plans the next wave
+    (docs/methods.md 4.10): per stratum how many more to draw from what is not yet sampled, so
+    that every model's corrected rate reaches +-H with the fewest reviews; a table per model
+    with the expected half-width, and the total reviews. `route --next-wave` routes it.
 
-    --target-halfwidth / --budget / --ranking plan the next wave instead (docs/methods.md 4.10):
-    per stratum how many more to draw from what is not yet sampled, so that every model's
-    corrected rate reaches the target with the fewest reviews; a table per model with the
-    expected half-width, and the total reviews.
+    --target-se E: the clear strata (judge harmful, judge safe) get n_h in proportion to W_h
+    S_h, at least --min-per-stratum each (the ambiguous strata as route's --ambiguous says).
+    Feed the largest per-cell figure to `route --clear-per-cell`. --sensitivity-se sizes the
+    judge-safe strata instead, for a target standard error of the routing judge's sensitivity
+    (rare harm needs many).
 
     \b
     Example:
+      annotate plan --round r1 --target-halfwidth 0.03
+      annotate plan --round r1 --budget 5000
       annotate plan --target-se 0.02
       annotate plan --round r1 --sensitivity-se 0.05
-      annotate plan --round r1 --target-halfwidth 0.03
     """
     from annotate.pipeline._planning import plan_target
     from annotate.pipeline.score import plan
