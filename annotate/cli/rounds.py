@@ -35,9 +35,9 @@ from annotate.cli._options import echo_json, open_session, workspace_options
     "strata_from",
     multiple=True,
     help="Judges (two or more) whose agreement makes the strata: all say harmful, all say safe, anything else "
-    "(disagreement, ambiguous, no verdict) the ambiguous stratum (sampled by --ambiguous). Comma-separated in one option, or one judge per "
-    "option (repeat it: a judge name may then hold a comma). Routes the rows of --judge if it is among them, "
-    "else of the first named.",
+    "(disagreement, ambiguous, no verdict) the ambiguous stratum (sampled by --ambiguous). Comma-separated in "
+    "one option, or one judge per option (repeat it: a judge name may then hold a comma). Routes the rows of "
+    "--judge if it is among them, else of the first named.",
 )
 @click.option(
     "--ambiguous",
