@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING, Any
 import pandas as pd
 
 from annotate.audit.agreement import export_agreement
-from annotate.audit.design import effective_strata
+from annotate.audit.design import pooled_strata
 from annotate.audit.judges import judges_from_record
 from annotate.audit.record import json_bytes
 from annotate.audit.safecsv import frame_to_csv
@@ -284,10 +284,10 @@ def _cells(design: Design) -> pd.DataFrame:
             "model": s.model,
             "benchmark": s.benchmark,
             "judge_label": s.judge_label,
-            "n": population,
+            "n": s.population,
         }
         for r in design.rounds
-        for s, population in effective_strata(r.strata)
+        for s, _sample in pooled_strata(r.strata)
     ]
     return cell_shares(pd.DataFrame(rows, columns=["judge", "model", "benchmark", "judge_label", "n"]))
 

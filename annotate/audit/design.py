@@ -88,25 +88,29 @@ class Stratum:
         } | ({} if self.of_wave is None else {"of_wave": self.of_wave, "sampled_before": self.sampled_before})
 
 
-def effective_strata(strata: Sequence[Stratum]) -> list[tuple[Stratum, int]]:
-    """Each stratum of one round with the population the estimators give it (docs/methods.md 4.9).
+def pooled_strata(strata: Sequence[Stratum]) -> list[tuple[Stratum, int]]:
+    """The strata the estimators see (docs/methods.md 4.9), each with its sample size t_h.
 
     A stratum and the next waves drawn from its remainder form a chain (same cell, judge label and
-    root wave). Given the past, every member but the last is a census of its own sample
-    (population n_j), and the last is a simple random sample of n_k from the remainder R_k =
-    N - (n_0 + ... + n_{k-1}) left when it was drawn (population R_k): the populations still add
-    up to N, and the estimate is conditionally unbiased whatever rule chose each n_j from the
-    reviews before it. A stratum without next waves keeps its own population.
+    root wave). The waves of a chain are pooled: the estimators take the root stratum (its key,
+    its population N_h) with every wave's items, t_h = n_0 + n_1 + ..., a simple random sample of
+    t_h from N_h (the union of the waves is a prefix of the stratum's hash order). The next waves'
+    own strata (``of_wave``) stay on record with their draw-time R_h and n_h, and are not
+    estimation strata. A stratum without next waves is itself with its own n_h.
     """
-    last: dict[tuple[str, str, str, int], int] = {}
+    extra: dict[tuple[str, str, str, int], int] = {}
     for s in strata:
-        key = (s.model, s.benchmark, s.judge_label, s.root_wave)
-        last[key] = max(last.get(key, s.wave), s.wave)
-    out = []
-    for s in strata:
-        key = (s.model, s.benchmark, s.judge_label, s.root_wave)
-        out.append((s, s.population if s.wave == last[key] else s.sample))
-    return out
+        if s.of_wave is not None:
+            key = (s.model, s.benchmark, s.judge_label, s.of_wave)
+            extra[key] = extra.get(key, 0) + s.sample
+    return [
+        (s, s.sample + extra.get((s.model, s.benchmark, s.judge_label, s.wave), 0)) for s in strata if s.of_wave is None
+    ]
+
+
+def pooled_keys(strata: Sequence[Stratum]) -> dict[str, str]:
+    """A next wave's stratum key -> its root stratum's key (labels of its items are estimated there)."""
+    return {s.stratum: stratum_key(s.judge_label, s.of_wave) for s in strata if s.of_wave is not None}
 
 
 @dataclass(frozen=True)
@@ -212,13 +216,30 @@ class Design:
         return {r.round: list(r.strata_from) for r in self.rounds if r.strata_from is not None}
 
     def strata_frame(self) -> pd.DataFrame:
-        """One row per stratum of every round (``stats.scoring.strata.DESIGN_STRATA_COLUMNS``)."""
+        """One row per estimation stratum of every round (``stats.scoring.strata.DESIGN_STRATA_COLUMNS``).
+
+        A stratum with next waves is one row with every wave's items (:func:`pooled_strata`): give the
+        estimators ``labels`` through :meth:`pooled`.
+        """
         rows = [
-            (r.round, s.model, s.benchmark, s.judge_label, s.wave, s.stratum, population, s.sample)
+            (r.round, s.model, s.benchmark, s.judge_label, s.wave, s.stratum, s.population, sample)
             for r in self.rounds
-            for s, population in effective_strata(r.strata)
+            for s, sample in pooled_strata(r.strata)
         ]
         return pd.DataFrame(rows, columns=list(DESIGN_STRATA_COLUMNS))
+
+    def pooled(self, labels: pd.DataFrame) -> pd.DataFrame:
+        """``labels`` (round, stratum, ...) with each next wave's items in their root stratum (4.9).
+
+        The same frame when no round has a next wave (every stratum is its own).
+        """
+        moves = {r.round: pooled_keys(r.strata) for r in self.rounds}
+        if not any(moves.values()) or not len(labels):
+            return labels
+        stratum = [
+            moves.get(str(rnd), {}).get(str(k), k) for rnd, k in zip(labels["round"], labels["stratum"], strict=True)
+        ]
+        return labels.assign(stratum=stratum)
 
     # -- the document ----------------------------------------------------------------------
     def to_json(self) -> dict[str, Any]:

@@ -61,7 +61,8 @@ def audit_tables(record: AuditRecord) -> tuple[pd.DataFrame, pd.DataFrame, pd.Da
     notes : list of str
         The verdicts left out because they are on another text under the same key, per judge.
     """
-    labels, judge_labels = record.labels, record.judge_labels
+    # A next wave's items weigh as their root stratum's (methods 4.9).
+    labels, judge_labels = record.design.pooled(record.labels), record.judge_labels
     keys = _unit_keys(labels)
     final = labels["final_label"].astype(object)
     units = pd.DataFrame(

@@ -36,7 +36,7 @@ Rows:
   rule (``ambiguous``: ``all``, a size or a fraction) and verify re-derives every stratum's sample
   size from it and ``clear_per_cell``; strata of a next wave (``route --next-wave``) carry
   ``of_wave`` and ``sampled_before`` (p_h), their population is the remainder R_h, and the
-  estimators take each earlier wave's items of that stratum as a census of their own.
+  estimators pool a stratum's waves (N_h with every wave's items, methods 4.9).
 
 Since issue #23 changed the methods, exports of /2 to /4 are checked like /1: inputs for their
 form, derived files for their hashes, CSVs for their schema's exact columns.

@@ -28,7 +28,8 @@ def scores_of(record: AuditRecord, **kwargs: Any) -> ScoreOutput:
     Raises ``ValueError`` when the design cannot be scored as asked (e.g. two rounds over one cell).
     """
     design = record.design
-    return score_tables(record.labels, design.strata_frame(), strata_from=design.strata_from(), **kwargs)
+    labels = design.pooled(record.labels)  # a next wave's items in their stratum (methods 4.9)
+    return score_tables(labels, design.strata_frame(), strata_from=design.strata_from(), **kwargs)
 
 
 def score_payload(out: ScoreOutput, treatments: list[str] | None = None) -> dict[str, Any]:

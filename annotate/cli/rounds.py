@@ -185,8 +185,8 @@ def route(
     if out.next_wave and len(strata):
         click.echo(
             f"Next wave from the strata's remainders (of wave {', '.join(map(str, sorted(set(strata.of_wave))))}): "
-            "population = the responses earlier waves left (R_h), each new item's inclusion probability n_h / R_h; "
-            "the items earlier waves sampled count, given the past, as a census of their own."
+            "population = the responses earlier waves left (R_h), each new item's inclusion probability n_h / R_h "
+            "when drawn; the scores pool every wave of a stratum (N_h / t_h per item)."
         )
     if out.judges is not None:
         click.echo("Judge per benchmark: " + "; ".join(f"{b}: {j}" for b, j in out.judges.items()) + ".")

@@ -65,10 +65,12 @@ def plan_target(
         raise InputError("--unresolved must be in [0, 1) and --expert-share in [0, 1]")
     if len(store.rounds()):
         chosen = rounds_to_score(store, names)
-        st = strata_table(labels_frame(store, chosen), design_from_store(store, chosen).strata_frame())
+        design = design_from_store(store, chosen)
+        # Every wave of a stratum pooled, as the estimators take it (methods 4.9).
+        st = strata_table(design.pooled(labels_frame(store, chosen)), design.strata_frame())
         st = st.assign(sampled=st["sample"], stratum=st["round"].astype(str) + "/" + st["stratum"].astype(str))
         if reviewers is None:
-            reviewers = max(len(r.annotators) for r in design_from_store(store, chosen).rounds)
+            reviewers = max(len(r.annotators) for r in design.rounds)
     else:
         if ranking:
             raise InputError("--ranking needs a round with reviews: route and review one first")

@@ -427,7 +427,8 @@ def _next_wave_plan(
 
     One new wave per root wave drawn from (its strata continue that wave's population): n_h more of
     each stratum's hash order (:func:`annotate.stats.sampling.select_next_wave`), inclusion
-    probability n_h / R_h fixed now; the wave records R_h and p_h (``of_wave``, ``sampled_before``).
+    probability n_h / R_h fixed now; the wave records R_h and p_h (``of_wave``, ``sampled_before``);
+    the estimators pool it into its stratum (``audit.design.pooled_strata``).
     Responses ingested since stay for an ordinary wave (``route`` without --next-wave).
     """
     store = s.store

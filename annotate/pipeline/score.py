@@ -78,7 +78,7 @@ def ppi_from_store(
     predictions, sources = ppi_predictions(store, record.design)
     try:
         out = ppi_tables(
-            record.labels,
+            record.design.pooled(record.labels),
             record.design.strata_frame(),
             predictions,
             base,
@@ -161,10 +161,8 @@ def ppi_predictions(store: Store, design: Design) -> tuple[pd.DataFrame, list[di
                     "round": rnd.round,
                     "model": routing["model"].to_numpy(),
                     "benchmark": routing["benchmark"].to_numpy(),
-                    "stratum": [
-                        stratum_key(lab, w)
-                        for lab, w in zip(strata_labels, _chain_waves(store, rnd, routing, strata_labels), strict=True)
-                    ],
+                    # A stratum's next waves are pooled into it (methods 4.9): the root wave's key.
+                    "stratum": [stratum_key(lab, w) for lab, w in zip(strata_labels, routing.wave, strict=True)],
                     "prompt_id": routing["prompt_id"].to_numpy(),
                     "epoch": routing["epoch"].to_numpy(),
                     "prediction": pred["prediction"].to_numpy(),
@@ -189,33 +187,6 @@ def ppi_predictions(store: Store, design: Design) -> tuple[pd.DataFrame, list[di
         )
     cols_out = ["round", "model", "benchmark", "stratum", "prompt_id", "epoch", "prediction", "source", "reason"]
     return (pd.concat(frames, ignore_index=True) if frames else pd.DataFrame(columns=cols_out)), sources
-
-
-def _chain_waves(store: Store, rnd: Any, routing: pd.DataFrame, labels: Any) -> list[int]:
-    """The wave of each response's stratum: its own wave's, unless next waves drew from that stratum's remainder.
-
-    In a chain (docs/methods.md 4.9) a response sampled by one of its waves is in that wave's
-    stratum (a census of its own sample, given the past) and every other response of the
-    population is in the last wave's remainder stratum.
-    """
-    waves = routing["wave"].astype(int).tolist()
-    last: dict[tuple[str, str, str, int], int] = {}
-    for st in rnd.strata:
-        if st.of_wave is not None:
-            key = (st.model, st.benchmark, st.judge_label, st.of_wave)
-            last[key] = max(last.get(key, st.wave), st.wave)
-    if not last:
-        return waves
-    row = store.get_round(rnd.round)
-    items = store.round_items(int(row["id"])) if row is not None else pd.DataFrame(columns=["response_id", "wave"])
-    item_wave = dict(zip(items.response_id.astype(int), items.wave.astype(int), strict=True))
-    out = []
-    for rid, model, bench, label, wave in zip(
-        routing.response_id.astype(int), routing.model, routing.benchmark, labels, waves, strict=True
-    ):
-        end = last.get((str(model), str(bench), str(label), wave))
-        out.append(wave if end is None else item_wave.get(rid, end))
-    return out
 
 
 def _design_strata_labels(
@@ -304,7 +275,8 @@ def plan(
     rates: Any
     if len(store.rounds()):
         chosen = rounds_to_score(store, names)
-        strata = strata_table(labels_frame(store, chosen), design_from_store(store, chosen).strata_frame())
+        design = design_from_store(store, chosen)
+        strata = strata_table(design.pooled(labels_frame(store, chosen)), design.strata_frame())
         rates = "data" if strata.resolved.sum() > 0 else None
     else:
         counts = store.label_counts(judge=resolve_judge(store, judge))

@@ -10,6 +10,7 @@ from __future__ import annotations
 import json
 import re
 
+import pandas as pd
 import pytest
 
 from annotate.audit.design import Design, DesignError
@@ -253,8 +254,8 @@ def _labels_csv(folder):
 
 def test_a_next_wave_from_the_remainders_is_recorded_scored_and_verified(store, runner, tmp_path):
     """Wave 1 samples 20 of m1's 80 ambiguous responses; the plan's next wave takes more from the 60
-    left, each with n/60. Given the past, wave 1's items are a census of their own and the next wave
-    a sample of the remainder: the corrected rate is exactly that stratified estimate."""
+    left, each with n/60 at draw time. The waves of a stratum are pooled (methods 4.9): the corrected
+    rate is the stratified estimate with every wave's items in their stratum, N_h / t_h each."""
     ws, prefix = store
     run(runner, prefix, "route", "--round", "r1", *ROUTE, "--ambiguous", "20")
     _pull(runner, prefix, ws, tmp_path)
@@ -297,15 +298,18 @@ def test_a_next_wave_from_the_remainders_is_recorded_scored_and_verified(store, 
     labels = _labels_csv(folder)
     for model in SIZES:
         strata = [s for s in rnd["strata"] if s["model"] == model]
-        total = sum(s["population"] for s in strata if "of_wave" not in s)
+        roots = [s for s in strata if "of_wave" not in s]
+        total = sum(s["population"] for s in roots)
         want = 0.0
-        for s in strata:
-            got = [r["final_label"] for r in labels if r["model"] == model and r["stratum"] == s["stratum"]]
-            assert len(got) == s["sample"]
-            continued = any(o.get("of_wave") == s["wave"] and o["judge_label"] == s["judge_label"] for o in strata)
-            # Continued by a next wave: a census of its own sample; otherwise its population (N_h or R_h).
-            weight = 1.0 if continued else s["population"] / s["sample"]
-            want += weight * sum(label == "harmful" for label in got)
+        for root in roots:
+            chain = [root] + [s for s in strata if s.get("of_wave") == 1 and s["judge_label"] == root["judge_label"]]
+            got = [
+                r["final_label"]
+                for r in labels
+                if r["model"] == model and r["stratum"] in {c["stratum"] for c in chain}
+            ]
+            assert len(got) == sum(c["sample"] for c in chain)
+            want += root["population"] * sum(label == "harmful" for label in got) / len(got)
         assert corrected[model] == pytest.approx(want / total, abs=1e-9), model
     m1_next = [r for r in labels if r["model"] == "m1" and r["stratum"] == "ambiguous#w2"]
     assert m1_next and {r["inclusion_prob"] for r in m1_next} == {repr(len(m1_next) / 60)}
@@ -322,8 +326,12 @@ def test_design_json_re_derives_a_next_waves_remainder():
     doc["rounds"][0]["strata"].append(nxt | {"population": 30, "sample": 10, "of_wave": 1, "sampled_before": 50})
     design = Design.from_json(doc)
     frame = design.strata_frame().set_index("stratum")
-    assert frame.loc["ambiguous", "population"] == 50  # a census of its own sample, given the past
-    assert frame.loc["ambiguous#w2", "population"] == 30  # the remainder 80 - 50
+    # The waves pooled: one estimation stratum of 80 with both waves' 60 items; the next wave's own
+    # stratum (30 left, 10 drawn) stays on record in design.json only.
+    assert frame.loc["ambiguous", ["population", "sample"]].tolist() == [80, 60]
+    assert "ambiguous#w2" not in frame.index
+    labels = pd.DataFrame({"round": ["r1", "r1", "r1"], "stratum": ["ambiguous", "ambiguous#w2", "safe"]})
+    assert design.pooled(labels).stratum.tolist() == ["ambiguous", "ambiguous", "safe"]
     doc["rounds"][0]["strata"][-1] |= {"population": 40, "sampled_before": 40}
     with pytest.raises(DesignError) as bad:
         Design.from_json(doc)
