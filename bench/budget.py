@@ -60,8 +60,6 @@ from annotate.stats.scoring import corrected_scores  # noqa: E402
 LABELS = JUDGE_LABELS  # harmful, safe, ambiguous: index 0, 1, 2
 Z = 1.959963984540054
 TARGET = 0.03
-#: Multiples of (b)'s and (d)'s normal-theory sizes tried, the smallest that reaches the target kept per model.
-FACTORS = (1.0, 1.25, 1.5, 2.0, 2.5, 3.0)
 REVIEWERS = 2
 
 
@@ -134,212 +132,312 @@ def hyper(rng: np.random.Generator, good: np.ndarray, bad: np.ndarray, n: np.nda
     return out
 
 
-def _frame(names: np.ndarray, bench: np.ndarray, labels: list[str], pop, rev, harm) -> pd.DataFrame:
+# --------------------------------------------------------------------------------------------
+# The tool's model-level interval, vectorised over replicates (checked against corrected_scores)
+# --------------------------------------------------------------------------------------------
+
+
+def fast_score(N: np.ndarray, r: np.ndarray, y: np.ndarray, D: int, rng: np.random.Generator, block: int = 16):
+    """(low, high, estimate) of every model's ``corrected`` row, shape (R, M): the tool's estimator.
+
+    Strata arrays of shape (R, M, B, H), judge label = h mod 3 (index 0, 1, 2 = harmful, safe,
+    ambiguous; H = 6 holds census strata of their own). Exactly the computation of
+    ``corrected_scores`` for strata with r_h >= 1, nothing unresolved and no transport
+    (``min_reviewed=0``): per model, judge label and draw one fair coin (the fiducial mixture's
+    component, shared by the model's strata of that label: methods 9.12); theta_h =
+    G1 / (G1 + G0), G1 ~ Gamma(y_h + coin), G0 ~ Gamma(r_h - y_h + 1 - coin); X_h ~ Binomial(N_h
+    - r_h, theta_h); the model's draw = (1/B) sum_b (1 / N_cell) sum_h (y_h + X_h); the interval =
+    the inverted-CDF quantiles of the D draws (``equal_tailed``), extended to hold the estimate
+    (``enclose``). Only the random numbers differ from the tool's (another consumption order);
+    :func:`check_fast_score` compares the two.
+    """
+    from annotate.stats.scoring.intervals import enclose, equal_tailed
+
+    R, M, B, H = N.shape
+    Ncell = N.sum(axis=3, keepdims=True) if H == 3 else (N[..., :3] + N[..., 3:]).sum(axis=3, keepdims=True)
+    Ncell = np.broadcast_to(Ncell, N.shape).astype(float)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        est_h = np.where(r > 0, N / Ncell * y / np.where(r > 0, r, 1), 0.0)
+    est = est_h.sum(axis=3).mean(axis=2)
+    const = (np.where(N > 0, y, 0) / Ncell).sum(axis=3).mean(axis=2)
+    lo = np.full((R, M), np.nan)
+    hi = np.full((R, M), np.nan)
+    label = np.arange(H) % 3
+    for r0 in range(0, R, block):
+        sl = slice(r0, min(R, r0 + block))
+        Nb, rb, yb, Cb = N[sl], r[sl], y[sl], Ncell[sl]
+        Rb = Nb.shape[0]
+        coin = rng.random((Rb * M * 3, D)) < 0.5
+        act = np.flatnonzero(((Nb > rb) & (rb > 0)).ravel())
+        flat = np.arange(Rb * M * B * H)
+        mod = flat // (B * H)
+        lab = label[flat % H]
+        draws = np.tile(const[sl].reshape(-1, 1), (1, D))
+        if len(act):
+            comp = coin[mod[act] * 3 + lab[act]].astype(float)
+            yy, rr = yb.ravel()[act].astype(float), rb.ravel()[act].astype(float)
+            g1 = rng.standard_gamma(yy[:, None] + comp)
+            g0 = rng.standard_gamma((rr - yy)[:, None] + 1.0 - comp)
+            theta = g1 / (g1 + g0)
+            X = rng.binomial((Nb.ravel()[act] - rb.ravel()[act]).astype(np.int64)[:, None], theta)
+            X = X / (Cb.ravel()[act] * B)[:, None]
+            m_act = mod[act]
+            starts = np.r_[0, np.flatnonzero(np.diff(m_act)) + 1]
+            draws[m_act[starts]] += np.add.reduceat(X, starts, axis=0)
+        l, h = equal_tailed(draws, 0.95)
+        lo[sl], hi[sl] = l.reshape(Rb, M), h.reshape(Rb, M)
+    lo, hi, _ = enclose(est.ravel(), lo.ravel(), hi.ravel())
+    return lo.reshape(R, M), hi.reshape(R, M), est
+
+
+def tool_score(N: np.ndarray, r: np.ndarray, y: np.ndarray, D: int, seed: int):
+    """The same through ``corrected_scores`` itself (slow): (low, high, estimate), shape (R, M)."""
+    R, M, B, H = N.shape
+    idx = np.indices(N.shape).reshape(4, -1)
+    names = np.array([f"r{i}_m{m:02d}" for i in range(R) for m in range(M)])[idx[0] * M + idx[1]]
     df = pd.DataFrame(
         {
             "model": names,
-            "benchmark": bench,
-            "stratum": labels,
-            "judge_label": [s.split("#")[0] for s in labels],
-            "population": pop,
-            "reviewed": rev,
-            "harmful": harm,
+            "benchmark": np.array([f"b{b}" for b in range(B)])[idx[2]],
+            "stratum": [f"{LABELS[h % 3]}#{h // 3}" for h in idx[3]],
+            "judge_label": [LABELS[h % 3] for h in idx[3]],
+            "population": N.ravel(),
+            "reviewed": r.ravel(),
+            "harmful": y.ravel(),
             "unresolved": 0,
         }
     )
-    return df[df.population > 0]
+    res = corrected_scores(df[df.population > 0], draws=D, seed=seed, min_reviewed=0)
+    o = res.overall[res.overall.treatment == "corrected"].set_index("model")
+    o = o.reindex([f"r{i}_m{m:02d}" for i in range(R) for m in range(M)])
+    return tuple(o[c].to_numpy().reshape(R, M) for c in ("ci_low", "ci_high", "estimate"))
 
 
-def frame_from(N: np.ndarray, n: np.ndarray, y: np.ndarray, census_n=None, census_y=None) -> pd.DataFrame:
-    """The strata frame of arrays (R, M, B, 3); optional census strata (what earlier waves sampled)."""
+def check_fast_score(R: int = 2, D: int = 40000, seed: int = 7) -> pd.DataFrame:
+    """The fast path against ``corrected_scores`` on a check sample: estimates equal, ends within MC error.
+
+    Two designs of the ``sim`` and ``rare`` populations (the census + 25 of (a); 3 per clear and 5
+    ambiguous, sparse enough for the fiducial mixture to matter), and one with census strata of
+    their own (H = 6, a conditional design). Returns the largest absolute differences.
+    """
+    rows = []
+    rng = np.random.default_rng(seed)
+    for name, pop in (("sim", simulate(R, rng, lo=0.005, hi=0.4, se=0.85)), ("rare", simulate(R, rng, lo=0.002, hi=0.05, se=0.7))):
+        N, K = pop.N, pop.K
+        for design, n in (
+            ("census+25", np.where(np.arange(3) == 2, N, np.minimum(N, 25))),
+            ("sparse 3/5", np.minimum(N, np.where(np.arange(3) == 2, 5, 3))),
+        ):
+            y = hyper(rng, K, N - K, n)
+            a = fast_score(N, n, y, D, np.random.default_rng(seed + 1))
+            b = tool_score(N, n, y, D, seed + 2)
+            c = tool_score(N, n, y, D, seed + 5)
+            rows.append({"population": name, "design": design, **_diff(a, b), **_diff(c, b, "tool vs tool ")})
+        p1 = np.minimum(N, 4)
+        y1 = hyper(rng, K, N - K, p1)
+        n2 = np.minimum(N - p1, 6)
+        y2 = hyper(rng, K - y1, N - p1 - (K - y1), n2)
+        N6, r6, y6 = np.concatenate([N - p1, p1], 3), np.concatenate([n2, p1], 3), np.concatenate([y2, y1], 3)
+        keep = N6 > 0
+        r6 = np.where(keep, np.maximum(r6, 0), 0)
+        a = fast_score(N6, r6, y6, D, np.random.default_rng(seed + 3))
+        b = tool_score(N6, r6, y6, D, seed + 4)
+        c = tool_score(N6, r6, y6, D, seed + 6)
+        rows.append({"population": name, "design": "two waves, conditional", **_diff(a, b), **_diff(c, b, "tool vs tool ")})
+    return pd.DataFrame(rows)
+
+
+def _diff(a, b, pre: str = "") -> dict[str, float]:
+    ok = np.isfinite(b[0])
+    out = {} if pre else {"models": int(ok.sum()), "max |estimate diff|": float(np.nanmax(np.abs(a[2] - b[2])[ok]))}
+    out[pre + "max |low diff|"] = float(np.nanmax(np.abs(a[0] - b[0])[ok]))
+    out[pre + "max |high diff|"] = float(np.nanmax(np.abs(a[1] - b[1])[ok]))
+    out[pre + "mean |end diff|"] = float(np.mean(np.abs(np.r_[(a[0] - b[0])[ok], (a[1] - b[1])[ok]])))
+    return out
+
+
+# --------------------------------------------------------------------------------------------
+# The designs
+# --------------------------------------------------------------------------------------------
+
+
+def plan_frame(N: np.ndarray, sampled: np.ndarray, y: np.ndarray) -> pd.DataFrame:
+    """(R, M, B, 3) arrays as one plan_round strata frame (a 'model' per replicate and model)."""
     R, M, B, H = N.shape
     idx = np.indices(N.shape).reshape(4, -1)
-    names = np.array([f"r{r}_m{m:02d}" for r in range(R) for m in range(M)])[idx[0] * M + idx[1]]
-    bench = np.array([f"b{b}" for b in range(B)])[idx[2]]
-    labs = [LABELS[h] for h in idx[3]]
-    df = _frame(names, bench, labs, N.ravel(), n.ravel(), y.ravel())
-    if census_n is not None:
-        cn = census_n.ravel()
-        extra = _frame(names, bench, [f"{lab}#past" for lab in labs], cn, cn, census_y.ravel())
-        df = pd.concat([df, extra[extra.population > 0]], ignore_index=True)
-    return df
-
-
-def score(df: pd.DataFrame, R: int, M: int, D: int, seed: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """(low, high, se) of every model's corrected rate, shape (R, M)."""
-    res = corrected_scores(df, draws=D, seed=seed, min_reviewed=0)
-    o = res.overall[res.overall.treatment == "corrected"].set_index("model")
-    keys = [f"r{r}_m{m:02d}" for r in range(R) for m in range(M)]
-    o = o.reindex(keys)
-    return (
-        o.ci_low.to_numpy().reshape(R, M),
-        o.ci_high.to_numpy().reshape(R, M),
-        o.se.to_numpy().reshape(R, M),
-    )
-
-
-def plan_frame(N, sampled, y, keep_pop, keep_n) -> pd.DataFrame:
-    """One replicate's (M, B, 3) arrays as plan_round's strata frame."""
-    M, B, H = N.shape
-    idx = np.indices(N.shape).reshape(3, -1)
     return pd.DataFrame(
         {
-            "model": [f"m{m:02d}" for m in idx[0]],
-            "benchmark": [f"b{b}" for b in idx[1]],
-            "stratum": [LABELS[h] for h in idx[2]],
-            "judge_label": [LABELS[h] for h in idx[2]],
+            "model": idx[0] * M + idx[1],
+            "benchmark": idx[2],
+            "stratum": np.array(LABELS)[idx[3]],
+            "judge_label": np.array(LABELS)[idx[3]],
             "population": N.ravel(),
             "sampled": sampled.ravel(),
             "resolved": sampled.ravel(),
             "harmful": y.ravel(),
-            "keep_population": keep_pop.ravel(),
-            "keep_resolved": keep_n.ravel(),
         }
     )
 
 
-def run_chunk(pop: Population, r0: int, R: int, D: int, args: argparse.Namespace, seed: int) -> dict[str, list]:
+def planned(N, sampled, y, targets, *, rates=None, min_new=5):
+    """plan_round (pooled waves) for every replicate at once: (n per stratum, the planner's hw now)."""
+    R, M, B, H = N.shape
+    f = plan_frame(N, sampled, y)
+    keep = f.population.to_numpy() > 0
+    tg = {str(k): float(v) for k, v in enumerate(np.asarray(targets).ravel())}
+    plan = plan_round(f[keep], tg, rates=None if rates is None else rates.ravel()[keep], min_new=min_new, reviewers=1)
+    n = np.zeros(N.size, dtype=np.int64)
+    n[keep] = plan.strata.n.to_numpy()
+    hw_now = plan.models.set_index("model").halfwidth_now.reindex([str(i) for i in range(R * M)]).to_numpy().reshape(R, M)
+    return n.reshape(N.shape), hw_now
+
+
+def run_chunk(job: tuple) -> dict[str, dict[str, np.ndarray]]:
+    """Every design on replicates [r0, r0 + R) of one population; per design arrays of shape (R, M)."""
+    pop, r0, R, args, seed = job
     rng = np.random.default_rng(seed)
     N, K = pop.N[r0 : r0 + R], pop.K[r0 : r0 + R]
     _, M, B, _ = N.shape
     truth = pop.truth[r0 : r0 + R]
-    per_item = REVIEWERS + pop.expert_share
-    out: dict[str, list] = {}
+    D = args.draws
+    out: dict[str, dict[str, np.ndarray]] = {}
 
-    def record(name: str, lo, hi, items) -> None:
-        hw = (hi - lo) / 2
-        cov = (lo <= truth + 1e-12) & (truth <= hi + 1e-12)
-        out.setdefault(name, []).append(
-            {
-                "reviews": items * per_item,
-                "at_target": float(np.mean(hw <= TARGET + 1e-9)),
-                "worst": float(np.mean(np.nanmax(hw, axis=1))),
-                "covered": cov.ravel(),
-            }
-        )
+    def record(name: str, lo, hi, items, **extra) -> None:
+        out[name] = {
+            "lo": lo,
+            "hi": hi,
+            "items": np.asarray(items, dtype=float),
+            "cov": (lo <= truth + 1e-12) & (truth <= hi + 1e-12),
+            **extra,
+        }
 
-    def reviews(n: np.ndarray) -> np.ndarray:
-        return n.reshape(R, -1).sum(axis=1).astype(float)
+    def model_items(n: np.ndarray) -> np.ndarray:
+        return n.reshape(R, M, -1).sum(axis=2).astype(float)
 
-    def sized(name: str, n0: np.ndarray, KK: np.ndarray, NN: np.ndarray, make, sd: int) -> None:
-        """The allocation n0 scaled by the smallest of FACTORS that brings each model to target."""
-        best_lo = np.full((R, M), np.nan)
-        best_hi = np.full((R, M), np.nan)
-        items = np.zeros((R, M))
-        done = np.zeros((R, M), dtype=bool)
+    def scaled(name: str, n0: np.ndarray, KK: np.ndarray, NN: np.ndarray) -> None:
         for k, fac in enumerate(FACTORS):
-            n = np.minimum(np.ceil(n0 * fac), NN).astype(np.int64)
+            n = np.minimum(np.maximum(np.ceil(n0 * fac), np.minimum(NN, 1)), NN).astype(np.int64)
             y = hyper(rng, KK, NN - KK, n)
-            lo, hi, _ = score(make(n, y), R, M, D, sd + 100 * k)
-            if k == 0:
-                first = (lo, hi)
-            ok = ((hi - lo) / 2 <= TARGET + 1e-9) & ~done
-            last = k == len(FACTORS) - 1
-            take = ok | (~done & last)
-            best_lo[take], best_hi[take] = lo[take], hi[take]
-            items[take] = n.reshape(R, M, -1).sum(axis=2)[take]
-            done |= take
-        record(name, best_lo, best_hi, items.sum(axis=1))
-        record(name + ", unscaled", *first, reviews(n0))
+            lo, hi, _ = fast_score(NN, n, y, D, rng)
+            record(f"{name}@{k}", lo, hi, model_items(n))
 
     # (a) today's census + 25 per clear stratum
     n_a = np.where(np.arange(3) == 2, N, np.minimum(N, 25))
     y_a = hyper(rng, K, N - K, n_a)
-    lo, hi, _ = score(frame_from(N, n_a, y_a), R, M, D, seed + 1)
-    record("(a) census + 25", lo, hi, reviews(n_a))
+    lo, hi, _ = fast_score(N, n_a, y_a, D, rng)
+    record("(a) census + 25", lo, hi, model_items(n_a))
 
-    # (b) SRS per cell from the true cell variances
+    # (b) SRS per cell, n from the true cell variances (normal theory), then scaled
     Nc, Kc = N.sum(axis=3), K.sum(axis=3)
     s2 = Kc * (Nc - Kc) / (Nc * (Nc - 1.0))
     e2 = (TARGET / Z) ** 2
     S = (s2 / B**2).sum(axis=2)
     n_cell = np.ceil(S / (e2 + (s2 / (B**2 * Nc)).sum(axis=2)))[:, :, None] * np.ones((1, 1, B))
-    n_cell = np.minimum(np.maximum(n_cell, 1), Nc).astype(np.int64)
+    n_cell = np.minimum(np.maximum(n_cell, 1), Nc)
+    Nb3 = np.concatenate([Nc[..., None] * 0, Nc[..., None] * 0, Nc[..., None]], axis=3).astype(np.int64)
+    Kb3 = np.concatenate([Kc[..., None] * 0, Kc[..., None] * 0, Kc[..., None]], axis=3).astype(np.int64)
+    nb3 = np.concatenate([n_cell[..., None] * 0, n_cell[..., None] * 0, n_cell[..., None]], axis=3)
+    scaled("(b) SRS per cell", nb3, Kb3, Nb3)
 
-    def cell_frame(n: np.ndarray, y: np.ndarray) -> pd.DataFrame:
-        fb = frame_from(Nc[..., None], n[..., None], y[..., None])
-        fb["judge_label"] = "ambiguous"  # one stratum per cell (a census-type label: no clear-stratum rules)
-        return fb
+    # (d) oracle: the planner with the true stratum rates, one wave, no pilot
+    rates = np.where(N > 0, K / np.maximum(N, 1), 0.0)
+    n_d, _ = planned(N, np.zeros_like(N), np.zeros_like(N), np.full((R, M), TARGET), rates=rates, min_new=1)
+    n_d = np.maximum(n_d, np.minimum(N, 1))
+    scaled("(d) oracle", n_d, K, N)
 
-    sized("(b) SRS per cell", n_cell, Kc, Nc, cell_frame, seed + 2)
-
-    # (d) oracle Neyman with the true stratum variances
-    n_d = np.zeros_like(N)
-    for r in range(R):
-        rates = np.where(N[r] > 0, K[r] / np.maximum(N[r], 1), 0.0)
-        z0 = np.zeros_like(N[r])
-        f = plan_frame(N[r], z0, z0, N[r], z0)
-        plan = plan_round(f, TARGET, rates=rates.ravel(), min_new=1, reviewers=1)
-        n_d[r] = np.maximum(plan.strata.n.to_numpy().reshape(M, B, 3), np.minimum(N[r], 1))
-    sized("(d) oracle Neyman", n_d, K, N, lambda n, y: frame_from(N, n, y), seed + 3)
-
-    # (c) planned waves: pilot, then plan + next wave until every model is at target
+    # (c) planned waves, pooled: a pilot, then plan + next wave until every model is at target
     pilot = np.where(np.arange(3) == 2, args.pilot_ambiguous, args.pilot_clear)
-    n_tot = np.minimum(N, pilot)
+    n_tot = np.minimum(N, np.maximum(pilot, 1))
     y_tot = hyper(rng, K, N - K, n_tot)
-    last_n, last_y = n_tot.copy(), y_tot.copy()  # the stratum's latest draw
-    past_n, past_y = np.zeros_like(N), np.zeros_like(N)  # before the latest draw (a census)
-    lo, hi, se = score(frame_from(N, n_tot, y_tot), R, M, D, seed + 4)
-    waves = 1
+    lo, hi, _ = fast_score(N, n_tot, y_tot, D, rng)
+    waves = np.ones((R, M))
+    rho = np.ones((R, M))
     for w in range(2, args.max_waves + 1):
         hw = (hi - lo) / 2
         todo = hw > TARGET + 1e-9
         if not todo.any():
             break
+        _, hw_plan = planned(N, n_tot, y_tot, np.full((R, M), TARGET))
         with np.errstate(divide="ignore", invalid="ignore"):
-            ratio = np.clip(np.where(se > 0, hw / (Z * se), 1.0), 1.0, 2.0)
-        n_new = np.zeros_like(N)
-        for r in range(R):
-            if not todo[r].any():
-                continue
-            f = plan_frame(N[r], n_tot[r], y_tot[r], N[r] - past_n[r], last_n[r])
-            targets = {f"m{m:02d}": (TARGET / ratio[r, m] if todo[r, m] else 1.0) for m in range(M)}
-            plan = plan_round(f, targets, min_new=5, reviewers=1)
-            n_new[r] = plan.strata.n.to_numpy().reshape(M, B, 3)
+            rho = np.clip(np.where(hw_plan > 0, hw / hw_plan, 1.0), args.rho_min, 2.0)
+        targets = np.where(todo, args.aim * TARGET / rho, 1.0)
+        n_new, _ = planned(N, n_tot, y_tot, targets)
+        n_new = np.where(todo[:, :, None, None], n_new, 0)
         y_new = hyper(rng, K - y_tot, (N - n_tot) - (K - y_tot), n_new)
-        drawn = n_new > 0
-        past_n = np.where(drawn, n_tot, past_n)
-        past_y = np.where(drawn, y_tot, past_y)
-        last_n = np.where(drawn, n_new, last_n)
-        last_y = np.where(drawn, y_new, last_y)
         n_tot, y_tot = n_tot + n_new, y_tot + y_new
-        waves = w
-        lo, hi, se = score(frame_from(N - past_n, last_n, last_y, past_n, past_y), R, M, D, seed + 4 + w)
-    record("(c) planned waves", lo, hi, reviews(n_tot))
-    out["(c) planned waves"][-1]["waves"] = waves
-    lo, hi, _ = score(frame_from(N, n_tot, y_tot), R, M, D, seed + 20)
-    record("(c') same waves, pooled", lo, hi, reviews(n_tot))
+        waves += todo
+        lo2, hi2, _ = fast_score(N, n_tot, y_tot, D, rng)
+        lo, hi = np.where(todo, lo2, lo), np.where(todo, hi2, hi)
+    record("(c) planned waves", lo, hi, model_items(n_tot), waves=waves)
     return out
+
+
+FACTORS = (1.0, 1.15, 1.3, 1.5, 1.75, 2.0, 2.5, 3.0, 4.0)
+#: (b) and (d) are scaled per model (the same factor in every replicate: no replicate's own
+#: sample chooses its size) to the smallest of FACTORS at which this share of replicates is at target.
+AT_TARGET_SHARE = 0.9
 
 
 def run(name: str, pop: Population, args: argparse.Namespace) -> pd.DataFrame:
     R = pop.N.shape[0]
-    acc: dict[str, list] = {}
     t0 = time.time()
-    for r0 in range(0, R, args.chunk):
-        part = run_chunk(pop, r0, min(args.chunk, R - r0), args.draws, args, seed=args.seed + r0)
-        for k, v in part.items():
-            acc.setdefault(k, []).extend(v)
-        print(f"  {name}: {min(r0 + args.chunk, R)}/{R} replicates, {time.time() - t0:.0f} s", file=sys.stderr)
+    jobs = [(pop, r0, min(args.chunk, R - r0), args, args.seed + r0) for r0 in range(0, R, args.chunk)]
+    parts = []
+    if args.workers > 1:
+        import multiprocessing as mp
+
+        with mp.get_context("fork").Pool(args.workers) as pool:
+            for i, part in enumerate(pool.imap(run_chunk, jobs)):
+                parts.append(part)
+                print(f"  {name}: {min((i + 1) * args.chunk, R)}/{R} replicates, {time.time() - t0:.0f} s", file=sys.stderr)
+    else:
+        for i, job in enumerate(jobs):
+            parts.append(run_chunk(job))
+            print(f"  {name}: {min((i + 1) * args.chunk, R)}/{R} replicates, {time.time() - t0:.0f} s", file=sys.stderr)
+    acc = {k: {f: np.concatenate([p[k][f] for p in parts]) for f in parts[0][k]} for k in parts[0]}
+    hw_of = {k: (v["hi"] - v["lo"]) / 2 for k, v in acc.items()}
+    designs: dict[str, dict[str, np.ndarray]] = {}
+    factor: dict[str, np.ndarray] = {}
+    for base in ("(b) SRS per cell", "(d) oracle"):
+        keys = [f"{base}@{k}" for k in range(len(FACTORS))]
+        share = np.stack([np.mean(hw_of[k] <= TARGET + 1e-9, axis=0) for k in keys])  # (F, M)
+        ok = share >= AT_TARGET_SHARE
+        pick = np.where(ok.any(axis=0), ok.argmax(axis=0), len(FACTORS) - 1)  # per model
+        M = share.shape[1]
+        designs[base] = {f: np.stack([acc[keys[pick[m]]][f][:, m] for m in range(M)], axis=1) for f in ("lo", "hi", "items", "cov")}
+        factor[base] = np.array(FACTORS)[pick]
+        designs[base + ", unscaled (normal theory)"] = acc[keys[0]]
+    designs["(a) census + 25"] = acc["(a) census + 25"]
+    designs["(c) planned waves"] = acc["(c) planned waves"]
+    order = ["(a) census + 25", "(b) SRS per cell", "(b) SRS per cell, unscaled (normal theory)", "(c) planned waves",
+             "(d) oracle", "(d) oracle, unscaled (normal theory)"]
+    per_item = REVIEWERS + pop.expert_share
+    oracle = designs["(d) oracle"]["items"].sum(axis=1).mean() * per_item
     rows = []
-    oracle = np.mean(np.concatenate([x["reviews"] for x in acc["(d) oracle Neyman"]]))  # scaled to target
-    for k, v in acc.items():
-        cov = np.concatenate([x["covered"] for x in v])
+    for k in order:
+        v = designs[k]
+        hw = (v["hi"] - v["lo"]) / 2
+        cov = v["cov"].ravel()
         c = float(np.mean(cov))
-        revs = float(np.mean(np.concatenate([x["reviews"] for x in v])))
+        revs = float(v["items"].sum(axis=1).mean() * per_item)
+        cm = v["cov"].mean(axis=0)
         rows.append(
             {
                 "scenario": name,
                 "design": k,
                 "reviews": revs,
                 "vs_oracle": revs / oracle,
-                "models_at_target": float(np.mean([x["at_target"] for x in v])),
-                "worst_halfwidth": float(np.mean([x["worst"] for x in v])),
+                "models_at_target": float(np.mean(hw <= TARGET + 1e-9)),
+                "worst_halfwidth": float(np.mean(np.nanmax(hw, axis=1))),
                 "coverage": c,
                 "mcse": float(np.sqrt(c * (1 - c) / len(cov))),
+                "min_model_cov": float(cm.min()),
+                "factor": float(np.mean(factor[k])) if k in factor else np.nan,
+                "waves": float(np.mean(v["waves"])) if "waves" in v else np.nan,
                 "intervals": len(cov),
             }
         )
+    print(f"  {name}: done in {time.time() - t0:.0f} s", file=sys.stderr)
     return pd.DataFrame(rows)
 
 
@@ -353,8 +451,15 @@ def main() -> None:
     ap.add_argument("--pilot-ambiguous", type=int, default=25)
     ap.add_argument("--pilot-clear", type=int, default=10)
     ap.add_argument("--max-waves", type=int, default=4)
+    ap.add_argument("--aim", type=float, default=1.0, help="plan each wave for aim x the target")
+    ap.add_argument("--rho-min", type=float, default=1.0, help="least interval / normal-theory ratio used")
+    ap.add_argument("--workers", type=int, default=2)
+    ap.add_argument("--check", action="store_true", help="the fast path against corrected_scores, then stop")
     ap.add_argument("--quick", action="store_true", help="40 replicates")
     args = ap.parse_args()
+    if args.check:
+        print(check_fast_score().to_string(index=False, float_format=lambda x: f"{x:.4f}"))
+        return
     R = 40 if args.quick else args.replicates
     tables = []
     todo = ["sim", "rare", "xstest"] if args.scenario == "all" else [args.scenario]

@@ -1,7 +1,7 @@
 """Coverage and width of every printed interval, by simulation (issues #13 and #23).
 
 Run:  python bench/coverage.py [--replicates 2000] [--draws 4000] [--quick]
-                               [--part intervals|transport|judges|ppi|agreement|bounds|models|all]
+                               [--part intervals|transport|judges|ppi|agreement|bounds|models|sampled|all]
 
 Every table gives coverage with its Monte-Carlo SE (sqrt(c (1 - c) / R)) and the mean width of
 this tool's interval beside the construction before issue #23 on the same replicates, with the
@@ -54,6 +54,10 @@ Before: every unresolved item safe / harmful at once.
 Part 7 (models). The overall (macro-averaged) row of rare-harm models, 5 benchmarks, 10-80
 reviews per clear stratum, and the rank intervals of six models built on the same draws.
 Before: the fiducial mixture's component drawn per stratum.
+
+Part 8 (sampled). Part 1's intervals where the ambiguous stratum is a simple random sample
+instead of a census (issue #25, ``route --ambiguous k``): ``SAMPLED_AMBIGUOUS``. The model-level
+rows under sampled ambiguous strata and planned waves are measured by bench/budget.py.
 
 Everything is vectorised where it can be: the replicates of a scenario are cells (part 1) or
 benchmarks (part 2) of one ``corrected_scores`` call, in chunks that bound memory. Seeded;
@@ -123,6 +127,20 @@ SCENARIOS = (
     ),
 )
 
+#: Part 8 (sampled): the ambiguous stratum a simple random sample, not a census (issue #25's
+#: ``route --ambiguous k``): S1-S3 and S5 with a sample of the ambiguous stratum, the study's
+#: half-ambiguous cell at a pilot's sizes and after a planned wave, and a rare-harm one.
+SAMPLED_AMBIGUOUS = (
+    Scenario("A1", (100, 500, 400), (0.85, 0.03, 0.30), (25, 25, 25), "S1, 25 of the 400 ambiguous"),
+    Scenario("A2", (20, 780, 200), (0.80, 0.01, 0.10), (20, 20, 20), "S2, 20 of the 200 ambiguous"),
+    Scenario("A3", (100, 500, 400), (0.90, 0.10, 0.50), (10, 10, 40), "S3, 40 of the 400 ambiguous"),
+    Scenario("A4", (50, 900, 50), (0.90, 0.005, 0.30), (30, 30, 10), "S5, 10 of the 50 ambiguous"),
+    Scenario("A5", (60, 440, 500), (0.85, 0.03, 0.30), (5, 5, 10), "half ambiguous, a pilot: 5/5/10"),
+    Scenario("A6", (60, 440, 500), (0.85, 0.03, 0.30), (20, 60, 150), "half ambiguous, after a planned wave"),
+    Scenario("A7", (20, 480, 500), (0.70, 0.005, 0.01), (5, 10, 10), "rare harm (1 %), 10 of 500 ambiguous"),
+    Scenario("A8", (20, 480, 500), (0.70, 0.005, 0.01), (10, 40, 60), "rare harm, after a planned wave"),
+)
+
 
 def simulate(sc: Scenario, R: int, rng: np.random.Generator) -> tuple[np.ndarray, ...]:
     """(N, n, y, u, truth): (R, S) arrays of the sampled counts and the (R,) true rates."""
@@ -187,9 +205,11 @@ def covered(low: np.ndarray, high: np.ndarray, truth: np.ndarray) -> tuple[float
     return float(np.mean((low <= truth + 1e-12) & (truth <= high + 1e-12))), float(np.mean(high - low))
 
 
-def part_intervals(R: int, D: int, chunk: int, seed: int) -> pd.DataFrame:
+def part_intervals(
+    R: int, D: int, chunk: int, seed: int, scenarios: tuple[Scenario, ...] = SCENARIOS
+) -> pd.DataFrame:
     rows = []
-    for k, sc in enumerate(SCENARIOS):
+    for k, sc in enumerate(scenarios):
         t0 = time.perf_counter()
         rng = np.random.default_rng(seed + k)
         N, n, y, u, truth = simulate(sc, R, rng)
@@ -722,7 +742,7 @@ def main() -> None:
     parser.add_argument("--quick", action="store_true", help="200 replicates and 1000 draws (a smoke run)")
     parser.add_argument(
         "--part",
-        choices=["intervals", "transport", "judges", "ppi", "agreement", "bounds", "models", "all"],
+        choices=["intervals", "transport", "judges", "ppi", "agreement", "bounds", "models", "sampled", "all"],
         default="all",
     )
     parser.add_argument("--workers", type=int, default=2, help="processes for the judges, ppi and agreement parts")
@@ -746,6 +766,15 @@ def main() -> None:
             f"{'PASS' if ok else 'FAIL'}: lowest coverage {worst:.3f} (target >= 0.94; U1 >= 0.95), "
             f"largest width ratio {ratio:.2f} without unresolved items (target <= 1.25)"
         )
+        print()
+    if args.part in ("sampled", "all"):
+        t = part_intervals(R, D, args.chunk, args.seed + 100, SAMPLED_AMBIGUOUS)
+        print(f"Sampled ambiguous strata: coverage of nominal 95 % intervals and mean width ({R} replicates, {D} draws):")
+        cols = ["scenario", "truth", "tool", "tool_width", "today", "today_width", "wilson", "wald", "note"]
+        print(t[cols].to_string(index=False, float_format=lambda x: f"{x:.3f}"))
+        worst = t.tool.min()
+        mcse_w = float(np.sqrt(worst * (1 - worst) / R))
+        print(f"{'PASS' if worst >= 0.94 else 'FAIL'}: lowest coverage {worst:.3f} (MCSE {mcse_w:.3f}; target >= 0.94)")
         print()
     if args.part in ("transport", "all"):
         t = part_transport(R, D, max(1, args.chunk // 5), args.seed)

@@ -60,6 +60,7 @@ __all__ = [
     "RoundPlan",
     "model_allocation",
     "plan_round",
+    "pooled_allocation",
     "ranking_targets",
 ]
 
@@ -198,6 +199,110 @@ def model_allocation(
     return n, v_now, float(new_v.sum())
 
 
+def pooled_allocation(
+    a: NDArray[np.float64],
+    N: NDArray[np.float64],
+    sampled: NDArray[np.float64],
+    resolved: NDArray[np.float64],
+    S2: NDArray[np.float64],
+    e2: NDArray[np.float64],
+    group: NDArray[np.int64],
+    *,
+    unresolved: float = 0.0,
+    min_new: int = 1,
+) -> tuple[NDArray[np.float64], NDArray[np.float64], NDArray[np.float64]]:
+    """The next wave's n_h when every wave of a stratum is pooled into one sample (methods 4.9-4.10).
+
+    After the wave stratum h has t_h = r_h + (1 - u) n_h resolved items, one sample of its N_h
+    responses (the union of the waves is a prefix of the stratum's hash order), and contributes
+    a_h^2 (1 / t_h - 1 / N_h) S_h^2. Minimising sum_h n_h subject to sum_h Var_h <= e_m^2 per
+    model m (its rows: ``group == m``) is water-filling: t_h = clip(k_m a_h S_h, r_h, r_h + (1 - u)
+    R_h), Neyman's total sample proportional to a_h S_h where a stratum has fewer than that, none
+    where it already has more, k_m the smallest level meeting the target (bisection, vectorised
+    over the models). n_h = ceil((t_h - r_h) / (1 - u)), at least ``min_new`` where positive; a
+    stratum never reviewed (r_h = 0 < N_h) gets at least max(1, ``min_new``).
+
+    Parameters
+    ----------
+    a, N, sampled, resolved, S2 : ndarray, shape (H,)
+        As :func:`model_allocation`, for the strata of every model.
+    e2 : ndarray, shape (G,)
+        The target variance of each model.
+    group : ndarray of int, shape (H,)
+        The model (0..G-1) of each stratum.
+
+    Returns
+    -------
+    n : ndarray, shape (H,)
+        Responses to draw from each stratum's remainder.
+    v_now, v_next : ndarray, shape (G,)
+        Each model's variance with the reviews so far (inf where a stratum has none) and after.
+
+    Examples
+    --------
+    One stratum never reviewed (N = 1,000, S^2 = .25), target SE .0153: t = S^2 / (e^2 + S^2 / N),
+    the textbook size 517, as :func:`model_allocation`; with 300 already resolved, 217 more:
+
+    >>> one = np.ones(1)
+    >>> n, v0, v1 = pooled_allocation(one, 1000 * one, 0 * one, 0 * one, 0.25 * one, np.array([0.0153**2]),
+    ...     np.zeros(1, dtype=np.int64))
+    >>> int(n[0]), bool(np.isinf(v0[0])), bool(v1[0] <= 0.0153**2)
+    (517, True, True)
+    >>> n, _, _ = pooled_allocation(one, 1000 * one, 300 * one, 300 * one, 0.25 * one, np.array([0.0153**2]),
+    ...     np.zeros(1, dtype=np.int64))
+    >>> int(n[0])
+    217
+    """
+    q = 1.0 - unresolved
+    G = len(e2)
+    R = np.maximum(N - sampled, 0.0)
+    live = N > 0
+    A2 = np.where(live, a * a * S2, 0.0)
+    fpc = np.where(live, A2 / np.where(live, N, 1.0), 0.0)
+    must = live & (resolved <= 0)
+    lo_t = np.where(must, np.minimum(q * max(1, min_new), q * R), resolved)
+    hi_t = resolved + q * R
+
+    def var(t: NDArray[np.float64]) -> NDArray[np.float64]:
+        with np.errstate(divide="ignore", invalid="ignore"):
+            term = np.where(live & (t <= 0), np.inf, np.where(live, A2 / np.where(t > 0, t, 1.0), 0.0) - fpc)
+        return np.bincount(group, weights=np.where(np.isinf(term), 1e300, term), minlength=G)
+
+    with np.errstate(divide="ignore", invalid="ignore"):
+        now = np.where(live & (resolved <= 0), np.inf, np.where(live, A2 / np.where(resolved > 0, resolved, 1.0), 0.0) - fpc)
+    v_now = np.bincount(group, weights=np.where(np.isinf(now), 1e300, now), minlength=G)
+    v_now = np.where(v_now >= 1e299, np.inf, v_now)
+    need = v_now > e2
+    c = np.sqrt(A2)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        kmax_h = np.where(c > 0, hi_t / np.where(c > 0, c, 1.0), 0.0)
+    k_hi = np.log(np.maximum(_group_max(kmax_h, group, G), 1e-12)) + 1.0
+    k_lo = np.full(G, np.log(1e-12))
+    reach = var(hi_t) <= e2
+    for _ in range(100):
+        mid = (k_lo + k_hi) / 2.0
+        t = np.clip(np.exp(mid)[group] * c, lo_t, np.maximum(lo_t, hi_t))
+        ok = var(t) <= e2
+        k_hi = np.where(ok, mid, k_hi)
+        k_lo = np.where(ok, k_lo, mid)
+    t = np.clip(np.exp(k_hi)[group] * c, lo_t, np.maximum(lo_t, hi_t))
+    t = np.where(reach[group], t, hi_t)  # not reachable: every remainder in full
+    with np.errstate(divide="ignore", invalid="ignore"):
+        n = np.ceil(np.maximum(t - resolved, 0.0) / q - 1e-9)
+    n = np.where(n > 0, np.maximum(n, min_new), 0.0)
+    n = np.where(must, np.maximum(n, max(1, min_new)), n)
+    n = np.where(need[group], np.minimum(n, R), 0.0)
+    v_next = var(resolved + q * n)
+    v_next = np.where(v_next >= 1e299, np.inf, v_next)
+    return n, v_now, np.where(need, v_next, v_now)
+
+
+def _group_max(v: NDArray[np.float64], group: NDArray[np.int64], G: int) -> NDArray[np.float64]:
+    out = np.zeros(G)
+    np.maximum.at(out, group, v)
+    return out
+
+
 def _rate_guess(df: pd.DataFrame, prior: Mapping[str, float], weight: float) -> NDArray[np.float64]:
     pi0 = df["judge_label"].map(lambda v: prior.get(v, 0.5)).to_numpy(dtype=np.float64)
     y, r = df["harmful"].to_numpy(dtype=np.float64), df["resolved"].to_numpy(dtype=np.float64)
@@ -219,6 +324,7 @@ def plan_round(
     min_new: int = 5,
     variances: NDArray[np.float64] | None = None,
     rates: NDArray[np.float64] | None = None,
+    design: str = "pooled",
 ) -> RoundPlan:
     """The next wave that brings every model's corrected rate to its target half-width (module docstring).
 
@@ -250,6 +356,12 @@ def plan_round(
         Known S_h^2 per row (normal theory, no floor) instead of the guesses.
     rates : ndarray, optional
         Known pi_h per row (an oracle, for simulations) instead of the guesses; the floor applies.
+    design : {"pooled", "conditional"}
+        How the waves of a stratum are estimated (docs/methods.md 4.9): ``"pooled"`` (the
+        default): a row is a stratum with all its waves, ``sampled`` and ``resolved`` their
+        union, one sample of N_h (:func:`pooled_allocation`); ``"conditional"``: what earlier
+        waves sampled is a census of its own and the next wave an SRS of the remainder
+        (:func:`model_allocation`, with ``keep_population``/``keep_resolved``).
 
     Returns
     -------
@@ -275,6 +387,8 @@ def plan_round(
         raise ValueError(f"The strata frame lacks column(s) {miss}.")
     if (target_halfwidth is None) == (budget is None):
         raise ValueError("give a target half-width or a budget (one of them).")
+    if design not in ("pooled", "conditional"):
+        raise ValueError(f"design must be 'pooled' or 'conditional'; got {design!r}.")
     if not 0 <= unresolved < 1 or not 0 <= expert_share <= 1 or reviewers < 1:
         raise ValueError("unresolved must be in [0, 1), expert_share in [0, 1] and reviewers >= 1.")
     bad = set(strata["judge_label"].astype(str)) - set(JUDGE_LABELS)
@@ -317,6 +431,8 @@ def plan_round(
             floor = 0.5 / (resolved + n_prev * (1.0 - unresolved) + 1.0)
             p = np.maximum(pi, floor)
             S2[:] = p * (1.0 - p)
+        if design == "pooled":
+            return solve_pooled(targets)
         n = np.zeros(len(df))
         rows: list[dict[str, object]] = []
         for m, idx in zip(models, groups, strict=True):
@@ -353,6 +469,40 @@ def plan_round(
                     "items": int(nm.sum()),
                     "reviews": float(nm.sum() * per_item),
                     "at_target": bool(hw0 <= t + 1e-9),
+                    "reachable": reach,
+                    "note": note,
+                }
+            )
+        return n, rows
+
+    def solve_pooled(targets: Mapping[str, float]) -> tuple[NDArray[np.float64], list[dict[str, object]]]:
+        t = np.array([float(targets[m]) for m in models])
+        e = (t - unresolved / 2.0) / z
+        bad = e <= 0
+        e = np.where(bad, 1e-6, e)
+        n, v0, v1 = pooled_allocation(
+            a, N, sampled, resolved, S2, e * e, codes.astype(np.int64), unresolved=unresolved, min_new=min_new
+        )
+        items = np.bincount(codes, weights=n, minlength=len(models))
+        hw0 = z * np.sqrt(v0) + unresolved / 2.0
+        hw1 = z * np.sqrt(v1) + unresolved / 2.0
+        rows: list[dict[str, object]] = []
+        for k, m in enumerate(models):
+            note = ""
+            if bad[k]:
+                note = f"not reachable: {unresolved:.0%} unresolved alone give a half-width of {unresolved / 2:.3f}"
+            reach = bool(hw1[k] <= t[k] + 1e-9) and not note
+            if not reach and not note:
+                note = "not reachable even with every remaining response reviewed"
+            rows.append(
+                {
+                    "model": m,
+                    "target": float(t[k]),
+                    "halfwidth_now": float(hw0[k]),
+                    "expected_halfwidth": float(hw1[k]),
+                    "items": int(items[k]),
+                    "reviews": float(items[k] * per_item),
+                    "at_target": bool(hw0[k] <= t[k] + 1e-9),
                     "reachable": reach,
                     "note": note,
                 }

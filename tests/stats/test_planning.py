@@ -149,3 +149,52 @@ def test_sampled_ambiguous_strata_and_the_next_wave_are_srs_prefixes() -> None:
     assert amb == set(first.loc[first.stratum == "ambiguous", "response_id"]) | set(nxt.response_id)
     with pytest.raises(ValueError, match="cannot draw"):
         select_next_wave(responses, first.response_id, plan.assign(n=[181, 0]), seed=3)
+
+
+def test_pooled_waves_are_water_filling_checked_by_brute_force() -> None:
+    # Pooled design (methods 4.9): Var = sum_h a_h^2 (1 / t_h - 1 / N_h) S_h^2, t_h = r_h + n_h.
+    # Brute force over every allocation near the plan: none with fewer items meets the target.
+    from annotate.stats.planning import pooled_allocation
+
+    a = np.array([0.1, 0.4, 0.5])
+    N = np.array([100.0, 400.0, 500.0])
+    r = np.array([40.0, 10.0, 10.0])  # the judge-harmful stratum already has more than its share
+    S2 = np.array([0.85 * 0.15, 0.04 * 0.96, 0.25])
+    e2 = (0.05 / Z) ** 2
+    g = np.zeros(3, dtype=np.int64)
+    n, v0, v1 = pooled_allocation(a, N, r, r, S2, np.array([e2]), g)
+
+    def var(m: np.ndarray) -> float:
+        return float((a**2 * (1 / (r + m) - 1 / N) * S2).sum())
+
+    assert v0[0] == pytest.approx(var(np.zeros(3))) and v0[0] > e2
+    assert v1[0] == pytest.approx(var(n)) and v1[0] <= e2
+    assert n[0] == 0  # kept: its 40 already exceed Neyman's share
+    best = min(
+        sum(m)
+        for m in itertools.product(*(range(0, int(k) + 15) for k in n))
+        if var(np.array(m, dtype=float)) <= e2
+    )
+    assert n.sum() <= best + 2
+
+
+def test_pooled_allocation_is_per_model_and_never_exceeds_the_remainder() -> None:
+    from annotate.stats.planning import pooled_allocation
+
+    a = np.array([0.5, 0.5, 0.5, 0.5])
+    N = np.array([50.0, 50.0, 50.0, 50.0])
+    r = np.array([5.0, 5.0, 5.0, 5.0])
+    S2 = np.full(4, 0.25)
+    g = np.array([0, 0, 1, 1])
+    # model 0 wants +-1 point (not reachable: both remainders in full), model 1 is at its target
+    n, v0, v1 = pooled_allocation(a, N, r, r, S2, np.array([(0.01 / Z) ** 2, 1.0]), g)
+    assert n.tolist() == [45.0, 45.0, 0.0, 0.0]
+    assert v1[0] == pytest.approx(0.0, abs=1e-15) and v1[1] == v0[1]
+
+
+def test_pooled_and_conditional_plans_agree_before_any_review() -> None:
+    a = plan_round(_strata(), 0.03)
+    b = plan_round(_strata(), 0.03, design="conditional")
+    assert a.strata.n.tolist() == b.strata.n.tolist() == [34, 74, 235]
+    with pytest.raises(ValueError, match="design"):
+        plan_round(_strata(), 0.03, design="other")
