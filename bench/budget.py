@@ -184,8 +184,8 @@ def fast_score(N: np.ndarray, r: np.ndarray, y: np.ndarray, D: int, rng: np.rand
             m_act = mod[act]
             starts = np.r_[0, np.flatnonzero(np.diff(m_act)) + 1]
             draws[m_act[starts]] += np.add.reduceat(X, starts, axis=0)
-        l, h = equal_tailed(draws, 0.95)
-        lo[sl], hi[sl] = l.reshape(Rb, M), h.reshape(Rb, M)
+        low, high = equal_tailed(draws, 0.95)
+        lo[sl], hi[sl] = low.reshape(Rb, M), high.reshape(Rb, M)
     lo, hi, _ = enclose(est.ravel(), lo.ravel(), hi.ravel())
     return lo.reshape(R, M), hi.reshape(R, M), est
 
@@ -222,7 +222,10 @@ def check_fast_score(R: int = 2, D: int = 40000, seed: int = 7) -> pd.DataFrame:
     """
     rows = []
     rng = np.random.default_rng(seed)
-    for name, pop in (("sim", simulate(R, rng, lo=0.005, hi=0.4, se=0.85)), ("rare", simulate(R, rng, lo=0.002, hi=0.05, se=0.7))):
+    for name, pop in (
+        ("sim", simulate(R, rng, lo=0.005, hi=0.4, se=0.85)),
+        ("rare", simulate(R, rng, lo=0.002, hi=0.05, se=0.7)),
+    ):
         N, K = pop.N, pop.K
         for design, n in (
             ("census+25", np.where(np.arange(3) == 2, N, np.minimum(N, 25))),
@@ -243,7 +246,9 @@ def check_fast_score(R: int = 2, D: int = 40000, seed: int = 7) -> pd.DataFrame:
         a = fast_score(N6, r6, y6, D, np.random.default_rng(seed + 3))
         b = tool_score(N6, r6, y6, D, seed + 4)
         c = tool_score(N6, r6, y6, D, seed + 6)
-        rows.append({"population": name, "design": "two waves, conditional", **_diff(a, b), **_diff(c, b, "tool vs tool ")})
+        rows.append(
+            {"population": name, "design": "two waves, conditional", **_diff(a, b), **_diff(c, b, "tool vs tool ")}
+        )
     return pd.DataFrame(rows)
 
 
@@ -288,7 +293,9 @@ def planned(N, sampled, y, targets, *, rates=None, min_new=5):
     plan = plan_round(f[keep], tg, rates=None if rates is None else rates.ravel()[keep], min_new=min_new, reviewers=1)
     n = np.zeros(N.size, dtype=np.int64)
     n[keep] = plan.strata.n.to_numpy()
-    hw_now = plan.models.set_index("model").halfwidth_now.reindex([str(i) for i in range(R * M)]).to_numpy().reshape(R, M)
+    hw_now = (
+        plan.models.set_index("model").halfwidth_now.reindex([str(i) for i in range(R * M)]).to_numpy().reshape(R, M)
+    )
     return n.reshape(N.shape), hw_now
 
 
@@ -352,7 +359,7 @@ def run_chunk(job: tuple) -> dict[str, dict[str, np.ndarray]]:
     lo, hi, _ = fast_score(N, n_tot, y_tot, D, rng)
     waves = np.ones((R, M))
     rho = np.ones((R, M))
-    for w in range(2, args.max_waves + 1):
+    for _wave in range(2, args.max_waves + 1):
         hw = (hi - lo) / 2
         todo = hw > TARGET + 1e-9
         if not todo.any():
@@ -389,7 +396,10 @@ def run(name: str, pop: Population, args: argparse.Namespace) -> pd.DataFrame:
         with mp.get_context("fork").Pool(args.workers) as pool:
             for i, part in enumerate(pool.imap(run_chunk, jobs)):
                 parts.append(part)
-                print(f"  {name}: {min((i + 1) * args.chunk, R)}/{R} replicates, {time.time() - t0:.0f} s", file=sys.stderr)
+                print(
+                    f"  {name}: {min((i + 1) * args.chunk, R)}/{R} replicates, {time.time() - t0:.0f} s",
+                    file=sys.stderr,
+                )
     else:
         for i, job in enumerate(jobs):
             parts.append(run_chunk(job))
@@ -404,13 +414,21 @@ def run(name: str, pop: Population, args: argparse.Namespace) -> pd.DataFrame:
         ok = share >= AT_TARGET_SHARE
         pick = np.where(ok.any(axis=0), ok.argmax(axis=0), len(FACTORS) - 1)  # per model
         M = share.shape[1]
-        designs[base] = {f: np.stack([acc[keys[pick[m]]][f][:, m] for m in range(M)], axis=1) for f in ("lo", "hi", "items", "cov")}
+        designs[base] = {
+            f: np.stack([acc[keys[pick[m]]][f][:, m] for m in range(M)], axis=1) for f in ("lo", "hi", "items", "cov")
+        }
         factor[base] = np.array(FACTORS)[pick]
         designs[base + ", unscaled (normal theory)"] = acc[keys[0]]
     designs["(a) census + 25"] = acc["(a) census + 25"]
     designs["(c) planned waves"] = acc["(c) planned waves"]
-    order = ["(a) census + 25", "(b) SRS per cell", "(b) SRS per cell, unscaled (normal theory)", "(c) planned waves",
-             "(d) oracle", "(d) oracle, unscaled (normal theory)"]
+    order = [
+        "(a) census + 25",
+        "(b) SRS per cell",
+        "(b) SRS per cell, unscaled (normal theory)",
+        "(c) planned waves",
+        "(d) oracle",
+        "(d) oracle, unscaled (normal theory)",
+    ]
     per_item = REVIEWERS + pop.expert_share
     oracle = designs["(d) oracle"]["items"].sum(axis=1).mean() * per_item
     rows = []

@@ -205,9 +205,7 @@ def covered(low: np.ndarray, high: np.ndarray, truth: np.ndarray) -> tuple[float
     return float(np.mean((low <= truth + 1e-12) & (truth <= high + 1e-12))), float(np.mean(high - low))
 
 
-def part_intervals(
-    R: int, D: int, chunk: int, seed: int, scenarios: tuple[Scenario, ...] = SCENARIOS
-) -> pd.DataFrame:
+def part_intervals(R: int, D: int, chunk: int, seed: int, scenarios: tuple[Scenario, ...] = SCENARIOS) -> pd.DataFrame:
     rows = []
     for k, sc in enumerate(scenarios):
         t0 = time.perf_counter()
@@ -769,7 +767,9 @@ def main() -> None:
         print()
     if args.part in ("sampled", "all"):
         t = part_intervals(R, D, args.chunk, args.seed + 100, SAMPLED_AMBIGUOUS)
-        print(f"Sampled ambiguous strata: coverage of nominal 95 % intervals and mean width ({R} replicates, {D} draws):")
+        print(
+            f"Sampled ambiguous strata: coverage of nominal 95 % intervals and mean width ({R} replicates, {D} draws):"
+        )
         cols = ["scenario", "truth", "tool", "tool_width", "today", "today_width", "wilson", "wald", "note"]
         print(t[cols].to_string(index=False, float_format=lambda x: f"{x:.3f}"))
         worst = t.tool.min()

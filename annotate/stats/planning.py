@@ -266,18 +266,23 @@ def pooled_allocation(
     def var(t: NDArray[np.float64]) -> NDArray[np.float64]:
         with np.errstate(divide="ignore", invalid="ignore"):
             term = np.where(live & (t <= 0), np.inf, np.where(live, A2 / np.where(t > 0, t, 1.0), 0.0) - fpc)
-        return np.bincount(group, weights=np.where(np.isinf(term), 1e300, term), minlength=G)
+        out: NDArray[np.float64] = np.asarray(
+            np.bincount(group, weights=np.where(np.isinf(term), 1e300, term), minlength=G), dtype=np.float64
+        )
+        return out
 
     with np.errstate(divide="ignore", invalid="ignore"):
-        now = np.where(live & (resolved <= 0), np.inf, np.where(live, A2 / np.where(resolved > 0, resolved, 1.0), 0.0) - fpc)
-    v_now = np.bincount(group, weights=np.where(np.isinf(now), 1e300, now), minlength=G)
-    v_now = np.where(v_now >= 1e299, np.inf, v_now)
+        now = np.where(
+            live & (resolved <= 0), np.inf, np.where(live, A2 / np.where(resolved > 0, resolved, 1.0), 0.0) - fpc
+        )
+    v_sum = np.bincount(group, weights=np.where(np.isinf(now), 1e300, now), minlength=G)
+    v_now: NDArray[np.float64] = np.where(v_sum >= 1e299, np.inf, v_sum).astype(np.float64)
     need = v_now > e2
     c = np.sqrt(A2)
     with np.errstate(divide="ignore", invalid="ignore"):
         kmax_h = np.where(c > 0, hi_t / np.where(c > 0, c, 1.0), 0.0)
-    k_hi = np.log(np.maximum(_group_max(kmax_h, group, G), 1e-12)) + 1.0
-    k_lo = np.full(G, np.log(1e-12))
+    k_hi: NDArray[np.float64] = np.log(np.maximum(_group_max(kmax_h, group, G), 1e-12)) + 1.0
+    k_lo: NDArray[np.float64] = np.full(G, np.log(1e-12))
     reach = var(hi_t) <= e2
     for _ in range(100):
         mid = (k_lo + k_hi) / 2.0
@@ -287,14 +292,14 @@ def pooled_allocation(
         k_lo = np.where(ok, k_lo, mid)
     t = np.clip(np.exp(k_hi)[group] * c, lo_t, np.maximum(lo_t, hi_t))
     t = np.where(reach[group], t, hi_t)  # not reachable: every remainder in full
-    with np.errstate(divide="ignore", invalid="ignore"):
-        n = np.ceil(np.maximum(t - resolved, 0.0) / q - 1e-9)
-    n = np.where(n > 0, np.maximum(n, min_new), 0.0)
-    n = np.where(must, np.maximum(n, max(1, min_new)), n)
-    n = np.where(need[group], np.minimum(n, R), 0.0)
+    n0 = np.ceil(np.maximum(t - resolved, 0.0) / q - 1e-9)
+    n1 = np.where(n0 > 0, np.maximum(n0, min_new), 0.0)
+    n2 = np.where(must, np.maximum(n1, max(1, min_new)), n1)
+    n = np.asarray(np.where(need[group], np.minimum(n2, R), 0.0), dtype=np.float64)
     v_next = var(resolved + q * n)
     v_next = np.where(v_next >= 1e299, np.inf, v_next)
-    return n, v_now, np.where(need, v_next, v_now)
+    v_out: NDArray[np.float64] = np.where(need, v_next, v_now).astype(np.float64)
+    return n.astype(np.float64), v_now.astype(np.float64), v_out
 
 
 def _group_max(v: NDArray[np.float64], group: NDArray[np.int64], G: int) -> NDArray[np.float64]:

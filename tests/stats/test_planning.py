@@ -171,9 +171,7 @@ def test_pooled_waves_are_water_filling_checked_by_brute_force() -> None:
     assert v1[0] == pytest.approx(var(n)) and v1[0] <= e2
     assert n[0] == 0  # kept: its 40 already exceed Neyman's share
     best = min(
-        sum(m)
-        for m in itertools.product(*(range(0, int(k) + 15) for k in n))
-        if var(np.array(m, dtype=float)) <= e2
+        sum(m) for m in itertools.product(*(range(0, int(k) + 15) for k in n)) if var(np.array(m, dtype=float)) <= e2
     )
     assert n.sum() <= best + 2
 
