@@ -4,7 +4,14 @@ docs/methods.md 4.9 (the design) and 4.10 (this planner). The estimand is a mode
 rate, the macro-average over its B benchmarks (4.7): p_m = sum_h a_h ybar_h with
 a_h = N_h / (B N_cell) over the model's strata h (every (benchmark, stratum) of the model).
 
-**The design after the next wave** (4.9): in stratum h, the p_h responses sampled so far (any
+**The design after the next wave, pooled** (the default, ``design="pooled"``; 4.9): every wave
+of a stratum together is one simple random sample of its N_h responses (the union of the waves
+is a prefix of the stratum's hash order), t_h = r_h + (1 - u) n_h resolved after the wave, Var_h =
+a_h^2 (1 / t_h - 1 / N_h) S_h^2, allocated by water-filling (:func:`pooled_allocation`). Why pooled
+and not the conditional design below: methods 4.9 (a kept stratum's sample is selected on its own
+labels; stopping at target selects the last draw on its width; the pilot counts only for itself).
+
+**The conditional design** (``design="conditional"``): in stratum h, the p_h responses sampled so far (any
 earlier wave, reviewed or awaiting review) become a census stratum of their own, and the next
 wave draws a simple random sample of n_h from the R_h = N_h - p_h not yet sampled. Given the
 past, the remainder's sample mean is unbiased for the remainder's rate and
