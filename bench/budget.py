@@ -11,19 +11,23 @@ For every scenario and replicate, a finite population is drawn (the simulated on
 (b) a simple random sample of each cell, n per cell from the true cell variances (normal theory)
     so that each model's half-width is 3 points;
 (c) planned waves: a pilot (``route`` with ``--ambiguous`` and ``--clear-per-cell`` of the pilot),
-    then ``plan --target-halfwidth 0.03`` and ``route --next-wave`` until every model's interval is
-    at +-3 points (at most --max-waves waves). The planner takes the interval's own width per
-    model into account (the ratio of the reported half-width to z SE at the last scoring);
-    estimated with the conditional design (docs/methods.md 4.9: what earlier waves sampled is a
-    census of its own, the last draw of each stratum an SRS of its remainder) and, on the same
-    samples, pooled (every wave's sample of a stratum treated as one SRS);
-(d) the oracle: the same planner with the true stratum rates, one wave and no pilot.
+    then ``plan --target-halfwidth 0.03`` and ``route --next-wave`` for the models whose interval
+    is not yet within +-3 points (at most --max-waves waves); every wave of a stratum pooled into
+    one sample (docs/methods.md 4.9-4.10); the planner is given t / rho, rho = the reported
+    half-width over the planner's own for the reviews so far, clipped to [--rho-min, 2];
+(d) the oracle: the planner with the true stratum rates, one wave and no pilot, scaled per model
+    by the smallest of FACTORS at which AT_TARGET_SHARE of the replicates reach the target (one
+    factor for every replicate: no replicate's own sample chooses its size); also unscaled.
+    (b) is scaled the same way.
 
 Reviews = items x reviewers (2) + items sent to an expert (XSTest: the share where its two
 annotators disagree; simulations: none). Printed per scenario: mean reviews, the ratio to (d),
 the share of models whose interval is within +-3 points (half-width = (high - low) / 2), the
-largest half-width (mean over replicates of the worst model), and coverage of the models' true
-rates with its Monte-Carlo SE.
+largest half-width (mean over replicates of the worst model), coverage of the models' true
+rates with its Monte-Carlo SE and the lowest coverage of one model over the replicates.
+
+The intervals are the tool's own ``corrected`` model rows, computed by :func:`fast_score`, the
+same computation as ``corrected_scores`` vectorised over replicates (``--check`` compares them).
 
 Scenarios:
 
