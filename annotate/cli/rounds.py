@@ -192,7 +192,7 @@ def route(
         click.echo("Judge per benchmark: " + "; ".join(f"{b}: {j}" for b, j in out.judges.items()) + ".")
     for note in out.notes:
         click.echo(f"Note: {note}")
-    if len(strata):
+    if len(strata) and not out.next_wave:
         from annotate.pipeline.route import describe_ambiguous
 
         amb = strata[strata.stratum.astype(str).str.startswith("ambiguous")]
