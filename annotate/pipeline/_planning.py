@@ -203,4 +203,15 @@ def target_status(
         verdict = "budget spent"
     else:
         verdict = "not done"
+    if verdict != "not done":
+        # Neighbours by estimate whose intervals overlap: not separated at this precision or budget.
+        ranked = out.dropna(subset=["ci_low", "ci_high"]).sort_values("estimate")
+        tied = [
+            f"{a.model} and {b.model}"
+            for a, b in zip(ranked.itertuples(), ranked.iloc[1:].itertuples(), strict=False)
+            if b.ci_low <= a.ci_high
+        ]
+        if tied:
+            at = "at this budget" if verdict == "budget spent" else "at this precision"
+            notes.append(f"cannot be separated {at} (their intervals overlap): {'; '.join(tied)}.")
     return TargetStatus(out, verdict, done, float(plan.reviews), target_halfwidth, budget, notes)

@@ -237,6 +237,10 @@ def test_status_says_when_the_round_is_at_its_target_and_what_is_left(store, run
     assert doc["target"]["verdict"] == "not done" and all(m["more_reviews"] > 0 for m in doc["target"]["models"])
     spent = run(runner, prefix, "status", "--round", "r1", "--target-halfwidth", "0.01", "--budget", "100")
     assert "Budget spent: 160 reviews done of a budget of 100" in spent.output
+    lo = {m: r["ci_low"] for m, r in overall.items()}
+    hi = {m: r["ci_high"] for m, r in overall.items()}
+    overlap = lo["m1"] <= hi["m2"] and lo["m2"] <= hi["m1"]
+    assert ("cannot be separated at this budget" in spent.output) == overlap
     refused = run(runner, prefix, "status", "--target-halfwidth", "0.03", ok=False)
     assert "need --round" in refused.output
     # score says the same.
