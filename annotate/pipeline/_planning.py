@@ -48,6 +48,7 @@ def plan_target(
     expert_share: float = 0.0,
     unresolved: float = 0.0,
     judge: str | None = None,
+    reported: dict[str, float] | None = None,
 ) -> RoundPlan:
     """The next wave for a target half-width of every model's corrected rate (docs/methods.md 4.10).
 
@@ -109,7 +110,8 @@ def plan_target(
         # The plan's half-widths are normal-theory; the interval a round reports (and status checks)
         # is wider where its strata share a component (docs/methods.md 9.12). Each model's target is
         # narrowed by that ratio, so that the wave planned to reach it reaches it as reported.
-        reported = _reported_halfwidths(store, names)
+        if reported is None:
+            reported = _reported_halfwidths(store, names)
         now = dict(zip(planned.models.model.astype(str), planned.models.halfwidth_now.astype(float), strict=True))
         wanted = targets if isinstance(targets, dict) else dict.fromkeys(now, float(targets))
         narrowed = {}
@@ -126,7 +128,11 @@ def plan_target(
 
 def _reported_halfwidths(store: Store, names: tuple[str, ...]) -> dict[str, float]:
     """Each model's corrected interval half-width over all benchmarks, as `score` reports it."""
-    rows = _corrected(store, names)
+    return _halfwidths(_corrected(store, names))
+
+
+def _halfwidths(rows: pd.DataFrame) -> dict[str, float]:
+    """model -> (ci_high - ci_low) / 2 of the corrected rows that have an interval."""
     return {
         str(m): (float(hi) - float(lo)) / 2
         for m, lo, hi in zip(rows.model, rows.ci_low, rows.ci_high, strict=True)
@@ -172,7 +178,7 @@ def target_status(
         rid = int(store.get_round(name)["id"])  # type: ignore[index]
         votes = store.annotations(rid)
         done += int(len(votes))
-    plan = plan_target(store, names, target_halfwidth=target_halfwidth)
+    plan = plan_target(store, names, target_halfwidth=target_halfwidth, reported=_halfwidths(rows))
     more = dict(zip(plan.models.model.astype(str), plan.models.reviews.astype(float), strict=True))
     out = pd.DataFrame(
         {
