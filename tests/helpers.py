@@ -57,3 +57,40 @@ def design_strata(doc: dict[str, Any]) -> Any:
 
     rows = [{**s, "round": r["round"]} for r in doc["rounds"] for s in r["strata"]]
     return pd.DataFrame(rows).reindex(columns=list(DESIGN_STRATA_COLUMNS))
+
+
+def pull_task_files(
+    runner: Any,
+    prefix: list[str],
+    ws: Path,
+    tmp: Path,
+    say: Any,
+    *,
+    reviewers: tuple[str, ...] = ("A1", "A2"),
+    round_name: str = "r1",
+) -> None:
+    """Each reviewer labels every task of their task file (``route --to-file``) and it is pulled.
+
+    ``say(who, task)`` gives the verdict of reviewer ``who`` on a task (its ``data`` as routed);
+    the export is what Label Studio writes for those annotations (``completed_by`` the reviewer's
+    own user), pulled with ``pull --from-file``.
+    """
+    from annotate.cli import cli
+    from annotate.labelstudio.labelconfig import choices_result
+
+    for k, who in enumerate(reviewers):
+        tasks = json.loads((ws / "tasks" / round_name / f"{who}.json").read_text())
+        export = [
+            {
+                "id": 1000 + n,
+                "data": task["data"],
+                "meta": task["meta"],
+                "annotations": [{"id": 5000 + n, "completed_by": 7 + k, "result": choices_result(say(who, task))}],
+            }
+            for n, task in enumerate(tasks)
+        ]
+        path = tmp / f"export-{who}.json"
+        path.write_text(json.dumps(export))
+        args = [*prefix, "pull", "--round", round_name, "--from-file", str(path), "--annotator", who]
+        result = runner.invoke(cli, args)
+        assert result.exit_code == 0, (args, result.output, result.stderr)

@@ -19,8 +19,7 @@ import pandas as pd
 import pytest
 
 from annotate.cli import cli
-from annotate.labelstudio.labelconfig import choices_result
-from tests.helpers import write_jsonl
+from tests.helpers import pull_task_files, write_jsonl
 
 MODELS = ("m-one", "m-two")
 N = 40
@@ -74,25 +73,13 @@ def run(runner, args):
 
 def pull_reviews(runner, prefix, ws: Path, tmp: Path, reviewers=REVIEWERS, say=verdict) -> None:
     """Each reviewer's Label Studio export of their task file, pulled."""
-    for k, who in enumerate(reviewers):
-        tasks = json.loads((ws / "tasks" / "r1" / f"{who}.json").read_text())
-        export = []
-        for n, task in enumerate(tasks):
-            found = re.search(r"prompt (\d+)$", task["data"]["prompt"])
-            assert found is not None
-            export.append(
-                {
-                    "id": 1000 + n,
-                    "data": task["data"],
-                    "meta": task["meta"],
-                    "annotations": [
-                        {"id": 5000 + n, "completed_by": 7 + k, "result": choices_result(say(who, int(found.group(1))))}
-                    ],
-                }
-            )
-        path = tmp / f"export-{who}.json"
-        path.write_text(json.dumps(export))
-        run(runner, [*prefix, "pull", "--round", "r1", "--from-file", str(path), "--annotator", who])
+
+    def said(who, task):
+        found = re.search(r"prompt (\d+)$", task["data"]["prompt"])
+        assert found is not None
+        return say(who, int(found.group(1)))
+
+    pull_task_files(runner, prefix, ws, tmp, said, reviewers=tuple(reviewers))
 
 
 def reviewed_round(runner, prefix, ws: Path, tmp: Path) -> None:

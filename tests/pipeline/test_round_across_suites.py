@@ -16,8 +16,7 @@ from pathlib import Path
 import pytest
 
 from annotate.cli import cli
-from annotate.labelstudio.labelconfig import choices_result
-from tests.helpers import generic_row, write_jsonl
+from tests.helpers import generic_row, pull_task_files, write_jsonl
 
 ROUTE = ("--annotators", "A1,A2", "--clear-per-cell", "4", "--seed", "5")
 DATA = Path(__file__).resolve().parents[1] / "data" / "formats"
@@ -66,26 +65,16 @@ def two_tools(workspace, runner, tmp_path):
 
 def _pull(runner, prefix, ws: Path, tmp: Path, disagree_on: set[int] = frozenset()) -> None:
     """Each reviewer labels every task of their file: harmful when the answer says HARM."""
-    for k, who in enumerate(("A1", "A2")):
-        tasks = json.loads((ws / "tasks" / "r1" / f"{who}.json").read_text())
-        export = []
-        for n, task in enumerate(tasks):
-            found = re.search(r"answer (\d+) (HARM|ok)$", task["data"]["response"])
-            assert found is not None, task["data"]
-            verdict = "harmful" if found.group(2) == "HARM" else "safe"
-            if who == "A2" and int(found.group(1)) in disagree_on:
-                verdict = "safe" if verdict == "harmful" else "harmful"
-            export.append(
-                {
-                    "id": 1000 + n,
-                    "data": task["data"],
-                    "meta": task["meta"],
-                    "annotations": [{"id": 5000 + n, "completed_by": 7 + k, "result": choices_result(verdict)}],
-                }
-            )
-        path = tmp / f"export-{who}.json"
-        path.write_text(json.dumps(export))
-        run(runner, prefix, "pull", "--round", "r1", "--from-file", str(path), "--annotator", who)
+
+    def say(who, task):
+        found = re.search(r"answer (\d+) (HARM|ok)$", task["data"]["response"])
+        assert found is not None, task["data"]
+        verdict = "harmful" if found.group(2) == "HARM" else "safe"
+        if who == "A2" and int(found.group(1)) in disagree_on:
+            verdict = "safe" if verdict == "harmful" else "harmful"
+        return verdict
+
+    pull_task_files(runner, prefix, ws, tmp, say)
 
 
 def test_two_tools_outputs_are_one_round_each_benchmark_on_its_judge(two_tools, runner, tmp_path):

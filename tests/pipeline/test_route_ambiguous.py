@@ -15,8 +15,7 @@ import pytest
 
 from annotate.audit.design import Design, DesignError
 from annotate.cli import cli
-from annotate.labelstudio.labelconfig import choices_result
-from tests.helpers import generic_row, write_jsonl
+from tests.helpers import generic_row, pull_task_files, write_jsonl
 
 ROUTE = ("--annotators", "A1,A2", "--clear-per-cell", "5", "--seed", "3", "--to-file")
 #: Per model: ambiguous, harmful, safe responses (m1's ambiguous stratum is larger than the default 50).
@@ -108,24 +107,14 @@ def test_a_round_keeps_its_rule_for_later_waves(store, runner, tmp_path):
 
 
 def _pull(runner, prefix, ws, tmp):
-    for k, who in enumerate(("A1", "A2")):
-        tasks = json.loads((ws / "tasks" / "r1" / f"{who}.json").read_text())
-        export = []
-        for n, task in enumerate(tasks):
-            found = re.search(r"answer \d+ (HARM|ok)$", task["data"]["response"])
-            assert found is not None
-            verdict = "harmful" if found.group(1) == "HARM" else "safe"
-            export.append(
-                {
-                    "id": 100 + n,
-                    "data": task["data"],
-                    "meta": task["meta"],
-                    "annotations": [{"id": 900 + n, "completed_by": 7 + k, "result": choices_result(verdict)}],
-                }
-            )
-        path = tmp / f"{who}.json"
-        path.write_text(json.dumps(export))
-        run(runner, prefix, "pull", "--round", "r1", "--from-file", str(path), "--annotator", who)
+    """Both reviewers label every task: harmful when the answer says HARM."""
+
+    def say(_who, task):
+        found = re.search(r"answer \d+ (HARM|ok)$", task["data"]["response"])
+        assert found is not None
+        return "harmful" if found.group(1) == "HARM" else "safe"
+
+    pull_task_files(runner, prefix, ws, tmp, say)
 
 
 def test_a_sampled_ambiguous_stratum_is_weighted_by_its_design_scored_exported_and_verified(store, runner, tmp_path):
