@@ -66,6 +66,9 @@ OPTIONAL_FILES = ("diagnostics.json",)
 
 _SCORES = ("scores.csv", "ranking.csv", "flips.csv", "p_safer.csv")
 _JUDGES = ("judges.csv", "judge_pairs.csv")
+#: The files of an export since annotate-export/3: its inputs, and every file derived from them.
+_INPUTS = ("labels.csv", "judge_labels.csv", "design.json")
+_DERIVED = (*_SCORES, "p_tie.csv", *_JUDGES, "scores.json", "agreement.json", "report.html")
 
 #: Why exports of /2 to /4 are checked for their hashes only: their numbers came from methods this
 #: version replaced, so re-deriving them would report differences that are not tampering.
@@ -194,8 +197,8 @@ SCHEMAS: dict[str, ExportSchema] = {
         ),
         ExportSchema(
             "annotate-export/3",
-            inputs=("labels.csv", "judge_labels.csv", "design.json"),
-            derived=(*_SCORES, "p_tie.csv", *_JUDGES, "scores.json", "agreement.json", "report.html"),
+            inputs=_INPUTS,
+            derived=_DERIVED,
             rederived=(),
             neutralised=True,
             blinding=False,
@@ -205,8 +208,8 @@ SCHEMAS: dict[str, ExportSchema] = {
         ),
         ExportSchema(
             "annotate-export/4",
-            inputs=("labels.csv", "judge_labels.csv", "design.json"),
-            derived=(*_SCORES, "p_tie.csv", *_JUDGES, "scores.json", "agreement.json", "report.html"),
+            inputs=_INPUTS,
+            derived=_DERIVED,
             rederived=(),
             neutralised=True,
             blinding=True,
@@ -216,9 +219,9 @@ SCHEMAS: dict[str, ExportSchema] = {
         ),
         ExportSchema(
             "annotate-export/5",
-            inputs=("labels.csv", "judge_labels.csv", "design.json"),
-            derived=(*_SCORES, "p_tie.csv", *_JUDGES, "scores.json", "agreement.json", "report.html"),
-            rederived=(*_SCORES, "p_tie.csv", *_JUDGES, "scores.json", "agreement.json", "report.html"),
+            inputs=_INPUTS,
+            derived=_DERIVED,
+            rederived=_DERIVED,
             neutralised=True,
             blinding=True,
             summary="each round's adjudication rules in design.json and the expert's answers in labels.csv: every "
@@ -228,9 +231,9 @@ SCHEMAS: dict[str, ExportSchema] = {
         ),
         ExportSchema(
             "annotate-export/6",
-            inputs=("labels.csv", "judge_labels.csv", "design.json"),
-            derived=(*_SCORES, "p_tie.csv", *_JUDGES, "scores.json", "agreement.json", "report.html"),
-            rederived=(*_SCORES, "p_tie.csv", *_JUDGES, "scores.json", "agreement.json", "report.html"),
+            inputs=_INPUTS,
+            derived=_DERIVED,
+            rederived=_DERIVED,
             neutralised=True,
             blinding=True,
             summary="a round across suites: each benchmark routed on its own judge (design.json's judges)",
@@ -240,9 +243,9 @@ SCHEMAS: dict[str, ExportSchema] = {
         ),
         ExportSchema(
             "annotate-export/7",
-            inputs=("labels.csv", "judge_labels.csv", "design.json"),
-            derived=(*_SCORES, "p_tie.csv", *_JUDGES, "scores.json", "agreement.json", "report.html"),
-            rederived=(*_SCORES, "p_tie.csv", *_JUDGES, "scores.json", "agreement.json", "report.html"),
+            inputs=_INPUTS,
+            derived=_DERIVED,
+            rederived=_DERIVED,
             neutralised=True,
             blinding=True,
             summary="sampled ambiguous strata (each round's ambiguous rule, its sample sizes re-derived) and next "

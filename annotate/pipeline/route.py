@@ -377,10 +377,7 @@ def _plan(
         )
     after = int(waves.max_response_id.max()) if waves is not None and len(waves) else 0
     up_to = store.max_response_id()
-    population = store.routing_population(judge, after, up_to, judges)
-    cells = without_verdict = None
-    if strata_from is not None:
-        population, cells, without_verdict = unanimity_population(store, population, judge, strata_from, after, up_to)
+    population, cells, without_verdict = _wave_population(store, judge, judges, strata_from, after, up_to)
     config = _round_config(
         s, round_name, existing, workspace_config, transcripts=store.transcript_count(judge, after, up_to, judges)
     )
@@ -409,6 +406,25 @@ def _plan(
         tuple(notes),
         ambiguous,
     )
+
+
+def _wave_population(
+    store: Store,
+    judge: str,
+    judges: dict[str, str] | None,
+    strata_from: list[str] | None,
+    after: int,
+    up_to: int,
+) -> tuple[pd.DataFrame, pd.DataFrame | None, pd.DataFrame | None]:
+    """A wave's population (the routed rows with after < id <= up_to), its labels the strata's.
+
+    With ``strata_from`` the labels are the named judges' unanimity, and the cells and missing
+    verdicts of :func:`annotate.pipeline._population.unanimity_population` come with it.
+    """
+    population = store.routing_population(judge, after, up_to, judges)
+    if strata_from is None:
+        return population, None, None
+    return unanimity_population(store, population, judge, strata_from, after, up_to)
 
 
 def _next_wave_plan(
@@ -448,9 +464,7 @@ def _next_wave_plan(
     for root in sorted(want):
         top = dict(bounds)[root]
         after = max((m for w, m in bounds if m < top), default=0)
-        population = store.routing_population(judge, after, top, judges)
-        if strata_from is not None:
-            population, _, _ = unanimity_population(store, population, judge, strata_from, after, top)
+        population, _, _ = _wave_population(store, judge, judges, strata_from, after, top)
         rows = pd.DataFrame(want[root], columns=["model", "benchmark", "stratum", "n"])
         selected, strata = select_next_wave(population, sampled, rows, seed=int(existing["seed"]))
         frames.append((wave, selected, strata.assign(of_wave=root)))
@@ -467,25 +481,23 @@ def _next_wave_plan(
         ]
     )
     return _Plan(
-        round_name,
-        existing,
-        judge,
-        int(existing["seed"]),
-        int(existing["clear_per_cell"]),
-        annotators,
-        config,
-        selected_all,
-        selected_all,
-        strata_all,
-        frames[0][0] if frames else wave,
-        up_to,
-        strata_from,
-        None,
-        None,
-        judges,
-        tuple(notes),
-        str(existing.get("ambiguous") or "all"),
-        tuple(frames),
+        round_name=round_name,
+        existing=existing,
+        judge=judge,
+        seed=int(existing["seed"]),
+        clear_per_cell=int(existing["clear_per_cell"]),
+        annotators=annotators,
+        config=config,
+        population=selected_all,  # what the next wave draws (nothing: no wave)
+        selected=selected_all,
+        strata=strata_all,
+        wave=frames[0][0] if frames else wave,
+        up_to=up_to,
+        strata_from=strata_from,
+        judges=judges,
+        notes=tuple(notes),
+        ambiguous=str(existing.get("ambiguous") or "all"),
+        next_waves=tuple(frames),
     )
 
 
