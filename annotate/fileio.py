@@ -11,7 +11,7 @@ import io
 import json
 import os
 import stat
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import Any
 
@@ -268,3 +268,36 @@ def open_input(path: Path) -> InputFile:
     except BaseException:
         os.close(fd)
         raise
+
+
+# -- what interrupted writers left behind --------------------------------------------------------
+def process_gone(pid: int, *, own: bool) -> bool:
+    """Whether process ``pid`` has exited (so what it was writing is abandoned); ``own``: the answer for this process.
+
+    A process that is alive under another user, or a pid that cannot be asked about, counts as
+    alive: what it may be writing is left alone.
+    """
+    if pid == os.getpid():
+        return own
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return True
+    except (PermissionError, OverflowError, OSError):
+        return False
+    return False
+
+
+def foreign_contents(folder: Path, allowed: Callable[[str], bool], writer: str) -> str | None:
+    """Why a writer's temporary ``folder`` is not provably its own, or None when it is.
+
+    Its own holds nothing but regular files whose names ``allowed(name)`` accepts; ``writer``
+    names the writer in the reason (``"export"``, ``"writeback"``).
+    """
+    try:
+        foreign = [e for e in os.listdir(folder) if not allowed(e) or not stat.S_ISREG(os.lstat(folder / e).st_mode)]
+    except OSError as exc:
+        return f"cannot be read: {exc.strerror}"
+    if foreign:
+        return f"holds {', '.join(sorted(foreign)[:3])}, which no {writer} writes"
+    return None

@@ -43,6 +43,7 @@ from pathlib import Path
 from typing import Any
 
 from annotate.errors import InputError
+from annotate.fileio import foreign_contents, process_gone
 from annotate.ingest.formats import inspect_ai as inspect_format
 
 INSTALL_HINT = "pip install -e '.[inspect]' (or pip install inspect-ai) in annotate's environment"
@@ -434,18 +435,6 @@ _OLD_TMP = re.compile(r"\..+\.tmp-(?P<pid>[0-9]{1,10})\.(?:eval|json)")
 _LOG = re.compile(r"[^/]+\.(?:eval|json)")
 
 
-def _process_gone(pid: int) -> bool:
-    if pid == os.getpid():
-        return False  # this run's own
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return True
-    except (PermissionError, OverflowError, OSError):
-        return False  # alive under another user, or not a pid that can be asked about: leave it
-    return False
-
-
 def sweep_leftovers(folder: Path, *, before: float) -> tuple[list[str], list[str]]:
     """Remove what an interrupted writeback left in ``folder``; (names removed, names left with why).
 
@@ -486,24 +475,15 @@ def sweep_leftovers(folder: Path, *, before: float) -> tuple[list[str], list[str
         if st.st_uid != uid:
             left.append(f"{name} (owned by another user)")
             continue
-        if st.st_mtime >= before or not _process_gone(int(match["pid"])):
+        if st.st_mtime >= before or not process_gone(int(match["pid"]), own=False):  # own: this run's
             continue  # possibly another writeback still running
         if old:
             os.unlink(path)
             swept.append(name)
             continue
-        try:
-            entries = os.listdir(path)
-            foreign = [
-                e
-                for e in entries
-                if not (_LOG.fullmatch(e) or INSPECT_TMP.fullmatch(e)) or not stat.S_ISREG(os.lstat(path / e).st_mode)
-            ]
-        except OSError as exc:
-            left.append(f"{name} (cannot be read: {exc.strerror})")
-            continue
-        if foreign:
-            left.append(f"{name} (holds {', '.join(sorted(foreign)[:3])}, which no writeback writes)")
+        why = foreign_contents(path, lambda e: bool(_LOG.fullmatch(e) or INSPECT_TMP.fullmatch(e)), "writeback")
+        if why is not None:
+            left.append(f"{name} ({why})")
             continue
         shutil.rmtree(path)
         swept.append(name)

@@ -50,7 +50,7 @@ from annotate.audit.sign import ALGORITHM, SIGNATURE_FILE, fingerprint, load_pri
 from annotate.audit.verify import VerifyOutcome, verify
 from annotate.db import SCHEMA_VERSION
 from annotate.errors import InputError, StateError
-from annotate.fileio import sha256_bytes
+from annotate.fileio import foreign_contents, process_gone, sha256_bytes
 from annotate.names import check_name
 from annotate.pipeline._resolve import rounds_to_score
 from annotate.pipeline._settings import thresholds_from_settings
@@ -314,18 +314,6 @@ def _signals_held() -> Iterator[None]:
             signal.signal(sig, handler)
 
 
-def _process_gone(pid: int) -> bool:
-    if pid == os.getpid():
-        return True  # this process is not writing it: its own temporary folder does not exist yet
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return True
-    except (PermissionError, OverflowError, OSError):
-        return False  # alive under another user, or not a pid we can ask about: leave it
-    return False
-
-
 def sweep_stale(exports_dir: Path, *, before: float) -> tuple[list[str], list[str]]:
     """Remove temporary export folders that interrupted exports left behind.
 
@@ -358,16 +346,12 @@ def sweep_stale(exports_dir: Path, *, before: float) -> tuple[list[str], list[st
         if st.st_uid != uid:
             left.append(f"{name} (owned by another user)")
             continue
-        if st.st_mtime >= before or (m["pid"] and not _process_gone(int(m["pid"]))):
+        # This process's own pid: it is not writing that folder (its own does not exist yet).
+        if st.st_mtime >= before or (m["pid"] and not process_gone(int(m["pid"]), own=True)):
             continue  # possibly another export still running
-        try:
-            entries = os.listdir(path)
-            foreign = [e for e in entries if e not in EXPORT_FILE_NAMES or not stat.S_ISREG(os.lstat(path / e).st_mode)]
-        except OSError as exc:
-            left.append(f"{name} (cannot be read: {exc.strerror})")
-            continue
-        if foreign:
-            left.append(f"{name} (holds {', '.join(sorted(foreign)[:3])}, which no export writes)")
+        why = foreign_contents(path, EXPORT_FILE_NAMES.__contains__, "export")
+        if why is not None:
+            left.append(f"{name} ({why})")
             continue
         shutil.rmtree(path)
         swept.append(name)
