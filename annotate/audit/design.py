@@ -208,9 +208,6 @@ class Design:
     def annotators_by_round(self) -> dict[str, list[str]]:
         return {r.round: list(r.annotators) for r in self.rounds}
 
-    def judges_by_round(self) -> dict[str, str]:
-        return {r.round: r.judge for r in self.rounds}
-
     def strata_from(self) -> dict[str, list[str]]:
         """The rounds whose strata are several judges' unanimity, with those judges."""
         return {r.round: list(r.strata_from) for r in self.rounds if r.strata_from is not None}

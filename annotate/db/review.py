@@ -143,13 +143,6 @@ class ReviewTables(Component):
                 )
         return round_id
 
-    def round_judges(self, round_id: int) -> dict[str, str] | None:
-        """A round across suites' judge per benchmark ({benchmark: judge}); None: one judge for all."""
-        t = m.REVIEW_ROUND
-        with self.engine.connect() as conn:
-            value = conn.execute(select(t.c.judges).where(t.c.id == int(round_id))).scalar()
-        return None if value is None else {str(b): str(j) for b, j in json.loads(value).items()}
-
     def round_strata_from(self, round_id: int) -> list[str] | None:
         """The judges whose unanimity made the round's strata (``route --strata-from``), in the order given.
 

@@ -6,6 +6,7 @@ message.
 
 from __future__ import annotations
 
+import json
 from collections.abc import Sequence
 from contextlib import AbstractContextManager
 from dataclasses import dataclass, field
@@ -160,9 +161,10 @@ def _judged(judges: list[str], benchmark: str, kinds: dict[tuple[str, str], str]
     return ", ".join(f"{j} ({kinds.get((benchmark, j), 'safety')})" for j in judges)
 
 
-def round_judges(store: Store, round_row: dict[str, Any]) -> dict[str, str] | None:
-    """A round's judge per benchmark ({benchmark: judge}); None: one judge (``round_row['judge']``) for all."""
-    return store.round_judges(int(round_row["id"]))
+def round_judges(round_row: dict[str, Any]) -> dict[str, str] | None:
+    """A round's judge per benchmark ({benchmark: judge}, its ``judges`` column); None: ``judge`` for all."""
+    value = round_row.get("judges")
+    return None if not value else {str(b): str(j) for b, j in json.loads(value).items()}
 
 
 def review_round_names(store: Store) -> list[str]:

@@ -25,7 +25,7 @@ from annotate.audit.record import AuditRecord
 from annotate.columns import BLINDING_INSTRUCTIONS
 from annotate.errors import InputError
 from annotate.ingest.records import reserved_names_held
-from annotate.pipeline._resolve import resolve_round
+from annotate.pipeline._resolve import resolve_round, round_judges
 from annotate.stats.adjudication import expert_answers
 from annotate.stats.agreement.votes import current_labels
 from annotate.stats.scoring.strata import stratum_key
@@ -181,7 +181,7 @@ def design_from_store(store: Store, round_names: list[str], *, label_config_sha:
                 blinding=row.get("blinding") or BLINDING_INSTRUCTIONS,
                 adjudication=json.loads(row["adjudication"]) if row.get("adjudication") else None,
                 records_adjudication=True,
-                judges=json.loads(row["judges"]) if row.get("judges") else None,
+                judges=round_judges(row),
                 ambiguous=row.get("ambiguous"),
             )
         )

@@ -340,7 +340,7 @@ def _plan(
     if existing is not None:
         strata_from = _round_strata_from(store, round_name, existing, strata_from)
         judge = str(existing["judge"])
-        judges = round_judges(store, existing)
+        judges = round_judges(existing)
         if (seed, clear_per_cell) != (existing["seed"], existing["clear_per_cell"]):
             raise InputError(
                 f"round {round_name!r} was routed with --seed {existing['seed']} and "

@@ -235,7 +235,7 @@ def writeback(
     round_row = resolve_round(store, round_name)
     round_id = int(round_row["id"])
     round_judge = str(round_row["judge"])
-    per_benchmark = round_judges(store, round_row)
+    per_benchmark = round_judges(round_row)
     outcome = WritebackOutcome(round=str(round_row["name"]), mode=mode, to=Path(to))
 
     items = store.round_items(round_id, with_text=True).drop(columns=["prompt", "transcript"])
