@@ -1,6 +1,7 @@
-"""Rounds sized to a target: the next wave's plan and whether a round is done (`plan`, `status`, `score`).
+"""Rounds scored and sized to a target: the scores, the next wave's plan, whether a round is done.
 
-The plan (:func:`plan_target`) is :func:`annotate.stats.planning.plan_round` on the round's strata
+The scores of rounds from the store (:func:`score_from_store`, for `score`, `status`, `plan` and
+the demo). The plan (:func:`plan_target`) is :func:`annotate.stats.planning.plan_round` on the round's strata
 and reviews so far (docs/methods.md 4.10); whether each model is at its target
 (:func:`target_status`) is read from the corrected interval the scores report, never from the
 plan's normal approximation, so "done" means what the export will say.
@@ -23,16 +24,23 @@ from annotate.stats.planning import RoundPlan, plan_round, ranking_targets
 from annotate.stats.scoring.strata import strata_table
 
 if TYPE_CHECKING:
+    from annotate.audit.record import AuditRecord
     from annotate.db import Store
+    from annotate.stats.scoring.tables import ScoreOutput
+
+
+def score_from_store(store: Store, names: tuple[str, ...], **kwargs: Any) -> tuple[ScoreOutput, AuditRecord]:
+    """(scores, audit record) of the rounds; kwargs go to ``score_tables`` (draws, seed, ...)."""
+    record = record_from_store(store, rounds_to_score(store, names), judges=False)
+    try:
+        return scores_of(record, **kwargs), record
+    except ValueError as exc:  # the design cannot be scored as asked (e.g. overlapping rounds)
+        raise InputError(str(exc)) from None
 
 
 def _corrected(store: Store, names: tuple[str, ...], **kwargs: Any) -> pd.DataFrame:
     """The corrected rows over all benchmarks (one per model) of the rounds' scores."""
-    record = record_from_store(store, rounds_to_score(store, names), judges=False)
-    try:
-        sc = scores_of(record, **kwargs).scores
-    except ValueError as exc:
-        raise InputError(str(exc)) from None
+    sc = score_from_store(store, names, **kwargs)[0].scores
     return sc[(sc.benchmark == ALL) & (sc.treatment == "corrected")]
 
 

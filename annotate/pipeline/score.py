@@ -21,33 +21,23 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 import pandas as pd
 
-from annotate.audit.scores import scores_of
 from annotate.errors import InputError
 from annotate.ingest.rubric import preset_names
+from annotate.pipeline._planning import score_from_store
 from annotate.pipeline._population import unanimity_population
 from annotate.pipeline._resolve import resolve_judge, rounds_to_score
-from annotate.pipeline.record import design_from_store, labels_frame, record_from_store
+from annotate.pipeline.record import design_from_store, labels_frame
 from annotate.stats.scoring import plan_allocation
 from annotate.stats.scoring.allocation import plan_sensitivity
 from annotate.stats.scoring.predictions import judge_predictions, score_direction
 from annotate.stats.scoring.strata import strata_table, stratum_key
-from annotate.stats.scoring.tables import PPIOutput, ScoreOutput, ppi_tables
+from annotate.stats.scoring.tables import PPIOutput, ppi_tables
 
 if TYPE_CHECKING:
     from numpy.typing import NDArray
 
     from annotate.audit.design import Design
-    from annotate.audit.record import AuditRecord
     from annotate.db import Store
-
-
-def score_from_store(store: Store, names: tuple[str, ...], **kwargs: Any) -> tuple[ScoreOutput, AuditRecord]:
-    """(scores, audit record) of the rounds; kwargs go to ``score_tables`` (draws, seed, ...)."""
-    record = record_from_store(store, rounds_to_score(store, names), judges=False)
-    try:
-        return scores_of(record, **kwargs), record
-    except ValueError as exc:  # the design cannot be scored as asked (e.g. overlapping rounds)
-        raise InputError(str(exc)) from None
 
 
 def ppi_from_store(
