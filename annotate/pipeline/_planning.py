@@ -24,6 +24,7 @@ from annotate.stats.planning import RoundPlan, plan_round, ranking_targets
 from annotate.stats.scoring.strata import strata_table
 
 if TYPE_CHECKING:
+    from annotate.audit.design import Design
     from annotate.audit.record import AuditRecord
     from annotate.db import Store
     from annotate.stats.scoring.tables import ScoreOutput
@@ -36,6 +37,16 @@ def score_from_store(store: Store, names: tuple[str, ...], **kwargs: Any) -> tup
         return scores_of(record, **kwargs), record
     except ValueError as exc:  # the design cannot be scored as asked (e.g. overlapping rounds)
         raise InputError(str(exc)) from None
+
+
+def reviewed_strata(store: Store, names: tuple[str, ...]) -> tuple[Design, pd.DataFrame]:
+    """The rounds' design and their strata with the reviews so far (``strata_table``), as the estimators take them.
+
+    Every wave of a stratum is pooled into it (methods 4.9).
+    """
+    chosen = rounds_to_score(store, names)
+    design = design_from_store(store, chosen)
+    return design, strata_table(design.pooled(labels_frame(store, chosen)), design.strata_frame())
 
 
 def _corrected(store: Store, names: tuple[str, ...], **kwargs: Any) -> pd.DataFrame:
@@ -73,10 +84,7 @@ def plan_target(
     if not 0 <= unresolved < 1 or not 0 <= expert_share <= 1:
         raise InputError("--unresolved must be in [0, 1) and --expert-share in [0, 1]")
     if len(store.rounds()):
-        chosen = rounds_to_score(store, names)
-        design = design_from_store(store, chosen)
-        # Every wave of a stratum pooled, as the estimators take it (methods 4.9).
-        st = strata_table(design.pooled(labels_frame(store, chosen)), design.strata_frame())
+        design, st = reviewed_strata(store, names)
         st = st.assign(sampled=st["sample"], stratum=st["round"].astype(str) + "/" + st["stratum"].astype(str))
         if reviewers is None:
             reviewers = max(len(r.annotators) for r in design.rounds)

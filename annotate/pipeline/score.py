@@ -23,14 +23,13 @@ import pandas as pd
 
 from annotate.errors import InputError
 from annotate.ingest.rubric import preset_names
-from annotate.pipeline._planning import score_from_store
+from annotate.pipeline._planning import reviewed_strata, score_from_store
 from annotate.pipeline._population import unanimity_population
-from annotate.pipeline._resolve import resolve_judge, rounds_to_score
-from annotate.pipeline.record import design_from_store, labels_frame
+from annotate.pipeline._resolve import resolve_judge
 from annotate.stats.scoring import plan_allocation
 from annotate.stats.scoring.allocation import plan_sensitivity
 from annotate.stats.scoring.predictions import judge_predictions, score_direction
-from annotate.stats.scoring.strata import strata_table, stratum_key
+from annotate.stats.scoring.strata import stratum_key
 from annotate.stats.scoring.tables import PPIOutput, ppi_tables
 
 if TYPE_CHECKING:
@@ -264,9 +263,7 @@ def plan(
             raise InputError(f"{name} must be positive, e.g. 0.02")
     rates: Any
     if len(store.rounds()):
-        chosen = rounds_to_score(store, names)
-        design = design_from_store(store, chosen)
-        strata = strata_table(design.pooled(labels_frame(store, chosen)), design.strata_frame())
+        strata = reviewed_strata(store, names)[1]
         rates = "data" if strata.resolved.sum() > 0 else None
     else:
         counts = store.label_counts(judge=resolve_judge(store, judge))
