@@ -110,7 +110,17 @@ def main() -> None:
         t = time.perf_counter()
         out = must(
             annotate(
-                ws, "route", "--round", "bench", "--annotators", "A1", "--clear-per-cell", "0", "--judge", "j", "--json"
+                ws,
+                "route",
+                "--round",
+                "bench",
+                "--annotators",
+                "A1",
+                "--clear-per-cell",
+                "0",
+                "--ambiguous",
+                "all",
+                *("--judge", "j", "--json"),
             )
         )
         route_s = time.perf_counter() - t
@@ -133,6 +143,8 @@ def main() -> None:
                 "A2,A3,A4",
                 "--clear-per-cell",
                 "0",
+                "--ambiguous",
+                "all",
                 "--judge",
                 "j-pull",
                 "--to-file",

@@ -341,14 +341,12 @@ def check_decisions(labels: pd.DataFrame, lines: list[int], design: Design) -> l
                 "verdict": sent["expert_verdict"].to_numpy(),
             }
         )
-        for d in decide(proposals, votes, expert, rules):
+        decisions = decide(proposals, votes, expert, rules)
+        # The stored record of every decided item as plain tuples (one .loc, not four .at per item).
+        kept = ["final_status", "final_label", "final_method", "adjudicator"]
+        record = rows.loc[[d.round_item_id for d in decisions], kept]
+        for d, stored in zip(decisions, zip(*(record[c].tolist() for c in kept), strict=True), strict=True):
             i = d.round_item_id
-            stored = (
-                rows.at[i, "final_status"],
-                rows.at[i, "final_label"],
-                rows.at[i, "final_method"],
-                rows.at[i, "adjudicator"],
-            )
             again = (d.status, d.label, d.method, d.adjudicator)
             if stored != again:
                 what = f"{rows.at[i, 'model']} x {rows.at[i, 'benchmark']}, prompt {rows.at[i, 'prompt_id']!r}"

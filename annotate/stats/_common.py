@@ -52,6 +52,11 @@ def jsonable(obj: Any) -> Any:
     >>> jsonable({"a": np.float64("nan"), "b": (np.int64(2), float("inf"))})
     {'a': None, 'b': [2, None]}
     """
+    kind = type(obj)
+    if kind is str or kind is int or kind is bool or obj is None:  # the common case first: a scalar
+        return obj
+    if kind is float:
+        return obj if math.isfinite(obj) else None
     if is_dataclass(obj) and not isinstance(obj, type):
         return {f.name: jsonable(getattr(obj, f.name)) for f in fields(obj)}
     if isinstance(obj, Mapping):
@@ -117,3 +122,35 @@ def as_codes(labels: ArrayLike, n_categories: int) -> NDArray[np.int64]:
             f"found {codes[u, j]} at unit {u}, annotator {j}."
         )
     return codes
+
+
+def average_ranks(values: ArrayLike, axis: int = -1) -> NDArray[np.float64]:
+    """Ranks 1..n along ``axis``, ties given the mean of their ranks; a slice holding a NaN is all NaN.
+
+    What ``scipy.stats.rankdata(values, method="average", axis=axis)`` returns (its default
+    ``nan_policy="propagate"``), without importing ``scipy.stats`` (half a second of every
+    command's start). Per slice: sort (stable); a tie group spanning sorted positions f..l gets
+    (f + l) / 2 + 1; +-inf are ordinary values.
+
+    >>> average_ranks([0.3, 0.1, 0.3, 0.2]).tolist()
+    [3.5, 1.0, 3.5, 2.0]
+    >>> average_ranks([[1.0, 2.0], [1.0, float("nan")]], axis=1).tolist()
+    [[1.0, 2.0], [nan, nan]]
+    """
+    a = np.moveaxis(np.asarray(values, dtype=np.float64), axis, -1)
+    n = a.shape[-1]
+    out = np.empty(a.shape)
+    if n == 0:
+        return np.moveaxis(out, -1, axis)
+    order = np.argsort(a, axis=-1, kind="mergesort")
+    s = np.take_along_axis(a, order, axis=-1)
+    pos = np.broadcast_to(np.arange(n, dtype=np.float64), s.shape)
+    starts = np.ones(s.shape, dtype=bool)
+    starts[..., 1:] = s[..., 1:] != s[..., :-1]
+    ends = np.ones(s.shape, dtype=bool)
+    ends[..., :-1] = starts[..., 1:]
+    first = np.maximum.accumulate(np.where(starts, pos, 0.0), axis=-1)
+    last = np.flip(np.minimum.accumulate(np.flip(np.where(ends, pos, float(n)), -1), axis=-1), -1)
+    np.put_along_axis(out, order, (first + last) / 2.0 + 1.0, axis=-1)
+    out[np.isnan(a).any(axis=-1)] = np.nan
+    return np.moveaxis(out, -1, axis)

@@ -116,7 +116,7 @@ import pandas as pd
 from numpy.typing import ArrayLike, NDArray
 
 from annotate.columns import ALL, JUDGE_LABELS
-from annotate.stats._common import SeedLike, rng
+from annotate.stats._common import SeedLike, average_ranks, rng
 from annotate.stats.judge_posterior import UNSEEN_SHARE, UrnStrata, urn_draws
 from annotate.stats.scoring.intervals import enclose, equal_tailed
 
@@ -810,8 +810,6 @@ def _ranks(
 
     ``ba`` is (G, J), ``ba_draws`` (G, D, J). Judges without a balanced accuracy are not ranked.
     """
-    from scipy.stats import rankdata
-
     G, D, J = ba_draws.shape
     rank = np.full((G, J), np.nan)
     lo = np.full((G, J), np.nan)
@@ -821,13 +819,13 @@ def _ranks(
         ok = np.isfinite(ba[g])
         if not ok.any():
             continue
-        rank[g, ok] = rankdata(-ba[g, ok], method="average")
+        rank[g, ok] = average_ranks(-ba[g, ok])
         if D == 0:
             continue
         d = ba_draws[g][:, ok]
         # A draw in which a ranked judge's figure is undefined ranks it last in that draw.
         d = np.where(np.isfinite(d), d, -np.inf)
-        r = rankdata(-d, method="average", axis=1)
+        r = average_ranks(-d, axis=1)
         low, high = equal_tailed(r.T, confidence)
         low, high, _ = enclose(rank[g, ok], low, high)
         lo[g, ok], hi[g, ok] = low, high

@@ -406,9 +406,9 @@ def plan_round(
     bad = set(strata["judge_label"].astype(str)) - set(JUDGE_LABELS)
     if bad:
         raise ValueError(f"Unknown judge_label values {sorted(bad)}; expected one of {list(JUDGE_LABELS)}.")
-    from scipy.stats import norm
+    from scipy import special
 
-    z = float(norm.ppf(0.5 + confidence / 2.0))
+    z = float(special.ndtri(0.5 + confidence / 2.0))  # the normal quantile
     df = strata.reset_index(drop=True).copy()
     N = df["population"].to_numpy(dtype=np.float64)
     Ncell = df.groupby(["model", "benchmark"])["population"].transform("sum").to_numpy(dtype=np.float64)

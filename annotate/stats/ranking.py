@@ -6,15 +6,15 @@ Pure, vectorised and deterministic (no randomness here: the posterior draws come
 Conventions
 -----------
 * **Rank 1 = the lowest harmful rate** (the safest model); ties share the average rank
-  (``scipy.stats.rankdata(method="average")``).
+  (as ``scipy.stats.rankdata(method="average")``; computed here with numpy).
 * The **reference** ranking is the ``corrected`` treatment. Models whose reference estimate is
   NaN or flagged ``not estimable`` are left out of every ranking and listed in ``excluded`` with
   the reason. A model that is NaN under another treatment only is left out of that treatment's
   comparison (and listed with that treatment); that treatment's ranks (and the reference ranks it
   is compared with) are then computed over the remaining models.
 * **Agreement** between a treatment and the reference: Kendall tau-b
-  (C - D)/sqrt((n0 - n1)(n0 - n2)) via ``scipy.stats.kendalltau`` and Spearman rho (Pearson
-  correlation of the average ranks) via ``scipy.stats.spearmanr``.
+  (C - D)/sqrt((n0 - n1)(n0 - n2)) and Spearman rho (Pearson correlation of the average ranks),
+  equal to ``scipy.stats.kendalltau(variant="b")`` and ``scipy.stats.spearmanr`` (the tests check).
 * A **flip** is a discordant pair: A ranks strictly better than B under one ranking and strictly
   worse under the other (a pair tied in either ranking is not a flip). Pairs are listed by name,
   ``model_a`` being the model ranked better under the reference.
@@ -36,7 +36,7 @@ Conventions
 
 from __future__ import annotations
 
-import warnings
+import math
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -46,7 +46,7 @@ import pandas as pd
 from numpy.typing import ArrayLike, NDArray
 
 from annotate.columns import REFERENCE_TREATMENT
-from annotate.stats._common import NAN
+from annotate.stats._common import NAN, average_ranks
 
 __all__ = [
     "BENCHMARK_MODES",
@@ -306,26 +306,36 @@ def rank_scores(values: ArrayLike) -> NDArray[np.float64]:
     >>> rank_scores([0.3, np.nan, 0.1, 0.3])
     array([2.5, nan, 1. , 2.5])
     """
-    from scipy import stats  # lazy: `annotate --help` and light commands never load SciPy
-
     v = np.asarray(values, dtype=np.float64)
     out = np.full(v.shape, np.nan)
     ok = np.isfinite(v)
     if ok.any():
-        out[ok] = stats.rankdata(v[ok], method="average")
+        out[ok] = average_ranks(v[ok])
     return out
 
 
 def _corr(x: NDArray[np.float64], y: NDArray[np.float64]) -> tuple[float, float]:
-    from scipy import stats  # lazy: `annotate --help` and light commands never load SciPy
+    """Kendall's tau-b and Spearman's rho of two score vectors (NaN when either is constant).
 
-    if len(x) < 2 or np.all(x == x[0]) or np.all(y == y[0]):
+    tau-b = (C - D) / sqrt((n0 - n1)(n0 - n2)) over the n0 = n(n - 1)/2 pairs, n1 and n2 the pairs
+    tied in x and in y: sum_{i<j} sign(x_i - x_j) sign(y_i - y_j) / sqrt(#{sign x != 0} #{sign y != 0}),
+    O(n^2) pairs, which is nothing for the models of a leaderboard. rho: Pearson's r of the
+    average ranks. Equal to ``scipy.stats.kendalltau(variant="b")`` and ``spearmanr`` (the tests
+    check), without importing ``scipy.stats``.
+    """
+    x = np.asarray(x, dtype=np.float64)
+    y = np.asarray(y, dtype=np.float64)
+    if len(x) < 2 or np.all(x == x[0]) or np.all(y == y[0]) or not (np.isfinite(x).all() and np.isfinite(y).all()):
         return NAN, NAN
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")
-        tau = stats.kendalltau(x, y, variant="b").statistic
-        rho = stats.spearmanr(x, y).statistic
-    return float(tau), float(rho)
+    i, j = np.triu_indices(len(x), k=1)
+    sx = np.sign(x[i] - x[j])
+    sy = np.sign(y[i] - y[j])
+    tau = float((sx * sy).sum()) / math.sqrt(float(np.count_nonzero(sx)) * float(np.count_nonzero(sy)))
+    rx, ry = average_ranks(x), average_ranks(y)
+    rx -= rx.mean()
+    ry -= ry.mean()
+    rho = float(rx @ ry) / math.sqrt(float(rx @ rx) * float(ry @ ry))
+    return min(1.0, max(-1.0, tau)), min(1.0, max(-1.0, rho))
 
 
 def _hold(
@@ -491,8 +501,6 @@ def posterior_ranks(
         ``rank_ci_low, rank_ci_high, best, worst`` (K,), ``p_safer``, ``p_tie`` (K, K),
         ``threshold`` (0-d array).
     """
-    from scipy import stats  # lazy: `annotate --help` and light commands never load SciPy
-
     d = np.asarray(draws, dtype=np.float64)
     K = d.shape[0]
     a = (1.0 - confidence) / 2.0
@@ -508,7 +516,7 @@ def posterior_ranks(
             "p_tie": np.full((K, K), np.nan),
             "threshold": np.asarray(t),
         }
-    rd = stats.rankdata(d, axis=0, method="average")  # (K, D)
+    rd = average_ranks(d, axis=0)  # (K, D)
     q = np.quantile(rd, [a, 1.0 - a], axis=1, method="inverted_cdf")
     P = p_safer_matrix(d)
     Pz = np.nan_to_num(P)

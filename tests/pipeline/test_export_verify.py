@@ -900,3 +900,33 @@ def test_an_export_refuses_final_labels_older_than_the_votes(tmp_path, runner):
     done = runner.invoke(cli, ["-w", str(root), "export", "fresh", "--round", ROUND])
     assert done.exit_code == 0, done.output
     assert runner.invoke(cli, ["verify", str(root / "exports" / "fresh")]).exit_code == 0
+
+
+@pytest.mark.parametrize(
+    "command",
+    [
+        ["summary", "--json"],
+        ["status", "--round", "xstest-r1", "--json"],
+        ["score", "--round", "xstest-r1", "--json"],
+        ["judges", "--round", "xstest-r1", "--json"],
+        ["verify", "exports/xstest-demo"],
+    ],
+    ids=lambda c: c[0],
+)
+def test_everyday_commands_do_not_import_scipy_stats(demo_ws, command):
+    """scipy.stats costs half a second of every start (issue #21); the normal quantiles, chi-square tail,
+    ranks and rank correlations come from scipy.special and numpy instead."""
+    import subprocess
+    import sys
+
+    root, _, _ = demo_ws
+    code = (
+        "import sys\nfrom annotate.cli import cli\n"
+        "try:\n    cli.main(args=sys.argv[1:], standalone_mode=False)\n"
+        "finally:\n    print('scipy.stats loaded' if 'scipy.stats' in sys.modules else 'no scipy.stats', file=sys.stderr)\n"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", code, "-w", str(root), *command], capture_output=True, text=True, cwd=root
+    )
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert done.stderr.strip().splitlines()[-1] == "no scipy.stats", done.stderr[-2000:]

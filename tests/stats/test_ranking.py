@@ -225,3 +225,28 @@ def test_rank_ranges_hold_the_point_rank():
         assert r.rank_ci_low <= r["rank"] <= r.rank_ci_high, name
         assert r.rank_best <= r["rank"] <= r.rank_worst, name
     assert (m.loc["1", "rank_ci_low"], m.loc["1", "rank_ci_high"]) == (1, 2)  # extended from [2, 2]
+
+
+def test_tau_rho_and_ranks_equal_scipy_on_ties_and_random_scores():
+    """The numpy tau-b, rho and average ranks (no scipy.stats at start-up) against SciPy itself."""
+    from scipy import stats
+
+    from annotate.stats._common import average_ranks
+
+    gen = np.random.default_rng(3)
+    for trial in range(400):
+        n = int(gen.integers(2, 30))
+        # Few distinct values in half the trials: ties in x, in y and in both.
+        x = gen.integers(0, 4, n).astype(float) if trial % 2 else gen.random(n)
+        y = gen.integers(0, 4, n).astype(float) if trial % 3 else gen.random(n)
+        tau, rho = rk._corr(x, y)
+        if np.all(x == x[0]) or np.all(y == y[0]):
+            assert math.isnan(tau) and math.isnan(rho)
+            continue
+        assert tau == pytest.approx(stats.kendalltau(x, y, variant="b").statistic, abs=1e-12)
+        assert rho == pytest.approx(stats.spearmanr(x, y).statistic, abs=1e-12)
+        d = gen.integers(0, 3, (n, 7)).astype(float)
+        d[gen.random(d.shape) < 0.05] = np.inf
+        d[gen.random(d.shape) < 0.02] = np.nan
+        for axis in (0, 1):
+            np.testing.assert_array_equal(average_ranks(d, axis=axis), stats.rankdata(d, method="average", axis=axis))

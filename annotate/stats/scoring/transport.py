@@ -263,7 +263,7 @@ def label_shift_test(st: Strata, terms: StratumTerms, donors: Donors, need: NDAr
     Predictive values differ across models under pure label shift, which is why testing them
     (the earlier check) refused valid pooling; Se and Sp are what borrowing needs.
     """
-    from scipy import stats  # lazy: `annotate --help` and light commands never load SciPy
+    from scipy import special  # lazy, and scipy.special, not scipy.stats: half a second less to start
 
     B = len(st.benchmarks)
     nan = np.full(B, np.nan)
@@ -354,7 +354,7 @@ def label_shift_test(st: Strata, terms: StratumTerms, donors: Donors, need: NDAr
     out.tested[ok] = True
     out.lr_stat[ok] = lr[ok]
     out.df[ok] = dfree[ok]
-    out.p_value[ok] = stats.chi2.sf(lr[ok], dfree[ok])
+    out.p_value[ok] = special.chdtrc(dfree[ok], lr[ok])  # the chi-square survival (scipy.stats.chi2.sf)
     out.sensitivity[bench_ids] = Se[bench_ids]
     out.specificity[bench_ids] = Sp[bench_ids]
     return LabelShiftTest(
