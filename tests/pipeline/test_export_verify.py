@@ -923,7 +923,8 @@ def test_everyday_commands_do_not_import_scipy_stats(demo_ws, command):
     code = (
         "import sys\nfrom annotate.cli import cli\n"
         "try:\n    cli.main(args=sys.argv[1:], standalone_mode=False)\n"
-        "finally:\n    print('scipy.stats loaded' if 'scipy.stats' in sys.modules else 'no scipy.stats', file=sys.stderr)\n"
+        "finally:\n"
+        "    print('scipy.stats loaded' if 'scipy.stats' in sys.modules else 'no scipy.stats', file=sys.stderr)\n"
     )
     done = subprocess.run(
         [sys.executable, "-c", code, "-w", str(root), *command], capture_output=True, text=True, cwd=root
