@@ -28,6 +28,8 @@ import time
 from pathlib import Path
 
 STDLIB = set(sys.stdlib_module_names)
+#: Packages whose top-level import loads none of their subpackages.
+LAZY_PACKAGES = ("scipy",)
 COMMANDS = (
     ("annotate --help", ["--help"]),
     ("summary --json", ["summary", "--json"]),
@@ -47,17 +49,27 @@ def timed(argv: list[str], runs: int) -> float:
 
 
 def libraries(argv: list[str]) -> list[str]:
-    """The third-party top-level packages a command imports, from its ``-X importtime`` trace."""
+    """The third-party packages a command imports, from its ``-X importtime`` trace.
+
+    The top-level packages, and their public subpackages the command loaded where a package's own
+    import does not load them (``scipy.special``, ``scipy.sparse``: ``import scipy`` is lazy), so
+    the floor pays for what the command really loads.
+    """
     done = subprocess.run([sys.executable, "-X", "importtime", *argv], capture_output=True, text=True, check=True)
     found: list[str] = []
     for line in done.stderr.splitlines():
         if not line.startswith("import time:") or "|" not in line or "imported package" in line:
             continue
-        top = line.rsplit("|", 1)[1].strip().split(".")[0]
-        if top.startswith("_") or top in STDLIB or top in found or top in ("annotate", "sitecustomize"):
+        name = line.rsplit("|", 1)[1].strip()
+        parts = name.split(".")
+        top = parts[0]
+        if top.startswith("_") or top in STDLIB or top in ("annotate", "sitecustomize"):
+            continue
+        wanted = ".".join(parts[:2]) if top in LAZY_PACKAGES and len(parts) > 1 else top
+        if wanted in found or any(p.startswith("_") for p in wanted.split(".")[1:]):
             continue
         if importlib.util.find_spec(top) is not None:  # not a name probed and missed (``org`` by copy)
-            found.append(top)
+            found.append(wanted)
     return found
 
 
