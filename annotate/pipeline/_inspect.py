@@ -44,7 +44,7 @@ from typing import Any
 
 from annotate.errors import InputError
 from annotate.fileio import foreign_contents, process_gone
-from annotate.ingest.formats import inspect_ai as inspect_format
+from annotate.ingest.archive import archive_members, member_bytes
 
 INSTALL_HINT = "pip install -e '.[inspect]' (or pip install inspect-ai) in annotate's environment"
 #: The most resamples a log may ask a bootstrap metric for (Inspect's default is 1,000).
@@ -406,16 +406,16 @@ def vet_archive(path: Path, where: str) -> str | None:
 
     Member names inside the archive, only the methods Inspect writes, each member decompressed
     against its byte budget (its declared size, at most ``MAX_MEMBER_BYTES``) without keeping
-    the bytes, its CRC-32 and size checked (``annotate.ingest.formats.inspect_ai``). Inspect then
+    the bytes, its CRC-32 and size checked (``annotate.ingest.archive``). Inspect then
     reads exactly the members ingest read (the last entry of a name).
     """
     try:
         with open(path, "rb") as fh, zipfile.ZipFile(fh) as archive:
-            members = inspect_format.archive_members(archive)
+            members = archive_members(archive)
             if isinstance(members, str):
                 return f"{where}: {members}."
             for name, info in members.items():
-                problem = inspect_format.member_bytes(archive, fh, info, keep=False)
+                problem = member_bytes(archive, fh, info, keep=False)
                 if isinstance(problem, str):
                     return f"{where}: member {name}: {problem}."
     except (zipfile.BadZipFile, OSError, ValueError, EOFError) as exc:

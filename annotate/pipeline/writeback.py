@@ -31,7 +31,7 @@ provenance. Items without a label in force are left as they were and listed.
 
 The originals are never written: each source is copied (through one guarded read) into a private
 temporary folder while it is hashed, the copy is used only if its sha256 is the one ingested, and
-an ``.eval`` copy is checked as ingest reads it (``annotate.ingest.formats.inspect_ai``: member
+an ``.eval`` copy is checked as ingest reads it (``annotate.ingest.archive``: member
 names inside the archive, each member decompressed against its budget) before Inspect reads it.
 ``--to`` may not be an original's folder, nor inside the workspace's ``exports/``.
 

@@ -20,6 +20,7 @@ from typing import Any
 
 import pytest
 
+from annotate.ingest import archive as zip_archive
 from annotate.ingest.formats import inspect_ai
 from annotate.ingest.records import Problem, ReadContext, Record, SetAside
 
@@ -127,7 +128,7 @@ def test_a_zstandard_bomb_that_lies_about_its_size_is_refused_at_its_budget(tmp_
     pytest.importorskip("zstandard")
     bomb = zstd_rle_bomb(4 * GiB)
     assert len(bomb) < 200_000  # some 130 KB expanding to 4 GiB
-    path = with_member(tmp_path, "samples/2_epoch_1.json", bomb, method=inspect_ai.ZIP_ZSTANDARD, declared=2_000)
+    path = with_member(tmp_path, "samples/2_epoch_1.json", bomb, method=zip_archive.ZIP_ZSTANDARD, declared=2_000)
     found, most, seconds = peak(lambda: read(path))
     assert most < 16 * 2**20, f"{most / 2**20:.0f} MiB allocated to refuse a 2,000-byte member"
     assert seconds < 10
@@ -139,7 +140,7 @@ def test_a_zstandard_bomb_that_lies_about_its_size_is_refused_at_its_budget(tmp_
 def test_a_zstandard_bomb_that_declares_its_size_is_refused_before_decompressing(tmp_path):
     pytest.importorskip("zstandard")
     path = with_member(
-        tmp_path, "samples/2_epoch_1.json", zstd_rle_bomb(4 * GiB), method=inspect_ai.ZIP_ZSTANDARD, declared=3 * GiB
+        tmp_path, "samples/2_epoch_1.json", zstd_rle_bomb(4 * GiB), method=zip_archive.ZIP_ZSTANDARD, declared=3 * GiB
     )
     found, most, _ = peak(lambda: read(path))
     (problem,) = problems(found)
@@ -163,7 +164,7 @@ def test_writebacks_check_of_a_copy_refuses_the_bomb_the_same_way(tmp_path):
     from annotate.pipeline._inspect import vet_archive
 
     path = with_member(
-        tmp_path, "samples/2_epoch_1.json", zstd_rle_bomb(4 * GiB), method=inspect_ai.ZIP_ZSTANDARD, declared=2_000
+        tmp_path, "samples/2_epoch_1.json", zstd_rle_bomb(4 * GiB), method=zip_archive.ZIP_ZSTANDARD, declared=2_000
     )
     refused, most, _ = peak(lambda: vet_archive(path, "the copy"))
     assert refused is not None and "expands beyond the 2,000 bytes" in refused and most < 16 * 2**20

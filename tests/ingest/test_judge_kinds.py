@@ -17,6 +17,8 @@ import sqlite3
 from pathlib import Path
 from typing import Any
 
+import pytest
+
 from annotate.cli import cli
 from annotate.config import open_workspace
 from annotate.db.store import SCHEMA_VERSION, open_store
@@ -350,3 +352,69 @@ def test_a_v10_store_migrates_every_response_to_safety(workspace, runner, tmp_pa
         assert set(store.responses(["judge_kind"]).judge_kind) == {"safety"}  # today's reading of old rows
     finally:
         store.close()
+
+
+def _eval_archive(tmp_path: Path, task: str, samples: list[dict[str, Any]], summaries: Any = "same") -> Path:
+    """The log of :func:`_inspect` as Inspect's ``.eval`` archive: header.json, one member per sample and
+    ``summaries.json`` (the samples' summaries, ``summaries`` to give other ones or None for none)."""
+    import zipfile
+
+    log = json.loads(_inspect(tmp_path, task, samples, name="header.json").read_text(encoding="utf-8"))
+    del log["samples"]
+    path = tmp_path / "log.eval"
+    with zipfile.ZipFile(path, "w", compression=zipfile.ZIP_DEFLATED) as z:
+        z.writestr("header.json", json.dumps(log))
+        for s in samples:
+            z.writestr(f"samples/{s['id']}_epoch_{s['epoch']}.json", json.dumps(s))
+        if summaries == "same":
+            summaries = [{"id": s["id"], "epoch": s["epoch"], "scores": s["scores"]} for s in samples]
+        if summaries is not None:
+            z.writestr("summaries.json", json.dumps(summaries))
+    return path
+
+
+def _yes_no_samples() -> list[dict[str, Any]]:
+    qa = "model_graded_qa"  # a refusal judge behind model_graded_qa, in a task no preset knows
+    return [
+        _sample("a", "I won't", {qa: {"value": "Yes"}}),
+        _sample("b", "Done", {qa: {"value": "No"}}),
+        _sample("c", "Hmm", {qa: {"value": "I", "explanation": "no Answer: line"}}),
+    ]
+
+
+@pytest.mark.parametrize("summaries", ["same", None], ids=["summaries", "no summaries"])
+def test_an_i_among_yes_no_answers_is_unparsed_in_an_eval_archive_as_in_json(workspace, runner, tmp_path, summaries):
+    """Before: only a JSON log was pre-scanned for Yes/No scorers; in a .eval archive (Inspect's default
+    format) the I was read as Inspect's 'incorrect', i.e. harmful in a clear stratum."""
+    _, prefix = workspace
+    run(runner, prefix, "ingest", str(_eval_archive(tmp_path, "my_jailbreak_suite", _yes_no_samples(), summaries)))
+    rows, _ = stored(prefix)
+    assert {r["prompt_id"]: (r["judge_verdict"], r["judge_label"], r["label_reason"]) for r in rows}["c"] == (
+        "I",
+        "ambiguous",
+        "unparsed",
+    )
+    (tmp_path / "json").mkdir()
+    run(
+        runner,
+        prefix,
+        "ingest",
+        str(_inspect(tmp_path / "json", "my_jailbreak_suite", _yes_no_samples())),
+        "--model",
+        "m2",
+    )
+    rows, _ = stored(prefix)
+    by_model = {(r["model"], r["prompt_id"]): r["label_reason"] for r in rows}
+    assert by_model[("m2", "c")] == by_model[("openai/gpt-4o-mini", "c")] == "unparsed"
+
+
+def test_summaries_that_disagree_with_the_samples_refuse_the_archive(workspace, runner, tmp_path):
+    """An edited archive: its summaries say the scorer answers C/I (so the I would be harmful)."""
+    _, prefix = workspace
+    lying = [{"id": s["id"], "epoch": 1, "scores": {"model_graded_qa": {"value": "C"}}} for s in _yes_no_samples()]
+    path = _eval_archive(tmp_path, "my_jailbreak_suite", _yes_no_samples(), lying)
+    done = run(runner, prefix, "ingest", str(path), ok=False)
+    assert done.exit_code == 2, done.output
+    assert "summaries.json disagrees with the samples about which scorers answer Yes/No" in done.stderr
+    rows, _ = stored(prefix)
+    assert rows == []

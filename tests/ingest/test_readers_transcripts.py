@@ -14,6 +14,7 @@ from typing import Any
 
 import pytest
 
+from annotate.ingest import archive as zip_archive
 from annotate.ingest.formats import garak, inspect_ai, promptfoo
 from annotate.ingest.records import (
     Problem,
@@ -187,7 +188,7 @@ def test_inspect_eval_and_json_of_one_run_give_identical_records() -> None:
 
 def test_inspect_zstandard_members_are_read() -> None:
     with zipfile.ZipFile(EVAL) as archive:
-        assert {i.compress_type for i in archive.infolist()} == {inspect_ai.ZIP_ZSTANDARD}
+        assert {i.compress_type for i in archive.infolist()} == {zip_archive.ZIP_ZSTANDARD}
     pytest.importorskip("zstandard")
     assert len(records(items(inspect_ai, EVAL))) == 6
 
@@ -198,7 +199,7 @@ def _edited_eval(tmp_path: Path, edit, *, name: str = "edited.eval", extra: list
     dst = tmp_path / name
     with open(EVAL, "rb") as fh, zipfile.ZipFile(fh) as zin, zipfile.ZipFile(dst, "w", zipfile.ZIP_DEFLATED) as zout:
         for info in zin.infolist():
-            raw = inspect_ai._read_zstd_member(fh, info)  # the reader's own Zstandard path
+            raw = zip_archive._read_zstd_member(fh, info)  # the reader's own Zstandard path
             if info.filename.startswith("samples/"):
                 raw = json.dumps(edit(json.loads(raw))).encode()
             zout.writestr(info.filename, raw)

@@ -10,8 +10,8 @@ the first, exactly as Inspect's own readers do (``_read_log`` and ``_read_log_fr
 ``inspect_ai/log/_recorders/eval.py`` take one entry per name, the last). The archive is read as
 a hostile file: a member whose name leads outside the archive root (``../x``, ``/x``, ``C:x``)
 refuses it; a member is decompressed in chunks against a byte budget, its declared size (at
-most ``MAX_MEMBER_BYTES``), so a member that declares more is refused before it is decompressed
-and one that expands beyond what it declares (a decompression bomb) is refused at the budget,
+most ``MAX_MEMBER_BYTES`` of ``annotate.ingest.archive``), so a member that declares more is
+refused before it is decompressed and one that expands beyond what it declares (a decompression bomb) is refused at the budget,
 never after the bytes are allocated; only the methods Inspect writes (stored, Deflate,
 Zstandard) are read; and two members holding the same sample (id and epoch) are a problem, since
 Inspect would show both.
@@ -63,8 +63,9 @@ with the explanation ``"Grade not found in model output: ..."``; from 0.3.245 as
 ``Score.unscored`` (value NaN, ``metadata.unscored_reason = "grade_parse_failure"``); from
 0.3.285 with ``reason = "grader_failed"`` (``ScoreReason``). The log holds NaN as a bare token,
 which this reader accepts (Inspect writes it: ``ser_json_inf_nan="constants"``). So: an ``I``
-whose explanation starts so, and, in a JSON log, an ``I`` of a scorer whose other values are
-Yes/No (a Yes/No grader behind ``model_graded_qa``, such as a refusal judge), are read with the
+whose explanation starts so, and an ``I`` of a scorer whose other values are Yes/No (a Yes/No
+grader behind ``model_graded_qa``, such as a refusal judge; in a ``.eval`` archive known from its
+sample summaries, against which the samples are then checked), are read with the
 context ``grade-not-found`` (``i@grade-not-found`` -> unparsed, never harmful; meta
 ``parse_failure`` says why); a NaN value (or a null one with a reason) is the verdict
 ``unscored`` or ``unscored:<reason>`` (unparsed), its score None.
@@ -91,14 +92,12 @@ from __future__ import annotations
 import json
 import math
 import re
-import struct
-import sys
 import zipfile
-import zlib
 from collections.abc import Iterator
 from pathlib import Path
-from typing import IO, Any, cast
+from typing import IO, Any
 
+from annotate.ingest.archive import archive_members, member_bytes
 from annotate.ingest.records import (
     MAX_DOCUMENT_BYTES,
     Item,
@@ -150,12 +149,6 @@ DEFAULT_RUBRIC: dict[str, Any] = {
 }
 
 _ATTACHMENT = "attachment://"
-MAX_MEMBER_BYTES = 512 * 1024 * 1024  # one sample, uncompressed: a bound for a hostile archive
-ZIP_ZSTANDARD = 93
-#: The ZIP methods Inspect writes (stored, Deflate, Zstandard); any other member is refused.
-ZIP_METHODS = (zipfile.ZIP_STORED, zipfile.ZIP_DEFLATED, ZIP_ZSTANDARD)
-_CHUNK = 1 << 20  # decompressed bytes produced per step: the most a member costs beyond its budget
-_LOCAL_HEADER = struct.Struct("<4s2B4HL2L2H")  # zipfile's own layout of a member's local header
 #: The judge of a log written before ``scores`` existed, when its header names no scorer.
 SINGLE_SCORE_JUDGE = "score"
 #: The key of ``eval.metadata`` that marks a log written by ``annotate writeback``.
@@ -164,7 +157,6 @@ WRITEBACK_MARKER = "annotate_writeback"
 WRITEBACK_TOOL = "annotate"
 #: The judge name under which ``--allow-written-back`` reads the human labels of a written-back log.
 HUMAN_REVIEW_PREFIX = "human-review:"
-_DRIVE = re.compile(r"[A-Za-z]:")
 #: Safety evals by task name (``eval.task`` without ``inspect_evals/``): inspect_evals' safeguards
 #: and their kin, whose target is the safe behaviour or whose scorer judges harm.
 SAFETY_TASKS = frozenset(
@@ -290,37 +282,6 @@ def _read_eval(path: Path, ctx: ReadContext) -> Iterator[Item]:
             yield from _read_archive(archive, fh, ctx)
 
 
-def archive_members(archive: zipfile.ZipFile) -> dict[str, zipfile.ZipInfo] | str:
-    """The members as Inspect reads them (one per name, the last entry, in the place of the first), or why not.
-
-    A member whose name leads outside the archive root refuses the archive (the message, a ``str``).
-    Shared by the reader and ``annotate writeback``, which checks the copy it hands to Inspect.
-    """
-    members: dict[str, zipfile.ZipInfo] = {}
-    for info in archive.infolist():
-        problem = member_name_problem(info.filename)
-        if problem is not None:
-            return problem
-        members[info.filename] = info
-    return members
-
-
-def member_name_problem(name: str) -> str | None:
-    """Why a member name is refused (absolute, a drive, a ``..`` part with either separator, a NUL), or None.
-
-    (Inspect names a sample ``samples/<id>_epoch_<n>.json`` with the id as it is, so a backslash
-    alone is allowed; one that makes a ``..`` part is not.)
-    """
-    parts = re.split(r"[/\\]", name)
-    if not name or "\x00" in name or name.startswith(("/", "\\")) or _DRIVE.match(name) or ".." in parts:
-        return (
-            f"the archive holds a member named {name!r}, which leads outside the archive root, so the archive is "
-            "refused (if a sample id made that name, convert the log to JSON and ingest that: inspect log convert "
-            "--to json --output-dir DIR FILE)"
-        )
-    return None
-
-
 def _read_archive(archive: zipfile.ZipFile, fh: IO[bytes], ctx: ReadContext) -> Iterator[Item]:
     # The last entry of a name is the one that counts (Inspect supersedes a member by writing it again).
     members = archive_members(archive)
@@ -346,8 +307,12 @@ def _read_archive(archive: zipfile.ZipFile, fh: IO[bytes], ctx: ReadContext) -> 
     if not sample_names:
         yield Problem(1, "the log has no samples (was it written with log_samples=False?)")
         return
+    # Which scorers answer Yes/No (their I is a grade not found), known before the first sample is read.
+    header["yes_no"], source = _archive_yes_no(archive, fh, members, sample_names)
     consumed = 0
     seen: dict[tuple[str, int], str] = {}
+    values: dict[str, set[str]] = {}
+    all_read = True
     for number, name in enumerate(sample_names, start=1):
         info = members[name]
         sample = _zip_json(archive, fh, info)
@@ -355,8 +320,20 @@ def _read_archive(archive: zipfile.ZipFile, fh: IO[bytes], ctx: ReadContext) -> 
         ctx.tick(consumed)
         if isinstance(sample, str):
             yield Problem(number, f"{name}: {sample}")
+            all_read = False
             continue
+        _scorer_values(sample, values)
         yield from _sample(sample, number, name, header, ctx, seen)
+    if source is not None and all_read and _yes_no(values) != header["yes_no"]:
+        # The summaries decided how an I was read; samples that say otherwise mean an edited archive.
+        said, found = sorted(header["yes_no"]), sorted(_yes_no(values))
+        yield Problem(
+            1,
+            f"{source} disagrees with the samples about which scorers answer Yes/No ({said} there, {found} in the "
+            "samples): the archive was edited after Inspect wrote it. Re-run the eval, or convert the log to JSON "
+            "(inspect log convert --to json --output-dir DIR FILE) and ingest that",
+            fatal=True,
+        )
 
 
 def _zip_json(archive: zipfile.ZipFile, fh: IO[bytes], info: zipfile.ZipInfo) -> Any:
@@ -368,146 +345,6 @@ def _zip_json(archive: zipfile.ZipFile, fh: IO[bytes], info: zipfile.ZipInfo) ->
     if problem is not None:
         return f"{problem.message} (line {problem.line} of the member)"
     return value
-
-
-def member_bytes(archive: zipfile.ZipFile, fh: IO[bytes], info: zipfile.ZipInfo, *, keep: bool = True) -> bytes | str:
-    """A member's bytes, decompressed against its byte budget, or why it cannot be read (a ``str``).
-
-    The budget is the size the member declares, which may be at most ``MAX_MEMBER_BYTES``: a
-    member that declares more is refused before anything is decompressed, and one that expands
-    beyond its declaration is refused as soon as it does (at most ``_CHUNK`` bytes later), never
-    after the bytes are allocated. Its CRC-32 and size are checked. ``keep=False`` checks the
-    member without keeping its bytes (``annotate writeback`` checks a copy before Inspect reads it).
-    """
-    limit = f"{MAX_MEMBER_BYTES // 2**20} MiB"
-    if info.file_size > MAX_MEMBER_BYTES:
-        return f"larger than {limit} uncompressed (it declares {info.file_size:,} bytes)"
-    if info.compress_type not in ZIP_METHODS:
-        return (
-            f"compressed with ZIP method {info.compress_type}, which Inspect never writes (it writes Deflate or "
-            "Zstandard); convert the log to JSON (inspect log convert --to json --output-dir DIR FILE) and "
-            "ingest that"
-        )
-    if info.flag_bits & 0x1:
-        return "encrypted, which Inspect never writes"
-    chunks: list[bytes] = []
-    total = 0
-    try:
-        for chunk in _decompressed(archive, fh, info):
-            total += len(chunk)
-            if total > info.file_size:
-                return (
-                    f"expands beyond the {info.file_size:,} bytes it declares uncompressed (a decompression bomb, "
-                    "or a damaged archive); refused before reading further"
-                )
-            if keep:
-                chunks.append(chunk)
-    except _ZstdUnavailable:
-        return (
-            "compressed with Zstandard (ZIP method 93, as Inspect writes logs since late 2025), which this Python "
-            "cannot read without the zstandard package: pip install zstandard, or convert the log to JSON "
-            "(inspect log convert --to json --output-dir DIR FILE) and ingest that"
-        )
-    except NotImplementedError:
-        return (
-            f"compressed with a method this Python cannot read (ZIP method {info.compress_type}); convert the "
-            "log to JSON (inspect log convert --to json --output-dir DIR FILE) and ingest that"
-        )
-    except (zipfile.BadZipFile, OSError, EOFError, ValueError, RuntimeError) as exc:  # e.g. a bad CRC
-        return f"unreadable ({exc})"
-    if total != info.file_size:
-        return f"unreadable ({total:,} bytes where the archive says {info.file_size:,})"
-    return b"".join(chunks)
-
-
-def _decompressed(archive: zipfile.ZipFile, fh: IO[bytes], info: zipfile.ZipInfo) -> Iterator[bytes]:
-    """A member's uncompressed bytes, at most ``_CHUNK`` at a time (zipfile checks the CRC of its own)."""
-    if info.compress_type == ZIP_ZSTANDARD:
-        zstd = _zstd_reader(fh, info)
-        if zstd is not None:
-            yield from zstd
-            return
-        if sys.version_info < (3, 14):
-            raise _ZstdUnavailable()
-    with archive.open(info) as member:
-        while chunk := member.read(_CHUNK):
-            yield chunk
-
-
-class _ZstdUnavailable(Exception):
-    """No Zstandard decoder in this Python (neither 3.14's nor the zstandard package)."""
-
-
-class _Compressed:
-    """The compressed bytes of one member, read from the archive in pieces (for a streaming decoder)."""
-
-    def __init__(self, fh: IO[bytes], offset: int, size: int) -> None:
-        self._fh, self._pos, self._left = fh, offset, size
-
-    def read(self, n: int = -1) -> bytes:
-        n = self._left if n is None or n < 0 else min(n, self._left)
-        if n <= 0:
-            return b""
-        self._fh.seek(self._pos)
-        data = self._fh.read(n)
-        if not data:
-            raise zipfile.BadZipFile("the member is truncated")
-        self._pos += len(data)
-        self._left -= len(data)
-        return data
-
-
-def _zstd_reader(fh: IO[bytes], info: zipfile.ZipInfo) -> Iterator[bytes] | None:
-    """A Zstandard member decompressed in chunks with the zstandard package (None without it).
-
-    zipfile cannot decompress method 93 before Python 3.14, so the member's compressed bytes are
-    read at the offset its local header gives and streamed through the decoder; its CRC-32 is
-    checked at the end. (The caller stops it as soon as it passes the member's budget.)
-    """
-    try:
-        import zstandard
-    except ImportError:
-        return None
-
-    def chunks() -> Iterator[bytes]:
-        fh.seek(info.header_offset)
-        local = fh.read(_LOCAL_HEADER.size)
-        if len(local) != _LOCAL_HEADER.size or local[:4] != b"PK\x03\x04":
-            raise zipfile.BadZipFile(f"bad local header for {info.filename!r}")
-        fields = _LOCAL_HEADER.unpack(local)
-        offset = info.header_offset + _LOCAL_HEADER.size + fields[10] + fields[11]  # name and extra field lengths
-        source = _Compressed(fh, offset, info.compress_size)
-        crc = 0
-        try:
-            reader = zstandard.ZstdDecompressor().stream_reader(
-                cast(IO[bytes], source), read_size=_CHUNK, read_across_frames=True
-            )
-            while chunk := reader.read(_CHUNK):
-                crc = zlib.crc32(chunk, crc)
-                yield chunk
-        except zstandard.ZstdError as exc:
-            raise zipfile.BadZipFile(f"{info.filename!r}: not valid Zstandard data ({exc})") from None
-        if crc != info.CRC:
-            raise zipfile.BadZipFile(f"bad CRC-32 for file {info.filename!r}")
-
-    return chunks()
-
-
-def _read_zstd_member(fh: IO[bytes], info: zipfile.ZipInfo) -> bytes:
-    """A Zstandard member's bytes, checked against its budget, CRC-32 and size (``member_bytes``'s path)."""
-    chunks = _zstd_reader(fh, info)
-    if chunks is None:
-        raise _ZstdUnavailable()
-    out: list[bytes] = []
-    total = 0
-    for chunk in chunks:
-        total += len(chunk)
-        if total > min(info.file_size, MAX_MEMBER_BYTES):
-            raise zipfile.BadZipFile(f"{info.filename!r} expands beyond the {info.file_size:,} bytes it declares")
-        out.append(chunk)
-    if total != info.file_size:
-        raise zipfile.BadZipFile(f"{info.filename!r}: {total:,} bytes where the archive says {info.file_size:,}")
-    return b"".join(out)
 
 
 def _header(log: dict[str, Any], ctx: ReadContext) -> dict[str, Any] | Problem:
@@ -557,16 +394,68 @@ def scorer_kind(scorer: str, task_kind: str) -> str:
 
 
 def _yes_no_scorers(samples: list[Any]) -> set[str]:
-    """The scorers whose string values in the log are Yes/No (beside any ``I``): their ``I`` is no grade."""
+    """The scorers whose string values in the log are Yes/No (beside any ``I``): their ``I`` is no grade.
+
+    >>> sorted(_yes_no_scorers([{"scores": {"refusal": {"value": "Yes"}, "qa": {"value": "C"}}},
+    ...                         {"scores": {"refusal": {"value": "I"}, "qa": {"value": "I"}}}]))
+    ['refusal']
+    """
     values: dict[str, set[str]] = {}
     for sample in samples:
-        scores = sample.get("scores") if isinstance(sample, dict) else None
-        if isinstance(scores, dict):
-            for name, score in scores.items():
-                value = score.get("value") if isinstance(score, dict) else None
-                if isinstance(value, str):
-                    values.setdefault(name, set()).add(value.strip().lower())
+        _scorer_values(sample, values)
+    return _yes_no(values)
+
+
+def _scorer_values(sample: Any, values: dict[str, set[str]]) -> None:
+    """Add the string values of a sample's (or a sample summary's) scores to ``values``, per scorer."""
+    scores = sample.get("scores") if isinstance(sample, dict) else None
+    if isinstance(scores, dict):
+        for name, score in scores.items():
+            value = score.get("value") if isinstance(score, dict) else None
+            if isinstance(value, str):
+                values.setdefault(name, set()).add(value.strip().lower())
+
+
+def _yes_no(values: dict[str, set[str]]) -> set[str]:
     return {name for name, seen in values.items() if seen & {"yes", "no"} and seen <= {"yes", "no", "i"}}
+
+
+def _archive_yes_no(
+    archive: zipfile.ZipFile, fh: IO[bytes], members: dict[str, zipfile.ZipInfo], sample_names: list[str]
+) -> tuple[set[str], str | None]:
+    """The Yes/No scorers of a ``.eval`` archive before its samples are read, and where that was read.
+
+    From the sample summaries Inspect writes beside the samples (``summaries.json``, else the
+    journal's ``_journal/summaries/N.json``), which carry every sample's score values: one small
+    member instead of reading every sample twice. The samples are then checked against it as they
+    are read (:func:`_read_archive`). Without readable summaries, the samples' scores are read
+    first (a second pass over them). Returns (scorers, the member read or None for the samples).
+    """
+    names = (
+        ["summaries.json"]
+        if "summaries.json" in members
+        else sorted(
+            (n for n in members if n.startswith("_journal/summaries/") and n.endswith(".json")),
+            key=lambda n: (len(n), n),
+        )
+    )
+    values: dict[str, set[str]] = {}
+    summaries_read = bool(names)
+    for name in names:
+        summaries = _zip_json(archive, fh, members[name])
+        if not isinstance(summaries, list):
+            summaries_read = False
+            break
+        for summary in summaries:
+            _scorer_values(summary, values)
+    if summaries_read:
+        return _yes_no(values), names[0] if len(names) == 1 else "_journal/summaries/"
+    values = {}
+    for name in sample_names:
+        sample = _zip_json(archive, fh, members[name])
+        if not isinstance(sample, str):
+            _scorer_values(sample, values)
+    return _yes_no(values), None
 
 
 def _single_score_judge(log: dict[str, Any]) -> str:
