@@ -11,8 +11,8 @@ the first, exactly as Inspect's own readers do (``_read_log`` and ``_read_log_fr
 a hostile file: a member whose name leads outside the archive root (``../x``, ``/x``, ``C:x``)
 refuses it; a member is decompressed in chunks against a byte budget, its declared size (at
 most ``MAX_MEMBER_BYTES`` of ``annotate.ingest.archive``), so a member that declares more is
-refused before it is decompressed and one that expands beyond what it declares (a decompression bomb) is refused at the budget,
-never after the bytes are allocated; only the methods Inspect writes (stored, Deflate,
+refused before it is decompressed and one that expands beyond what it declares (a decompression
+bomb) is refused at the budget, never after the bytes are allocated; only the methods Inspect writes (stored, Deflate,
 Zstandard) are read; and two members holding the same sample (id and epoch) are a problem, since
 Inspect would show both.
 
