@@ -91,6 +91,9 @@ def build(ws: Path, n_models: int, n_bench: int, n_prompts: int, seed: int) -> d
         "routing",
         "--clear-per-cell",
         "25",
+        # The census of issue #21's figures (about 16,000 reviewed); rounds sample it by default since #25.
+        "--ambiguous",
+        "all",
         "--seed",
         "1",
         "--to-file",
