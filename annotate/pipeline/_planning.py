@@ -74,7 +74,9 @@ def plan_target(
     From a round's design and labels (each wave's strata as they are; nothing reviewed yet counts
     as nothing known), or, before any round, the judge labels in the store. ``ranking``: each
     model's target from its distance to its nearest neighbour (``ranking_targets``), at least
-    ``tie_margin``; needs a scored round.
+    ``tie_margin``; needs a scored round. With a round, the models' figures are on the scale the
+    round reports (:func:`_as_reported`): the target asked for (or, for a budget, the smallest
+    common reported half-width it reaches), the interval `score` reports now, the one expected.
     """
     if (target_halfwidth is None) == (budget is None) and not ranking:
         raise InputError("give --target-halfwidth (e.g. 0.03) or --budget (reviews), or --ranking")
@@ -121,25 +123,79 @@ def plan_target(
     }
     try:
         planned = plan_round(st, targets, **options)
-        if targets is None or not len(store.rounds()):
+        if not len(store.rounds()):
             return planned
         # The plan's half-widths are normal-theory; the interval a round reports (and status checks)
         # is wider where its strata share a component (docs/methods.md 9.12). Each model's target is
-        # narrowed by that ratio, so that the wave planned to reach it reaches it as reported.
+        # narrowed by that ratio, so that the wave planned to reach it reaches it as reported, and
+        # the plan is shown on the reported scale (the target asked for, the interval now).
         if reported is None:
             reported = _reported_halfwidths(store, names)
         now = dict(zip(planned.models.model.astype(str), planned.models.halfwidth_now.astype(float), strict=True))
+        ratio = {m: _ratio(reported.get(m, np.nan), h) for m, h in now.items()}
+        options["budget"] = None
+        if targets is None:  # a budget: the smallest common reported half-width whose reviews fit
+            assert budget is not None
+            planned, common = _budget_plan(st, ratio, budget, options)
+            return _as_reported(planned, ratio, reported, dict.fromkeys(ratio, common))
         wanted = targets if isinstance(targets, dict) else dict.fromkeys(now, float(targets))
-        narrowed = {}
-        for model, target in wanted.items():
-            ratio = reported.get(model, np.nan) / now.get(model, np.nan)
-            # Clipped to [1, 2], as in the design bench/budget.py measured (methods 4.10).
-            narrowed[model] = target / min(ratio, 2.0) if np.isfinite(ratio) and ratio > 1 else target
-        if all(narrowed[m] == wanted[m] for m in narrowed):
-            return planned
-        return plan_round(st, narrowed, **options)
+        narrowed = {m: t / ratio[m] for m, t in wanted.items()}
+        if narrowed != wanted:
+            planned = plan_round(st, narrowed, **options)
+        return _as_reported(planned, ratio, reported, wanted)
     except ValueError as e:
         raise InputError(str(e)) from None
+
+
+def _ratio(reported: float, planned: float) -> float:
+    """The reported over the planned half-width of a model, clipped to [1, 2] as in the design
+    bench/budget.py measured (methods 4.10); 1 where either is unknown."""
+    r = reported / planned if planned > 0 else np.nan
+    return float(min(r, 2.0)) if np.isfinite(r) and r > 1 else 1.0
+
+
+def _budget_plan(
+    st: pd.DataFrame, ratio: dict[str, float], budget: float, options: dict[str, Any]
+) -> tuple[RoundPlan, float]:
+    """(the plan, t) for the smallest common reported half-width t (targets t / ratio per model) within ``budget``."""
+
+    def at(t: float) -> RoundPlan:
+        return plan_round(st, {m: t / r for m, r in ratio.items()}, **options)
+
+    lo, hi = 1e-4, 1.0
+    best = at(hi)
+    if best.reviews > budget:
+        return best, hi  # not even +-1 fits: the plan for it, whose reviews say so
+    for _ in range(40):
+        mid = (lo * hi) ** 0.5
+        trial = at(mid)
+        if trial.reviews <= budget:
+            hi, best = mid, trial
+        else:
+            lo = mid
+        if hi / lo < 1.001:
+            break
+    return best, hi
+
+
+def _as_reported(
+    planned: RoundPlan, ratio: dict[str, float], reported: dict[str, float], wanted: dict[str, float]
+) -> RoundPlan:
+    """The plan's per-model figures on the scale the round reports: ``target`` the half-width asked for
+    (``planned_target`` the normal-theory one the allocation was solved for), ``halfwidth_now`` the
+    corrected interval `score` reports (the plan's own times the ratio where there is none yet),
+    ``expected_halfwidth`` the plan's times the ratio, ``at_target`` from those."""
+    m = planned.models.copy()
+    names = m.model.astype(str)
+    r = names.map(ratio).astype(float).fillna(1.0)
+    m["planned_target"] = m["target"]
+    m["target"] = names.map(wanted).astype(float)
+    now = names.map(reported).astype(float)
+    m["halfwidth_now"] = now.where(now.notna(), m["halfwidth_now"] * r)
+    m["expected_halfwidth"] = m["expected_halfwidth"] * r
+    m["at_target"] = m["halfwidth_now"] <= m["target"] + 1e-9
+    m["ratio"] = r
+    return RoundPlan(planned.strata, m, planned.reviews)
 
 
 def _reported_halfwidths(store: Store, names: tuple[str, ...]) -> dict[str, float]:

@@ -931,3 +931,34 @@ def test_everyday_commands_do_not_import_scipy_stats(demo_ws, command):
     )
     assert done.returncode == 0, done.stderr[-2000:]
     assert done.stderr.strip().splitlines()[-1] == "no scipy.stats", done.stderr[-2000:]
+
+
+def test_plan_speaks_the_scale_the_round_reports(demo_ws, runner):
+    """Before: `plan --target-halfwidth 0.03` printed a target of 0.015-0.017 (the normal-theory target it
+    had narrowed to) and a half-width "now" that was the plan's approximation, not what score and status
+    report; `plan --budget` promised a common +-3.1 points that the round would report as about +-6."""
+    root, _, _ = demo_ws
+
+    def json_of(*args):
+        done = runner.invoke(cli, ["-w", str(root), *args, "--json"])
+        assert done.exit_code == 0, done.output
+        return json.loads(done.output)
+
+    reported = {
+        r["model"]: r for r in json_of("status", "--round", ROUND, "--target-halfwidth", "0.03")["target"]["models"]
+    }
+    planned = json_of("plan", "--round", ROUND, "--target-halfwidth", "0.03")
+    for m in planned["models"]:
+        assert m["target"] == 0.03
+        assert m["halfwidth_now"] == pytest.approx(reported[m["model"]]["halfwidth"], abs=1e-12)
+        assert m["planned_target"] <= m["target"] and 1 <= m["ratio"] <= 2
+        assert m["planned_target"] == pytest.approx(m["target"] / m["ratio"])
+        assert m["expected_halfwidth"] <= m["target"] + 1e-9 or not m["reachable"]
+        assert m["at_target"] == (m["halfwidth_now"] <= m["target"])
+    # A budget of exactly those reviews reaches about the same reported half-width, common to every model.
+    budget = json_of("plan", "--round", ROUND, "--budget", str(planned["reviews"]))
+    assert budget["reviews"] <= planned["reviews"]
+    assert len({m["target"] for m in budget["models"]}) == 1
+    assert budget["models"][0]["target"] == pytest.approx(0.03, abs=0.002)
+    half = json_of("plan", "--round", ROUND, "--budget", str(planned["reviews"] / 3))
+    assert half["reviews"] <= planned["reviews"] / 3 and half["models"][0]["target"] > 0.04
