@@ -22,7 +22,7 @@ import pandas as pd
 from annotate.audit.schema import listed
 from annotate.columns import BLINDINGS, JUDGE_LABELS, describe_judges, judge_of
 from annotate.stats.adjudication import rules_from_record
-from annotate.stats.sampling import CENSUS_STRATA, ambiguous_rule, ambiguous_sample_size
+from annotate.stats.sampling import AMBIGUOUS_STRATA, ambiguous_rule, ambiguous_sample_size
 from annotate.stats.scoring.strata import DESIGN_STRATA_COLUMNS, stratum_key
 
 __all__ = [
@@ -414,7 +414,7 @@ def _round_problems(rnd: dict[str, Any], where: str) -> list[str]:
             found.append(f"{at}: sample {s['sample']} is not between 0 and its population {s['population']}.")
         elif rule_ok and not nxt and isinstance(rnd.get("clear_per_cell"), int):
             # The round's rules re-derive every stratum's sample size from its population.
-            if s["judge_label"] in CENSUS_STRATA:
+            if s["judge_label"] in AMBIGUOUS_STRATA:
                 want = int(ambiguous_sample_size(np.array([s["population"]]), rule)[0])
                 how = f"--ambiguous {rnd['ambiguous']}"
             else:

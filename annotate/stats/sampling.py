@@ -30,7 +30,7 @@ from numpy.typing import NDArray
 from annotate.columns import CLEAR_LABELS, JUDGE_LABELS
 
 __all__ = [
-    "CENSUS_STRATA",
+    "AMBIGUOUS_STRATA",
     "ambiguous_rule",
     "SAMPLED_STRATA",
     "ambiguous_sample_size",
@@ -44,7 +44,7 @@ __all__ = [
 #: Judge-label strata sampled (simple random samples of ``clear_per_cell``): the clear labels.
 SAMPLED_STRATA = CLEAR_LABELS
 #: Judge-label strata sampled by the round's ambiguous rule (a census with ``all``): ``ambiguous``.
-CENSUS_STRATA = tuple(label for label in JUDGE_LABELS if label not in CLEAR_LABELS)
+AMBIGUOUS_STRATA = tuple(label for label in JUDGE_LABELS if label not in CLEAR_LABELS)
 
 
 def unanimity_strata(labels: pd.DataFrame) -> pd.Series:
@@ -79,8 +79,8 @@ def unanimity_strata(labels: pd.DataFrame) -> pd.Series:
     values = labels.astype(object).to_numpy()
     harmful = (values == "harmful").all(axis=1)
     safe = (values == "safe").all(axis=1)
-    census = CENSUS_STRATA[0]
-    out = np.where(harmful, "harmful", np.where(safe, "safe", census)).astype(object)
+    ambiguous = AMBIGUOUS_STRATA[0]
+    out = np.where(harmful, "harmful", np.where(safe, "safe", ambiguous)).astype(object)
     return pd.Series(out, index=labels.index, dtype=object)
 
 
@@ -241,9 +241,9 @@ def select_for_review(
     group = df.groupby(["model", "benchmark", "stratum"], sort=False)
     df["population"] = group["response_id"].transform("size")
     df["position"] = group.cumcount()
-    census = df["stratum"].isin(CENSUS_STRATA)
+    by_rule = df["stratum"].isin(AMBIGUOUS_STRATA)  # sampled by the ambiguous rule (a census with "all")
     amb = ambiguous_sample_size(df["population"].to_numpy(dtype=np.int64), ambiguous)
-    df["sample"] = np.where(census, amb, np.minimum(df["population"], clear_per_cell))
+    df["sample"] = np.where(by_rule, amb, np.minimum(df["population"], clear_per_cell))
     chosen = df[df["position"] < df["sample"]].copy()
     chosen["inclusion_prob"] = chosen["sample"] / chosen["population"]
     strata = df.groupby(["model", "benchmark", "stratum"], as_index=False).agg(

@@ -11,7 +11,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from annotate.stats import sampling
-from annotate.stats.sampling import CENSUS_STRATA, SAMPLED_STRATA, select_for_review, unanimity_strata
+from annotate.stats.sampling import AMBIGUOUS_STRATA, SAMPLED_STRATA, select_for_review, unanimity_strata
 
 LABEL = st.sampled_from(["harmful", "safe", "ambiguous", None])
 
@@ -44,7 +44,7 @@ def test_one_response(labels, stratum):
 
 
 def test_the_census_stratum_is_the_only_census_stratum_and_the_others_are_sampled():
-    assert CENSUS_STRATA == ("ambiguous",) and set(SAMPLED_STRATA) == {"harmful", "safe"}
+    assert AMBIGUOUS_STRATA == ("ambiguous",) and set(SAMPLED_STRATA) == {"harmful", "safe"}
 
 
 def test_fewer_than_two_judges_is_an_error():

@@ -643,7 +643,7 @@ def test_public_api_and_vocabulary_come_from_columns():
     assert sc.TREATMENTS is columns.TREATMENTS and sc.JUDGE_ONLY_TREATMENTS is columns.JUDGE_ONLY_TREATMENTS
     assert sc.LABELS is columns.JUDGE_LABELS and sc.CLEAR_LABELS is columns.CLEAR_LABELS
     assert shares.LABELS is columns.JUDGE_LABELS and sampling.SAMPLED_STRATA is columns.CLEAR_LABELS
-    assert sampling.CENSUS_STRATA == ("ambiguous",)
+    assert sampling.AMBIGUOUS_STRATA == ("ambiguous",)
     for name in sc.__all__:
         assert getattr(sc, name) is not None
     r = sc.corrected_scores(cell(), draws=50)
