@@ -354,9 +354,12 @@ def test_a_v10_store_migrates_every_response_to_safety(workspace, runner, tmp_pa
         store.close()
 
 
-def _eval_archive(tmp_path: Path, task: str, samples: list[dict[str, Any]], summaries: Any = "same") -> Path:
+def _eval_archive(
+    tmp_path: Path, task: str, samples: list[dict[str, Any]], summaries: Any = "same", journal: Any = ()
+) -> Path:
     """The log of :func:`_inspect` as Inspect's ``.eval`` archive: header.json, one member per sample and
-    ``summaries.json`` (the samples' summaries, ``summaries`` to give other ones or None for none)."""
+    ``summaries.json`` (the samples' summaries, ``summaries`` to give other ones or None for none);
+    ``journal``: lists written as ``_journal/summaries/1.json``, ``2.json``, ... (an unfinished log)."""
     import zipfile
 
     log = json.loads(_inspect(tmp_path, task, samples, name="header.json").read_text(encoding="utf-8"))
@@ -370,6 +373,8 @@ def _eval_archive(tmp_path: Path, task: str, samples: list[dict[str, Any]], summ
             summaries = [{"id": s["id"], "epoch": s["epoch"], "scores": s["scores"]} for s in samples]
         if summaries is not None:
             z.writestr("summaries.json", json.dumps(summaries))
+        for k, part in enumerate(journal, start=1):
+            z.writestr(f"_journal/summaries/{k}.json", json.dumps(part))
     return path
 
 
@@ -415,6 +420,39 @@ def test_summaries_that_disagree_with_the_samples_refuse_the_archive(workspace, 
     path = _eval_archive(tmp_path, "my_jailbreak_suite", _yes_no_samples(), lying)
     done = run(runner, prefix, "ingest", str(path), ok=False)
     assert done.exit_code == 2, done.output
-    assert "summaries.json disagrees with the samples about which scorers answer Yes/No" in done.stderr
+    assert "summaries.json disagrees with the samples about whether 'model_graded_qa' answers Yes/No" in done.stderr
     rows, _ = stored(prefix)
     assert rows == []
+
+
+def _summary(sample_id: str, value: Any) -> dict[str, Any]:
+    return {"id": sample_id, "epoch": 1, "scores": {"model_graded_qa": {"value": value}}}
+
+
+@pytest.mark.parametrize(
+    "summaries, journal",
+    [
+        # summaries without scores (an errored run): not used; the samples' scores are read first
+        ([{"id": x, "epoch": 1, "scores": None} for x in "abc"], ()),
+        # an unfinished log whose journal summarised sample c twice: its last summary counts
+        (None, ([_summary("a", "Yes"), _summary("c", "C")], [_summary("b", "No"), _summary("c", "I")])),
+    ],
+    ids=["summaries without scores", "journal with a re-logged sample"],
+)
+def test_summaries_inspect_writes_are_read_as_inspect_reads_them(workspace, runner, tmp_path, summaries, journal):
+    _, prefix = workspace
+    path = _eval_archive(tmp_path, "my_jailbreak_suite", _yes_no_samples(), summaries, journal)
+    run(runner, prefix, "ingest", str(path))
+    rows, _ = stored(prefix)
+    assert {r["prompt_id"]: r["label_reason"] for r in rows}["c"] == "unparsed"
+
+
+def test_a_disagreement_that_decided_no_reading_does_not_refuse(workspace, runner, tmp_path):
+    """The summaries call a scorer C/I that the samples show answering Yes/No, but it gave no I: every
+    verdict was read as the samples alone would read it, so the archive goes in."""
+    _, prefix = workspace
+    samples = _yes_no_samples()[:2]
+    lying = [_summary("a", "C"), _summary("b", "C")]
+    run(runner, prefix, "ingest", str(_eval_archive(tmp_path, "my_jailbreak_suite", samples, lying)))
+    rows, _ = stored(prefix)
+    assert len(rows) == 2

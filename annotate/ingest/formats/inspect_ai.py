@@ -324,14 +324,16 @@ def _read_archive(archive: zipfile.ZipFile, fh: IO[bytes], ctx: ReadContext) -> 
             continue
         _scorer_values(sample, values)
         yield from _sample(sample, number, name, header, ctx, seen)
-    if source is not None and all_read and _yes_no(values) != header["yes_no"]:
-        # The summaries decided how an I was read; samples that say otherwise mean an edited archive.
-        said, found = sorted(header["yes_no"]), sorted(_yes_no(values))
+    # The summaries decided how each I was read. A scorer on which they and the samples disagree, and
+    # which gave an I, had its I read by a rule its samples do not support: the archive was edited.
+    wrong = sorted(n for n in header["yes_no"] ^ _yes_no(values) if "i" in values.get(n, set()))
+    if source is not None and all_read and wrong:
         yield Problem(
             1,
-            f"{source} disagrees with the samples about which scorers answer Yes/No ({said} there, {found} in the "
-            "samples): the archive was edited after Inspect wrote it. Re-run the eval, or convert the log to JSON "
-            "(inspect log convert --to json --output-dir DIR FILE) and ingest that",
+            f"{source} disagrees with the samples about whether {', '.join(map(repr, wrong))} answers Yes/No (so "
+            "whether its I is a grade or a parse failure): the archive was edited after Inspect wrote it. Re-run "
+            "the eval, or convert the log to JSON (inspect log convert --to json --output-dir DIR FILE) and ingest "
+            "that",
             fatal=True,
         )
 
@@ -426,31 +428,32 @@ def _archive_yes_no(
     """The Yes/No scorers of a ``.eval`` archive before its samples are read, and where that was read.
 
     From the sample summaries Inspect writes beside the samples (``summaries.json``, else the
-    journal's ``_journal/summaries/N.json``), which carry every sample's score values: one small
-    member instead of reading every sample twice. The samples are then checked against it as they
-    are read (:func:`_read_archive`). Without readable summaries, the samples' scores are read
-    first (a second pass over them). Returns (scorers, the member read or None for the samples).
+    journal's ``_journal/summaries/N.json`` in order), which carry every sample's score values: one
+    small member instead of reading every sample twice. A sample summarised twice (re-logged)
+    counts once, its last summary, as Inspect reads it. The samples are then checked against this
+    as they are read (:func:`_read_archive`). Summaries that cannot be read, or that carry no
+    scores while samples may, are not used: the samples' scores are read first instead (a second
+    pass over them). Returns (scorers, the member read, or None when the samples were).
     """
-    names = (
-        ["summaries.json"]
-        if "summaries.json" in members
-        else sorted(
-            (n for n in members if n.startswith("_journal/summaries/") and n.endswith(".json")),
-            key=lambda n: (len(n), n),
-        )
-    )
-    values: dict[str, set[str]] = {}
-    summaries_read = bool(names)
+    if "summaries.json" in members:
+        names = ["summaries.json"]
+    else:
+        journal = [n for n in members if n.startswith("_journal/summaries/") and n.endswith(".json")]
+        names = sorted(journal, key=lambda n: (len(n), n))  # 1.json, 2.json, ..., 10.json
+    latest: dict[str, Any] = {}
+    usable = bool(names)
     for name in names:
         summaries = _zip_json(archive, fh, members[name])
-        if not isinstance(summaries, list):
-            summaries_read = False
+        if not isinstance(summaries, list) or not all(
+            isinstance(x, dict) and isinstance(x.get("scores"), dict) for x in summaries
+        ):
+            usable = False
             break
         for summary in summaries:
-            _scorer_values(summary, values)
-    if summaries_read:
-        return _yes_no(values), names[0] if len(names) == 1 else "_journal/summaries/"
-    values = {}
+            latest[json.dumps([summary.get("id"), summary.get("epoch")], default=str)] = summary
+    if usable:
+        return _yes_no_scorers(list(latest.values())), names[0] if len(names) == 1 else "_journal/summaries/"
+    values: dict[str, set[str]] = {}
     for name in sample_names:
         sample = _zip_json(archive, fh, members[name])
         if not isinstance(sample, str):
