@@ -132,14 +132,14 @@ def plan_target(
         if reported is None:
             reported = _reported_halfwidths(store, names)
         now = dict(zip(planned.models.model.astype(str), planned.models.halfwidth_now.astype(float), strict=True))
-        ratio = {m: _ratio(reported.get(m, np.nan), h) for m, h in now.items()}
         options["budget"] = None
         if targets is None:  # a budget: the smallest common reported half-width whose reviews fit
             assert budget is not None
-            planned, common = _budget_plan(st, ratio, budget, options)
+            planned, common, ratio = _budget_plan(st, now, reported, budget, options)
             return _as_reported(planned, ratio, reported, dict.fromkeys(ratio, common))
         wanted = targets if isinstance(targets, dict) else dict.fromkeys(now, float(targets))
-        narrowed = {m: t / ratio[m] for m, t in wanted.items()}
+        ratio = _ratios(now, reported, wanted)
+        narrowed = {m: t / ratio.get(m, 1.0) for m, t in wanted.items()}
         if narrowed != wanted:
             planned = plan_round(st, narrowed, **options)
         return _as_reported(planned, ratio, reported, wanted)
@@ -154,28 +154,54 @@ def _ratio(reported: float, planned: float) -> float:
     return float(min(r, 2.0)) if np.isfinite(r) and r > 1 else 1.0
 
 
-def _budget_plan(
-    st: pd.DataFrame, ratio: dict[str, float], budget: float, options: dict[str, Any]
-) -> tuple[RoundPlan, float]:
-    """(the plan, t) for the smallest common reported half-width t (targets t / ratio per model) within ``budget``."""
+def _ratios(now: dict[str, float], reported: dict[str, float], wanted: dict[str, float]) -> dict[str, float]:
+    """Per model, the ratio its target is narrowed by: :func:`_ratio`, clipped as measured, unless the
+    clipped ratio would have the plan call the model at its target when the round reports it is not
+    (a ratio above 2 now: a pilot's sparse strata), or not at it when it is (a reported interval
+    narrower than the plan's); then the ratio now, unclipped, so that the plan never plans nothing
+    for a model the round reports above its target, nor reviews for one it reports within it."""
+    out = {}
+    for m, h in now.items():
+        rep, t = reported.get(m, np.nan), wanted.get(m)
+        r = _ratio(rep, h)
+        if t is not None and np.isfinite(rep) and rep > 0 and h > 0 and (rep <= t) != (h <= t / r):
+            r = rep / h
+        out[m] = float(r)
+    return out
 
-    def at(t: float) -> RoundPlan:
-        return plan_round(st, {m: t / r for m, r in ratio.items()}, **options)
+
+def _budget_plan(
+    st: pd.DataFrame, now: dict[str, float], reported: dict[str, float], budget: float, options: dict[str, Any]
+) -> tuple[RoundPlan, float, dict[str, float]]:
+    """(the plan, t, the ratios) for the smallest common reported half-width t within ``budget``
+    (each model's target t / its ratio, :func:`_ratios`)."""
+
+    def at(t: float) -> tuple[RoundPlan, dict[str, float]]:
+        ratio = _ratios(now, reported, dict.fromkeys(now, t))
+        return plan_round(st, {m: t / r for m, r in ratio.items()}, **options), ratio
 
     lo, hi = 1e-4, 1.0
-    best = at(hi)
+    best, best_ratio = at(hi)
     if best.reviews > budget:
-        return best, hi  # not even +-1 fits: the plan for it, whose reviews say so
+        return best, hi, best_ratio  # not even +-1 fits: the plan for it, whose reviews say so
+    everything, ratio = at(lo)
+    if everything.reviews <= budget:
+        # The budget covers every remaining response: the plan for the widest half-width that
+        # reviewing them all reaches (the rest of the budget is not needed).
+        reach = everything.models.expected_halfwidth.astype(float) * everything.models.model.astype(str).map(ratio)
+        t = float(reach.max()) * 1.0001
+        plan, ratio = at(t)
+        return plan, t, ratio
     for _ in range(40):
         mid = (lo * hi) ** 0.5
-        trial = at(mid)
+        trial, trial_ratio = at(mid)
         if trial.reviews <= budget:
-            hi, best = mid, trial
+            hi, best, best_ratio = mid, trial, trial_ratio
         else:
             lo = mid
         if hi / lo < 1.001:
             break
-    return best, hi
+    return best, hi, best_ratio
 
 
 def _as_reported(
@@ -192,7 +218,9 @@ def _as_reported(
     m["target"] = names.map(wanted).astype(float)
     now = names.map(reported).astype(float)
     m["halfwidth_now"] = now.where(now.notna(), m["halfwidth_now"] * r)
-    m["expected_halfwidth"] = m["expected_halfwidth"] * r
+    # More reviews never widen it; no reviews leave it as it is.
+    after = np.minimum(m["expected_halfwidth"] * r, m["halfwidth_now"])
+    m["expected_halfwidth"] = after.where(m["items"] > 0, m["halfwidth_now"])
     m["at_target"] = m["halfwidth_now"] <= m["target"] + 1e-9
     m["ratio"] = r
     return RoundPlan(planned.strata, m, planned.reviews)

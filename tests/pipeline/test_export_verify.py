@@ -962,3 +962,32 @@ def test_plan_speaks_the_scale_the_round_reports(demo_ws, runner):
     assert budget["models"][0]["target"] == pytest.approx(0.03, abs=0.002)
     half = json_of("plan", "--round", ROUND, "--budget", str(planned["reviews"] / 3))
     assert half["reviews"] <= planned["reviews"] / 3 and half["models"][0]["target"] > 0.04
+
+
+def test_the_plan_never_plans_nothing_for_a_model_above_its_target(demo_ws, runner):
+    """The review of the change above: with the ratio clipped at 2 and the demo's models reporting 3-4
+    times the plan's approximation, a target of 0.12 planned 0 reviews for models reported at +-0.136
+    to +-0.167 (so status said "not done" with 0 more reviews, and route --next-wave drew nothing);
+    --budget 1 promised +-0.163 with a model at +-0.167; a model reported within its target still got
+    reviews when its reported interval was narrower than the plan's; a budget beyond every remaining
+    response promised +-0.0001, "not reachable"."""
+    root, _, _ = demo_ws
+
+    def json_of(*args):
+        done = runner.invoke(cli, ["-w", str(root), "plan", "--round", ROUND, *args, "--json"])
+        assert done.exit_code == 0, done.output
+        return json.loads(done.output)
+
+    for target in ("0.05", "0.09", "0.12", "0.14", "0.16"):
+        for m in json_of("--target-halfwidth", target)["models"]:
+            if m["at_target"]:
+                assert m["reviews"] == 0 and m["expected_halfwidth"] == m["halfwidth_now"], (target, m)
+            elif m["reachable"]:
+                assert m["reviews"] > 0 and m["expected_halfwidth"] <= m["target"] + 1e-9, (target, m)
+            assert m["expected_halfwidth"] <= m["halfwidth_now"] + 1e-12, (target, m)
+    tiny = json_of("--budget", "1")
+    assert tiny["reviews"] <= 1
+    assert all(m["halfwidth_now"] <= m["target"] + 1e-9 for m in tiny["models"] if m["reviews"] == 0)
+    everything = json_of("--budget", "100000")
+    assert everything["reviews"] < 100000 and everything["models"][0]["target"] > 0.01
+    assert all(m["reachable"] and m["expected_halfwidth"] <= m["target"] + 1e-9 for m in everything["models"])
