@@ -20,7 +20,7 @@ from annotate.columns import ALL, judge_of
 from annotate.errors import InputError
 from annotate.pipeline._resolve import resolve_routing_judges, rounds_to_score
 from annotate.pipeline.record import design_from_store, labels_frame, record_from_store
-from annotate.stats.planning import RoundPlan, plan_round, ranking_targets
+from annotate.stats.planning import BUDGET_HIGH, BUDGET_LOW, RoundPlan, plan_round, ranking_targets, smallest_fitting
 from annotate.stats.scoring.strata import strata_table
 
 if TYPE_CHECKING:
@@ -180,7 +180,7 @@ def _budget_plan(
         ratio = _ratios(now, reported, dict.fromkeys(now, t))
         return plan_round(st, {m: t / r for m, r in ratio.items()}, **options), ratio
 
-    lo, hi = 1e-4, 1.0
+    lo, hi = BUDGET_LOW, BUDGET_HIGH
     best, best_ratio = at(hi)
     if best.reviews > budget:
         return best, hi, best_ratio  # not even +-1 fits: the plan for it, whose reviews say so
@@ -192,16 +192,8 @@ def _budget_plan(
         t = float(reach.max()) * 1.0001
         plan, ratio = at(t)
         return plan, t, ratio
-    for _ in range(40):
-        mid = (lo * hi) ** 0.5
-        trial, trial_ratio = at(mid)
-        if trial.reviews <= budget:
-            hi, best, best_ratio = mid, trial, trial_ratio
-        else:
-            lo = mid
-        if hi / lo < 1.001:
-            break
-    return best, hi, best_ratio
+    (best, best_ratio), t = smallest_fitting(at, lambda planned: planned[0].reviews, budget, (best, best_ratio))
+    return best, t, best_ratio
 
 
 def _as_reported(

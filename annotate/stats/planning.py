@@ -53,8 +53,9 @@ that of its nearest neighbour.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
+from typing import TypeVar
 
 import numpy as np
 import pandas as pd
@@ -63,12 +64,15 @@ from numpy.typing import NDArray
 from annotate.columns import JUDGE_LABELS
 
 __all__ = [
+    "BUDGET_HIGH",
+    "BUDGET_LOW",
     "PRIOR_RATES",
     "RoundPlan",
     "model_allocation",
     "plan_round",
     "pooled_allocation",
     "ranking_targets",
+    "smallest_fitting",
 ]
 
 #: Prior guesses of P(harmful | judge label) (docs/methods.md 4.8 for the clear ones; .5, the
@@ -522,18 +526,11 @@ def plan_round(
         return n, rows
 
     if budget is not None:
-        lo, hi = 1e-4, 1.0
-        n, rows = solve(dict.fromkeys(models, hi))
+        n, rows = solve(dict.fromkeys(models, BUDGET_HIGH))
         if _total(rows) <= budget:
-            for _ in range(40):
-                mid = (lo * hi) ** 0.5
-                n_mid, rows_mid = solve(dict.fromkeys(models, mid))
-                if _total(rows_mid) <= budget:
-                    hi, n, rows = mid, n_mid, rows_mid
-                else:
-                    lo = mid
-                if hi / lo < 1.001:
-                    break
+            (n, rows), _ = smallest_fitting(
+                lambda t: solve(dict.fromkeys(models, t)), lambda plan: _total(plan[1]), budget, (n, rows)
+            )
     else:
         assert target_halfwidth is not None
         targets = (
@@ -551,6 +548,43 @@ def plan_round(
     out["census"] = (n > 0) & (n >= N - sampled)
     model_frame = pd.DataFrame(rows)
     return RoundPlan(out, model_frame, float(model_frame["reviews"].sum()) if len(model_frame) else 0.0)
+
+
+#: The range of common half-widths a budget's plan is searched over.
+BUDGET_LOW, BUDGET_HIGH = 1e-4, 1.0
+
+PlanT = TypeVar("PlanT")
+
+
+def smallest_fitting(
+    plan_at: Callable[[float], PlanT],
+    reviews_of: Callable[[PlanT], float],
+    budget: float,
+    at_high: PlanT,
+    *,
+    lo: float = BUDGET_LOW,
+    hi: float = BUDGET_HIGH,
+) -> tuple[PlanT, float]:
+    """(the plan, t) for the smallest common half-width t in (lo, hi] whose reviews fit ``budget``.
+
+    Geometric bisection to 0.1 % (at most 40 steps); ``at_high`` is ``plan_at(hi)``, which fits.
+    The reviews a plan takes fall as t grows, so the fitting plans are those at t above a bound.
+
+    >>> t = smallest_fitting(lambda t: 1 / t, lambda reviews: reviews, 100.0, 1.0)[1]  # 1/t <= 100
+    >>> 0.01 <= t < 0.0101
+    True
+    """
+    best = at_high
+    for _ in range(40):
+        mid = (lo * hi) ** 0.5
+        trial = plan_at(mid)
+        if reviews_of(trial) <= budget:
+            hi, best = mid, trial
+        else:
+            lo = mid
+        if hi / lo < 1.001:
+            break
+    return best, hi
 
 
 def _total(rows: list[dict[str, object]]) -> float:
