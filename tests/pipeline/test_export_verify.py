@@ -933,6 +933,13 @@ def test_everyday_commands_do_not_import_scipy_stats(demo_ws, command):
     assert done.stderr.strip().splitlines()[-1] == "no scipy.stats", done.stderr[-2000:]
 
 
+def _cli_json(runner, root: Path, *args: str):
+    """The ``--json`` output of an annotate command on the demo's workspace (exit 0 asserted)."""
+    done = runner.invoke(cli, ["-w", str(root), *args, "--json"])
+    assert done.exit_code == 0, done.output
+    return json.loads(done.output)
+
+
 def test_plan_speaks_the_scale_the_round_reports(demo_ws, runner):
     """Before: `plan --target-halfwidth 0.03` printed a target of 0.015-0.017 (the normal-theory target it
     had narrowed to) and a half-width "now" that was the plan's approximation, not what score and status
@@ -940,9 +947,7 @@ def test_plan_speaks_the_scale_the_round_reports(demo_ws, runner):
     root, _, _ = demo_ws
 
     def json_of(*args):
-        done = runner.invoke(cli, ["-w", str(root), *args, "--json"])
-        assert done.exit_code == 0, done.output
-        return json.loads(done.output)
+        return _cli_json(runner, root, *args)
 
     reported = {
         r["model"]: r for r in json_of("status", "--round", ROUND, "--target-halfwidth", "0.03")["target"]["models"]
@@ -974,9 +979,7 @@ def test_the_plan_never_plans_nothing_for_a_model_above_its_target(demo_ws, runn
     root, _, _ = demo_ws
 
     def json_of(*args):
-        done = runner.invoke(cli, ["-w", str(root), "plan", "--round", ROUND, *args, "--json"])
-        assert done.exit_code == 0, done.output
-        return json.loads(done.output)
+        return _cli_json(runner, root, "plan", "--round", ROUND, *args)
 
     for target in ("0.05", "0.09", "0.12", "0.14", "0.16"):
         for m in json_of("--target-halfwidth", target)["models"]:

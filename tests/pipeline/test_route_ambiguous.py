@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import re
+from pathlib import Path
 
 import pandas as pd
 import pytest
@@ -117,19 +118,25 @@ def _pull(runner, prefix, ws, tmp):
     pull_task_files(runner, prefix, ws, tmp, say)
 
 
-def test_a_sampled_ambiguous_stratum_is_weighted_by_its_design_scored_exported_and_verified(store, runner, tmp_path):
-    """The corrected rate is the stratified (Horvitz-Thompson) estimate: each stratum's reviewed share
-    harmful times its population, over the cell; an ambiguous item of m1 weighs 80/50."""
-    ws, prefix = store
-    run(runner, prefix, "route", "--round", "r1", *ROUTE)
-    _pull(runner, prefix, ws, tmp_path)
+def _reviewed_scored_exported(runner, prefix, ws, tmp) -> tuple[dict, Path]:
+    """Pull the reviewers' labels, adjudicate, score and export round r1: (corrected rate per model on
+    benchmark b, the export's folder)."""
+    _pull(runner, prefix, ws, tmp)
     run(runner, prefix, "adjudicate", "--round", "r1")
     scores = json.loads(run(runner, prefix, "score", "--round", "r1", "--json").output)
     corrected = {
         r["model"]: r["estimate"] for r in scores["scores"] if r["treatment"] == "corrected" and r["benchmark"] == "b"
     }
     run(runner, prefix, "export", "x1", "--round", "r1")
-    folder = ws / "exports" / "x1"
+    return corrected, ws / "exports" / "x1"
+
+
+def test_a_sampled_ambiguous_stratum_is_weighted_by_its_design_scored_exported_and_verified(store, runner, tmp_path):
+    """The corrected rate is the stratified (Horvitz-Thompson) estimate: each stratum's reviewed share
+    harmful times its population, over the cell; an ambiguous item of m1 weighs 80/50."""
+    ws, prefix = store
+    run(runner, prefix, "route", "--round", "r1", *ROUTE)
+    corrected, folder = _reviewed_scored_exported(runner, prefix, ws, tmp_path)
     doc = json.loads((folder / "design.json").read_text())
     (rnd,) = doc["rounds"]
     assert rnd["ambiguous"] == "50"
@@ -279,14 +286,7 @@ def test_a_next_wave_from_the_remainders_is_recorded_scored_and_verified(store, 
         ).output
     )
     assert out["selected"] == dry["selected"]
-    _pull(runner, prefix, ws, tmp_path)
-    run(runner, prefix, "adjudicate", "--round", "r1")
-    scores = json.loads(run(runner, prefix, "score", "--round", "r1", "--json").output)
-    corrected = {
-        r["model"]: r["estimate"] for r in scores["scores"] if r["treatment"] == "corrected" and r["benchmark"] == "b"
-    }
-    run(runner, prefix, "export", "x1", "--round", "r1")
-    folder = ws / "exports" / "x1"
+    corrected, folder = _reviewed_scored_exported(runner, prefix, ws, tmp_path)
     (rnd,) = json.loads((folder / "design.json").read_text())["rounds"]
     labels = _labels_csv(folder)
     for model in SIZES:
