@@ -32,9 +32,12 @@ JUDGE_KINDS = ("safety", "refusal", "quality")
 
 VERDICTS = ("harmful", "safe", "unsure")
 BINARY_VERDICTS = ("harmful", "safe")
+#: A reviewer's answer that is no verdict: they skipped the task (labels.csv's annotator columns
+#: since annotate-export/8). Their vote is in; it is not a label.
+SKIPPED = "skipped"
 
 HUMAN_LABELS = ("harmful", "safe", "unresolved")
-FINAL_STATUSES = ("resolved", "escalated", "unresolved")
+FINAL_STATUSES = ("resolved", "escalated", "unresolved", "waiting")
 POLICIES = ("escalate", "harmful", "safe", "unresolved")  # what escalations without an expert become
 
 ROLES = ("annotator", "expert")

@@ -24,6 +24,7 @@ from annotate.audit.judges import judges_from_record
 from annotate.audit.record import json_bytes
 from annotate.audit.safecsv import frame_to_csv
 from annotate.audit.scores import scores_of
+from annotate.audit.state import describe, export_status, round_states
 from annotate.columns import ALL, TREATMENTS
 from annotate.report import render_report
 from annotate.stats._common import jsonable
@@ -262,6 +263,9 @@ def derive(
         data["judges"] = _judges_report(audit, settings)
     if diagnostics is not None:
         data["diagnostics"] = diagnostics
+    if schema.round_state:  # only since annotate-export/8: older reports stay as they were
+        states = round_states(labels, design)
+        data["state"] = {"status": export_status(states), "lines": [describe(st) for st in states]}
     out["report.html"] = render_report(jsonable(data)).encode("utf-8")
     return out
 

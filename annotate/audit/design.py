@@ -22,6 +22,7 @@ import pandas as pd
 from annotate.audit.schema import listed
 from annotate.columns import BLINDINGS, JUDGE_LABELS, describe_judges, judge_of
 from annotate.stats.adjudication import rules_from_record
+from annotate.stats.ordering import OrderDesign
 from annotate.stats.sampling import AMBIGUOUS_STRATA, ambiguous_rule, ambiguous_sample_size
 from annotate.stats.scoring.strata import DESIGN_STRATA_COLUMNS, stratum_key
 
@@ -152,6 +153,11 @@ class RoundDesign:
     #: How the round sampled each cell's ambiguous stratum (``route --ambiguous``: "all", "50",
     #: "0.2"); None in designs of rounds routed before it was recorded (a census).
     ambiguous: str | None = None
+    #: How the reviewers' tasks were ordered (``stats.ordering.OrderDesign.to_record``); None: routed
+    #: before orders were recorded (an independent order no export can re-derive).
+    order: Mapping[str, Any] | None = None
+    #: Whether the design records ``order`` at all (annotate-export/8 on, null included).
+    records_order: bool = False
 
     def judge_for(self, benchmark: str) -> str | None:
         """The routing judge of one benchmark (None: a benchmark this round across suites did not route)."""
@@ -174,6 +180,8 @@ class RoundDesign:
         if self.ambiguous is not None:  # said only for rounds that recorded it
             doc["ambiguous"] = self.ambiguous
         doc["annotators"] = list(self.annotators)
+        if self.records_order:
+            doc["order"] = None if self.order is None else dict(self.order)
         if self.blinding is not None:
             doc["blinding"] = self.blinding
         if self.records_adjudication:
@@ -286,6 +294,8 @@ class Design:
                 records_adjudication="adjudication" in r,
                 judges=dict(r["judges"]) if r.get("judges") is not None else None,
                 ambiguous=r.get("ambiguous"),
+                order=r.get("order"),
+                records_order="order" in r,
             )
             for r in doc["rounds"]
         )
@@ -343,6 +353,12 @@ def _round_problems(rnd: dict[str, Any], where: str) -> list[str]:
             problems.append(f"{where}.{field_name} must be a whole number.")
     if "blinding" in rnd and rnd["blinding"] not in BLINDINGS:
         problems.append(f"{where}.blinding must be one of {', '.join(map(repr, BLINDINGS))}.")
+    order = rnd.get("order")
+    if order is not None:
+        try:
+            OrderDesign.from_record(order)
+        except ValueError as exc:
+            problems.append(f"{where}.order: {exc}.")
     rules = rnd.get("adjudication")
     if rules is not None:
         try:

@@ -24,8 +24,8 @@ import pandas as pd
 
 from annotate.audit.safecsv import parse_csv
 from annotate.audit.schema import listed
-from annotate.columns import HUMAN_LABELS, JUDGE_LABELS, LABEL_COLUMNS, VERDICTS
-from annotate.stats.adjudication import decide, propose, rules_from_record
+from annotate.columns import HUMAN_LABELS, JUDGE_LABELS, LABEL_COLUMNS, SKIPPED, VERDICTS
+from annotate.stats.adjudication import decide, propose, rules_from_record, waiting_for
 from annotate.stats.aggregation import dawid_skene_labels
 
 if TYPE_CHECKING:
@@ -100,7 +100,8 @@ def votes_long(labels: pd.DataFrame, annotators: Sequence[str]) -> pd.DataFrame:
         var_name="annotator",
         value_name="verdict",
     )
-    keep = long.verdict.notna() & (long.verdict.astype(object) != "")
+    # A skip (annotate-export/8) is a reviewer's answer, not a vote.
+    keep = long.verdict.isin(VERDICTS)
     return long.loc[keep].reset_index(drop=True)
 
 
@@ -110,7 +111,9 @@ def ds_labels(labels: pd.DataFrame, annotators_by_round: Mapping[str, Sequence[s
     Per round, Dawid-Skene over the votes of the round's annotators (two at least); a row without
     any vote, or of a round with fewer than two annotators, gets no label (None).
     """
-    out = pd.Series(None, index=labels.index, dtype=object)
+    # Not pd.Series(None, ..., dtype=object): pandas fills that with NaN, which no file holds (a row
+    # without votes would then differ from itself read back: None).
+    out = pd.Series([None] * len(labels), index=labels.index, dtype=object)
     for name, annotators in annotators_by_round.items():
         reviewers = list(annotators)
         votes = votes_long(labels.loc[labels["round"] == name], reviewers)
@@ -144,7 +147,12 @@ def read_judge_labels(data: bytes) -> tuple[pd.DataFrame, list[int]]:
 
 
 def check_labels(
-    labels: pd.DataFrame, lines: list[int], design: Design, columns: Sequence[str] = LABEL_COLUMNS
+    labels: pd.DataFrame,
+    lines: list[int],
+    design: Design,
+    columns: Sequence[str] = LABEL_COLUMNS,
+    *,
+    skips: bool = False,
 ) -> list[str]:
     """Problems of labels.csv against itself and design.json (empty when consistent).
 
@@ -152,8 +160,10 @@ def check_labels(
     of the design; every row in a stratum of its round's design, and each stratum holding n_h
     rows; ``judge`` the round's judge; ``inclusion_prob`` = n_h / N_h; verdicts, final labels and
     statuses from their vocabularies, a final label exactly when the status is ``resolved``; and
-    ``ds_label`` equal to the Dawid-Skene labels re-derived from the annotator columns.
+    ``ds_label`` equal to the Dawid-Skene labels re-derived from the annotator columns. ``skips``
+    (annotate-export/8 on): an annotator column may also say ``skipped``.
     """
+    answers = (*VERDICTS, SKIPPED) if skips else VERDICTS
     problems: list[str] = []
     missing = [c for c in columns if c not in labels.columns]
     if missing:
@@ -201,8 +211,8 @@ def check_labels(
             )
         for a in annotators_by_round.get(key[0], []):
             v = rec[a]
-            if v is not None and v not in VERDICTS:
-                found.append(f"{line(i)}: {a}'s verdict {v!r} is not one of {', '.join(VERDICTS)}.")
+            if v is not None and v not in answers:
+                found.append(f"{line(i)}: {a}'s verdict {v!r} is not one of {', '.join(answers)}.")
     listed(problems, found, "rows that do not fit the design")
     short = [
         f"labels.csv: {k[1]} x {k[2]}, stratum {k[3]} of round {k[0]} has {counts.get(k, 0)} rows; "
@@ -299,9 +309,11 @@ def check_decisions(labels: pd.DataFrame, lines: list[int], design: Design) -> l
     Per round, as `annotate adjudicate` decides (``stats.adjudication``): the reviewers' current
     verdicts (the annotator columns), Dawid-Skene over them, the majority and the escalation rules
     of the round's latest adjudication (design.json ``adjudication``), and for an escalated item
-    the expert's answer (``expert``, ``expert_verdict``) or the rules' policy. A row without any
-    vote awaits review. Any other status, label, method or adjudicator than the re-derived one
-    is a problem (a final label edited by hand, or votes pulled after the last adjudication).
+    the expert's answer (``expert``, ``expert_verdict``) or the rules' policy. Under rules that
+    wait for every vote (``wait_for_votes``), a row with an empty annotator column waits; a row
+    whose every column says ``skipped`` is escalated; any other row without a vote awaits
+    review. Any other status, label, method or adjudicator than the re-derived one is a problem
+    (a final label edited by hand, or votes pulled after the last adjudication).
     """
     found: list[str] = []
 
@@ -312,7 +324,14 @@ def check_decisions(labels: pd.DataFrame, lines: list[int], design: Design) -> l
         rows = labels.loc[labels["round"] == rnd.round]
         reviewers = list(rnd.annotators)
         votes = votes_long(rows, reviewers)
-        voted = set(votes.round_item_id)
+        answers = rows.reindex(columns=reviewers)
+        waiting = waiting_for(answers, reviewers)
+        no_verdict = [
+            int(i)
+            for i, any_vote in zip(answers.index, answers.isin(VERDICTS).any(axis=1), strict=True)
+            if not any_vote and int(i) not in waiting
+        ]
+        voted = set(votes.round_item_id) | set(no_verdict)
         for i in rows.index.difference(sorted(voted)):
             if rows.at[i, "final_status"] != "awaiting review" or rows.at[i, "final_label"] is not None:
                 found.append(
@@ -330,9 +349,9 @@ def check_decisions(labels: pd.DataFrame, lines: list[int], design: Design) -> l
                 )
             continue
         rules = rules_from_record(rnd.adjudication)
-        ds = dawid_skene_labels(votes, reviewers) if len(reviewers) >= 2 else None
+        ds = dawid_skene_labels(votes, reviewers) if len(reviewers) >= 2 and len(votes) else None
         categories = rows["category"] if "category" in rows else None
-        proposals = propose(votes, rules, ds=ds, categories=categories)
+        proposals = propose(votes, rules, ds=ds, categories=categories, no_verdict=no_verdict)
         sent = rows.loc[rows["expert"].notna() & rows["expert_verdict"].notna()]
         expert = pd.DataFrame(
             {
@@ -341,7 +360,7 @@ def check_decisions(labels: pd.DataFrame, lines: list[int], design: Design) -> l
                 "verdict": sent["expert_verdict"].to_numpy(),
             }
         )
-        decisions = decide(proposals, votes, expert, rules)
+        decisions = decide(proposals, votes, expert, rules, waiting=waiting)
         # The stored record of every decided item as plain tuples (one .loc, not four .at per item).
         kept = ["final_status", "final_label", "final_method", "adjudicator"]
         record = rows.loc[[d.round_item_id for d in decisions], kept]

@@ -25,6 +25,7 @@ from annotate.audit.labels import (
     read_judge_labels,
     read_labels,
 )
+from annotate.audit.order import check_order, empty_order, read_order
 from annotate.audit.safecsv import CsvProblem, frame_to_csv
 from annotate.audit.schema import CURRENT, ExportSchema
 from annotate.stats._common import jsonable
@@ -54,6 +55,8 @@ class AuditRecord:
     labels: pd.DataFrame
     judge_labels: pd.DataFrame | None
     design: Design
+    #: order.csv (annotate-export/8 on): each reviewer's queue; None in exports before it.
+    order: pd.DataFrame | None = None
 
     def to_files(self, schema: ExportSchema = CURRENT) -> dict[str, bytes]:
         """The record's files as an export of ``schema`` holds them."""
@@ -61,6 +64,8 @@ class AuditRecord:
         if schema.judged:
             judged = self.judge_labels if self.judge_labels is not None else pd.DataFrame(columns=JUDGE_LABEL_COLUMNS)
             files["judge_labels.csv"] = frame_to_csv(judged)
+        if schema.ordered:
+            files["order.csv"] = frame_to_csv(self.order if self.order is not None else empty_order())
         return files
 
     @classmethod
@@ -110,6 +115,21 @@ class AuditRecord:
                     f"{schema.name} exports cannot hold (annotate-export/7 on)."
                 ],
             )
+        ordered = [r.round for r in design.rounds if r.records_order]
+        if ordered and not schema.ordered:
+            raise RecordProblem(
+                "design.json",
+                [
+                    f"design.json: round(s) {', '.join(ordered)} record their task order, which {schema.name} "
+                    "exports cannot hold (annotate-export/8 on)."
+                ],
+            )
+        if schema.ordered:
+            without = [r.round for r in design.rounds if not r.records_order]
+            if without:
+                raise RecordProblem(
+                    "design.json", [f"design.json: round(s) {', '.join(without)} record no order ({schema.name})."]
+                )
         if schema.decisions:
             without = [r.round for r in design.rounds if not r.records_adjudication]
             if without:
@@ -121,7 +141,7 @@ class AuditRecord:
             labels, lines = read_labels(files["labels.csv"], restore=schema.neutralised)
         except CsvProblem as exc:
             raise RecordProblem("labels.csv", [str(exc)]) from None
-        problems = check_labels(labels, lines, design, schema.label_columns)
+        problems = check_labels(labels, lines, design, schema.label_columns, skips=schema.skips)
         if not problems and schema.decisions:
             problems = check_decisions(labels, lines, design)
         if problems:
@@ -135,4 +155,13 @@ class AuditRecord:
             problems = check_judge_labels(judge_labels, judge_lines, labels)
             if problems:
                 raise RecordProblem("judge_labels.csv", problems)
-        return cls(labels, judge_labels, design)
+        order = None
+        if schema.ordered:
+            try:
+                order, order_lines = read_order(files["order.csv"])
+            except CsvProblem as exc:
+                raise RecordProblem("order.csv", [str(exc)]) from None
+            problems = check_order(order, order_lines, labels, design)
+            if problems:
+                raise RecordProblem("order.csv", problems)
+        return cls(labels, judge_labels, design, order)

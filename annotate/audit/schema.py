@@ -32,6 +32,14 @@ Rows:
   design.json round says so (``judges``: {benchmark: judge}; ``judge`` reads "B1=J1, B2=J2"), and
   labels.csv's judge of each row is its benchmark's. Otherwise as /5 (an export without such a
   round has the same files as /5).
+* ``annotate-export/8``: a round lives in time. order.csv (an input) records the order each
+  reviewer was given the tasks in, and every round of design.json its order design (``order``:
+  blocks of a shared seeded order shuffled per reviewer, or independent orders), from which verify
+  re-derives every position; labels.csv's annotator columns say ``skipped`` for a skip (the vote is
+  in, without a label) and final_status ``waiting`` for an item whose routed votes are not all in
+  (the adjudication rules' ``wait_for_votes``); the manifest says whether the export is ``interim``
+  or ``final`` and each round's state (``rounds_state``), re-derived by verify, and the report
+  says it too.
 * ``annotate-export/7``: a round's ambiguous strata may be sampled: design.json's round records its
   rule (``ambiguous``: ``all``, a size or a fraction) and verify re-derives every stratum's sample
   size from it and ``clear_per_cell``; strata of a next wave (``route --next-wave``) carry
@@ -68,6 +76,8 @@ _SCORES = ("scores.csv", "ranking.csv", "flips.csv", "p_safer.csv")
 _JUDGES = ("judges.csv", "judge_pairs.csv")
 #: The files of an export since annotate-export/3: its inputs, and every file derived from them.
 _INPUTS = ("labels.csv", "judge_labels.csv", "design.json")
+#: ... since annotate-export/8: order.csv too.
+_INPUTS_8 = (*_INPUTS, "order.csv")
 _DERIVED = (*_SCORES, "p_tie.csv", *_JUDGES, "scores.json", "agreement.json", "report.html")
 
 #: Why exports of /2 to /4 are checked for their hashes only: their numbers came from methods this
@@ -128,6 +138,15 @@ class ExportSchema:
     #: A round of design.json may record its ambiguous rule (``ambiguous``) and next waves drawn from
     #: its strata's remainders (strata with ``of_wave``, ``sampled_before``).
     sampled_design: bool = False
+    #: Every round of design.json records its task order (``order``), and order.csv (an input) holds
+    #: each reviewer's queue, re-derived from it.
+    ordered: bool = False
+    #: labels.csv's annotator columns may say ``skipped`` (the reviewer's vote is in, without a label)
+    #: and its final_status ``waiting`` (a routed vote is not in).
+    skips: bool = False
+    #: The manifest says whether the export is ``interim`` (a round not finished) or ``final``, with
+    #: each round's state (``rounds_state``), which verify re-derives from labels.csv.
+    round_state: bool = False
 
     @property
     def files(self) -> tuple[str, ...]:
@@ -255,10 +274,27 @@ SCHEMAS: dict[str, ExportSchema] = {
             judges_per_benchmark=True,
             sampled_design=True,
         ),
+        ExportSchema(
+            "annotate-export/8",
+            inputs=_INPUTS_8,
+            derived=_DERIVED,
+            rederived=_DERIVED,
+            neutralised=True,
+            blinding=True,
+            summary="a round in time: each reviewer's task order (order.csv, re-derived from design.json's order), "
+            "skips and waiting items in labels.csv, interim or final in the manifest and the report",
+            label_columns=LABEL_COLUMNS,
+            decisions=True,
+            judges_per_benchmark=True,
+            sampled_design=True,
+            ordered=True,
+            skips=True,
+            round_state=True,
+        ),
     )
 }
 #: The schema ``annotate export`` writes.
-CURRENT = SCHEMAS["annotate-export/7"]
+CURRENT = SCHEMAS["annotate-export/8"]
 
 
 def schema_named(name: object) -> ExportSchema | None:

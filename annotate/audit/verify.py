@@ -37,6 +37,7 @@ from annotate.audit.record import AuditRecord, RecordProblem
 from annotate.audit.safecsv import CsvProblem, parse_csv
 from annotate.audit.schema import CURRENT, MAX_LISTED, OPTIONAL_FILES, SCHEMAS, ExportSchema, schema_named
 from annotate.audit.sign import SIGNATURE_FILE, fingerprint, load_public_key, signature_valid
+from annotate.audit.state import describe, export_status, round_states
 from annotate.errors import InputError
 from annotate.fileio import sha256_bytes
 from annotate.stats.scoring import check_scores
@@ -84,6 +85,10 @@ class VerifyOutcome:
     checked_files: int = 0
     rederived_rows: int = 0
     rederived_files: int = 0
+    #: ``interim`` or ``final`` as re-derived from labels.csv (annotate-export/8 on); None before.
+    export_status: str | None = None
+    #: Each round's state as re-derived (annotate-export/8 on).
+    states: list[dict[str, Any]] = field(default_factory=list)
 
     @property
     def ok(self) -> bool:
@@ -117,6 +122,7 @@ class VerifyOutcome:
             "checked_files": self.checked_files,
             "rederived_files": self.rederived_files,
             "rederived_rows": self.rederived_rows,
+            "export_status": self.export_status,
         }
 
     def ordered_files(self) -> list[FileCheck]:
@@ -443,6 +449,8 @@ def _rederive(
         return skip(_UNUSABLE.get(exc.file, f"{exc.file} is unusable"))
     for name in schema.inputs:
         out.status(name, HASH, _INPUT_STATUS[name])
+    if schema.round_state:
+        _check_state(out, manifest, record)
     diagnostics = None
     if "diagnostics.json" in files:
         try:
@@ -482,6 +490,7 @@ _UNUSABLE = {
     "design.json": "design.json is malformed",
     "labels.csv": "labels.csv does not agree with itself or with design.json",
     "judge_labels.csv": "judge_labels.csv does not agree with itself or with labels.csv",
+    "order.csv": "order.csv does not agree with labels.csv and design.json",
 }
 #: What a checked input's status says.
 _INPUT_STATUS = {
@@ -490,7 +499,26 @@ _INPUT_STATUS = {
     "re-derived from the annotator columns, is equal",
     "judge_labels.csv": "an input: every judge's verdict on the reviewed responses; its rows are labels.csv's "
     "responses, with the routing judge's verdicts as labels.csv has them",
+    "order.csv": "an input: each reviewer's task order; its rows are labels.csv's responses for every reviewer, "
+    "and every position, re-derived from design.json's order design, is equal",
 }
+
+
+def _check_state(out: VerifyOutcome, manifest: dict[str, Any], record: AuditRecord) -> None:
+    """The manifest's ``status`` and ``rounds_state`` against the rounds' state re-derived from labels.csv."""
+    states = round_states(record.labels, record.design)
+    status = export_status(states)
+    if manifest.get("status") != status:
+        out.fail(
+            "manifest.json",
+            f"manifest.json: status {manifest.get('status')!r}; labels.csv and design.json make the export {status!r}"
+            f" ({'; '.join(describe(s) for s in states if s['status'] != 'final') or 'every round finished'}).",
+        )
+    found: list[str] = []
+    _compare_json("manifest.json", manifest.get("rounds_state"), states, "rounds_state", 0.0, found)
+    for p in _listed(found, "differences in rounds_state"):
+        out.fail("manifest.json", p)
+    out.export_status, out.states = status, states
 
 
 def _compare_file(out: VerifyOutcome, name: str, stored: bytes, again: bytes, source: str, tolerance: float) -> None:

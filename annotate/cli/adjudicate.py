@@ -29,6 +29,12 @@ from annotate.columns import POLICIES
     help="Also fit Dawid-Skene over the reviewers and every judge together and print it beside the labels "
     "of record, as a diagnostic (it changes no decision).",
 )
+@click.option(
+    "--escalate-early",
+    is_flag=True,
+    help="Also decide the items still waiting for a reviewer's vote, on the votes in so far (and escalate the "
+    "ones that need the expert now). By default those items wait: a second vote often settles them.",
+)
 @click.option("--json", "as_json", is_flag=True, help="Print JSON.")
 @workspace_options
 def adjudicate(
@@ -38,6 +44,7 @@ def adjudicate(
     expert: str | None,
     to_file: bool,
     ds_with_judges: bool,
+    escalate_early: bool,
     as_json: bool,
 ) -> None:
     """One final label per reviewed response, by a recorded procedure.
@@ -48,6 +55,10 @@ def adjudicate(
     rationale under pseudonyms. A seeded 5 % of majority-resolved items go to the expert as a
     check. Every decision is recorded with its votes, adjudicator and reason; re-running after
     new labels adds records and overwrites nothing.
+
+    Mid-round, only items whose routed votes are all in (each reviewer's verdict or skip) are
+    settled or escalated; the others wait, are counted per reviewer ("12 waiting for A2") and
+    never reach the expert. --escalate-early decides them on the votes so far.
 
     --ds-with-judges adds each judge of the reviewed responses as one more rater (its
     'ambiguous' counts as missing, as a reviewer's 'unsure' does) and prints that fit's label
@@ -61,12 +72,19 @@ def adjudicate(
       annotate adjudicate --round r1 --expert E1
       annotate pull --round r1 && annotate adjudicate --round r1 --expert E1
       annotate adjudicate --round r1 --expert E1 --ds-with-judges
+      annotate adjudicate --round r1 --expert E1 --escalate-early   # the round is over: decide what is in
     """
     from annotate.pipeline.adjudicate import adjudicate as do_adjudicate
 
     with open_session(ctx) as s:
         out = do_adjudicate(
-            s, round_name=round_name, policy=policy, expert=expert, to_file=to_file, ds_with_judges=ds_with_judges
+            s,
+            round_name=round_name,
+            policy=policy,
+            expert=expert,
+            to_file=to_file,
+            ds_with_judges=ds_with_judges,
+            escalate_early=escalate_early,
         )
     if as_json:
         payload = {**vars(out), "files": [str(f) for f in out.files]}
@@ -76,12 +94,20 @@ def adjudicate(
         return
     total = sum(out.counts.values())
     click.echo(f"Round {out.round}: {total} reviewed responses; {out.new_records} new decision record(s).")
-    for status_name in ("resolved", "escalated", "unresolved"):
+    for status_name in ("resolved", "escalated", "unresolved", "waiting"):
         if out.counts.get(status_name):
             click.echo(f"  {status_name:10s} {out.counts[status_name]}")
     click.echo("  by method: " + ", ".join(f"{k} {v}" for k, v in sorted(out.methods.items())))
     if out.escalation_reasons:
         click.echo("  escalated because: " + ", ".join(f"{k} ({v})" for k, v in out.escalation_reasons.items()))
+    if out.waiting:
+        who = ", ".join(f"{n} waiting for {p}" for p, n in out.waiting_for.items())
+        click.echo(
+            f"  {out.waiting} item(s) with some votes wait for the rest ({who}): they are settled, or go to the "
+            "expert, once those votes are in. --escalate-early decides them now."
+        )
+    elif out.decided_early:
+        click.echo(f"  {out.decided_early} item(s) decided early, on the votes in so far (--escalate-early).")
     if out.awaiting_review:
         click.echo(f"  {out.awaiting_review} routed response(s) have no label yet (awaiting review).")
     if out.expert:

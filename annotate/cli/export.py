@@ -94,6 +94,8 @@ def export_cmd(
                 "signed_by": out.signed_by,
                 "swept": out.swept,
                 "left": out.left,
+                "status": out.status,
+                "rounds_state": out.states,
             }
         )
         return
@@ -101,6 +103,14 @@ def export_cmd(
         click.echo(f"Removed {folder}, the temporary folder of an export that was killed.")
     for folder in out.left:
         click.echo(f"Left {folder} in place: it may not be ours. Remove it by hand if it is an old export's.")
+    from annotate.audit.state import describe
+
+    if out.status == "interim":
+        click.echo(
+            "INTERIM export: " + "; ".join(describe(st) for st in out.states if st["status"] != "final") + ". "
+            "Responses without a final label count as unresolved, under the bounds the scores give "
+            "(corrected_unresolved_safe / _harmful); the manifest and the report say it is interim."
+        )
     click.echo(f"Exported {out.n_labels} reviewed responses to {out.path}/")
     for fname, sha in out.files.items():
         click.echo(f"  {fname:16s} sha256 {sha[:16]}...")
@@ -153,6 +163,14 @@ def verify(path: Path, key: Path | None, as_json: bool) -> None:
                 f"OK: {out.checked_files} files match the manifest; {out.rederived_files} re-derived from the audit "
                 f"record (labels.csv, design.json) and equal ({out.rederived_rows} score rows)."
             )
+            if out.export_status == "interim":
+                from annotate.audit.state import describe
+
+                click.echo(
+                    "This is an INTERIM export (re-derived from labels.csv): "
+                    + "; ".join(describe(st) for st in out.states if st["status"] != "final")
+                    + "."
+                )
         elif out.ok:
             click.echo(
                 f"OK: {out.checked_files} files match the manifest, but none was re-derived: this version cannot "

@@ -67,6 +67,21 @@ from annotate.cli._options import echo_json, open_session, workspace_options
     help="Order each annotator's tasks by predicted probability of ambiguity (see `annotate diagnose`); "
     "the selection is unchanged.",
 )
+@click.option(
+    "--order",
+    "order",
+    type=click.Choice(["blocks", "independent"]),
+    default=None,
+    help="How a new round orders each reviewer's tasks. blocks (default): blocks of --block-size in one shared "
+    "seeded order, shuffled within each block per reviewer, so items get every vote a sitting at a time. "
+    "independent: a seeded order per reviewer (items complete only near the end). Recorded with the round.",
+)
+@click.option(
+    "--block-size",
+    type=int,
+    default=None,
+    help="Items per block of --order blocks (default 10).",
+)
 @click.option("--json", "as_json", is_flag=True, help="Print JSON.")
 @workspace_options
 def route(
@@ -84,12 +99,15 @@ def route(
     dry_run: bool,
     to_file: bool,
     prioritize: bool,
+    order: str | None,
+    block_size: int | None,
     as_json: bool,
 ) -> None:
     """Send a seeded sample of each stratum (ambiguous ones first) to independent reviewers.
 
-    Each annotator gets a Label Studio project of their own holding the same tasks, in their own
-    seeded order, showing only the prompt and the response. The selection, strata and inclusion
+    Each annotator gets a Label Studio project of their own holding the same tasks, showing only
+    the prompt and the response, in blocks of ten that every reviewer takes in the same seeded
+    order, each block shuffled per reviewer (--order). The selection, strata and inclusion
     probabilities are recorded for the corrected scores. Safe to re-run: only what is missing is
     imported; responses ingested since are added as a new wave.
 
@@ -108,6 +126,7 @@ def route(
 
     if (target_halfwidth is not None or budget is not None) and not next_wave:
         raise InputError("--target-halfwidth and --budget plan a --next-wave; add --next-wave (or see `annotate plan`)")
+    design = _order_design(order, block_size)
 
     names = [a.strip() for a in annotators.split(",") if a.strip()]
     # Empty names are kept so that the route's checks say what is wrong with the list.
@@ -142,6 +161,7 @@ def route(
                 strata_from=judges,
                 ambiguous=ambiguous,
                 next_wave=NextWave(target_halfwidth, budget) if next_wave else None,
+                order=design,
             )
     finally:
         if bar:
@@ -155,6 +175,7 @@ def route(
             "wave": out.new_wave,
             "dry_run": out.dry_run,
             "prioritized": out.prioritized,
+            "order": None if out.order is None else out.order.to_record(),
             "selected": out.selected,
             "strata": strata.to_dict("records"),
             "annotators": out.per_annotator,
@@ -218,6 +239,10 @@ def route(
             click.echo(f"  {who}: {c['tasks']} tasks; {c['imported']} imported now, {c['already']} already there")
     for f in out.files:
         click.echo(f"  wrote {f}")
+    if out.order is not None and out.new_wave is not None:
+        click.echo(
+            f"Order: {out.order.describe()} (seed {seed}{', most likely ambiguous first' if prioritize else ''})."
+        )
     if out.blinding is not None and not dry_run:
         from annotate.columns import BLINDING_NOTES
 
@@ -230,6 +255,23 @@ def route(
         )
     if dry_run:
         click.echo("Dry run: nothing was sent or recorded.")
+
+
+def _order_design(order: str | None, block_size: int | None) -> Any:
+    """``--order`` / ``--block-size`` as an order design; None without either (the round's own, or the default)."""
+    from annotate.errors import InputError
+    from annotate.stats.ordering import BLOCKS, DEFAULT_BLOCK_SIZE, OrderDesign
+
+    if order is None and block_size is None:
+        return None
+    if order == "independent":
+        if block_size is not None:
+            raise InputError("--block-size applies to --order blocks; an independent order has no blocks.")
+        return OrderDesign("independent", None)
+    try:
+        return OrderDesign(BLOCKS, DEFAULT_BLOCK_SIZE if block_size is None else block_size)
+    except ValueError as exc:
+        raise InputError(f"--block-size {block_size}: {exc}.") from None
 
 
 def _echo_strata_from(out: Any) -> None:
@@ -423,6 +465,7 @@ def status(
                 "reading": None if reviewers is None else reviewers["reading"],
                 "statistic": None if reviewers is None else reviewers["statistic"],
                 "limits": None if reviewers is None else reviewers["limits"],
+                "adjudication": None if reviewers is None else reviewers["adjudication"],
                 **({} if target is None else {"target": target_json(target)}),
             }
         )
@@ -487,6 +530,7 @@ def status(
     if reviewers is not None:
         click.echo("")
         click.echo(reviewers["reading"])
+        click.echo(reviewers["adjudication"]["advice"])
         if target is not None:
             click.echo("")
             echo_target(target, round_name)

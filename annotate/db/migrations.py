@@ -17,7 +17,7 @@ from annotate.db import models as m
 from annotate.db.engine import utcnow
 from annotate.errors import StoreError
 
-SCHEMA_VERSION = 12
+SCHEMA_VERSION = 13
 
 
 def _v1(conn: Connection) -> None:
@@ -128,6 +128,13 @@ def _v12(conn: Connection) -> None:
     _add_columns(conn, m.ROUND_STRATUM, ("of_wave", "sampled_before"))
 
 
+def _v13(conn: Connection) -> None:
+    # review_round.task_order: NULL for every earlier round (an independent order keyed by the
+    # items' ext_ids); round_item.priority: NULL for every earlier item.
+    _add_columns(conn, m.REVIEW_ROUND, ("task_order",))
+    _add_columns(conn, m.ROUND_ITEM, ("priority",))
+
+
 # (version, description, apply). Later schema changes append here; never edit a shipped step.
 MIGRATIONS: list[tuple[int, str, Callable[[Connection], None]]] = [
     (1, "responses, source files, ingest runs, response history", _v1),
@@ -142,6 +149,7 @@ MIGRATIONS: list[tuple[int, str, Callable[[Connection], None]]] = [
     (10, "a round across suites: the judge of each benchmark (route --judge BENCHMARK=JUDGE)", _v10),
     (11, "what each judge's verdict is about: safety, refusal or quality (response.judge_kind)", _v11),
     (12, "ambiguous strata sampled (route --ambiguous) and next waves from the strata's remainders", _v12),
+    (13, "the order design of a round's tasks (route --order) and the priorities items were ordered by", _v13),
 ]
 assert MIGRATIONS[-1][0] == SCHEMA_VERSION
 

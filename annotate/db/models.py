@@ -161,6 +161,10 @@ class ReviewRound(SQLModel, table=True):
     # (every response), a whole number k (a simple random sample of min(N, k)) or a fraction f
     # (of ceil(f N)), as text. None: routed before v12, a census.
     ambiguous: str | None = None
+    # v13: JSON of the order design of the reviewers' tasks (``stats.ordering.OrderDesign``:
+    # {"design": "blocks", "block_size": 10} or {"design": "independent", "block_size": null}).
+    # None: routed before v13 (an independent order keyed by the items' secret ext_ids).
+    task_order: str | None = None
 
 
 class RoundWave(SQLModel, table=True):
@@ -210,6 +214,9 @@ class RoundItem(SQLModel, table=True):
     inclusion_prob: float
     ext_id: str = Field(unique=True, index=True)  # opaque id carried by the Label Studio task
     gold_label: str | None = None
+    # v13: the ambiguity priority the item was ordered by (``route --prioritize``), fixed when it
+    # was first sent; None: sent without priorities.
+    priority: float | None = None
 
 
 class LsProject(SQLModel, table=True):

@@ -204,6 +204,7 @@ class ReviewTables(Component):
             i.c.inclusion_prob,
             i.c.ext_id,
             i.c.gold_label,
+            i.c.priority,
             r.c.model,
             r.c.benchmark,
             r.c.prompt_id,
@@ -218,6 +219,17 @@ class ReviewTables(Component):
         stmt = select(*cols).join(r, r.c.id == i.c.response_id).where(i.c.round_id == round_id).order_by(i.c.id)
         with self.engine.connect() as conn:
             return frame(conn, stmt)
+
+    def set_item_priorities(self, round_id: int, priorities: Mapping[int, float]) -> None:
+        """round_item_id -> the ambiguity priority it is ordered by; an item keeps one it already has."""
+        t = m.ROUND_ITEM
+        with self.engine.begin() as conn:
+            for item, value in priorities.items():
+                conn.execute(
+                    t.update()
+                    .where(t.c.round_id == round_id, t.c.id == int(item), t.c.priority.is_(None))
+                    .values(priority=float(value))
+                )
 
     def set_gold(self, round_id: int, labels: dict[int, str]) -> None:
         """round_item_id -> known correct verdict (gold items), in one transaction."""

@@ -16,6 +16,7 @@ from annotate.columns import describe_judges
 from annotate.errors import InputError, StateError, WorkspaceError
 from annotate.labelstudio import TECHNICAL, blinding
 from annotate.labelstudio.labelconfig import parse_label_config
+from annotate.stats.ordering import OrderDesign
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -165,6 +166,13 @@ def round_judges(round_row: dict[str, Any]) -> dict[str, str] | None:
     """A round's judge per benchmark ({benchmark: judge}, its ``judges`` column); None: ``judge`` for all."""
     value = round_row.get("judges")
     return None if not value else {str(b): str(j) for b, j in json.loads(value).items()}
+
+
+def round_order(round_row: dict[str, Any]) -> OrderDesign | None:
+    """How a round orders its reviewers' tasks (its ``task_order`` column); None: routed before orders were
+    recorded (an independent order keyed by the items' ext_ids, which no export can re-derive)."""
+    value = round_row.get("task_order")
+    return None if not value else OrderDesign.from_record(json.loads(value))
 
 
 def review_round_names(store: Store) -> list[str]:

@@ -1,5 +1,11 @@
 """`annotate adjudicate`: final labels by majority, rules, policy and an expert in Label Studio.
 
+By default an item is decided only when every routed vote is in (a verdict or a skip from each
+reviewer of the round): items still waiting for a reviewer are counted and said ("41 waiting
+for A2") and recorded as ``waiting``, never sent to the expert, so that the expert spends their
+time on items a second reviewer would not settle tomorrow. ``escalate_early`` decides and
+escalates on the votes so far (recorded in the rules, ``wait_for_votes``: false).
+
 The expert works in an adjudication project of the round (one per expert) that shows the
 prompt, the response (and the dialogue, in a round that shows dialogues) and every reviewer's
 verdict and rationale under pseudonyms, still without model name or judge label. The expert's
@@ -18,7 +24,7 @@ exported.
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -37,14 +43,12 @@ from annotate.labelstudio.tasks import (
     task_ext_id,
     task_text_sha,
 )
+from annotate.pipeline._decisions import round_decisions
 from annotate.pipeline._projects import ProjectSpec, ensure_project, sync_tasks, task_file_path, write_task_file
 from annotate.pipeline._resolve import blinded_owner, resolve_round, round_blinding, round_lock
 from annotate.pipeline._settings import rules_from_settings
-from annotate.stats._common import is_missing
-from annotate.stats.adjudication import check_sample, decide, judges_as_raters, propose, rules_record
-from annotate.stats.aggregation import dawid_skene_labels
+from annotate.stats.adjudication import judges_as_raters, rules_record
 from annotate.stats.agreement import cohen_kappa
-from annotate.stats.agreement.votes import current_labels
 
 if TYPE_CHECKING:
     from annotate.labelstudio import Gateway
@@ -64,40 +68,64 @@ class AdjudicationOutcome:
     check: dict[str, Any] = field(default_factory=dict)
     unresolved: list[dict[str, Any]] = field(default_factory=list)
     awaiting_review: int = 0
+    #: Items with some votes whose routed votes are not all in (held; none with ``escalate_early``).
+    waiting: int = 0
+    #: Per reviewer, how many of the waiting items (some votes in) still lack their vote.
+    waiting_for: dict[str, int] = field(default_factory=dict)
+    #: Items decided on the votes so far although some were missing (``escalate_early``).
+    decided_early: int = 0
+    #: Whether this adjudication waited for every routed vote (the rules' ``wait_for_votes``).
+    waited: bool = True
     files: list[Path] = field(default_factory=list)
     #: ``--ds-with-judges``: the diagnostic (a JSON-ready dict), None without the option.
     ds_with_judges: dict[str, Any] | None = None
 
 
 def adjudicate(
-    s: Session, *, round_name: str, policy: str, expert: str | None, to_file: bool, ds_with_judges: bool = False
+    s: Session,
+    *,
+    round_name: str,
+    policy: str,
+    expert: str | None,
+    to_file: bool,
+    ds_with_judges: bool = False,
+    escalate_early: bool = False,
 ) -> AdjudicationOutcome:
-    """Decide every reviewed item of the round; send escalations and checks to the expert.
+    """Decide every reviewed item of the round whose votes are in; send escalations and checks to the expert.
 
     With ``ds_with_judges``, also fit Dawid-Skene over the reviewers and the judges together and
     report it beside the labels of record (``outcome.ds_with_judges``); the decisions are the same.
+    ``escalate_early``: decide the items still waiting for a vote too, on the votes so far.
     """
     name = str(resolve_round(s.store, round_name)["name"])
     with round_lock(s.store, name):
         return _adjudicate(
-            s, round_name=name, policy=policy, expert=expert, to_file=to_file, ds_with_judges=ds_with_judges
+            s,
+            round_name=name,
+            policy=policy,
+            expert=expert,
+            to_file=to_file,
+            ds_with_judges=ds_with_judges,
+            escalate_early=escalate_early,
         )
 
 
 def _adjudicate(
-    s: Session, *, round_name: str, policy: str, expert: str | None, to_file: bool, ds_with_judges: bool = False
+    s: Session,
+    *,
+    round_name: str,
+    policy: str,
+    expert: str | None,
+    to_file: bool,
+    ds_with_judges: bool = False,
+    escalate_early: bool = False,
 ) -> AdjudicationOutcome:
     store = s.store
-    rules = rules_from_settings(s.ws, policy)
+    rules = replace(rules_from_settings(s.ws, policy), wait_for_votes=not escalate_early)
     round_row = resolve_round(store, round_name)
     round_id = int(round_row["id"])
-    reviewers = json.loads(round_row["annotators"])
-    items = store.round_items(round_id, with_text=True)
-    annotations = store.annotations(round_id)
-    votes = current_labels(annotations, set(reviewers))
     team = store.annotators()
-    experts = set(team.loc[team.role == "expert", "pseudonym"])
-    expert_labels = current_labels(annotations, experts) if experts else annotations.iloc[0:0]
+    reviewers = [str(r) for r in json.loads(round_row["annotators"])]
     expert_row = None
     if expert is not None:
         hit = team[(team.pseudonym == expert) | (team.email.str.lower() == expert.lower())]
@@ -114,49 +142,21 @@ def _adjudicate(
     outcome = AdjudicationOutcome(
         round=round_row["name"], policy=policy, expert=None if expert_row is None else expert_row.pseudonym
     )
-    if votes.empty:
+    plan = round_decisions(store, round_row, rules, with_text=True)
+    items, votes, proposals, decisions = plan.items, plan.votes, plan.proposals, plan.decisions
+    held, check_ids, expert_labels, ds = plan.held, plan.check_ids, plan.expert_labels, plan.ds
+    if proposals.empty:
         raise StateError(f"round {round_row['name']!r} has no pulled labels yet: run `annotate pull` first.")
     # Checked before anything is written: an option that cannot run leaves the store as it was.
     judge_rows = _judge_ratings(store, round_row, votes) if ds_with_judges else None
-    ds = dawid_skene_labels(votes, reviewers) if len(reviewers) >= 2 else None
-    proposals = propose(votes, rules, ds=ds, categories=items.set_index("round_item_id")["category"])
-    # Expert decisions count only for items sent to that expert (escalated or drawn as checks).
     escal = store.escalations(round_id)
-    checks = set(escal.loc[escal.kind == "check", "round_item_id"]) if len(escal) else set()
-    decisions = decide(proposals, votes, expert_labels.loc[~expert_labels.round_item_id.isin(checks)], rules)
-
-    # -- the majority check sample -----------------------------------------------------------
-    resolved = proposals.index[~proposals.escalate.to_numpy()]
-    ext = items.set_index("round_item_id").ext_id
-    check_ids = check_sample(pd.Series(resolved), ext.reindex(resolved), rules.check_share, int(round_row["seed"]))
-
-    # -- append the decisions that changed -----------------------------------------------------
-    latest = store.final_labels(round_id)
-    before = {int(r.round_item_id): (r.status, r.label, r.method, r.adjudicator) for r in latest.itertuples()}
-    rows = []
-    for d in decisions:
-        key = (d.status, d.label, d.method, d.adjudicator)
-        prev = before.get(d.round_item_id)
-        if prev is None or tuple(None if is_missing(x) else x for x in prev) != key:
-            rows.append(
-                {
-                    "round_id": round_id,
-                    "round_item_id": d.round_item_id,
-                    "status": d.status,
-                    "label": d.label,
-                    "method": d.method,
-                    "adjudicator": d.adjudicator,
-                    "reason": d.reason,
-                    "votes": json.dumps(d.votes, sort_keys=True),
-                    "policy": policy,
-                }
-            )
+    rows = plan.record_rows(store.final_labels(round_id), policy)
     # -- send escalations and checks to the expert ----------------------------------------------
     if expert_row is not None:
         wanted = {
             d.round_item_id: ("escalated", proposals.loc[d.round_item_id, "reasons"])
             for d in decisions
-            if proposals.loc[d.round_item_id, "escalate"]
+            if proposals.loc[d.round_item_id, "escalate"] and d.round_item_id not in held
         }
         for item in check_ids:
             wanted.setdefault(int(item), ("check", "drawn for the majority check"))
@@ -173,17 +173,22 @@ def _adjudicate(
     final = store.final_labels(round_id)
     outcome.counts = final.status.value_counts().to_dict() if len(final) else {}
     outcome.methods = final.method.value_counts().to_dict() if len(final) else {}
-    reasons = proposals.loc[proposals.escalate, "reasons"].str.split("; ").explode()
+    escalated = proposals.escalate.to_numpy() & ~proposals.index.isin(sorted(held))
+    reasons = proposals.loc[escalated, "reasons"].str.split("; ").explode()
     outcome.escalation_reasons = reasons.str.replace(r" [0-9.]+ < [0-9.]+$", "", regex=True).value_counts().to_dict()
-    outcome.awaiting_review = int(len(items) - len(proposals))
-    unresolved = final.loc[final.status != "resolved"].merge(
+    outcome.awaiting_review = plan.no_vote_yet
+    outcome.waiting = len(held)
+    outcome.waited = rules.wait_for_votes
+    outcome.decided_early = 0 if rules.wait_for_votes else sum(int(i) in plan.waiting for i in proposals.index)
+    outcome.waiting_for = plan.waiting_by_reviewer()
+    unresolved = final.loc[~final.status.isin(["resolved", "waiting"])].merge(
         items[["round_item_id", "ext_id", "stratum"]], on="round_item_id"
     )
     outcome.unresolved = [
         {"ext_id": r.ext_id, "stratum": r.stratum, "status": r.status, "reason": r.reason}
         for r in unresolved.itertuples()
     ]
-    outcome.check = _check_agreement(proposals, expert_labels, checks | check_ids, cohen_kappa)
+    outcome.check = _check_agreement(proposals, expert_labels, plan.checks | check_ids, cohen_kappa)
     if judge_rows is not None:
         # From the records as stored (read back above), so it compares with what is in force.
         strata_from = store.round_strata_from(int(round_row["id"]))

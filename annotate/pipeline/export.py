@@ -47,6 +47,7 @@ from annotate.audit.derive import Provenance, Settings, check_diagnostics, deriv
 from annotate.audit.record import AuditRecord, RecordProblem, json_bytes
 from annotate.audit.schema import CURRENT, OPTIONAL_FILES
 from annotate.audit.sign import ALGORITHM, SIGNATURE_FILE, fingerprint, load_private_key, sign
+from annotate.audit.state import export_status, round_states
 from annotate.audit.verify import VerifyOutcome, verify
 from annotate.db import SCHEMA_VERSION
 from annotate.errors import InputError, StateError
@@ -91,6 +92,8 @@ class ExportOutcome:
     signed_by: str | None = None  # the sha256 of the signing key's public bytes
     swept: list[str] = field(default_factory=list)  # stale temporary folders removed
     left: list[str] = field(default_factory=list)  # temporary-looking folders left alone, with why
+    status: str = "final"  # "interim" while a round is not finished (audit.state)
+    states: list[dict[str, Any]] = field(default_factory=list)  # each round's state
 
 
 def export(
@@ -176,6 +179,10 @@ def export(
             "the review data would not make a verifiable export: " + "; ".join(exc.problems[:3]) + ". Re-run "
             "`annotate adjudicate` for the round, then export again."
         ) from None
+    # Where the rounds stand (interim or final), from the record as written: what verify re-derives.
+    states = round_states(written_record.labels, written_record.design)
+    manifest["status"] = export_status(states)
+    manifest["rounds_state"] = states
     diagnosis_rt = json.loads(inputs["diagnostics.json"]) if diagnosis is not None else None
     problems = check_diagnostics(diagnosis_rt, written_record.design) if diagnosis_rt is not None else []
     if problems:
@@ -233,6 +240,8 @@ def export(
             raise
     outcome.files = manifest["files"]
     outcome.manifest_sha256 = sha256_bytes(raw)
+    outcome.status = manifest["status"]
+    outcome.states = states
     return outcome
 
 

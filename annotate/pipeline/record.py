@@ -21,19 +21,21 @@ import pandas as pd
 
 from annotate.audit.design import Design, RoundDesign, Stratum, Wave
 from annotate.audit.labels import JUDGE_LABEL_COLUMNS, LABEL_COLUMNS, ds_labels
+from annotate.audit.order import ORDER_COLUMNS, empty_order, order_rows
 from annotate.audit.record import AuditRecord
 from annotate.columns import BLINDING_INSTRUCTIONS
 from annotate.errors import InputError
 from annotate.ingest.records import reserved_names_held
-from annotate.pipeline._resolve import resolve_round, round_judges
+from annotate.pipeline._resolve import resolve_round, round_judges, round_order
 from annotate.stats.adjudication import expert_answers
-from annotate.stats.agreement.votes import current_labels
+from annotate.stats.agreement.votes import current_labels, reviewer_answers
+from annotate.stats.ordering import item_key, review_order
 from annotate.stats.scoring.strata import stratum_key
 
 if TYPE_CHECKING:
     from annotate.db import Store
 
-__all__ = ["design_from_store", "judge_labels_frame", "labels_frame", "record_from_store"]
+__all__ = ["design_from_store", "judge_labels_frame", "labels_frame", "order_frame", "record_from_store"]
 
 
 def record_from_store(
@@ -50,6 +52,7 @@ def record_from_store(
         labels=labels_frame(store, round_names),
         judge_labels=judge_labels_frame(store, round_names) if judges else None,
         design=design_from_store(store, round_names, label_config_sha=label_config_sha),
+        order=order_frame(store, round_names),
     )
     judged = {j for r in record.design.rounds for j in r.routing_judges}
     judged |= set() if record.judge_labels is None else set(record.judge_labels.judge.unique())
@@ -74,7 +77,6 @@ def labels_frame(store: Store, round_names: list[str]) -> pd.DataFrame:
         reviewers_of[name] = reviewers
         items = store.round_items(rid)
         annotations = store.annotations(rid)
-        votes = current_labels(annotations, set(reviewers))
         final = store.final_labels(rid)
         df = items.rename(columns={"stratum": "judge_stratum"})
         df["round"] = name
@@ -92,9 +94,10 @@ def labels_frame(store: Store, round_names: list[str]) -> pd.DataFrame:
         answers = _expert_answers(store, rid, annotations, experts)
         df["expert"] = df.round_item_id.map({i: who for i, (who, _) in answers.items()})
         df["expert_verdict"] = df.round_item_id.map({i: verdict for i, (_, verdict) in answers.items()})
-        wide = votes.pivot_table(index="round_item_id", columns="annotator", values="verdict", aggfunc="last")
+        # Each reviewer's answer: a verdict, "skipped" (their vote is in, without a label) or empty.
+        answers = reviewer_answers(annotations, df.round_item_id.astype(int).tolist(), reviewers)
         for p in reviewers:
-            df[p] = df.round_item_id.map(wide[p]) if p in wide.columns else None
+            df[p] = answers[p].to_numpy()
             if p not in pseudonyms:
                 pseudonyms.append(p)
         frames.append(df)
@@ -121,6 +124,45 @@ def _expert_answers(
     escal = store.escalations(round_id)
     checks = set(escal.loc[escal.kind == "check", "round_item_id"]) if len(escal) else set()
     return expert_answers(labels.loc[~labels.round_item_id.isin(checks)])
+
+
+def order_frame(store: Store, round_names: list[str]) -> pd.DataFrame:
+    """order.csv: each reviewer's queue of every round (``audit.order``), from the positions the tasks were sent at.
+
+    Sorted by round, reviewer and position. The blocks are the round's order design's (none for a
+    round routed before orders were recorded).
+    """
+    frames = []
+    for name in round_names:
+        row = resolve_round(store, name)
+        rid = int(row["id"])
+        reviewers = json.loads(row["annotators"])
+        items = store.round_items(rid)
+        design = round_order(row)
+        block_of = None
+        if design is not None and len(items):
+            keys = [item_key(*k) for k in zip(items.model, items.benchmark, items.prompt_id, items.epoch, strict=True)]
+            _, block = review_order(
+                int(row["seed"]),
+                str(reviewers[0]),
+                keys,
+                items.wave.to_numpy(),
+                design,
+                items.priority.astype(float).to_numpy(),
+            )
+            block_of = {int(i): int(b) for i, b in zip(items.round_item_id, block, strict=True) if b}
+        projects = store.ls_projects(rid)
+        by_reviewer = projects.set_index("pseudonym").id.to_dict() if len(projects) else {}
+        keep = ["round_item_id", "model", "benchmark", "prompt_id", "epoch", "priority"]
+        for who in reviewers:
+            if who not in by_reviewer:
+                continue
+            tasks = store.ls_tasks(int(by_reviewer[who]))[["round_item_id", "position"]]
+            tasks = tasks.merge(items[keep], on="round_item_id", how="inner")
+            frames.append(order_rows(name, str(who), tasks, block_of))
+    if not frames:
+        return empty_order()
+    return pd.concat(frames, ignore_index=True)[list(ORDER_COLUMNS)]
 
 
 def judge_labels_frame(store: Store, round_names: list[str]) -> pd.DataFrame:
@@ -183,6 +225,8 @@ def design_from_store(store: Store, round_names: list[str], *, label_config_sha:
                 records_adjudication=True,
                 judges=round_judges(row),
                 ambiguous=row.get("ambiguous"),
+                order=json.loads(row["task_order"]) if row.get("task_order") else None,
+                records_order=True,
             )
         )
     runs = store.ingest_runs()

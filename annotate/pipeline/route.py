@@ -1,7 +1,10 @@
 """`annotate route`: select a round's sample and send every item to every reviewer.
 
 Independence on Label Studio Community (which has no roles): one project per annotator per
-round, each holding the same tasks in the annotator's own seeded order. The selection, strata
+round, each holding the same tasks in the round's recorded order design
+(:mod:`annotate.stats.ordering`: by default blocks of ten in one shared seeded order, shuffled
+within each block per reviewer, so that items get every vote a sitting at a time; ``--order
+independent`` for a seeded order per reviewer). The selection, strata
 and inclusion probabilities (the design the corrected scores need) are recorded in the same
 transaction as the round. Re-running resumes: only what is missing is imported, and responses
 ingested since the last routing become a new wave.
@@ -75,8 +78,10 @@ from annotate.pipeline._resolve import (
     round_blinding,
     round_judges,
     round_lock,
+    round_order,
 )
 from annotate.pipeline.record import design_from_store
+from annotate.stats.ordering import OrderDesign, item_key, review_order
 from annotate.stats.sampling import ambiguous_rule, select_for_review, select_next_wave, task_order
 
 if TYPE_CHECKING:
@@ -143,6 +148,8 @@ class RouteOutcome:
     ambiguous: str = "all"
     # ``--next-wave``: the new waves come from the strata's remainders (not from new responses).
     next_wave: bool = False
+    # How the round orders its reviewers' tasks; None: routed before orders were recorded.
+    order: OrderDesign | None = None
 
 
 @dataclass(frozen=True)
@@ -169,6 +176,8 @@ class _Plan:
     ambiguous: str = "all"
     # ``--next-wave``: (wave, selected, strata) per root wave whose strata's remainders it samples.
     next_waves: tuple[tuple[int, pd.DataFrame, pd.DataFrame], ...] = ()
+    # The round's order design (a new round's, or the recorded one); None: routed before v13.
+    order: OrderDesign | None = None
 
 
 @dataclass(frozen=True)
@@ -194,8 +203,12 @@ def route(
     strata_from: list[str] | None = None,
     ambiguous: str | None = None,
     next_wave: NextWave | None = None,
+    order: OrderDesign | None = None,
 ) -> RouteOutcome:
     """Select (or extend) a round's sample and send every item to every annotator's project.
+
+    ``order``: how a new round orders each reviewer's tasks (None: blocks of
+    :data:`~annotate.stats.ordering.DEFAULT_BLOCK_SIZE`); a routed round keeps its own.
 
     ``next_wave``: instead of the responses ingested since, draw the next wave the plan gives for
     its target from the not-yet-sampled remainder of each stratum (docs/methods.md 4.9).
@@ -227,6 +240,7 @@ def route(
             strata_from,
             ambiguous,
             next_wave,
+            order,
         )
 
 
@@ -244,6 +258,7 @@ def _route(
     strata_from: list[str] | None,
     ambiguous: str | None = None,
     next_wave: NextWave | None = None,
+    order: OrderDesign | None = None,
 ) -> RouteOutcome:
     plan = _plan(
         s,
@@ -256,6 +271,7 @@ def _route(
         strata_from=strata_from,
         ambiguous=ambiguous,
         next_wave=next_wave,
+        order=order,
     )
     outcome = RouteOutcome(
         round=round_name,
@@ -271,6 +287,7 @@ def _route(
         notes=list(plan.notes),
         ambiguous=plan.ambiguous,
         next_wave=next_wave is not None,
+        order=plan.order,
     )
     if dry_run:
         return outcome
@@ -312,6 +329,7 @@ def _plan(
     strata_from: list[str] | None = None,
     ambiguous: str | None = None,
     next_wave: NextWave | None = None,
+    order: OrderDesign | None = None,
 ) -> _Plan:
     store = s.store
     if clear_per_cell < 0:
@@ -354,6 +372,18 @@ def _plan(
                 f"Route it with --ambiguous {recorded} (or without the option), or start a new round."
             )
         ambiguous = recorded
+        kept = round_order(existing)
+        if order is not None and order != kept:
+            was = (
+                "--order independent"
+                if kept is not None and kept.design == "independent"
+                else (f"--order blocks --block-size {kept.block_size}" if kept is not None else "the order of its time")
+            )
+            raise InputError(
+                f"round {round_name!r} was routed with {was}; a round keeps its design. Route it without --order "
+                "and --block-size, or start a new round."
+            )
+        order = kept
         if sorted(annotators.pseudonym) != sorted(json.loads(existing["annotators"])):
             raise InputError(
                 f"round {round_name!r} goes to {', '.join(json.loads(existing['annotators']))}; "
@@ -371,6 +401,8 @@ def _plan(
         judge, judges, notes = chosen.judge, chosen.judges, chosen.notes
 
     waves = store.round_waves(int(existing["id"])) if existing else None
+    if existing is None:
+        order = order or OrderDesign()
     if next_wave is not None and existing is not None and waves is not None:
         return _next_wave_plan(
             s, round_name, existing, waves, next_wave, judge, judges, strata_from, annotators, workspace_config
@@ -405,6 +437,7 @@ def _plan(
         judges,
         tuple(notes),
         ambiguous,
+        order=order,
     )
 
 
@@ -498,6 +531,7 @@ def _next_wave_plan(
         notes=tuple(notes),
         ambiguous=str(existing.get("ambiguous") or "all"),
         next_waves=tuple(frames),
+        order=round_order(existing),
     )
 
 
@@ -620,6 +654,7 @@ def _record_and_send(
                 "label_config_sha": plan.config.sha256,
                 "label_config": plan.config.xml,
                 "task_secret": new_task_secret(),
+                "task_order": None if plan.order is None else json.dumps(plan.order.to_record()),
             }
         if plan.next_waves:
             assert plan.existing is not None
@@ -662,6 +697,13 @@ def _record_and_send(
         for j, group in routed.groupby("judge", sort=True):  # each judge's own ambiguity model
             priority |= ambiguity_priority(store, str(j), group.response_id.astype(int).tolist(), seed=plan.seed)
         outcome.prioritized = True
+        if plan.order is not None:
+            # The priority an item is ordered by is fixed when it is first sent (an export re-derives
+            # the order from it); items already sent to someone keep theirs, or none.
+            fresh = items.loc[items.priority.isna() & ~items.round_item_id.isin(_sent_items(store, round_id))]
+            by_response = dict(zip(fresh.response_id.astype(int), fresh.round_item_id.astype(int), strict=True))
+            store.set_item_priorities(round_id, {by_response[r]: p for r, p in priority.items() if r in by_response})
+            items = store.round_items(round_id)
     for ann in plan.annotators.itertuples():
         owner = blinded_owner(str(outcome.blinding), str(ann.pseudonym))
         gw = servers.of(owner) if servers is not None else None
@@ -676,8 +718,17 @@ def _record_and_send(
             outcome=outcome,
             priority=priority,
             own_server=owner is not None,
+            order=plan.order,
         )
     return outcome
+
+
+def _sent_items(store: Store, round_id: int) -> set[int]:
+    """The round's items that some reviewer's project already holds (recorded, sent or not yet imported)."""
+    sent: set[int] = set()
+    for project_id in store.ls_projects(round_id).id.astype(int):
+        sent |= set(store.ls_tasks(int(project_id)).round_item_id.astype(int))
+    return sent
 
 
 def _new_task_rows(
@@ -691,20 +742,32 @@ def _new_task_rows(
     seed: int,
     priority: dict[int, float] | None,
     dialogue: bool,
+    order_design: OrderDesign | None = None,
 ) -> list[dict[str, Any]]:
-    """The round's items this project lacks, as task rows in the annotator's own seeded order.
+    """The round's items this project lacks, as task rows in the reviewer's place of the round's order.
 
-    Each row has the project's own ext_id of the item and the hash of the text it will show.
+    With an order design (every round since v13), the order is :func:`annotate.stats.ordering.review_order`
+    of all the round's items (their waves and recorded priorities), and the missing ones keep their
+    places in it, so a project that receives two waves at once holds them as one that received them
+    in turn. Each row has the project's own ext_id of the item and the hash of the text it will show.
     """
     known = set(tasks.round_item_id.astype(int)) if len(tasks) else set()
     missing = items[~items.round_item_id.astype(int).isin(known)]
     if not len(missing):
         return []
-    order = task_order(seed, pseudonym, missing.ext_id.reset_index(drop=True))
-    if priority is not None:
-        # Most likely ambiguous first; the seeded shuffle breaks ties (stable sort).
-        p = missing.response_id.map(lambda r: priority.get(int(r), -1.0)).fillna(-1.0).to_numpy()
-        order = order[np.argsort(-p[order], kind="mergesort")]
+    if order_design is not None:
+        keys = [item_key(*k) for k in zip(items.model, items.benchmark, items.prompt_id, items.epoch, strict=True)]
+        queue, _ = review_order(
+            seed, pseudonym, keys, items.wave.to_numpy(), order_design, items.priority.astype(float).to_numpy()
+        )
+        rank = pd.Series(np.argsort(queue, kind="mergesort"), index=items.round_item_id.astype(int).to_numpy())
+        order = np.argsort(rank.loc[missing.round_item_id.astype(int)].to_numpy(), kind="mergesort")
+    else:  # a round routed before v13: the annotator's own order by the items' ext_ids, as then
+        order = task_order(seed, pseudonym, missing.ext_id.reset_index(drop=True))
+        if priority is not None:
+            # Most likely ambiguous first; the seeded shuffle breaks ties (stable sort).
+            p = missing.response_id.map(lambda r: priority.get(int(r), -1.0)).fillna(-1.0).to_numpy()
+            order = order[np.argsort(-p[order], kind="mergesort")]
     start = int(tasks.position.max()) + 1 if len(tasks) else 0
     item_ids = [int(i) for i in missing.round_item_id.to_numpy()[order]]
     item_ext = missing.ext_id.to_numpy()[order]
@@ -752,6 +815,7 @@ def _send_to_annotator(
     outcome: RouteOutcome,
     priority: dict[int, float] | None = None,
     own_server: bool = False,
+    order: OrderDesign | None = None,
 ) -> dict[str, int]:
     store = s.store
     dialogue = parse_label_config(round_row["label_config"]).dialogue is not None
@@ -774,6 +838,7 @@ def _send_to_annotator(
         seed=seed,
         priority=priority,
         dialogue=dialogue,
+        order_design=order,
     )
 
     if gw is None:  # file mode: the whole task list, every time

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import json
 import math
+from dataclasses import replace
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
@@ -19,8 +20,9 @@ import pandas as pd
 
 from annotate.columns import VERDICTS
 from annotate.errors import WorkspaceError
+from annotate.pipeline._decisions import round_decisions
 from annotate.pipeline._resolve import resolve_round
-from annotate.pipeline._settings import thresholds_from_settings
+from annotate.pipeline._settings import rules_from_settings, thresholds_from_settings
 from annotate.stats._common import jsonable
 from annotate.stats.agreement.progress import (
     RunningLimits,
@@ -168,7 +170,62 @@ def reviewer_status(s: Session, round_name: str, *, n_boot: int = 2000, seed: in
     reviewer's tasks (imported or not). The agreement figure is
     :func:`annotate.stats.agreement.progress.agreement_so_far` on the 3-way verdicts.
     """
-    return reviewer_summary(s.store, round_name, limits=running_limits(s.ws), n_boot=n_boot, seed=seed)
+    out = reviewer_summary(s.store, round_name, limits=running_limits(s.ws), n_boot=n_boot, seed=seed)
+    out["adjudication"] = adjudication_outlook(s, round_name)
+    return out
+
+
+def adjudication_outlook(s: Session, round_name: str) -> dict[str, Any]:
+    """Whether `annotate adjudicate` is worth running now, from the votes as last pulled (nothing written).
+
+    Under the round's latest rules (the workspace's ``[adjudication]`` with the last run's policy,
+    waiting for every routed vote): how many items it would settle, send to the expert or leave
+    unresolved that the record in force does not say yet, how many wait for a vote (per reviewer)
+    and how many nobody has answered.
+    """
+    store = s.store
+    round_row = resolve_round(store, round_name)
+    recorded = json.loads(round_row["adjudication"]) if round_row.get("adjudication") else None
+    policy = str(recorded.get("policy", "escalate")) if isinstance(recorded, dict) else "escalate"
+    rules = replace(rules_from_settings(s.ws, policy), wait_for_votes=True)
+    plan = round_decisions(store, round_row, rules)
+    changed = plan.changed(store.final_labels(int(round_row["id"])))
+    new = {k: sum(d.status == k for d in changed) for k in ("resolved", "escalated", "unresolved", "waiting")}
+    complete = len(plan.items) - len(plan.waiting)
+    name = round_row["name"]
+    waits = ", ".join(f"{n} for {who}" for who, n in plan.waiting_by_reviewer().items())
+    held = f"{len(plan.held)} item(s) with some votes wait for the rest ({waits})" if plan.held else ""
+    team = store.annotators()
+    experts = sorted(team.loc[team.role == "expert", "pseudonym"].astype(str)) if len(team) else []
+    expert = f" --expert {experts[0] if len(experts) == 1 else 'EXPERT'}" if new["escalated"] else ""
+    if new["resolved"] or new["escalated"] or new["unresolved"]:
+        parts = [f"settle {new['resolved']} item(s)"] if new["resolved"] else []
+        parts += [f"send {new['escalated']} to the expert"] if new["escalated"] else []
+        parts += [f"leave {new['unresolved']} unresolved by policy"] if new["unresolved"] else []
+        advice = (
+            f"Adjudication is worth running: `annotate adjudicate --round {name}{expert}` would "
+            f"{', '.join(parts)} now" + (f"; {held} and are left out" if held else "") + "."
+        )
+    elif plan.held:
+        advice = (
+            f"Nothing to adjudicate yet: {held}; they are settled (or go to the expert) once those votes are in "
+            f"(`annotate adjudicate --round {name} --escalate-early` decides them on the votes so far)."
+        )
+    elif complete and plan.no_vote_yet < len(plan.items):
+        advice = "Every item whose votes are in is decided: nothing new to adjudicate."
+    else:
+        advice = "Nothing to adjudicate yet: no item has all its votes."
+    return {
+        "complete": int(complete),
+        "waiting": len(plan.held),
+        "waiting_for": plan.waiting_by_reviewer(),
+        "no_vote_yet": plan.no_vote_yet,
+        "would_settle": new["resolved"],
+        "would_escalate": new["escalated"],
+        "would_leave_unresolved": new["unresolved"],
+        "worthwhile": bool(new["resolved"] or new["escalated"] or new["unresolved"]),
+        "advice": advice,
+    }
 
 
 def reviewer_summary(

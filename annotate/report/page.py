@@ -593,7 +593,13 @@ def render_page(data: Mapping[str, Any]) -> str:
         meta.append(f"schema {data.get('schema_version')}")
     # css_string leaves nothing that could end the string or the <style> element: safe as it is.
     css = _stylesheet().render(print_title=Markup(_css_string(_fmt.clip(title, 80))))
+    state = data.get("state")
+    banner = None
+    if isinstance(state, Mapping):  # exports since annotate-export/8 say whether their rounds are finished
+        lines = [str(x) for x in state.get("lines") or []]
+        banner = {"interim": state.get("status") == "interim", "lines": lines}
     return _ENV.get_template("report.html.j2").render(
+        banner=banner,
         title=title,
         css=Markup(css),
         script=Markup(PRINT_SCRIPT),

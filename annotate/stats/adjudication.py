@@ -15,6 +15,12 @@ the order of the data. An item is escalated to the expert when (each rule config
 4. optionally, any ``harmful`` vote on an item of a high-severity category whose majority is
    ``safe`` (``severity``).
 
+An item waits while some routed reviewer's vote is not in (neither a verdict nor a skip): with
+``wait_for_votes`` (the default) it is neither settled nor escalated until the last vote comes,
+unless the expert has already answered it; a reviewer who labels a few tasks a day would
+otherwise send the expert items that a second vote settles tomorrow. An item whose every vote is
+in without any verdict (every reviewer skipped it) is escalated (``no verdict``).
+
 Escalated items without an expert decision are resolved by ``policy``: ``escalate`` leaves
 them pending with the expert, ``harmful`` / ``safe`` label them (method ``policy:<label>``),
 ``unresolved`` records them unresolved. An expert's ``unsure`` is recorded as unresolved.
@@ -24,7 +30,7 @@ process; the majority stays the label of record for them and the agreement is re
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -63,6 +69,9 @@ class Rules:
         Rule 1b: escalate a majority that rests on fewer than this many harmful/safe votes (one
         reviewer sure, the others unsure or silent). Capped at the number of reviewers who voted,
         so a one-reviewer round is not escalated wholesale. 0 or 1 turns the rule off.
+    wait_for_votes : bool
+        Hold an item whose routed votes are not all in (``status`` ``waiting``) instead of deciding
+        it on the votes so far; False decides and escalates early (``adjudicate --escalate-early``).
 
     Examples
     --------
@@ -83,6 +92,7 @@ class Rules:
     min_sure_votes: int = 2
     ds_min_reviewers: int = 3
     ds_min_items: int = 30
+    wait_for_votes: bool = True
 
     def __post_init__(self) -> None:
         if self.policy not in POLICIES:
@@ -138,8 +148,17 @@ def majority(
     return label, reason
 
 
+#: Why an item whose every vote is in holds no verdict is escalated.
+NO_VERDICT = "no verdict (every reviewer skipped it)"
+
+
 def propose(
-    votes: pd.DataFrame, rules: Rules, *, ds: pd.DataFrame | None = None, categories: pd.Series | None = None
+    votes: pd.DataFrame,
+    rules: Rules,
+    *,
+    ds: pd.DataFrame | None = None,
+    categories: pd.Series | None = None,
+    no_verdict: Sequence[int] = (),
 ) -> pd.DataFrame:
     """Majority labels and escalations for every item with at least one vote (rules 1-4).
 
@@ -154,6 +173,9 @@ def propose(
         (no harmful or safe vote) triggers nothing.
     categories : pandas.Series, optional
         round_item_id -> category; for rule 4.
+    no_verdict : sequence of int
+        Items without a vote whose every routed vote is in (each reviewer skipped them): rows of
+        their own, escalated for :data:`NO_VERDICT`, after the voted items.
 
     Returns
     -------
@@ -227,7 +249,57 @@ def propose(
             reasons[i].append("harmful vote on a high-severity item")
     out["reasons"] = pd.Series(["; ".join(r) if r else None for r in reasons], index=out.index, dtype=object)
     out["escalate"] = out["reasons"].notna()
+    extra = [int(i) for i in no_verdict if int(i) not in set(out.index.tolist())]
+    if extra:
+        empty = pd.DataFrame(
+            {
+                **{c: 0 for c in VERDICTS},
+                "majority": None,
+                "ds_label": None,
+                "ds_posterior": np.nan,
+                "reasons": NO_VERDICT,
+                "escalate": True,
+            },
+            index=pd.Index(extra, name=out.index.name),
+        )
+        out = pd.concat([out, empty.astype(out.dtypes.to_dict())])
     return out
+
+
+def waiting_for(answers: pd.DataFrame, reviewers: Sequence[str]) -> dict[int, list[str]]:
+    """The items whose routed votes are not all in, with the reviewers they wait for.
+
+    Parameters
+    ----------
+    answers : pandas.DataFrame
+        Indexed by round_item_id, one column per reviewer: a verdict, ``"skipped"`` (the vote is
+        in, without a label) or missing (None, NaN or empty: not in yet).
+    reviewers : sequence of str
+        The round's reviewers (every item is routed to each); a reviewer without a column has
+        given no answer.
+
+    Returns
+    -------
+    dict of int to list of str
+        round_item_id -> the reviewers whose answer is missing, in the order given; items whose
+        every answer is in are absent.
+
+    Examples
+    --------
+    >>> answers = pd.DataFrame({"A1": ["safe", "harmful", None], "A2": ["skipped", None, None]}, index=[1, 2, 3])
+    >>> waiting_for(answers, ["A1", "A2"])
+    {2: ['A2'], 3: ['A1', 'A2']}
+    """
+    out: dict[int, list[str]] = {}
+    for who in reviewers:
+        if who in answers.columns:
+            col = answers[who]
+            absent = col.isna() | (col.astype(object) == "")
+        else:
+            absent = pd.Series(True, index=answers.index)
+        for item in answers.index[absent.to_numpy()].tolist():
+            out.setdefault(int(item), []).append(who)
+    return {i: out[i] for i in answers.index.tolist() if i in out}
 
 
 def check_sample(resolved_ids: pd.Series, keys: pd.Series, share: float, seed: int) -> set[int]:
@@ -271,13 +343,14 @@ class Decision:
     Attributes
     ----------
     round_item_id : int
-    status : {"resolved", "escalated", "unresolved"}
+    status : {"resolved", "escalated", "unresolved", "waiting"}
     label : str or None
         ``"harmful"`` / ``"safe"`` when resolved, else None.
     method : str
-        ``majority``, ``expert``, ``policy:<policy>`` or ``pending``.
+        ``majority``, ``expert``, ``policy:<policy>``, ``pending`` or ``waiting``.
     adjudicator : str
-        Who decided: ``majority vote``, the expert's pseudonym, ``policy`` or ``expert (pending)``.
+        Who decided: ``majority vote``, the expert's pseudonym, ``policy``, ``expert (pending)`` or
+        ``reviewers (pending)``.
     reason : str
         Why, with the tally of the votes.
     votes : dict of str to str
@@ -285,9 +358,9 @@ class Decision:
     """
 
     round_item_id: int
-    status: str  # resolved / escalated / unresolved
+    status: str  # resolved / escalated / unresolved / waiting
     label: str | None
-    method: str  # majority / expert / policy:<p> / pending
+    method: str  # majority / expert / policy:<p> / pending / waiting
     adjudicator: str
     reason: str
     votes: dict[str, str] = field(default_factory=dict)
@@ -324,6 +397,7 @@ def rules_record(rules: Rules) -> dict[str, Any]:
         "min_sure_votes": rules.min_sure_votes,
         "ds_min_reviewers": rules.ds_min_reviewers,
         "ds_min_items": rules.ds_min_items,
+        "wait_for_votes": rules.wait_for_votes,
     }
 
 
@@ -350,6 +424,10 @@ def rules_from_record(doc: Any) -> Rules:
     cats = doc.get("high_severity_categories")
     if not isinstance(cats, list) or not all(isinstance(c, str) for c in cats):
         raise ValueError(f"the adjudication rule high_severity_categories is {cats!r}")
+    # Recorded since annotate-export/8; every earlier adjudication decided on the votes so far.
+    wait = doc.get("wait_for_votes", False)
+    if not isinstance(wait, bool):
+        raise ValueError(f"the adjudication rule wait_for_votes is {wait!r}")
     return Rules(
         policy=doc["policy"],
         escalate_unsure_majority=doc["escalate_unsure_majority"],
@@ -360,14 +438,23 @@ def rules_from_record(doc: Any) -> Rules:
         min_sure_votes=doc["min_sure_votes"],
         ds_min_reviewers=doc["ds_min_reviewers"],
         ds_min_items=doc["ds_min_items"],
+        wait_for_votes=wait,
     )
 
 
-def decide(proposals: pd.DataFrame, votes: pd.DataFrame, expert: pd.DataFrame, rules: Rules) -> list[Decision]:
+def decide(
+    proposals: pd.DataFrame,
+    votes: pd.DataFrame,
+    expert: pd.DataFrame,
+    rules: Rules,
+    waiting: Mapping[int, Sequence[str]] | None = None,
+) -> list[Decision]:
     """The final record per item.
 
-    A majority stands; an escalated item takes the expert's label (an ``unsure`` expert leaves
-    it unresolved), else ``rules.policy`` decides it.
+    With ``rules.wait_for_votes``, an item still waiting for a routed vote (``waiting``) and not
+    answered by the expert waits (status ``waiting``); otherwise a majority stands, an escalated
+    item takes the expert's label (an ``unsure`` expert leaves it unresolved), else
+    ``rules.policy`` decides it.
 
     Parameters
     ----------
@@ -378,6 +465,8 @@ def decide(proposals: pd.DataFrame, votes: pd.DataFrame, expert: pd.DataFrame, r
     expert : pandas.DataFrame
         The expert's current labels (round_item_id, annotator, verdict).
     rules : Rules
+    waiting : mapping of int to sequence of str, optional
+        round_item_id -> the reviewers whose vote (a verdict or a skip) is not in yet.
 
     Returns
     -------
@@ -403,6 +492,12 @@ def decide(proposals: pd.DataFrame, votes: pd.DataFrame, expert: pd.DataFrame, r
     1 resolved harmful expert E1
     2 unresolved None policy:unresolved policy
     3 resolved harmful majority majority vote
+
+    Item 3 while A3's vote was not yet in: it waits, though two votes agree (a third may not).
+
+    >>> d = decide(propose(votes, rules), votes, expert, rules, waiting={3: ["A3"]})[2]
+    >>> d.status, d.method, d.reason
+    ('waiting', 'waiting', 'waiting for A3; 2 harmful, 1 safe, 0 unsure so far')
     """
     # Plain lists, not groupby and iterrows: an export and verify decide every item of a round
     # (16,000 at the study's scale), where pandas' per-group and per-row objects cost seconds.
@@ -412,6 +507,7 @@ def decide(proposals: pd.DataFrame, votes: pd.DataFrame, expert: pd.DataFrame, r
     ):
         by_item.setdefault(int(i), {})[who] = said
     expert_by_item = expert_answers(expert)
+    held = waiting if waiting is not None and rules.wait_for_votes else {}
     out: list[Decision] = []
     columns = ("harmful", "safe", "unsure", "escalate", "majority", "reasons")
     rows = zip(proposals.index.tolist(), *(proposals[c].tolist() for c in columns), strict=True)
@@ -419,6 +515,20 @@ def decide(proposals: pd.DataFrame, votes: pd.DataFrame, expert: pd.DataFrame, r
         item = int(key)
         v = by_item.get(item, {})
         tally = f"{int(n_harmful)} harmful, {int(n_safe)} safe, {int(n_unsure)} unsure"
+        missing = held.get(item)
+        if missing and item not in expert_by_item:
+            out.append(
+                Decision(
+                    item,
+                    "waiting",
+                    None,
+                    "waiting",
+                    "reviewers (pending)",
+                    f"waiting for {', '.join(missing)}; {tally} so far",
+                    v,
+                )
+            )
+            continue
         if not escalate:
             out.append(Decision(item, "resolved", majority, "majority", "majority vote", f"majority of {tally}", v))
             continue

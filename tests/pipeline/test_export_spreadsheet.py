@@ -164,6 +164,7 @@ def test_hostile_names_export_as_text_and_verify(workspace, runner, tmp_path):
         "judge_pairs.csv",
         "judges.csv",
         "labels.csv",
+        "order.csv",
         "p_safer.csv",
         "p_tie.csv",
         "ranking.csv",

@@ -198,7 +198,7 @@ def test_a_round_routed_on_one_judge_refuses_strata_from(two_judges, runner):
     out = json.loads(run(runner, prefix, "route", "--round", "r1", *ROUTE, "--to-file", "--json").output)
     # Without --strata-from the output has no strata_from keys (every route says its ambiguous rule, #25).
     keys = {"round", "judge", "wave", "dry_run", "prioritized", "selected", "strata", "annotators", "files"}
-    assert set(out) == keys | {"ambiguous"}
+    assert set(out) == keys | {"ambiguous", "order"}
     store = _store_of(prefix)
     try:
         assert store.round_strata_from(int(store.get_round("r1")["id"])) is None
@@ -227,12 +227,14 @@ def test_a_v6_store_with_a_round_migrates_to_v7_in_place(two_judges, runner):
             conn.exec_driver_sql("ALTER TABLE review_round DROP COLUMN ambiguous")  # v12
             conn.exec_driver_sql("ALTER TABLE round_stratum DROP COLUMN of_wave")  # v12
             conn.exec_driver_sql("ALTER TABLE round_stratum DROP COLUMN sampled_before")  # v12
+            conn.exec_driver_sql("ALTER TABLE review_round DROP COLUMN task_order")  # v13
+            conn.exec_driver_sql("ALTER TABLE round_item DROP COLUMN priority")  # v13
             conn.execute(text("DELETE FROM schema_version WHERE version >= 7"))
     finally:
         store.close()
     store = _store_of(prefix)
     try:
-        assert store.schema_version() == SCHEMA_VERSION == 12
+        assert store.schema_version() == SCHEMA_VERSION == 13
         with store.engine.connect() as conn:
             assert "strata_from" in {c["name"] for c in inspect(conn).get_columns("review_round")}
         assert store.round_strata_from(int(store.get_round("r1")["id"])) is None

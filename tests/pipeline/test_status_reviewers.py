@@ -176,7 +176,8 @@ def test_progress_counts_and_median_time_per_reviewer(rnd, runner, ws):
     assert a1_line.split()[:8] == ["A1", "50", "20", "2", "28", "40.0%", "20", "s"]
     assert "unknown" in next(line for line in lines if line.startswith("A3 "))
     assert "stratum" in text and "ETA" in text  # then the per-stratum table
-    assert text.rstrip().splitlines()[-1] == out["reading"]  # and the plain reading last
+    # the plain reading, then whether adjudication is worth running, last
+    assert text.rstrip().splitlines()[-2:] == [out["reading"], out["adjudication"]["advice"]]
 
 
 def test_a_reviewer_much_faster_than_the_others_is_flagged(rnd, runner, ws):
@@ -195,7 +196,7 @@ def test_a_reviewer_much_faster_than_the_others_is_flagged(rnd, runner, ws):
         "A3 is much faster than the others (median 1.8 s per task against 24 s): check their labels."
     )
     text = status(runner, ws, "--round", "r1").stdout
-    assert text.rstrip().endswith(out["reading"])
+    assert text.rstrip().splitlines()[-2] == out["reading"]
     assert next(line for line in text.splitlines() if line.startswith("A3 ")).rstrip().endswith("fast")
 
 
@@ -296,7 +297,17 @@ def test_json_structure(rnd, runner, ws):
     rnd.label("A1", 12, truth, lead_time=15.0)
     rnd.pull()
     out = status_json(runner, ws, "--quarantine")
-    assert list(out) == ["progress", "quarantine", "round", "reviewers", "flags", "reading", "statistic", "limits"]
+    assert list(out) == [
+        "progress",
+        "quarantine",
+        "round",
+        "reviewers",
+        "flags",
+        "reading",
+        "statistic",
+        "limits",
+        "adjudication",
+    ]
     assert out["round"] == "r1" and out["quarantine"] == []
     assert out["limits"] == {
         "fast_ratio": pytest.approx(1 / 3),

@@ -218,6 +218,8 @@ def test_agreement_and_adjudication_end_to_end(workspace, runner, tmp_path):
         run(runner, prefix, "adjudicate", "--round", "r1", "--expert", "E1", "--to-file", "--json").output
     )
     assert first["counts"].get("escalated", 0) > 0 and first["counts"]["resolved"] > 0
+    # A3 never voted on one item: it waits for A3 (counted and said), and goes nowhere.
+    assert first["counts"]["waiting"] == 1 and first["waiting_for"] == {"A3": 1} and first["waited"]
     assert first["sent_to_expert"] >= first["counts"]["escalated"]
     expert_tasks = json.loads((ws / "tasks" / "r1" / "E1-adjudication.json").read_text())
     votes_text = expert_tasks[0]["data"]["prior_votes"]
@@ -232,9 +234,13 @@ def test_agreement_and_adjudication_end_to_end(workspace, runner, tmp_path):
     path = tmp_path / "export-E1.json"
     path.write_text(json.dumps(_export_for(expert_tasks, lambda task_id: truth[item_of[task_id]], 9000)))
     run(runner, prefix, "pull", "--round", "r1", "--from-file", str(path), "--annotator", "E1")
+    # The round is over and A3 will not vote: the lead decides the waiting item on the votes in.
     final = json.loads(
-        run(runner, prefix, "adjudicate", "--round", "r1", "--expert", "E1", "--to-file", "--json").output
+        run(
+            runner, prefix, "adjudicate", "--round", "r1", "--expert", "E1", "--to-file", "--json", "--escalate-early"
+        ).output
     )
+    assert final["decided_early"] == 1 and final["waiting"] == 0
     assert final["counts"].get("escalated", 0) == 0
     assert final["methods"]["expert"] == first["counts"]["escalated"]
     assert final["check"]["n_checked"] >= 1 and final["check"]["agreement"] == 1.0

@@ -115,6 +115,41 @@ def current_labels(annotations: Any, reviewers: set[str] | None = None) -> Any:
     return df.drop_duplicates(["round_item_id", "annotator"], keep="last")
 
 
+def reviewer_answers(annotations: Any, item_ids: Sequence[int], reviewers: Sequence[str]) -> pd.DataFrame:
+    """Each reviewer's answer on each item: their current verdict, ``"skipped"`` or None (not in yet).
+
+    Parameters
+    ----------
+    annotations : pandas.DataFrame
+        As :func:`current_labels` takes it.
+    item_ids : sequence of int, length N
+        The round's items (every one is routed to every reviewer).
+    reviewers : sequence of str, length J
+        The round's reviewers, in column order.
+
+    Returns
+    -------
+    pandas.DataFrame, shape (N, J)
+        Indexed by round_item_id (in the order given), one object column per reviewer. A skip
+        (neither deleted nor followed by a verdict) counts as the reviewer's answer: their vote is
+        in, without a label; a verdict, given before or after a skip, wins.
+    """
+    index = pd.Index([int(i) for i in item_ids], name="round_item_id")
+    mine = annotations.loc[annotations.annotator.isin(list(reviewers))]
+    skips = mine.loc[~mine.deleted.astype(bool) & mine.skipped.astype(bool), ["round_item_id", "annotator"]]
+    votes = current_labels(mine, set(reviewers))[["round_item_id", "annotator", "verdict"]]
+    # The verdicts after the skips: where a reviewer has both, the verdict is kept.
+    long = pd.concat([skips.assign(verdict="skipped"), votes], ignore_index=True)
+    long = long.assign(round_item_id=long.round_item_id.astype(int)).drop_duplicates(
+        ["round_item_id", "annotator"], keep="last"
+    )
+    wide = long.pivot(index="round_item_id", columns="annotator", values="verdict")
+    cells = wide.reindex(index=index, columns=list(reviewers)).to_numpy(dtype=object, copy=True)
+    # None, not NaN, for a missing answer (as labels.csv reads an empty cell back).
+    cells[pd.isna(cells)] = None
+    return pd.DataFrame(cells, index=index, columns=list(reviewers), dtype=object)
+
+
 def vote_matrix(
     labels: pd.DataFrame, categories: Sequence[str], annotators: Sequence[str]
 ) -> tuple[NDArray[np.int64], NDArray[np.int64], list[Any]]:
