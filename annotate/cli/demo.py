@@ -19,8 +19,16 @@ import click
 @click.option("--offline", is_flag=True, help="No server: tasks and labels go through Label Studio files.")
 @click.option("--keep-server", is_flag=True, help="Leave Label Studio running to look at the projects.")
 @click.option("--port", type=int, default=None, help="Port for the demo's Label Studio (default: a free one).")
+@click.option(
+    "--data-dir",
+    "data_dir",
+    is_flag=True,
+    help="Print the folder of the bundled XSTest files (to ingest them yourself) and exit.",
+)
 @click.pass_context
-def demo(ctx: click.Context, directory: Path | None, offline: bool, keep_server: bool, port: int | None) -> None:
+def demo(
+    ctx: click.Context, directory: Path | None, offline: bool, keep_server: bool, port: int | None, data_dir: bool
+) -> None:
     """The whole workflow on real data (XSTest v2: 5 models x 450 prompts) in one command.
 
     Ingests GPT-4's judge labels, routes a round to two annotators, replays the two real
@@ -33,7 +41,13 @@ def demo(ctx: click.Context, directory: Path | None, offline: bool, keep_server:
       annotate demo
       annotate demo --offline --dir demo-ws
       annotate demo --keep-server
+      annotate ingest --format xstest "$(annotate demo --data-dir)"/*_gpteval.csv
     """
+    if data_dir:  # cheap: no pipeline import
+        from importlib import resources
+
+        click.echo(str(resources.files("annotate").joinpath("data", "xstest")))
+        return
     from annotate.pipeline.demo import run_demo
 
     # `annotate --workspace DIR --db URL demo`: the options before the command are the demo's too.

@@ -380,6 +380,8 @@ def pull(
                 "annotators": {k: vars(v) for k, v in out.per_annotator.items()},
                 "pinned": out.pinned,
                 "not_counted": out.reasons,
+                "asleep_unchanged": out.unchanged,
+                "woken": out.woken,
             }
         )
         return
@@ -392,6 +394,10 @@ def pull(
     )
     for who, user in out.pinned.items():
         click.echo(f"{who}'s project is pinned to Label Studio user {user}: only their annotations count.")
+    if out.unchanged:
+        click.echo(f"Asleep and unchanged since their last pull (not started): {', '.join(out.unchanged)}.")
+    if out.woken:
+        click.echo(f"Started to read, and put back to sleep: {', '.join(out.woken)}.")
     for who, kinds in out.reasons.items():
         listed = ", ".join(f"{n} {kind}" for kind, n in sorted(kinds.items(), key=lambda kv: -kv[1]))
         click.echo(f"{who}: not counted in this pull: {listed}.")

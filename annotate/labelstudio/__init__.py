@@ -152,6 +152,29 @@ def _own_gateway(ws: Workspace, owner: str) -> Gateway:
     return LabelStudioGateway(status.url, creds.token)
 
 
+#: Seconds a command waits for a person's stopped server to start.
+START_TIMEOUT = 300.0
+
+
+def own_server(ws: Workspace, owner: str) -> Any:
+    """``owner``'s embedded server (``fleet.PersonServer``) when the workspace runs one per person and it
+    has been made; None otherwise (an external or shared server, or a test's fake)."""
+    from annotate.config import label_studio_settings
+    from annotate.labelstudio.server import fleet
+
+    conf = label_studio_settings(ws)
+    if conf.url or not conf.one_server_per_person:
+        return None
+    return fleet.person_server(ws.person_servers_dir, owner)
+
+
+def hold_server(server: Any, *, timeout: float, say: Any = None) -> Any:
+    """``fleet.hold``: the server held in use by a command, started first when stopped."""
+    from annotate.labelstudio.server import fleet
+
+    return fleet.hold(server, timeout=timeout, say=say)
+
+
 @contextmanager
 def session(connect_to: Connect, ws: Workspace, owner: str | None = None) -> Iterator[Gateway]:
     """A gateway that is closed when the block ends."""

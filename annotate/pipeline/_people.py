@@ -8,15 +8,16 @@ on their own server (one per person, the default), or on the one shared embedded
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from annotate.config import label_studio_settings
 from annotate.errors import LabelStudioError, StateError
 from annotate.labelstudio import accounts, server
 from annotate.labelstudio.gateway import LabelStudioGateway
-from annotate.labelstudio.server import fleet
+from annotate.labelstudio.server import fleet, frontdoor
 
 if TYPE_CHECKING:
     from annotate.config import Workspace
@@ -30,9 +31,13 @@ __all__ = [
     "PersonLine",
     "access_when_added",
     "person_access",
+    "person_address",
     "person_line",
     "serving_mode",
+    "with_server",
 ]
+
+T = TypeVar("T")
 
 #: How the workspace serves its reviewers (``LsReport.mode``).
 PER_PERSON = "one server per person"
@@ -62,10 +67,39 @@ def serving_mode(ws: Workspace) -> str:
     return PER_PERSON if conf.one_server_per_person else SHARED_ONLY
 
 
+def person_address(ws: Workspace, srv: fleet.PersonServer) -> str:
+    """Where a person opens their own server: the front door's address (``http://a1.localhost:8080``) once
+    the workspace has a front door, else the server's own port under the person's host name."""
+    door = frontdoor.door_status(ws.person_servers_dir)
+    if door.port:
+        return frontdoor.person_address(srv.pseudonym, door.port)
+    return f"http://{srv.host_name}:{srv.port}"
+
+
+def with_server(srv: fleet.PersonServer, use: Callable[[fleet.PersonServer], T]) -> tuple[T, bool]:
+    """``use`` of a person's server, started first when it sleeps and stopped again after (unless someone
+    came meanwhile); (what ``use`` gave, whether it was started for it)."""
+    held = fleet.hold(srv, timeout=300.0)
+    try:
+        return use(held.server), held.started_at is not None
+    finally:
+        held.release()
+
+
 def person_line(
-    ws: Workspace, person: Any, url: str, data_dir: Path, *, new_password: bool = False, shared: bool = False
+    ws: Workspace,
+    person: Any,
+    url: str,
+    data_dir: Path,
+    *,
+    new_password: bool = False,
+    shared: bool = False,
+    address: str | None = None,
 ) -> PersonLine:
-    """A person's login on a running server (their own, or the shared embedded one), made now if missing."""
+    """A person's login on a running server (their own, or the shared embedded one), made now if missing.
+
+    ``address``: where they open it, when not ``url`` (the front door's address of their server).
+    """
     pseudonym = str(person.pseudonym)
     with fleet.people_lock(ws.access_dir):  # two commands never make one account twice
         account = accounts.ensure_account(
@@ -77,16 +111,23 @@ def person_line(
             access_dir=ws.access_dir,
             new_password=new_password,
             shared=shared,
+            address=address,
         )
     note = None
     if account.made:
-        note = "account made: give them their access sheet"
+        note = "new: hand them the sheet"
     elif account.new_password:
-        note = "new password: give them their new access sheet"
+        note = "new password: new sheet"
     elif account.sheet is None:
-        note = f"no access sheet: `annotate annotators access {pseudonym} --new-password` makes one"
+        note = "no sheet: --new-password"
     return PersonLine(
-        pseudonym, str(person.role), url, True, True, str(account.sheet) if account.sheet else None, note=note
+        pseudonym,
+        str(person.role),
+        address or url,
+        True,
+        True,
+        str(account.sheet) if account.sheet else None,
+        note=note,
     )
 
 
@@ -106,9 +147,14 @@ def person_access(s: Session, pseudonym: str, *, new_password: bool) -> PersonLi
         s.store.set_annotator_user(pseudonym, _user_on(st.url, ws.ls_data_dir, str(person.email)))
         return line
     srv = fleet.person_server(ws.person_servers_dir, pseudonym)
-    if srv is None or not fleet.is_running(srv):
-        raise StateError(f"{pseudonym}'s Label Studio is not running; start the servers with `annotate ls start`.")
-    return person_line(ws, person, srv.url, srv.data_dir, new_password=new_password)
+    if srv is None:
+        raise StateError(f"{pseudonym} has no Label Studio server yet; `annotate ls start` makes it.")
+    address = person_address(ws, srv)
+    line, _ = with_server(
+        srv, lambda up: person_line(ws, person, up.url, up.data_dir, new_password=new_password, address=address)
+    )
+    line.running = fleet.is_running(srv)
+    return line
 
 
 #: What the lead does for a reviewer's login on an external server, where annotate makes none.
@@ -155,19 +201,21 @@ def access_when_added(s: Session, pseudonym: str) -> PersonLine | None:
         if not server.server_status(ws.ls_data_dir).running:
             return None
         return person_access(s, pseudonym, new_password=False)
-    running = [p for p in fleet.person_servers(ws.person_servers_dir) if fleet.is_running(p)]
-    if not running:
+    made = fleet.person_servers(ws.person_servers_dir)
+    door = frontdoor.door_status(ws.person_servers_dir)
+    if not door.running and not any(fleet.is_running(p) for p in made):
         return None
     person = _registered(s, pseudonym)
     template = fleet.ensure_template(ws.person_servers_dir)
+    first = min((p.port for p in made), default=(door.port or 8080) + 1)
     srv, _made = fleet.provision(
         ws.person_servers_dir,
         pseudonym,
-        host=running[0].host,
-        first_port=min(p.port for p in running),
+        host=made[0].host if made else (door.host or "127.0.0.1"),
+        first_port=first,
         template=template,
     )
-    started = fleet.start_person(srv, timeout=300.0)
-    line = person_line(ws, person, started.server.url, started.server.data_dir)
-    line.started_now = started.info is not None
+    address = person_address(ws, srv)
+    line, started = with_server(srv, lambda up: person_line(ws, person, up.url, up.data_dir, address=address))
+    line.started_now, line.running = started, fleet.is_running(srv)
     return line

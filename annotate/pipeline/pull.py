@@ -28,7 +28,11 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from annotate.errors import InputError
+from annotate.labelstudio import own_server
 from annotate.labelstudio.labelconfig import parse_label_config
+from annotate.labelstudio.server.fleet import db_signature as fleet_signature
+from annotate.labelstudio.server.fleet import pulled_unchanged as fleet_unchanged
+from annotate.labelstudio.server.fleet import record_pulled
 from annotate.labelstudio.tasks import (
     MAX_DELETION_SHARE,
     MAX_LS_ID,
@@ -42,6 +46,7 @@ from annotate.labelstudio.tasks import (
     reconcile,
 )
 from annotate.pipeline._resolve import resolve_round, round_lock
+from annotate.pipeline.session import project_owner
 from annotate.stats._common import is_missing
 
 if TYPE_CHECKING:
@@ -57,6 +62,10 @@ class PullOutcome:
     per_annotator: dict[str, PullCounts] = field(default_factory=dict)
     pinned: dict[str, int] = field(default_factory=dict)  # pseudonym -> Label Studio user pinned now
     reasons: dict[str, dict[str, int]] = field(default_factory=dict)  # pseudonym -> quarantine kind -> n
+    #: People whose server was asleep and unchanged since their last pull: not started, nothing to read.
+    unchanged: list[str] = field(default_factory=list)
+    #: People whose server this pull started (it was asleep), and stopped again after reading it.
+    woken: list[str] = field(default_factory=list)
 
 
 def pull(
@@ -112,19 +121,34 @@ def _pull(
 
     if ls_user is not None:
         raise InputError("--ls-user goes with --from-file: a server project's user is the annotator's own.")
+    slept: dict[str, tuple[Any, list[int], Any]] = {}  # pseudonym -> (server, projects, signature at its stop)
     with s.servers() as servers:
-        server_projects = [p for p in projects.to_dict("records") if not is_missing(p["project_id"])]
-        for project in server_projects:  # every server reachable and its token accepted before any write
-            servers.for_project(project)
+        server_projects = []
+        for p in projects.to_dict("records"):
+            if is_missing(p["project_id"]):
+                continue
+            own = own_server(s.ws, str(p["pseudonym"])) if project_owner(p) is not None else None
+            if own is not None and fleet_unchanged(own, int(p["project_id"])):
+                # Asleep, and its database unwritten since the stop that followed its last pull.
+                outcome.unchanged.append(str(p["pseudonym"]))
+                continue
+            server_projects.append(p)
         plans: list[tuple[dict[str, Any], PullPlan, str]] = []
         # Label Studio serialises the next project's export while this process checks the
-        # current one; nothing is written until every project has been checked.
+        # current one; nothing is written until every project has been checked. A person's server
+        # that was asleep is started for its export and stopped again once it is read (unless they
+        # came back meanwhile), so a pull over twenty people holds the memory of two or three.
         with ThreadPoolExecutor(max_workers=1) as pool:
             futures: list[Future[tuple[list[dict[str, Any]], str]]] = [
                 pool.submit(_fetch, servers.for_project(p), p) for p in server_projects[:1]
             ]
             for k, project in enumerate(server_projects):
                 exported, now = futures[k].result()
+                owner = project_owner(project)
+                if owner is not None and servers.release(owner):
+                    own = own_server(s.ws, owner)
+                    slept[owner] = (own, [int(project["project_id"])], fleet_signature(own))
+                    outcome.woken.append(owner)
                 if k + 1 < len(server_projects):
                     following = server_projects[k + 1]
                     futures.append(pool.submit(_fetch, servers.for_project(following), following))
@@ -136,6 +160,9 @@ def _pull(
                 plans.append((project, plan, now))
     for project, plan, now in plans:
         _apply(store, project, plan, outcome, server_time=now)
+    # Only now, with everything stored: these servers' next pull may be skipped while they sleep.
+    for own, pulled, signature in slept.values():
+        record_pulled(own, pulled, signature)
     return outcome
 
 

@@ -21,7 +21,7 @@ from typing import TYPE_CHECKING, Any
 from annotate.config import Workspace, busy_timeout, loose_permissions, open_workspace
 from annotate.db import check_url, open_store, store_error, store_files
 from annotate.errors import AnnotateError
-from annotate.labelstudio import OWN, Connect, Gateway, connect
+from annotate.labelstudio import OWN, START_TIMEOUT, Connect, Gateway, connect, hold_server, own_server
 
 if TYPE_CHECKING:
     from annotate.db import Store
@@ -71,32 +71,68 @@ class Servers:
 
     A gateway is checked (``whoami``: reachable, token accepted) when it is first opened, so a
     command that opens every server it needs before writing fails with the store unchanged.
+
+    A person's embedded server that is stopped (servers start on demand and stop when idle,
+    ``annotate.labelstudio.server.frontdoor``) is started when first opened and held in use
+    while open (``fleet.hold``: nothing stops it under the command); one this command started is
+    stopped again when released, unless someone used it meanwhile. At most
+    :data:`MAX_STARTED` servers started here run at once: opening another releases the oldest, so a
+    command over twenty people's servers holds the memory of a few.
     """
+
+    #: Servers a command keeps running that it started itself (each about 350 MB).
+    MAX_STARTED = 3
 
     def __init__(self, session: Session) -> None:
         self._session = session
         self._open: dict[str | None, Gateway] = {}
+        self._held: dict[str, Any] = {}  # pseudonym -> fleet.Held
 
     def of(self, owner: str | None) -> Gateway:
         """``owner``'s own server (a pseudonym), or the shared one (None)."""
         if owner not in self._open:
-            gw = self._session.connect(self._session.ws, owner)
+            if owner is not None:
+                self._hold(owner)
             try:
-                gw.whoami()
+                gw = self._session.connect(self._session.ws, owner)
+                try:
+                    gw.whoami()
+                except BaseException:
+                    gw.close()
+                    raise
             except BaseException:
-                gw.close()
+                if owner is not None:
+                    self.release(owner)
                 raise
             self._open[owner] = gw
         return self._open[owner]
+
+    def _hold(self, owner: str) -> None:
+        """Hold ``owner``'s embedded server (started now if it is stopped); nothing for any other server."""
+        server = own_server(self._session.ws, owner)
+        if server is None or owner in self._held:
+            return
+        started = [p for p, h in self._held.items() if h.started_at is not None]
+        while len(started) >= self.MAX_STARTED:
+            self.release(started.pop(0))
+        self._held[owner] = hold_server(server, timeout=START_TIMEOUT, say=self._session.notify)
+
+    def release(self, owner: str | None) -> bool:
+        """Close ``owner``'s gateway and let go of its server; True when it was stopped here (started by this
+        command and not used by anyone since)."""
+        gw = self._open.pop(owner, None)
+        if gw is not None:
+            gw.close()
+        held = self._held.pop(owner, None) if owner is not None else None
+        return bool(held is not None and held.release())
 
     def for_project(self, project: Mapping[str, Any]) -> Gateway:
         """The server a project row (``Store.ls_projects``) lives on."""
         return self.of(project_owner(project))
 
     def close(self) -> None:
-        for gw in self._open.values():
-            gw.close()
-        self._open.clear()
+        for owner in [*self._open, *self._held]:
+            self.release(owner)
 
 
 def project_owner(project: Mapping[str, Any]) -> str | None:

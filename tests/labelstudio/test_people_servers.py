@@ -1,10 +1,12 @@
 """The people's servers and logins, on real Label Studio servers, through the CLI.
 
-One server per person (``labelstudio.server.fleet``): accounts made with a generated password
-that works and that only the access sheet holds, a new password on request (the old one then
-fails), the one-time invite link dead after use, a taken port replaced (and said), every server
-stopped by `ls stop`; and the shared server (``one_server_per_person = false``), where the sheet
-says so and `route` warns before sending.
+One server per person (``labelstudio.server.fleet``), reached through annotate's front door
+(``labelstudio.server.frontdoor``): accounts made with a generated password that works and that
+only the access sheet holds, a new password on request (the old one then fails), the one-time
+invite link dead after use, a taken port replaced (and said) while the person's address stays
+the same, every server stopped by `ls stop`; servers asleep until someone opens them, awake for
+annotate's commands, asleep again after them and after the idle limit; and the shared server
+(``one_server_per_person = false``), where the sheet says so and `route` warns before sending.
 """
 
 from __future__ import annotations
@@ -46,8 +48,15 @@ def _password(ws: Path, who: str) -> str:
     return m.group(1)
 
 
-def _logs_in(url: str, email: str, password: str) -> bool:
-    with httpx.Client(base_url=url, trust_env=False, follow_redirects=False) as web:
+def _door(port: int, who: str) -> dict[str, Any]:
+    """How a browser reaches ``who``'s server through the front door on ``port`` (``a1.localhost``):
+    httpx cannot resolve ``*.localhost`` as browsers do, so it sends the host name itself."""
+    return {"base_url": f"http://127.0.0.1:{port}", "headers": {"Host": f"{who.lower()}.localhost:{port}"}}
+
+
+def _logs_in(url: str, email: str, password: str, *, door: dict[str, Any] | None = None) -> bool:
+    where = door or {"base_url": url}
+    with httpx.Client(**where, trust_env=False, follow_redirects=False, timeout=120) as web:
         token = CSRF.search(web.get("/user/login/").text)
         assert token
         r = web.post(
@@ -56,6 +65,12 @@ def _logs_in(url: str, email: str, password: str) -> bool:
             headers={"Referer": f"{url}/user/login/"},
         )
         return r.status_code == 302
+
+
+def _address(ws: Path, who: str) -> str:
+    m = re.search(r"Address:\s+(\S+)/user/login/", (ws / ".annotate" / "access" / f"{who}.txt").read_text())
+    assert m
+    return m.group(1)
 
 
 def _workspace(base: Path) -> Path:
@@ -80,15 +95,25 @@ def people(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
 
 def test_a_login_that_works_and_only_the_sheet_holds(people):
     ws = people
-    started = _cli(people, "ls", "start", "--port", str(free_port()))
+    port = free_port()
+    started = _cli(people, "ls", "start", "--port", str(port))
     password = _password(ws, "A1")
     assert password not in started.output
     srv = fleet.person_server(ws / ".annotate" / "reviewer-servers", "A1")
     assert srv is not None
-    assert _logs_in(srv.url, "ana@example.org", password)
-    assert not _logs_in(srv.url, "ana@example.org", password + "x")
+    # The account was made on A1's server, which then went back to sleep: the sheet gives the front
+    # door's address under A1's own name, and the first login wakes the server.
+    assert not fleet.is_running(srv)
+    assert _address(ws, "A1") == f"http://a1.localhost:{port}"
+    assert re.search(rf"^A1 +reviewer +http://a1\.localhost:{port} +asleep ", started.output, re.MULTILINE)
+    assert _logs_in(srv.url, "ana@example.org", password, door=_door(port, "A1"))
+    assert fleet.is_running(srv)
+    assert not _logs_in(srv.url, "ana@example.org", password + "x", door=_door(port, "A1"))
     assert (ws / ".annotate" / "access" / "A1.txt").stat().st_mode & 0o777 == 0o600
-    assert "yours alone" in (ws / ".annotate" / "access" / "A1.txt").read_text()
+    sheet = (ws / ".annotate" / "access" / "A1.txt").read_text()
+    assert "yours alone" in sheet and "Ctrl+Enter submits" in sheet and "sleeps when nobody uses it" in sheet
+    table = [ln for ln in started.output.splitlines() if re.match(r"^(who |---|A1 )", ln)]
+    assert len(table) == 3 and max(len(line) for line in table) <= 100, table  # the table fits 100 columns
 
     # Nobody can sign up on a person's server: without a link signup is closed, and the one-time
     # link annotate uses to make an account is dead right after.
@@ -123,23 +148,67 @@ def test_a_login_that_works_and_only_the_sheet_holds(people):
     assert not _logs_in(srv.url, "ana@example.org", password)
 
     # Idempotent: a second start changes nothing (same password, same address).
-    _cli(ws, "ls", "start", "--port", str(free_port()))
-    assert _password(ws, "A1") == fresh
+    _cli(ws, "ls", "start", "--port", str(port))
+    assert _password(ws, "A1") == fresh and _address(ws, "A1") == f"http://a1.localhost:{port}"
     listed = json.loads(_cli(ws, "ls", "status", "--json").stdout)
     (a1,) = listed["people"]
-    assert a1["pseudonym"] == "A1" and a1["running"] and a1["url"] == srv.url
+    assert a1["pseudonym"] == "A1" and a1["url"] == f"http://a1.localhost:{port}"
+    assert listed["door"] == f"http://127.0.0.1:{port}"
     assert fresh not in json.dumps(listed) and token not in json.dumps(listed)
 
+    # Through the door a reviewer cannot create projects, invite or sign up people; annotate's own
+    # calls go to the server's port with its admin token.
+    with httpx.Client(**_door(port, "A1"), trust_env=False, timeout=120) as web:
+        for method, path in (("POST", "/api/projects/"), ("GET", "/api/invite"), ("POST", "/api/invite/reset-token"),
+                             ("GET", "/user/signup/")):  # fmt: skip
+            assert web.request(method, path).status_code == 403, path
+        page = web.get("/user/login/").text
+        assert "/__annotate/reviewer.css" in page and "/__annotate/keys.js" in page
+        assert "Create new project" in web.get("/__annotate/reviewer.css").text
 
-def test_a_new_person_while_the_servers_run_gets_a_server_at_once(people):
+
+def test_a_new_person_while_the_front_door_runs_gets_a_server_and_an_account_at_once(people):
     ws = people
-    _cli(ws, "ls", "start", "--port", str(free_port()))
+    port = free_port()
+    _cli(ws, "ls", "start", "--port", str(port))
     added = _cli(ws, "annotators", "add", "ben@example.org")
-    assert "A2 logs in at http://127.0.0.1:" in added.output and "access/A2.txt" in added.output
+    assert f"A2 logs in at http://a2.localhost:{port}" in added.output and "access/A2.txt" in added.output
     srv = fleet.person_server(ws / ".annotate" / "reviewer-servers", "A2")
-    assert srv is not None and fleet.is_running(srv)
-    assert _logs_in(srv.url, "ben@example.org", _password(ws, "A2"))
-    assert not _logs_in(srv.url, "ana@example.org", _password(ws, "A1"))  # A1 has no account there
+    assert srv is not None and not fleet.is_running(srv)  # made, then back to sleep
+    assert _logs_in(srv.url, "ben@example.org", _password(ws, "A2"), door=_door(port, "A2"))
+    # A1 has no account there (and A1's name leads to A1's server, not A2's).
+    assert not _logs_in(srv.url, "ana@example.org", _password(ws, "A1"), door=_door(port, "A2"))
+
+
+def test_servers_sleep_when_idle_and_wake_for_people_and_commands(people):
+    import time
+
+    ws = people
+    port = free_port()
+    _cli(ws, "ls", "start", "--port", str(port), "--idle-minutes", "0.05")  # three seconds
+    root = ws / ".annotate" / "reviewer-servers"
+    srv = fleet.person_server(root, "A1")
+    assert srv is not None
+    with httpx.Client(**_door(port, "A1"), trust_env=False, timeout=120) as web:
+        page = web.get("/user/login/", headers={"Accept": "text/html"})
+        if not fleet.is_running(srv):  # a page load while it starts: a page that reloads itself
+            assert page.status_code == 503 and "Starting your Label Studio" in page.text
+        assert web.get("/health/").status_code == 200  # other requests wait for it
+    assert fleet.is_running(srv)
+    deadline = time.monotonic() + 30
+    while fleet.is_running(srv) and time.monotonic() < deadline:
+        time.sleep(0.5)
+    assert not fleet.is_running(srv), "the idle server was not stopped"
+    assert "stopped after" in (root / "frontdoor.log").read_text()
+    # A command that needs it wakes it, holds it while it works, and puts it back to sleep.
+    again = _cli(ws, "annotators", "access", "A1", "--new-password")
+    assert "access/A1.txt" in again.output and not fleet.is_running(srv)
+    assert _logs_in(srv.url, "ana@example.org", _password(ws, "A1"), door=_door(port, "A1"))
+    # --all: everyone up now, and kept up.
+    _cli(ws, "ls", "start", "--port", str(port), "--all")
+    assert all(fleet.is_running(p) for p in fleet.person_servers(root))
+    time.sleep(5)
+    assert all(fleet.is_running(p) for p in fleet.person_servers(root))
 
 
 def test_a_taken_port_is_replaced_and_said(people):
@@ -148,16 +217,17 @@ def test_a_taken_port_is_replaced_and_said(people):
     assert "A1" in stopped.output
     srv = fleet.person_server(ws / ".annotate" / "reviewer-servers", "A1")
     assert srv is not None and not fleet.is_running(srv)
+    port = free_port()
     with socket.socket() as squatter:
         squatter.bind(("127.0.0.1", srv.port))
         squatter.listen()
-        started = _cli(ws, "ls", "start", "--port", str(free_port()))
+        started = _cli(ws, "ls", "start", "--port", str(port), "--only", "A1")
     assert f"A1's server moved from port {srv.port}" in started.output
     moved = fleet.person_server(ws / ".annotate" / "reviewer-servers", "A1")
-    assert moved is not None and moved.port != srv.port
-    sheet = (ws / ".annotate" / "access" / "A1.txt").read_text()
-    assert f"{moved.url}/user/login/" in sheet  # the sheet gives the new address, same password
-    assert _logs_in(moved.url, "ana@example.org", _password(ws, "A1"))
+    assert moved is not None and moved.port != srv.port and fleet.is_running(moved)
+    # The person's address is the front door's: it did not move, and neither did the password.
+    assert _address(ws, "A1") == f"http://a1.localhost:{port}"
+    assert _logs_in(moved.url, "ana@example.org", _password(ws, "A1"), door=_door(port, "A1"))
 
 
 def test_one_shared_server_says_so(tmp_path):

@@ -11,7 +11,7 @@ import re
 import shutil
 import subprocess
 import sys
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 
 from annotate.errors import LabelStudioError
@@ -48,6 +48,7 @@ def server_env(
     secrets: Secrets,
     base_env: Mapping[str, str] | None = None,
     extra: Mapping[str, str] | None = None,
+    host_names: Sequence[str] = (),
 ) -> dict[str, str]:
     """Build the complete environment of the ``label-studio`` child process.
 
@@ -70,6 +71,9 @@ def server_env(
         # Django rejects a Host header not in ALLOWED_HOSTS with 400; a deliberately exposed
         # server must at least accept its own address.
         allowed_hosts.append(host)
+    # A person's own name for their server (``a1.localhost``): browsers keep one login per host
+    # name, so servers under names of their own never log each other out (docs/labelstudio.md 10).
+    allowed_hosts += [n for n in host_names if n not in allowed_hosts]
     env.update(
         {
             "LABEL_STUDIO_BASE_DATA_DIR": str(data_dir),

@@ -16,7 +16,7 @@ import shutil
 import signal
 import subprocess
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import IO, TYPE_CHECKING
@@ -400,9 +400,17 @@ class _Launch:
     log_offset: int
 
 
-def _launch(plan: _Plan, creds: Secrets, extra_env: Mapping[str, str] | None, say: Callable[[str], None]) -> _Launch:
+def _launch(
+    plan: _Plan,
+    creds: Secrets,
+    extra_env: Mapping[str, str] | None,
+    say: Callable[[str], None],
+    host_names: Sequence[str] = (),
+) -> _Launch:
     """Spawn ``label-studio start`` in its own session, appending its output to the data dir's log."""
-    env = server_env(data_dir=plan.data_dir, host=plan.host, port=plan.port, secrets=creds, extra=extra_env)
+    env = server_env(
+        data_dir=plan.data_dir, host=plan.host, port=plan.port, secrets=creds, extra=extra_env, host_names=host_names
+    )
     argv = server_command(plan.exe, host=plan.host, port=plan.port, data_dir=plan.data_dir)
     log_path = plan.data_dir / LOG_NAME
     log_fd, log_offset = open_log(log_path)
@@ -560,6 +568,7 @@ def start_server(
     admin_email: str = DEFAULT_ADMIN_EMAIL,
     executable: Path | None = None,
     extra_env: Mapping[str, str] | None = None,
+    host_names: Sequence[str] = (),
 ) -> ServerInfo:
     """Start Label Studio on ``data_dir`` in the background and wait until it is usable.
 
@@ -571,6 +580,7 @@ def start_server(
       share LS's ``SECRET_KEY`` (session signing) and admin credentials: fine for tests.
     * ``secrets_path`` defaults to ``data_dir / SECRETS_NAME``.
     * ``log``: a text stream for progress lines (e.g. ``sys.stderr``); None for silence.
+    * ``host_names``: more names the server answers to besides its address (``a1.localhost``).
 
     The server runs in its own session so it survives the calling process; stop it with
     ``stop_server``.
@@ -612,7 +622,7 @@ def start_server(
         _refuse_if_running(plan.data_dir)
         creds = _load_or_create_secrets(plan, admin_email)
         warnings = _start_warnings(plan)
-        launch = _launch(plan, creds, extra_env, say)
+        launch = _launch(plan, creds, extra_env, say, host_names)
         warnings += _await_usable(plan, launch, creds, say)
 
     elapsed = time.monotonic() - launch.started
