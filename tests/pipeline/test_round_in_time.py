@@ -70,10 +70,10 @@ def _truth(ws: Path) -> dict[str, dict[str, Any]]:
         out: dict[str, dict[str, Any]] = {}
         for who, column in REVIEWERS.items():
             tasks = store.ls_tasks(int(projects.loc[who, "id"]))
-            out[who] = {
-                str(t.ext_id): (int(t.round_item_id), xstest_verdict(meta[int(t.round_item_id)][column], category[int(t.round_item_id)]))
-                for t in tasks.itertuples()
-            }  # fmt: skip
+            out[who] = {}
+            for t in tasks.itertuples():
+                item = int(t.round_item_id)
+                out[who][str(t.ext_id)] = (item, xstest_verdict(meta[item][column], category[item]))
         return out
     finally:
         store.close()

@@ -119,7 +119,15 @@ def test_the_order_depends_on_the_items_not_on_their_order_in_the_input():
 def test_the_design_record_round_trips_and_bad_records_are_refused():
     for design in (BLOCK10, FREE, OrderDesign(BLOCKS, 1)):
         assert OrderDesign.from_record(design.to_record()) == design
-    for bad in ({"design": "blocks"}, {"design": "random", "block_size": None}, {"design": "blocks", "block_size": 0},
-                {"design": "blocks", "block_size": True}, {"design": "independent", "block_size": 5}, [1], None):  # fmt: skip
+    bad_records = [
+        {"design": "blocks"},
+        {"design": "random", "block_size": None},
+        {"design": "blocks", "block_size": 0},
+        {"design": "blocks", "block_size": True},
+        {"design": "independent", "block_size": 5},
+        [1],
+        None,
+    ]
+    for bad in bad_records:
         with pytest.raises(ValueError):
             OrderDesign.from_record(bad)
