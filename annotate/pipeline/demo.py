@@ -144,7 +144,8 @@ def run_demo(
         if not offline:
             base = port or _free_port()
             server_started = True
-            up = ls.start(s, host="127.0.0.1", port=base, timeout=600, template_seed=seed_from)
+            # Everyone's server up for the whole demo (and after it, with --keep-server): no sleeping.
+            up = ls.start(s, host="127.0.0.1", port=base, timeout=600, template_seed=seed_from, every=True)
             result.servers = [vars(p) for p in up.people]
             result.admin_secrets = dict(up.admin_secrets)
             result.url = up.people[0].url if up.people else None

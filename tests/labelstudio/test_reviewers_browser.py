@@ -24,6 +24,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
+import httpx
 import pytest
 
 from annotate.cli import cli
@@ -72,8 +73,8 @@ def lead(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, Any]]:
     shutil.copytree(golden_template_dir(), ws / ".annotate" / "reviewer-servers" / ".template")
     started = _cli(runner, ws, "ls", "start", "--port", str(free_port()))
     try:
-        for who in PEOPLE:
-            assert re.search(rf"^{who} .* running .*access/{who}\.txt", started.output, re.MULTILINE), started.output
+        for who in PEOPLE:  # made, then asleep until they open their address
+            assert re.search(rf"^{who} .* asleep .*access/{who}\.txt", started.output, re.MULTILINE), started.output
         assert "password" not in started.output.lower() or "Password:" not in started.output
         _cli(runner, ws, "route", "--round", "r1", "--annotators", "A1,A2", "--clear-per-cell", "1", "--seed", "5")
         yield {"ws": ws, "runner": runner, "sheets": {who: _sheet(ws, who) for who in PEOPLE}}
@@ -91,10 +92,21 @@ def _sheet(ws: Path, who: str) -> dict[str, str]:
     return {k.lower(): m.group(1) for k, m in fields.items() if m is not None}
 
 
+class _Answer:
+    """What a fetch in the page answered."""
+
+    def __init__(self, status: int, text: str) -> None:
+        self.status, self.text = status, text
+
+    def json(self) -> Any:
+        return json.loads(self.text)
+
+
 def _log_in(chromium: Any, sheet: dict[str, str], name: str) -> Any:
     context = chromium.new_context(viewport=VIEWPORT)
     page = context.new_page()
     page.goto(sheet["address"])
+    page.wait_for_selector("input[name=email]", timeout=120_000)  # the server wakes up: "Starting ..." first
     page.fill("input[name=email]", sheet["e-mail"])
     page.fill("input[name=password]", sheet["password"])
     page.click("button[type=submit], input[type=submit]")
@@ -225,16 +237,20 @@ def test_a_reviewer_reaches_nothing_of_the_others(lead, browser):  # noqa: F811
     others = {who: sheets[who]["address"].split("/user/")[0] for who in ("A2", "E1")}
     foreign_emails = [PEOPLE["A2"], PEOPLE["E1"]]
 
-    def get(url: str) -> Any:
-        return page.request.get(url, max_redirects=0)
+    def get(path: str) -> Any:
+        """A request of A1's page to A1's own server (a fetch in the page: its origin, its session)."""
+        status, text = page.evaluate(
+            "async (p) => { const r = await fetch(p); return [r.status, await r.text()]; }", path
+        )
+        return _Answer(status, text)
 
     # Their own server: their own project only, and no other person's e-mail anywhere.
-    projects = get(f"{own}/api/projects/").json()
+    projects = get("/api/projects/").json()
     assert [p["title"] for p in projects["results"]] == ["r1 - A1"]
-    users = get(f"{own}/api/users").json()
+    users = get("/api/users").json()
     assert {u["email"] for u in users} == {PEOPLE["A1"], "admin@annotate.local"}
-    org = get(f"{own}/api/current-user/whoami").json()["active_organization"]
-    members = get(f"{own}/api/organizations/{org}/memberships").text()
+    org = get("/api/current-user/whoami").json()["active_organization"]
+    members = get(f"/api/organizations/{org}/memberships").text
     pages = [page.content(), json.dumps(projects), json.dumps(users), members]
     page.goto(f"{own}/projects/")
     page.wait_for_load_state("networkidle")
@@ -244,14 +260,27 @@ def test_a_reviewer_reaches_nothing_of_the_others(lead, browser):  # noqa: F811
         assert not any(email in text for email in foreign_emails)
         assert "model-secret-name" not in text
 
-    # The others' servers: no session (cookies are per host, so A1's is sent, and worthless), no
-    # token (A1's own, read with their session), no login, no signup.
-    token = get(f"{own}/api/current-user/token").json()["token"]
+    # The others' servers: no session (a browser sends A1's cookies to a1.localhost only; sent on
+    # purpose they are worthless), no token (A1's own, read with their session), no login, no signup.
+    token = get("/api/current-user/token").json()["token"]
+    cookies = "; ".join(f"{c['name']}={c['value']}" for c in page.context.cookies())
     for who, url in others.items():
-        for path in ("/api/projects/", "/api/tasks/?project=1", "/api/users", "/api/projects/1/export?exportType=JSON"):
-            assert get(f"{url}{path}").status == 401, (who, path)
-            with_token = page.request.get(f"{url}{path}", headers={"Authorization": f"Token {token}"})
-            assert with_token.status == 401, (who, path)
+        door = url.replace(f"{who.lower()}.localhost", "127.0.0.1")
+        host = {"Host": url.split("//", 1)[1]}
+        with httpx.Client(base_url=door, trust_env=False, timeout=120) as web:
+            for path in (
+                "/api/projects/",
+                "/api/tasks/?project=1",
+                "/api/users",
+                "/api/projects/1/export?exportType=JSON",
+            ):
+                assert web.get(path, headers={**host, "Cookie": cookies}).status_code == 401, (who, path)
+                assert web.get(path, headers={**host, "Authorization": f"Token {token}"}).status_code == 401, (
+                    who,
+                    path,
+                )
+            signup = web.post("/user/signup/", headers=host, data={"email": "x@example.org", "password": "abcdefgh12"})
+            assert signup.status_code == 403, who
         page.goto(f"{url}/projects/")
         page.wait_for_load_state("networkidle")
         assert "/user/login" in page.url, (who, page.url)  # sent to a login page
@@ -262,18 +291,17 @@ def test_a_reviewer_reaches_nothing_of_the_others(lead, browser):  # noqa: F811
         page.click("button[type=submit], input[type=submit]")
         page.wait_for_load_state("networkidle")
         assert "/user/login" in page.url, f"A1's login opened {who}'s server"
-        signup = page.request.post(f"{url}/user/signup/", form={"email": "x@example.org", "password": "abcdefgh12"})
-        assert signup.status == 403, who
     page.context.close()
 
     # The expert, on their own server, sees the reviewers by pseudonym only.
     expert = _log_in(browser, sheets["E1"], "E1")
-    e1 = sheets["E1"]["address"].split("/user/")[0]
-    tasks = expert.request.get(f"{e1}/api/projects/").json()["results"]
+
+    def fetch(path: str) -> str:
+        return str(expert.evaluate("async (p) => await (await fetch(p)).text()", path))
+
+    tasks = json.loads(fetch("/api/projects/"))["results"]
     assert [p["title"] for p in tasks] == ["r1 - adjudication - E1"]
-    exported = expert.request.get(
-        f"{e1}/api/projects/{tasks[0]['id']}/export?exportType=JSON&download_all_tasks=true"
-    ).text()
+    exported = fetch(f"/api/projects/{tasks[0]['id']}/export?exportType=JSON&download_all_tasks=true")
     assert "A1:" in exported or "(no verdicts)" in exported
     assert not any(email in exported for email in (PEOPLE["A1"], PEOPLE["A2"]))
     expert.context.close()

@@ -20,7 +20,8 @@ small HTTP proxy (stdlib only) that the lead starts once (``annotate ls start``)
   Community offers every member and a reviewer must not use (Create Project, Invite Members, the
   Organization page), the second keeps the keyboard flow in the rationale box (Ctrl+Enter submits
   from inside it, Escape leaves it, choosing *unsure* with its key puts the cursor there). What the
-  CSS hides is also refused here (403): project creation, invitations and signup. annotate's own
+  CSS hides is also refused here (403): project creation, changes to a project (its settings and
+  label config) and its deletion, deleting tasks, invitations and signup. annotate's own
   calls go to a server's port directly, with its admin token, not through the door.
 
 Measured on Label Studio 1.23.2 (docs/labelstudio.md section 10): HTML is never compressed and its
@@ -97,6 +98,10 @@ def _refused(method: str, path: str) -> str | None:
     p = urlsplit(path).path.rstrip("/")
     if method == "POST" and p == "/api/projects":
         return "creating projects"
+    if method in ("PATCH", "PUT", "DELETE") and re.fullmatch(r"/api/projects/\d+", p):
+        return "changing or deleting a project (its settings, its label config)"
+    if method == "POST" and p == "/api/dm/actions" and "delete_tasks" in urlsplit(path).query:
+        return "deleting tasks"
     if p.startswith("/api/invite") or p.startswith("/user/signup"):
         return "inviting or signing up people"
     return None
