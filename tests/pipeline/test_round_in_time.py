@@ -280,3 +280,19 @@ def test_an_export_that_claims_to_be_final_fails_verification(runner, tmp_path):
     (folder / "manifest.json").write_text(json.dumps(manifest, indent=2) + "\n")
     failed = run(runner, [], "verify", str(folder), ok=False)
     assert "manifest.json: status 'final'; labels.csv and design.json make the export 'interim'" in failed.stderr
+
+
+def test_an_export_with_an_order_relabelled_as_annotate_export_7_is_refused(runner, tmp_path):
+    ws, prefix = _route(runner, tmp_path)
+    _label_first(runner, prefix, ws, tmp_path, "A1", 10)
+    _label_first(runner, prefix, ws, tmp_path, "A2", 10)
+    run(runner, prefix, "adjudicate", "--round", "r1")
+    run(runner, prefix, "export", "x", "--round", "r1")
+    folder = ws / "exports" / "x"
+    manifest = json.loads((folder / "manifest.json").read_text())
+    manifest["schema"] = "annotate-export/7"
+    del manifest["files"]["order.csv"]
+    (folder / "order.csv").unlink()
+    (folder / "manifest.json").write_text(json.dumps(manifest, indent=2) + "\n")
+    failed = run(runner, [], "verify", str(folder), ok=False)
+    assert failed.exit_code == 1 and "record their task order" in failed.stderr and "annotate-export/8" in failed.stderr
