@@ -106,6 +106,16 @@ def _label_first(
     return answered
 
 
+def _exported_mid_round(runner: Any, tmp_path: Path) -> Path:
+    """A round whose two reviewers labelled their first ten tasks, adjudicated and exported: the export's folder."""
+    ws, prefix = _route(runner, tmp_path)
+    _label_first(runner, prefix, ws, tmp_path, "A1", 10)
+    _label_first(runner, prefix, ws, tmp_path, "A2", 10)
+    run(runner, prefix, "adjudicate", "--round", "r1")
+    run(runner, prefix, "export", "x", "--round", "r1")
+    return ws / "exports" / "x"
+
+
 def _rows(path: Path) -> list[dict[str, str]]:
     return list(csv.DictReader(io.StringIO(path.read_text(encoding="utf-8"))))
 
@@ -235,12 +245,7 @@ def test_a_new_vote_since_the_last_adjudication_refuses_the_export_with_the_step
 
 @pytest.mark.parametrize("how", ["swap", "block", "priority", "drop"])
 def test_an_order_that_is_not_the_designs_fails_verification(runner, tmp_path, how):
-    ws, prefix = _route(runner, tmp_path)
-    _label_first(runner, prefix, ws, tmp_path, "A1", 10)
-    _label_first(runner, prefix, ws, tmp_path, "A2", 10)
-    run(runner, prefix, "adjudicate", "--round", "r1")
-    run(runner, prefix, "export", "x", "--round", "r1")
-    folder = ws / "exports" / "x"
+    folder = _exported_mid_round(runner, tmp_path)
     path = folder / "order.csv"
     rows = _rows(path)
     if how == "swap":  # two tasks of A1 in each other's places
@@ -268,12 +273,7 @@ def test_an_order_that_is_not_the_designs_fails_verification(runner, tmp_path, h
 
 
 def test_an_export_that_claims_to_be_final_fails_verification(runner, tmp_path):
-    ws, prefix = _route(runner, tmp_path)
-    _label_first(runner, prefix, ws, tmp_path, "A1", 10)
-    _label_first(runner, prefix, ws, tmp_path, "A2", 10)
-    run(runner, prefix, "adjudicate", "--round", "r1")
-    run(runner, prefix, "export", "x", "--round", "r1")
-    folder = ws / "exports" / "x"
+    folder = _exported_mid_round(runner, tmp_path)
     manifest = json.loads((folder / "manifest.json").read_text())
     manifest["status"] = "final"
     manifest["rounds_state"][0]["status"] = "final"
@@ -283,12 +283,7 @@ def test_an_export_that_claims_to_be_final_fails_verification(runner, tmp_path):
 
 
 def test_an_export_with_an_order_relabelled_as_annotate_export_7_is_refused(runner, tmp_path):
-    ws, prefix = _route(runner, tmp_path)
-    _label_first(runner, prefix, ws, tmp_path, "A1", 10)
-    _label_first(runner, prefix, ws, tmp_path, "A2", 10)
-    run(runner, prefix, "adjudicate", "--round", "r1")
-    run(runner, prefix, "export", "x", "--round", "r1")
-    folder = ws / "exports" / "x"
+    folder = _exported_mid_round(runner, tmp_path)
     manifest = json.loads((folder / "manifest.json").read_text())
     manifest["schema"] = "annotate-export/7"
     del manifest["files"]["order.csv"]
