@@ -176,8 +176,10 @@ def export(
         written_record = AuditRecord.from_files(inputs, CURRENT)
     except RecordProblem as exc:
         raise StateError(
-            "the review data would not make a verifiable export: " + "; ".join(exc.problems[:3]) + ". Re-run "
-            "`annotate adjudicate` for the round, then export again."
+            "the review data would not make a verifiable export: "
+            + "; ".join(exc.problems[:3])
+            + ". "
+            + _REMEDY.get(exc.file, _REMEDY["labels.csv"]).format(rounds=" ".join(f"--round {r}" for r in rounds))
         ) from None
     # Where the rounds stand (interim or final), from the record as written: what verify re-derives.
     states = round_states(written_record.labels, written_record.design)
@@ -243,6 +245,20 @@ def export(
     outcome.status = manifest["status"]
     outcome.states = states
     return outcome
+
+
+#: The step that changes the outcome when an export's record would not verify, by the file at fault.
+_REMEDY = {
+    # Votes pulled since the last adjudication: adjudicating records the decisions they give.
+    "labels.csv": "Run `annotate adjudicate {rounds}` (the votes changed since the last adjudication), then export "
+    "again.",
+    # A reviewer's project lacks some of the round's tasks (a route interrupted before it sent them all).
+    "order.csv": "Run `annotate route` for the round again (it sends every reviewer the tasks they lack), then "
+    "export again.",
+    "judge_labels.csv": "The store's judge verdicts disagree with the reviewed rows; run `annotate ingest` of the "
+    "judges' files again, then export again.",
+    "design.json": "The round's recorded design is inconsistent; see the message above.",
+}
 
 
 def shareable_path(path: str, root: Path) -> str:
