@@ -21,6 +21,7 @@ import pandas as pd
 
 from annotate.columns import HUMAN_LABELS
 from annotate.stats._common import jsonable
+from annotate.stats.judge_models import DEFAULT_FDR, FIGURES
 from annotate.stats.judges import GROUPINGS, METRICS, JudgeAudit, judge_audit
 
 if TYPE_CHECKING:
@@ -101,6 +102,7 @@ def judges_from_record(
     draws: int = 4000,
     seed: int = 0,
     confidence: float = 0.95,
+    fdr: float = DEFAULT_FDR,
 ) -> JudgeAudit:
     """The judge audit of an audit record (pure; ``export``, ``verify`` and ``annotate judges`` call it).
 
@@ -108,13 +110,14 @@ def judges_from_record(
     not reviewed, a response outside the design).
     """
     units, verdicts, strata, notes = audit_tables(record)
-    audit = judge_audit(units, verdicts, strata, by=by, draws=draws, seed=seed, confidence=confidence)
+    audit = judge_audit(units, verdicts, strata, by=by, draws=draws, seed=seed, confidence=confidence, fdr=fdr)
     return JudgeAudit(
         metrics=audit.metrics,
         pairs=audit.pairs,
         judges=audit.judges,
         notes=[*notes, *audit.notes],
         settings=audit.settings,
+        models=audit.models,
     )
 
 
@@ -123,6 +126,7 @@ def judges_payload(audit: JudgeAudit, *, rounds: list[str], by: Sequence[str]) -
 
     NaN becomes null; a null figure's reason is in the record's ``note``.
     """
+    tested = _model_tests(audit)
     records = []
     for row in audit.metrics.to_dict("records"):
         rec: dict[str, Any] = {k: row[k] for k in ("judge", "benchmark", "model", "n_reviewed", "n_resolved")}
@@ -134,6 +138,9 @@ def judges_payload(audit: JudgeAudit, *, rounds: list[str], by: Sequence[str]) -
         rec["rank_ci"] = [row["rank_low"], row["rank_high"]]
         rec["p_best"] = row["p_best"]
         rec["note"] = row["note"]
+        test = tested.get((str(row["judge"]), str(row["model"]))) if row["benchmark"] == "ALL" else None
+        if test is not None:  # a model's row: does the judge err differently for it than for the others?
+            rec.update(test)
         records.append(rec)
     return jsonable(
         {
@@ -145,5 +152,51 @@ def judges_payload(audit: JudgeAudit, *, rounds: list[str], by: Sequence[str]) -
             "judges": records,
             "pairs": audit.pairs.to_dict("records"),
             "notes": audit.notes,
+            **(
+                {
+                    "model_test": {
+                        "test": audit.settings.get("model_test"),
+                        "correction": "Benjamini-Hochberg over every judge, model and figure tested",
+                        "fdr": audit.settings.get("fdr"),
+                        "figures": list(FIGURES),
+                        "flagged": int(audit.models["flagged"].astype(bool).sum()),
+                        "tested": int(audit.models["p_value"].notna().sum()),
+                    }
+                }
+                if "model_test" in audit.settings
+                else {}
+            ),
         }
     )
+
+
+def _model_tests(audit: JudgeAudit) -> dict[tuple[str, str], dict[str, Any]]:
+    """Per (judge, model): the model test's figures, and the row's ``p_value``, ``q_value`` and ``flagged``
+    (the smallest q over the figures, and whether any figure is flagged)."""
+    out: dict[tuple[str, str], dict[str, Any]] = {}
+    if audit.models.empty:
+        return out
+    for (judge, model), rows in audit.models.groupby(["judge", "model"], sort=False):
+        figures = {
+            str(r["figure"]): {
+                "estimate": r["estimate"],
+                "rest": r["rest"],
+                "difference": r["difference"],
+                "difference_ci": [r["difference_ci_low"], r["difference_ci_high"]],
+                "p_value": r["p_value"],
+                "q_value": r["q_value"],
+                "flagged": bool(r["flagged"]),
+                "note": r["note"],
+            }
+            for r in rows.to_dict("records")
+        }
+        q = rows["q_value"].astype(float)
+        best = rows.loc[q.idxmin()] if q.notna().any() else None
+        out[(str(judge), str(model))] = {
+            "p_value": None if best is None else float(best["p_value"]),
+            "q_value": None if best is None else float(best["q_value"]),
+            "flagged": bool(rows["flagged"].astype(bool).any()),
+            "flagged_figures": [str(f) for f in rows.loc[rows["flagged"].astype(bool), "figure"]],
+            "model_test": figures,
+        }
+    return out

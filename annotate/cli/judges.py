@@ -21,9 +21,19 @@ from annotate.cli._options import echo_json, open_session, workspace_options
 )
 @click.option("--draws", default=4000, show_default=True, help="Posterior draws for the intervals and P(better).")
 @click.option("--seed", default=0, show_default=True, help="Seed of the draws.")
+@click.option(
+    "--fdr",
+    type=float,
+    default=0.10,
+    show_default=True,
+    help="With --by model: the false-discovery rate (Benjamini-Hochberg) at which a judge's figure on a model is "
+    "flagged as different from the other models'.",
+)
 @click.option("--json", "as_json", is_flag=True, help="Print JSON: every record, each interval as <name>_ci.")
 @workspace_options
-def judges(ctx: click.Context, round_names: tuple[str, ...], by: str, draws: int, seed: int, as_json: bool) -> None:
+def judges(
+    ctx: click.Context, round_names: tuple[str, ...], by: str, draws: int, seed: int, fdr: float, as_json: bool
+) -> None:
     """How far to trust each judge: its verdicts against the final human label, design-weighted.
 
     Every judge that labelled the reviewed responses (the same prompt and response text under
@@ -34,15 +44,21 @@ def judges(ctx: click.Context, round_names: tuple[str, ...], by: str, draws: int
     of its routing stratum, as in the corrected scores. Judges are ranked by balanced accuracy
     with P(A better than B) from the same posterior draws.
 
+    With --by model, each judge's sensitivity, specificity and PPV on each model is tested
+    against the other models' (does the judge err differently for some target models?), with a
+    p-value and a Benjamini-Hochberg q-value over everything tested; the rows flagged at --fdr
+    come first. --json carries p_value, q_value and flagged on every model's row.
+
     \b
     Example:
       annotate judges --round r1
       annotate judges --round r1 --by model --json
+      annotate judges --round r1 --by model --fdr 0.05
     """
     from annotate.pipeline.judges import judges as do_judges
 
     with open_session(ctx) as s:
-        report = do_judges(s, round_names=round_names, by=by, draws=draws, seed=seed)
+        report = do_judges(s, round_names=round_names, by=by, draws=draws, seed=seed, fdr=fdr)
     if as_json:
         echo_json(report)
         return
@@ -64,6 +80,8 @@ def judges(ctx: click.Context, round_names: tuple[str, ...], by: str, draws: int
             )
         elif kinds == ["refusal"]:
             click.echo(f"Note: {name} is a refusal judge: its 'harmful' means it found no refusal.")
+    if "model_test" in report:
+        _echo_model_test(report)
     groups: list[tuple[str, str]] = []
     for r in records:
         if (r["benchmark"], r["model"]) not in groups:
@@ -131,6 +149,52 @@ def judges(ctx: click.Context, round_names: tuple[str, ...], by: str, draws: int
         click.echo(f"  {r['judge']} ({_group(r)}): {r['note']}")
     if len(undefined) > 10:
         click.echo(f"  ... and {len(undefined) - 10} more rows with notes (--json has them all).")
+
+
+def _echo_model_test(report: dict[str, Any]) -> None:
+    """The flagged rows of the model test first: the judge's figure on the model against the other models'."""
+    test = report["model_test"]
+    flagged = [
+        (r, f, t) for r in report["judges"] if r.get("model_test") for f, t in r["model_test"].items() if t["flagged"]
+    ]
+    flagged.sort(key=lambda x: (x[2]["q_value"], x[0]["judge"], x[0]["model"]))
+    level = f"{test['fdr']:.0%}" if test["fdr"] is not None else "-"
+    click.echo("")
+    if not flagged:
+        click.echo(
+            f"Does a judge err differently by model? No judge's {', '.join(test['figures'])} on any model differs from "
+            f"the other models' at a false-discovery rate of {level} ({test['tested']} tests)."
+        )
+        return
+    click.echo(
+        f"A judge that errs differently for some models ({len(flagged)} of {test['tested']} tests flagged at a "
+        f"false-discovery rate of {level}; the model's figure against the other models', pooled):"
+    )
+    rows = [
+        [
+            r["judge"],
+            r["model"],
+            f,
+            num(t["estimate"]),
+            num(t["rest"]),
+            num(t["difference"], "{:+.3f}"),
+            ci(*t["difference_ci"]),
+            num(t["p_value"], "{:.4f}"),
+            num(t["q_value"], "{:.4f}"),
+        ]
+        for r, f, t in flagged
+    ]
+    click.echo(
+        table(
+            ["judge", "model", "figure", "on the model", "on the others", "difference", "95% CI", "p", "q"],
+            rows,
+            align="lllrrrrrr",
+        )
+    )
+    click.echo(
+        "A flagged judge flatters or harms that model's raw score; the corrected scores use the model's own "
+        "reviewed strata (annotate score shows both corrections)."
+    )
 
 
 def _group(r: dict[str, Any]) -> str:

@@ -12,6 +12,7 @@ from annotate.audit.judges import BY, judges_from_record, judges_payload
 from annotate.errors import InputError
 from annotate.pipeline._resolve import rounds_to_score
 from annotate.pipeline.record import record_from_store
+from annotate.stats.judge_models import DEFAULT_FDR
 
 if TYPE_CHECKING:
     from annotate.pipeline.session import Session
@@ -27,6 +28,7 @@ def judges(
     draws: int = 4000,
     seed: int = 0,
     confidence: float = 0.95,
+    fdr: float = DEFAULT_FDR,
 ) -> dict[str, Any]:
     """`annotate judges`: every judge's design-weighted figures on the rounds, ranked and compared.
 
@@ -38,10 +40,12 @@ def judges(
         raise InputError(f"--draws must be 0 or more; it is {draws}.")
     if not 0.5 <= confidence < 1:
         raise InputError(f"the confidence must be in [0.5, 1); it is {confidence}.")
+    if not 0 < fdr < 1:
+        raise InputError(f"--fdr must be between 0 and 1 (e.g. 0.10); it is {fdr}.")
     rounds = rounds_to_score(s.store, round_names)
     record = record_from_store(s.store, rounds)
     try:
-        audit = judges_from_record(record, by=(by,), draws=draws, seed=seed, confidence=confidence)
+        audit = judges_from_record(record, by=(by,), draws=draws, seed=seed, confidence=confidence, fdr=fdr)
     except ValueError as exc:
         raise InputError(str(exc)) from None
     report = judges_payload(audit, rounds=rounds, by=(by,))

@@ -117,6 +117,7 @@ from numpy.typing import ArrayLike, NDArray
 
 from annotate.columns import ALL, JUDGE_LABELS
 from annotate.stats._common import SeedLike, average_ranks, rng
+from annotate.stats.judge_models import DEFAULT_FDR, HETEROGENEITY_COLUMNS, TEST_NAME, model_differences
 from annotate.stats.judge_posterior import UNSEEN_SHARE, UrnStrata, urn_draws
 from annotate.stats.scoring.intervals import enclose, equal_tailed
 
@@ -477,6 +478,9 @@ class JudgeAudit:
     judges: list[str]
     notes: list[str] = field(default_factory=list)
     settings: dict[str, Any] = field(default_factory=dict)
+    #: By model: each judge's figures on each model against the other models pooled, tested
+    #: (:func:`annotate.stats.judge_models.model_differences`); empty without a ``model`` grouping.
+    models: pd.DataFrame = field(default_factory=lambda: pd.DataFrame(columns=list(HETEROGENEITY_COLUMNS)))
 
 
 INTERVAL_METHOD = (
@@ -526,6 +530,7 @@ def judge_audit(
     confidence: float = 0.95,
     routing: Sequence[str] | None = None,
     unseen_share: float = UNSEEN_SHARE,
+    fdr: float = DEFAULT_FDR,
 ) -> JudgeAudit:
     """Every judge's design-weighted figures with intervals, ranks and pairwise comparisons.
 
@@ -557,6 +562,9 @@ def judge_audit(
         P(heads) of each judge's coin, the draws in which the pseudo-responses take labels of that
         judge no reviewed response of their (stratum, human label) carries (docs/methods.md 9.7);
         0 gives the construction before issue #23 (for comparisons only).
+    fdr : float
+        With a ``model`` grouping: the false-discovery rate at which a judge's figure on a model is
+        flagged as different from the other models' (:mod:`annotate.stats.judge_models`).
 
     Returns
     -------
@@ -624,6 +632,8 @@ def judge_audit(
     drawn_m: list[int] = []
     drawn_groups: list[list[int]] = []
     drawn_fixed: list[NDArray[np.bool_]] = []
+    # Per stratum with a resolved review: its observed (judge, human, label) counts, N_h, its cell and model.
+    per_stratum: list[tuple[NDArray[np.float64], int, str, str]] = []
     for row in s.itertuples(index=False):
         k = row.skey
         gids = group_ids(row.benchmark, row.model)
@@ -645,6 +655,8 @@ def judge_audit(
             np.add.at(obs[j], (human[sel][ok], lab[ok, j]), 1.0)
         point[gids] += obs * (N / len(sel))
         observed[gids] += obs
+        cell = "\x1f".join(str(getattr(row, c, "")) for c in ("round", "model", "benchmark"))
+        per_stratum.append((obs, N, cell, str(row.model)))
         if N > len(sel):
             drawn_sel.append(sel)
             drawn_m.append(N - len(sel))
@@ -673,6 +685,11 @@ def judge_audit(
     est = confusion_metrics(point)  # each (G, J)
     dr = confusion_metrics(drawn)  # each (G, D, J)
     del drawn
+    by_model = pd.DataFrame(columns=list(HETEROGENEITY_COLUMNS))
+    if "model" in by and len({m for *_, m in per_stratum}) >= 2:
+        by_model = model_differences(
+            per_stratum, judges, confusion_metrics, draws=D, seed=gen, confidence=confidence, fdr=fdr
+        )
     metrics = _metric_rows(groups, judges, est, dr, u, human, labels, units_group, left_out, left_strata, confidence)
     pairs = _pair_rows(groups, judges, dr["balanced_accuracy"], u, human, labels, units_group)
     notes = []
@@ -695,7 +712,9 @@ def judge_audit(
         "confidence": confidence,
         "interval": INTERVAL_METHOD,
     }
-    return JudgeAudit(metrics=metrics, pairs=pairs, judges=judges, notes=notes, settings=settings)
+    if "model" in by:
+        settings = {**settings, "model_test": TEST_NAME, "fdr": fdr}
+    return JudgeAudit(metrics=metrics, pairs=pairs, judges=judges, notes=notes, settings=settings, models=by_model)
 
 
 def _stratifying_judges(
