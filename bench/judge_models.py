@@ -21,6 +21,7 @@ than one such row, power (the share of true differences flagged), and seconds pe
 
     python bench/judge_models.py --reps 200
     python bench/judge_models.py --reps 100 --scenario issue --clear 40 80 160
+    python bench/judge_models.py --plan --reps 200       # the planning formula against simulated power
 """
 
 from __future__ import annotations
@@ -111,6 +112,32 @@ def run(scenario: str, reps: int, draws: int, clear: int | None, seed: int) -> d
     }
 
 
+def plan_check(reps: int, draws: int, seed: int, se_model: float, se_rest: float) -> None:
+    """The planning formula (annotate.stats.judge_models.reviews_to_detect) against simulated power."""
+    from annotate.stats.judge_models import reviews_to_detect
+
+    tests = 2 * 8 * 3
+    for alpha in (0.05, 0.10 / tests):
+        plan = reviews_to_detect(
+            se_model, se_rest, prevalence=0.3, specificity=0.95, ambiguous=0.15, responses=400, models=8, alpha=alpha
+        )
+        r = plan["reviews_per_clear_stratum"]
+        rng = np.random.default_rng(seed)
+        hits, flags = 0, 0
+        for k in range(reps):
+            units, verdicts, strata, _ = suite(rng, models=8, prompts=400, harm=0.3, bad=1, bad_se=se_model,
+                                               clear=r, se=se_rest)  # fmt: skip
+            h = judge_audit(units, verdicts, strata, by=("model",), draws=draws, seed=seed + k, routing=["j1"]).models
+            row = h[(h.judge == "j1") & (h.model == "m0") & (h.figure == "sensitivity")].iloc[0]
+            hits += bool(row.p_value <= alpha)
+            flags += bool(row.flagged)
+        print(
+            f"plan: Se {se_model} vs {se_rest}, level {alpha:.4f}: {r} reviews per clear stratum "
+            f"(planned power 0.80); simulated power {hits / reps:.2f} (+-{np.sqrt(0.16 / reps):.2f}), "
+            f"flagged at q <= 0.10 in {flags / reps:.2f} of {reps} suites"
+        )
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--reps", type=int, default=200)
@@ -118,7 +145,11 @@ def main() -> None:
     ap.add_argument("--scenario", nargs="+", default=list(SCENARIOS))
     ap.add_argument("--clear", type=int, nargs="+", default=[0], help="reviews per clear stratum (0: the scenario's)")
     ap.add_argument("--seed", type=int, default=1)
+    ap.add_argument("--plan", action="store_true", help="check the planning formula (Se 0.60 vs 0.90) instead")
     args = ap.parse_args()
+    if args.plan:
+        plan_check(args.reps, args.draws, args.seed, 0.60, 0.90)
+        return
     print(f"{'scenario':10} {'clear':>5} {'level (p<=.05)':>16} {'false flags':>11} {'suites >1':>9} "
           f"{'any':>5} {'power':>6} {'s/suite':>7}")  # fmt: skip
     for name in args.scenario:

@@ -439,6 +439,71 @@ def _echo_left_out(out: ScoreOutput) -> None:
         )
 
 
+def _detect_plan(
+    detect: str,
+    power: float,
+    prevalence: float,
+    specificity: float,
+    ambiguous: float,
+    responses: int,
+    models: int,
+    judges: int,
+    fdr: float,
+    as_json: bool,
+) -> None:
+    """``plan --detect-se``: reviews per clear stratum for the model test to find one model's sensitivity."""
+    from annotate.errors import InputError
+    from annotate.stats.judge_models import FIGURES, reviews_to_detect
+
+    try:
+        se_model, se_rest = (float(x) for x in detect.split(":"))
+        if not (0 < se_model < 1 and 0 < se_rest < 1):
+            raise ValueError
+    except ValueError:
+        raise InputError(
+            f"--detect-se {detect!r}: give the two sensitivities as MODEL:OTHERS, each between 0 and 1 "
+            "(e.g. 0.60:0.90)."
+        ) from None
+    tests = judges * models * len(FIGURES)
+    alpha = fdr / tests
+    try:
+        out = reviews_to_detect(
+            se_model,
+            se_rest,
+            prevalence=prevalence,
+            specificity=specificity,
+            ambiguous=ambiguous,
+            responses=responses,
+            models=models,
+            power=power,
+            alpha=alpha,
+        )
+    except ValueError as exc:
+        raise InputError(f"--detect-se: {exc}.") from None
+    out = {**out, "se_model": se_model, "se_others": se_rest, "tests": tests, "fdr": fdr}
+    if as_json:
+        echo_json(out)
+        return
+    r = out["reviews_per_clear_stratum"]
+    click.echo(
+        f"To find a judge whose sensitivity is {se_model:.2f} on one model and {se_rest:.2f} on the other "
+        f"{models - 1} (power {power:.0%}; {tests} tests at a false-discovery rate of {fdr:.0%}, so a first "
+        f"discovery needs p <= {alpha:.4f}): review {r} responses of each clear stratum (judge harmful, judge safe) "
+        f"of every model, about {out['harmful_reviewed_per_model']:.0f} harmful responses per model; the ambiguous "
+        f"strata as the round samples them. Then the difference's standard error is {out['se_difference']:.3f}."
+    )
+    if out["capped"]:
+        click.echo(
+            f"Note: that needs {out['needed']} per stratum, more than a model's clear strata hold "
+            f"({out['judge_harmful_stratum']:.0f} judge-harmful, {out['judge_safe_stratum']:.0f} judge-safe): with "
+            "every response reviewed the power stays below the target."
+        )
+    click.echo(
+        f"Assumed: {prevalence:.0%} harmful, judge specificity {specificity:.2f}, {ambiguous:.0%} ambiguous, "
+        f"{responses} responses per model. Route with `annotate route ... --clear-per-cell {r}`."
+    )
+
+
 @click.command("plan")
 @click.option(
     "--target-halfwidth",
@@ -471,6 +536,28 @@ def _echo_left_out(out: ScoreOutput) -> None:
     "--min-per-stratum", default=10, show_default=True, help="At least this many per non-empty clear stratum."
 )
 @click.option("--judge", default=None, help="Judge whose labels define the strata (before any round).")
+@click.option(
+    "--detect-se",
+    default=None,
+    metavar="MODEL:OTHERS",
+    help="Instead: size the clear strata so that `judges --by model` finds a judge's sensitivity of MODEL on one "
+    "model against OTHERS on the rest (e.g. 0.60:0.90), at --power; assumptions: --prevalence, --specificity, "
+    "--ambiguous-share, --responses, --models, --judges, --fdr.",
+)
+@click.option("--power", type=float, default=0.8, show_default=True, help="With --detect-se: the power wanted.")
+@click.option("--prevalence", type=float, default=0.3, show_default=True, help="With --detect-se: the harmful share.")
+@click.option("--specificity", type=float, default=0.95, show_default=True, help="With --detect-se: the judge's Sp.")
+@click.option(
+    "--ambiguous-share",
+    type=float,
+    default=0.15,
+    show_default=True,
+    help="With --detect-se: the judge's ambiguous share.",
+)
+@click.option("--responses", type=int, default=400, show_default=True, help="With --detect-se: responses per model.")
+@click.option("--models", type=int, default=8, show_default=True, help="With --detect-se: models in the round.")
+@click.option("--judges", "n_judges", type=int, default=1, show_default=True, help="With --detect-se: judges tested.")
+@click.option("--fdr", type=float, default=0.10, show_default=True, help="With --detect-se: the test's FDR.")
 @click.option("--json", "as_json", is_flag=True, help="Print JSON.")
 @workspace_options
 def plan_cmd(
@@ -487,6 +574,15 @@ def plan_cmd(
     round_names: tuple[str, ...],
     min_per_stratum: int,
     judge: str | None,
+    detect_se: str | None,
+    power: float,
+    prevalence: float,
+    specificity: float,
+    ambiguous_share: float,
+    responses: int,
+    models: int,
+    n_judges: int,
+    fdr: float,
     as_json: bool,
 ) -> None:
     """How many reviews a round needs: per stratum for a target half-width per model, or per cell.
@@ -508,7 +604,17 @@ def plan_cmd(
       annotate plan --round r1 --budget 5000
       annotate plan --target-se 0.02
       annotate plan --round r1 --sensitivity-se 0.05
+      annotate plan --detect-se 0.60:0.90 --power 0.8 --models 8 --responses 400
+
+    --detect-se MODEL:OTHERS sizes a round for the model test of `judges --by model`: the reviews
+    per clear stratum that give --power to find a judge whose sensitivity is MODEL on one model and
+    OTHERS on the rest, at the level the Benjamini-Hochberg step needs for a first discovery among
+    judges x models x 3 figures (about --fdr / tests; docs/methods.md 9.16).
     """
+    if detect_se is not None:
+        _detect_plan(detect_se, power, prevalence, specificity, ambiguous_share, responses, models, n_judges, fdr,
+                     as_json)  # fmt: skip
+        return
     from annotate.pipeline._planning import plan_target
     from annotate.pipeline.score import plan
 

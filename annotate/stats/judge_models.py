@@ -308,3 +308,118 @@ def model_differences(
     out["p_value"], out["q_value"] = p, q
     out["flagged"] = np.isfinite(q) & (q <= fdr)
     return out[list(HETEROGENEITY_COLUMNS)]
+
+
+def reviews_to_detect(
+    se_model: float,
+    se_rest: float,
+    *,
+    prevalence: float,
+    specificity: float,
+    ambiguous: float,
+    responses: int,
+    models: int,
+    power: float = 0.8,
+    alpha: float = 0.05,
+) -> dict[str, Any]:
+    """Reviews per clear stratum for the model test to find a judge's sensitivity differing on one model.
+
+    The suite: ``models`` models of ``responses`` responses each, a share ``prevalence`` harmful;
+    the judge calls a share ``ambiguous`` of them ambiguous and, of the rest, a harmful one harmful
+    with probability Se (``se_model`` on the one model, ``se_rest`` on the others) and a safe one
+    safe with probability ``specificity``. Every cell's clear strata get r reviews each (the
+    ambiguous stratum does not inform the judge's sensitivity: its verdict there is no verdict).
+
+    With C = N (1 - a) clear responses per model, the judge-harmful and judge-safe strata hold
+    N_H = C (pi Se + (1 - pi)(1 - Sp)) and N_S = C (pi (1 - Se) + (1 - pi) Sp) responses, of which
+    shares y_H = C pi Se / N_H and y_S = C pi (1 - Se) / N_S are harmful. Se is A / (A + B) with
+    A = N_H y_H, B = N_S y_S, each estimated from r reviews, so (delta method, prompts as a sample)
+
+        Var(A) = y_H^2 N p_H (1 - p_H) + N_H^2 y_H (1 - y_H) / r        (p_H = N_H / N)
+        Var(B) = y_S^2 N p_S (1 - p_S) + N_S^2 y_S (1 - y_S) / r,   Cov(A, B) = -y_H y_S N p_H p_S
+        Var(Se) = [B^2 Var(A) + A^2 Var(B) - 2 A B Cov(A, B)] / (A + B)^4
+
+    (the strata's sizes are a multinomial sample of the model's N responses, the harmful shares
+    within them binomial samples of r), and the rest, M - 1 such models pooled, has a (M - 1)-th
+    of that. The test of Delta = Se_model - Se_rest at two-sided level alpha has power 1 - beta at
+    the smallest r with
+
+        Var_r(Se_model) + Var_r(Se_rest) / (M - 1) <= Delta^2 / (z_(1 - alpha/2) + z_(1 - beta))^2
+
+    (the alternative's variances on both sides; found by bisection). The Benjamini-Hochberg step across T tests acts,
+    for the first discovery, like a level of about fdr / T: plan with that ``alpha`` when many
+    figures are tested (``annotate plan`` does). Checked against simulation in
+    bench/judge_models.py (docs/methods.md 9.16).
+
+    Returns
+    -------
+    dict
+        ``reviews_per_clear_stratum`` (r, rounded up; capped at the strata's sizes: ``capped``
+        says when the design cannot reach the power), ``harmful_reviewed_per_model`` (the
+        expected harmful responses among the model's reviews), the strata sizes and the
+        standard error of Delta at r.
+
+    Examples
+    --------
+    Eight models of 400 responses, 30 % harmful, 15 % ambiguous, Sp 0.95: Se 0.60 on one model
+    against 0.90 on the others at 80 % power and level 0.05:
+
+    >>> out = reviews_to_detect(0.60, 0.90, prevalence=0.3, specificity=0.95, ambiguous=0.15,
+    ...                         responses=400, models=8)
+    >>> out["reviews_per_clear_stratum"], out["capped"], round(out["se_difference"], 3)
+    (35, False, 0.106)
+    """
+    from scipy import special
+
+    if not 0 < alpha < 1 or not 0 < power < 1:
+        raise ValueError("alpha and power must be between 0 and 1")
+    if models < 2:
+        raise ValueError("the test compares one model with the others: it needs two models at least")
+    if se_model == se_rest:
+        raise ValueError("the sensitivities to tell apart must differ")
+
+    def strata(se: float, r: float) -> tuple[float, float, float, float, float]:
+        clear = responses * (1 - ambiguous)
+        n_h = clear * (prevalence * se + (1 - prevalence) * (1 - specificity))
+        n_s = clear * (prevalence * (1 - se) + (1 - prevalence) * specificity)
+        y_h = clear * prevalence * se / n_h if n_h else 0.0
+        y_s = clear * prevalence * (1 - se) / n_s if n_s else 0.0
+        a, b = n_h * y_h, n_s * y_s
+        # The strata's sizes are themselves a multinomial sample of the model's responses.
+        p_h, p_s = n_h / responses, n_s / responses
+        var_a = y_h**2 * responses * p_h * (1 - p_h) + n_h**2 * y_h * (1 - y_h) / r
+        var_b = y_s**2 * responses * p_s * (1 - p_s) + n_s**2 * y_s * (1 - y_s) / r
+        cov = -y_h * y_s * responses * p_h * p_s
+        v = (b**2 * var_a + a**2 * var_b - 2 * a * b * cov) / (a + b) ** 4
+        return v, n_h, n_s, a, b
+
+    z = float(special.ndtri(1 - alpha / 2)) + float(special.ndtri(power))
+    delta2 = (se_model - se_rest) ** 2
+    _, n_h, n_s, a_m, b_m = strata(se_model, 1.0)
+    cap = int(np.floor(min(n_h, n_s)))
+
+    def var_at(r: float) -> float:
+        return strata(se_model, r)[0] + strata(se_rest, r)[0] / (models - 1)
+
+    # Var(Delta) falls with r towards the part the strata's sizes contribute: the smallest r whose
+    # variance meets Delta^2 / z^2 (bisection; none when even a census does not).
+    goal = delta2 / z**2
+    r = cap + 1
+    if var_at(cap) <= goal:
+        lo, hi = 1, cap
+        while lo < hi:
+            mid = (lo + hi) // 2
+            lo, hi = (lo, mid) if var_at(mid) <= goal else (mid + 1, hi)
+        r = lo
+    var = var_at(min(r, cap))
+    return {
+        "reviews_per_clear_stratum": min(r, cap),
+        "capped": r > cap,
+        "needed": r,
+        "harmful_reviewed_per_model": min(r, cap) * ((a_m / n_h if n_h else 0) + (b_m / n_s if n_s else 0)),
+        "judge_harmful_stratum": n_h,
+        "judge_safe_stratum": n_s,
+        "se_difference": float(np.sqrt(var)),
+        "alpha": alpha,
+        "power": power,
+    }
