@@ -19,6 +19,7 @@ from typing import TYPE_CHECKING, Any
 import pandas as pd
 
 from annotate.audit.agreement import export_agreement
+from annotate.audit.confound import POOLED_CORRECTION, confound_table
 from annotate.audit.design import pooled_strata
 from annotate.audit.judges import judges_from_record
 from annotate.audit.record import json_bytes
@@ -258,9 +259,23 @@ def derive(
         )
         out["judges.csv"] = frame_to_csv(audit.metrics)
         out["judge_pairs.csv"] = frame_to_csv(audit.pairs)
+        if schema.model_test:
+            out["judge_models.csv"] = frame_to_csv(audit.models)
     data = _report_data(labels, design, scored, groups, provenance)
     if audit is not None:
         data["judges"] = _judges_report(audit, settings)
+        if schema.model_test:  # since annotate-export/9: older reports stay as they were
+            rows, flips = confound_table(record, scored, audit)
+            data["judges"] |= {
+                "models": audit.models.to_dict("records"),
+                "model_test": audit.settings.get("model_test"),
+                "fdr": audit.settings.get("fdr"),
+                "confound": {
+                    "models": rows.to_dict("records"),
+                    "order_changes": flips,
+                    "pooled_correction": POOLED_CORRECTION,
+                },
+            }
     if diagnostics is not None:
         data["diagnostics"] = diagnostics
     if schema.round_state:  # only since annotate-export/8: older reports stay as they were

@@ -103,6 +103,7 @@ def judges_from_record(
     seed: int = 0,
     confidence: float = 0.95,
     fdr: float = DEFAULT_FDR,
+    model_draws: int | None = None,
 ) -> JudgeAudit:
     """The judge audit of an audit record (pure; ``export``, ``verify`` and ``annotate judges`` call it).
 
@@ -110,7 +111,9 @@ def judges_from_record(
     not reviewed, a response outside the design).
     """
     units, verdicts, strata, notes = audit_tables(record)
-    audit = judge_audit(units, verdicts, strata, by=by, draws=draws, seed=seed, confidence=confidence, fdr=fdr)
+    audit = judge_audit(
+        units, verdicts, strata, by=by, draws=draws, seed=seed, confidence=confidence, fdr=fdr, model_draws=model_draws
+    )
     return JudgeAudit(
         metrics=audit.metrics,
         pairs=audit.pairs,

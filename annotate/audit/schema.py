@@ -40,6 +40,10 @@ Rows:
   (the adjudication rules' ``wait_for_votes``); the manifest says whether the export is ``interim``
   or ``final`` and each round's state (``rounds_state``), re-derived by verify, and the report
   says it too.
+* ``annotate-export/9``: does a judge err differently by model? judge_models.csv (derived) holds,
+  per judge, model and figure (sensitivity, specificity, PPV), the figure on the model against the
+  other models', its p-value, the Benjamini-Hochberg q over every test and ``flagged`` at q <= 0.10;
+  the report's judges section shows it. Otherwise as /8.
 * ``annotate-export/7``: a round's ambiguous strata may be sampled: design.json's round records its
   rule (``ambiguous``: ``all``, a size or a fraction) and verify re-derives every stratum's sample
   size from it and ``clear_per_cell``; strata of a next wave (``route --next-wave``) carry
@@ -79,6 +83,8 @@ _INPUTS = ("labels.csv", "judge_labels.csv", "design.json")
 #: ... since annotate-export/8: order.csv too.
 _INPUTS_8 = (*_INPUTS, "order.csv")
 _DERIVED = (*_SCORES, "p_tie.csv", *_JUDGES, "scores.json", "agreement.json", "report.html")
+#: ... since annotate-export/9: the judges' test by model too.
+_DERIVED_9 = (*_SCORES, "p_tie.csv", *_JUDGES, "judge_models.csv", "scores.json", "agreement.json", "report.html")
 
 #: Why exports of /2 to /4 are checked for their hashes only: their numbers came from methods this
 #: version replaced, so re-deriving them would report differences that are not tampering.
@@ -147,6 +153,9 @@ class ExportSchema:
     #: The manifest says whether the export is ``interim`` (a round not finished) or ``final``, with
     #: each round's state (``rounds_state``), which verify re-derives from labels.csv.
     round_state: bool = False
+    #: judge_models.csv (derived): every judge's figures on each model tested against the other
+    #: models'; the report's section on it.
+    model_test: bool = False
 
     @property
     def files(self) -> tuple[str, ...]:
@@ -291,10 +300,28 @@ SCHEMAS: dict[str, ExportSchema] = {
             skips=True,
             round_state=True,
         ),
+        ExportSchema(
+            "annotate-export/9",
+            inputs=_INPUTS_8,
+            derived=_DERIVED_9,
+            rederived=_DERIVED_9,
+            neutralised=True,
+            blinding=True,
+            summary="each judge's figures on each model tested against the other models' (judge_models.csv, "
+            "Benjamini-Hochberg q, flagged), in the report too",
+            label_columns=LABEL_COLUMNS,
+            decisions=True,
+            judges_per_benchmark=True,
+            sampled_design=True,
+            ordered=True,
+            skips=True,
+            round_state=True,
+            model_test=True,
+        ),
     )
 }
 #: The schema ``annotate export`` writes.
-CURRENT = SCHEMAS["annotate-export/8"]
+CURRENT = SCHEMAS["annotate-export/9"]
 
 
 def schema_named(name: object) -> ExportSchema | None:

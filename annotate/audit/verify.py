@@ -60,6 +60,7 @@ ROW_KEYS = {
     "p_tie.csv": ("model",),
     "judges.csv": ("judge", "benchmark", "model"),
     "judge_pairs.csv": ("benchmark", "model", "judge_a", "judge_b"),
+    "judge_models.csv": ("judge", "model", "figure"),
 }
 
 

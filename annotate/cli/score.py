@@ -128,7 +128,7 @@ def score(
         _score_ppi(ctx, round_names, estimand, by, parse_benchmarks(benchmarks), draws, seed, min_reviewed, as_json)
         return
     with open_session(ctx) as s:
-        out, _record = score_from_store(
+        out, record = score_from_store(
             s.store,
             round_names,
             draws=draws,
@@ -142,9 +142,13 @@ def score(
             from annotate.pipeline._planning import target_status
 
             target = target_status(s.store, round_names, target_halfwidth=target_halfwidth, draws=draws, seed=seed)
+    from annotate.pipeline.score import judge_confound
+
+    confound = judge_confound(record, out, draws=min(draws, 2000) or 2000, seed=seed)
+    errs_for = {str(r["model"]): r["flagged"] for r in confound["models"] if r["flagged"]}
     scores = out.scores[out.scores.treatment.isin(chosen)]
     if as_json:
-        payload = score_payload(out, chosen)
+        payload = {**score_payload(out, chosen), "judges_by_model": confound}
         echo_json(payload if target is None else {**payload, "target": target_json(target)})
         return
     benches = [ALL] if by == "model" else [b for b in scores.benchmark.unique() if b != ALL]
@@ -180,6 +184,9 @@ def score(
             row.append("" if missing(largest) else f"{largest:+g}")
             flag = corr.flag if corr is not None else ""
             flag = "" if flag in ("ok", None) or missing(flag) else flag
+            if bench == ALL and str(model) in errs_for:  # the model test of `judges --by model` flags a judge
+                mark = f"judge errs differently here: {errs_for[str(model)]}"
+                flag = f"{mark}; {flag}" if flag else mark
             bset = out.benchmark_set
             if bench == ALL and bset is not None and not bset.comparable:  # flagged in every row
                 own = bset.own.get(model, ())
@@ -252,9 +259,55 @@ def score(
     for r in out.fallbacks[out.fallbacks.treatment.isin(chosen)].itertuples():
         click.echo(f"note: {r.model} x {r.benchmark} x {r.treatment}: {r.reason}.")
     _echo_strata_from(out.settings)
+    _echo_confound(confound)
     if target is not None:
         click.echo("")
         echo_target(target, round_names[0] if len(round_names) == 1 else "R")
+
+
+def _echo_confound(confound: dict[str, Any]) -> None:
+    """Where a judge errs differently for some models: the per-model correction's ranking beside a pooled one."""
+    if not confound["flagged"]:
+        return
+    click.echo("")
+    click.echo(
+        "A judge errs differently for some models (annotate judges --by model): the corrected rates above use each "
+        "model's own reviewed strata; a correction that pools the judge's error rates over the models would rank:"
+    )
+    rows = sorted(confound["models"], key=lambda r: (r["corrected_rank"] is None, r["corrected_rank"] or 0))
+    click.echo(
+        table(
+            ["model", "corrected", "95% CI", "rank", "pooled correction", "rank", "judge flagged"],
+            [
+                [
+                    r["model"],
+                    pct_or_ne(r["corrected"]),
+                    ci_pct(r["corrected_ci_low"], r["corrected_ci_high"]),
+                    "" if r["corrected_rank"] is None else f"{r['corrected_rank']:g}",
+                    pct_or_ne(r["pooled"]),
+                    "" if r["pooled_rank"] is None else f"{r['pooled_rank']:g}",
+                    r["flagged"],
+                ]
+                for r in rows
+            ],
+            align="lrrrrrl",
+        )
+    )
+    changes = confound["order_changes"]
+    if changes:
+        shown = ", ".join(
+            f"{c['a']} before {c['b']} (P = {c['p_corrected_order']:.2f})"
+            if c["p_corrected_order"] is not None
+            else f"{c['a']} before {c['b']}"
+            for c in sorted(changes, key=lambda c: -(c["p_corrected_order"] or 0))
+        )
+        click.echo(
+            f"{len(changes)} pair(s) change order under the pooled correction; the corrected order, with its "
+            f"probability under the corrected posterior: {shown}."
+        )
+    else:
+        click.echo("No pair changes order under the pooled correction.")
+    click.echo(f"(pooled correction: {confound['pooled_correction']}.)")
 
 
 def _bounds_by_row(scores: Any) -> dict[tuple[Any, Any], str]:

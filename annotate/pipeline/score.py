@@ -26,6 +26,7 @@ from annotate.ingest.rubric import preset_names
 from annotate.pipeline._planning import reviewed_strata, score_from_store
 from annotate.pipeline._population import unanimity_population
 from annotate.pipeline._resolve import resolve_judge
+from annotate.stats._common import jsonable
 from annotate.stats.scoring import plan_allocation
 from annotate.stats.scoring.allocation import plan_sensitivity
 from annotate.stats.scoring.predictions import judge_predictions, score_direction
@@ -37,6 +38,30 @@ if TYPE_CHECKING:
 
     from annotate.audit.design import Design
     from annotate.db import Store
+
+
+def judge_confound(record: Any, scored: Any, *, draws: int = 2000, seed: int = 0) -> dict[str, Any]:
+    """Does a judge err differently by model, and what would a correction pooled over models do to the ranking?
+
+    The model test of ``judges --by model`` (its figures without intervals, its own ``draws``) and
+    :func:`annotate.audit.confound.confound_table`; JSON-ready.
+    """
+    from annotate.audit.confound import POOLED_CORRECTION, confound_table
+    from annotate.audit.judges import judges_from_record
+
+    audit = judges_from_record(record, by=("benchmark", "model"), draws=0, seed=seed, model_draws=max(draws, 1))
+    rows, flips = confound_table(record, scored, audit)
+    flagged = audit.models[audit.models.flagged.astype(bool)] if len(audit.models) else audit.models
+    return jsonable(
+        {
+            "test": audit.settings.get("model_test"),
+            "fdr": audit.settings.get("fdr"),
+            "flagged": flagged.to_dict("records"),
+            "pooled_correction": POOLED_CORRECTION,
+            "models": rows.to_dict("records"),
+            "order_changes": flips,
+        }
+    )
 
 
 def ppi_from_store(

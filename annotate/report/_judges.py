@@ -24,7 +24,7 @@ from annotate.report import _fmt
 from annotate.report._view import as_dict, records, unique
 from annotate.report.charts import _LINE_COLOURS, _esc, _svg_open, _text
 
-__all__ = ["judges_chart", "judges_context"]
+__all__ = ["judges_chart", "judges_context", "models_chart", "models_context"]
 
 #: The figures of a judge's row in the table, in order: key, heading, shown as per cent.
 _FIGURES = (
@@ -141,6 +141,7 @@ def judges_context(judges: Mapping[str, Any]) -> dict[str, Any]:
         "chart": judges_chart(rows) if rows else None,
         "pairs": pair_rows,
         "notes": [str(n) for n in judges.get("notes") or [] if n is not None],
+        "by_model": models_context(judges),
     }
 
 
@@ -267,3 +268,174 @@ def judges_section(data: Mapping[str, Any]) -> dict[str, Any] | None:
     if not isinstance(judges, Mapping):
         return None
     return judges_context(as_dict(judges))
+
+
+# --------------------------------------------------------------------------------------------
+# Does a judge err differently by model? (exports since annotate-export/9)
+# --------------------------------------------------------------------------------------------
+
+_MODEL_W, _MODEL_H = 26, 150  # per model, px; plot height
+_FIGURE_NAMES = {"sensitivity": "Sensitivity", "specificity": "Specificity", "ppv": "PPV"}
+
+
+def models_context(judges: Mapping[str, Any]) -> dict[str, Any] | None:
+    """The by-model test's part of the judges section, or None when the export has none."""
+    tests = records(judges.get("models"))
+    if "models" not in judges:
+        return None
+    rows = records(judges.get("rows"))
+    flagged = [t for t in tests if t.get("flagged") in (True, "True", "true")]
+    flagged.sort(key=lambda t: (_fmt.number(t.get("q_value")) or 0.0, str(t.get("judge")), str(t.get("model"))))
+    return {
+        "test": str(judges.get("model_test") or ""),
+        "fdr": _fmt.pct(judges.get("fdr"), 0),
+        "n_tests": sum(1 for t in tests if _fmt.number(t.get("p_value")) is not None),
+        "flagged": [
+            {
+                "judge": str(t.get("judge")),
+                "model": str(t.get("model")),
+                "figure": _FIGURE_NAMES.get(str(t.get("figure")), str(t.get("figure"))),
+                "estimate": _fmt.fixed(t.get("estimate")),
+                "rest": _fmt.fixed(t.get("rest")),
+                "difference": _fmt.fixed(t.get("difference")),
+                "ci": f"[{_fmt.fixed(t.get('difference_ci_low'))}, {_fmt.fixed(t.get('difference_ci_high'))}]",
+                "p": _fmt.fixed(t.get("p_value"), 4),
+                "q": _fmt.fixed(t.get("q_value"), 4),
+            }
+            for t in flagged
+        ],
+        "chart": models_chart(rows, tests) if rows and tests else None,
+        "confound": _confound_context(as_dict(judges.get("confound") or {})),
+    }
+
+
+def _confound_context(confound: Mapping[str, Any]) -> dict[str, Any] | None:
+    """The ranking under the per-model correction beside a pooled one, when a judge is flagged for some model."""
+    rows = records(confound.get("models"))
+    if not any(str(r.get("flagged") or "") for r in rows):
+        return None
+
+    def rank(v: Any) -> str:
+        return _fmt.rank(v)
+
+    ordered = sorted(rows, key=lambda r: (_fmt.number(r.get("corrected_rank")) is None,
+                                          _fmt.number(r.get("corrected_rank")) or 0.0))  # fmt: skip
+    changes = records(confound.get("order_changes"))
+    return {
+        "method": str(confound.get("pooled_correction") or ""),
+        "rows": [
+            {
+                "model": str(r.get("model")),
+                "corrected": _fmt.pct(r.get("corrected")),
+                "ci": f"{_fmt.pct(r.get('corrected_ci_low'))}–{_fmt.pct(r.get('corrected_ci_high'))}",
+                "rank": rank(r.get("corrected_rank")),
+                "pooled": _fmt.pct(r.get("pooled")),
+                "pooled_rank": rank(r.get("pooled_rank")),
+                "flagged": str(r.get("flagged") or ""),
+            }
+            for r in ordered
+        ],
+        "changes": [
+            {"a": str(c.get("a")), "b": str(c.get("b")), "p": _fmt.fixed(c.get("p_corrected_order"), 2)}
+            for c in changes
+        ],
+    }
+
+
+def models_chart(rows: Sequence[Mapping[str, Any]], tests: Sequence[Mapping[str, Any]]) -> Markup:
+    """Small multiples: per judge and figure, each model's figure with its 95 % interval; flagged models marked.
+
+    One panel per judge x figure (sensitivity, specificity, PPV), the models along x, the figure on
+    y (the same axis in every panel), the judge's pooled figure as a dashed line. Marks:
+    ``model-panel`` (``data-judge``, ``data-figure``), ``model-point`` (``data-model``,
+    ``data-flagged``) and ``model-ci``.
+    """
+    judges = sorted({str(t.get("judge")) for t in tests})
+    models = sorted({str(t.get("model")) for t in tests})
+    flagged = {
+        (str(t.get("judge")), str(t.get("model")), str(t.get("figure")))
+        for t in tests
+        if t.get("flagged") in (True, "True", "true")
+    }
+    by = {(str(r.get("judge")), str(r.get("model"))): r for r in rows if str(r.get("benchmark")) == ALL}
+    figures = list(_FIGURE_NAMES)
+    values = [
+        _fmt.number(by[(j, m)].get(k))
+        for j in judges
+        for m in models
+        if (j, m) in by
+        for f in figures
+        for k in (f, f"{f}_ci_low")
+    ]
+    low = max(0.0, math.floor(min([v for v in values if v is not None] + [0.9]) * 10 - 1e-9) / 10)
+    panel_w = max(120, _MODEL_W * len(models))
+    cell_w, cell_h = _MARGIN_L + panel_w + _GAP, _MARGIN_T + _MODEL_H + 56
+    width, height = cell_w * len(figures) + 10, cell_h * len(judges) + 30
+    parts = [_svg_open(width, height, "Each judge's figures per model with 95% intervals", "models-chart")]
+
+    def y_of(v: float) -> float:
+        return _MODEL_H - (min(max(v, low), 1.0) - low) / (1.0 - low) * _MODEL_H
+
+    for a, judge in enumerate(judges):
+        pooled = next((r for r in rows if str(r.get("judge")) == judge and str(r.get("model")) == ALL
+                       and str(r.get("benchmark")) == ALL), None)  # fmt: skip
+        for b, f in enumerate(figures):
+            ox, oy = b * cell_w + _MARGIN_L, a * cell_h + _MARGIN_T
+            parts.append(f'<g data-mark="model-panel" data-judge="{_esc(judge)}" data-figure="{_esc(f)}">')
+            parts.append(_text(ox, oy - 12, _fmt.clip(f"{judge}: {_FIGURE_NAMES[f]}", 40), size=12, weight="600"))
+            parts.append(
+                f'<rect x="{ox}" y="{oy}" width="{panel_w}" height="{_MODEL_H}" fill="#fafbfc" stroke="#888" '
+                'stroke-width="0.8"/>'
+            )
+            for tick in (low, (low + 1.0) / 2, 1.0):
+                ty = oy + y_of(tick)
+                parts.append(f'<line x1="{ox}" x2="{ox + panel_w}" y1="{ty:.1f}" y2="{ty:.1f}" stroke="#e3e6ea"/>')
+                parts.append(_text(ox - 4, ty + 3, f"{tick:.2f}", anchor="end", size=9, fill="#555"))
+            ref = _fmt.number(pooled.get(f)) if pooled is not None else None
+            if ref is not None:
+                ry = oy + y_of(ref)
+                parts.append(
+                    f'<line x1="{ox}" x2="{ox + panel_w}" y1="{ry:.1f}" y2="{ry:.1f}" stroke="#555" '
+                    'stroke-dasharray="4 3" stroke-width="1"/>'
+                )
+            step = panel_w / max(len(models), 1)
+            for k, model in enumerate(models):
+                x = ox + step * (k + 0.5)
+                parts.append(
+                    f'<text x="{x:.1f}" y="{oy + _MODEL_H + 10:.1f}" font-size="9" fill="#444" text-anchor="end" '
+                    f'transform="rotate(-45 {x:.1f} {oy + _MODEL_H + 10:.1f})">{_esc(_fmt.clip(model, 16))}</text>'
+                )
+                r = by.get((judge, model))
+                v = _fmt.number(r.get(f)) if r is not None else None
+                if v is None or r is None:
+                    continue
+                hot = (judge, model, f) in flagged
+                colour = "#b42318" if hot else "#24517a"
+                lo, hi = _fmt.number(r.get(f"{f}_ci_low")), _fmt.number(r.get(f"{f}_ci_high"))
+                ids = f'data-model="{_esc(model)}" data-flagged="{"yes" if hot else "no"}"'
+                if lo is not None and hi is not None:
+                    parts.append(
+                        f'<line data-mark="model-ci" {ids} x1="{x:.1f}" x2="{x:.1f}" y1="{oy + y_of(lo):.1f}" '
+                        f'y2="{oy + y_of(hi):.1f}" stroke="{colour}" stroke-width="1.6"/>'
+                    )
+                tip = f"{judge}, {model}: {_FIGURE_NAMES[f]} {_fmt.fixed(v)}" + (" (flagged)" if hot else "")
+                shape = (
+                    f'<rect data-mark="model-point" {ids} x="{x - 5:.1f}" y="{oy + y_of(v) - 5:.1f}" width="10" '
+                    f'height="10" fill="{colour}"><title>{_esc(tip)}</title></rect>'
+                    if hot
+                    else f'<circle data-mark="model-point" {ids} cx="{x:.1f}" cy="{oy + y_of(v):.1f}" r="4" '
+                    f'fill="{colour}"><title>{_esc(tip)}</title></circle>'
+                )
+                parts.append(shape)
+            parts.append("</g>")
+    parts.append(
+        _text(
+            10,
+            height - 10,
+            "Red squares: flagged (differs from the other models); dashed: the judge's pooled figure",
+            size=10,
+            fill="#444",
+        )  # fmt: skip
+    )
+    parts.append("</svg>")
+    return Markup("".join(parts))

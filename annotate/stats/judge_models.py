@@ -269,7 +269,7 @@ def model_differences(
         return rows, deltas
 
     # A model far off pulls the pooled "rest" of every other model its way, so that the others look
-    # different too: the models flagged are left out of the others' reference, until nothing changes.
+    # different too: the models flagged are left out of the others' reference, until no new one is.
     exclude: set[tuple[int, str, str]] = set()
     for _ in range(_ROUNDS):
         rows, deltas = test(exclude)
@@ -279,9 +279,9 @@ def model_differences(
         flagged = {
             (judges.index(r["judge"]), r["model"], r["figure"]) for r, qq in zip(rows, q, strict=True) if qq <= fdr
         }
-        if flagged == exclude:
+        if flagged <= exclude:
             break
-        exclude = flagged
+        exclude |= flagged  # only grows: the passes end, and a model once far off stays out of the others' reference
     if not rows:
         return pd.DataFrame(columns=list(HETEROGENEITY_COLUMNS))
     out = pd.DataFrame(rows)
@@ -298,8 +298,9 @@ def model_differences(
                 out.loc[i, "note"] = "; ".join(
                     x for x in (str(out.loc[i, "note"]), f"undefined in {D - int(n_ok[i])} of {D} draws") if x
                 )
-        # The estimate inside its own interval (every output keeps this).
+        # The estimate inside its own interval (every output keeps this); no interval without an estimate.
         est = out["difference"].to_numpy(dtype=np.float64)
+        low[~np.isfinite(est)] = high[~np.isfinite(est)] = np.nan
         fin = np.isfinite(est) & np.isfinite(low)
         low[fin], high[fin] = np.minimum(low[fin], est[fin]), np.maximum(high[fin], est[fin])
         p = np.where(np.isfinite(est), p, np.nan).astype(np.float64)

@@ -531,6 +531,7 @@ def judge_audit(
     routing: Sequence[str] | None = None,
     unseen_share: float = UNSEEN_SHARE,
     fdr: float = DEFAULT_FDR,
+    model_draws: int | None = None,
 ) -> JudgeAudit:
     """Every judge's design-weighted figures with intervals, ranks and pairwise comparisons.
 
@@ -565,6 +566,9 @@ def judge_audit(
     fdr : float
         With a ``model`` grouping: the false-discovery rate at which a judge's figure on a model is
         flagged as different from the other models' (:mod:`annotate.stats.judge_models`).
+    model_draws : int, optional
+        Draws of that test (default: ``draws``); with ``draws=0`` the figures have no intervals
+        but the test still runs (``annotate score`` asks for the test alone).
 
     Returns
     -------
@@ -688,7 +692,13 @@ def judge_audit(
     by_model = pd.DataFrame(columns=list(HETEROGENEITY_COLUMNS))
     if "model" in by and len({m for *_, m in per_stratum}) >= 2:
         by_model = model_differences(
-            per_stratum, judges, confusion_metrics, draws=D, seed=gen, confidence=confidence, fdr=fdr
+            per_stratum,
+            judges,
+            confusion_metrics,
+            draws=D if model_draws is None else int(model_draws),
+            seed=gen,
+            confidence=confidence,
+            fdr=fdr,
         )
     metrics = _metric_rows(groups, judges, est, dr, u, human, labels, units_group, left_out, left_strata, confidence)
     pairs = _pair_rows(groups, judges, dr["balanced_accuracy"], u, human, labels, units_group)
