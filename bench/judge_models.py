@@ -17,7 +17,8 @@ Scenarios:
 
 Printed per scenario: per-test level (the share of tests of true nulls with p <= 0.05, with its
 Monte Carlo SE), the mean number of flagged rows that are true nulls, the share of suites with more
-than one such row, power (the share of true differences flagged), and seconds per suite.
+than one such row and with any, the false-discovery rate (the mean share of flagged rows that are
+true nulls), power (the share of true differences flagged), and seconds per suite.
 
     python bench/judge_models.py --reps 200
     python bench/judge_models.py --reps 100 --scenario issue --clear 40 80 160
@@ -79,6 +80,7 @@ def run(scenario: str, reps: int, draws: int, clear: int | None, seed: int) -> d
     rng = np.random.default_rng(seed)
     null_p, null_flags, power_hits, power_n, over_one, secs = [], [], 0, 0, 0, []
     any_false: list[bool] = []
+    fdp: list[float] = []
     for r in range(reps):
         units, verdicts, strata, bad = suite(rng, models=8, prompts=400, clear=clear, **cfg)
         t = time.perf_counter()
@@ -96,6 +98,7 @@ def run(scenario: str, reps: int, draws: int, clear: int | None, seed: int) -> d
         null_flags.append(false)
         over_one += false > 1
         any_false.append(false > 0)
+        fdp.append(false / max(int(h.flagged.sum()), 1))
         power_hits += int((h.flagged & true_diff).sum())
         power_n += int(true_diff.sum())
     p = np.array(null_p)
@@ -106,6 +109,7 @@ def run(scenario: str, reps: int, draws: int, clear: int | None, seed: int) -> d
         "false_flags": float(np.mean(null_flags)),
         "suites_over_one": over_one / reps,
         "suites_any": float(np.mean(any_false)),
+        "fdr": float(np.mean(fdp)),
         "power": power_hits / power_n if power_n else float("nan"),
         "seconds": float(np.median(secs)),
         "clear": clear,
@@ -151,14 +155,14 @@ def main() -> None:
         plan_check(args.reps, args.draws, args.seed, 0.60, 0.90)
         return
     print(f"{'scenario':10} {'clear':>5} {'level (p<=.05)':>16} {'false flags':>11} {'suites >1':>9} "
-          f"{'any':>5} {'power':>6} {'s/suite':>7}")  # fmt: skip
+          f"{'any':>5} {'FDR':>5} {'power':>6} {'s/suite':>7}")  # fmt: skip
     for name in args.scenario:
         for clear in args.clear:
             out = run(name, args.reps, args.draws, clear or None, args.seed)
             print(
                 f"{name:10} {out['clear']:>5} {out['level']:>9.3f} ({out['level_mcse']:.3f}) "
                 f"{out['false_flags']:>11.2f} {out['suites_over_one']:>9.2f} {out['suites_any']:>5.2f} "
-                f"{out['power']:>6.2f} {out['seconds']:>7.2f}"
+                f"{out['fdr']:>5.2f} {out['power']:>6.2f} {out['seconds']:>7.2f}"
             )
 
 

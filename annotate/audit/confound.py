@@ -101,12 +101,16 @@ def confound_table(record: AuditRecord, scored: Any, audit: JudgeAudit) -> tuple
         rg = _rg(n["harmful"] / clear, se, sp) if clear else 0.0
         value = (clear / total) * rg + (n["ambiguous"] / total) * ybar if total else float("nan")
         cells.setdefault(str(model), []).append(value)
-    overall = scored.scores[(scored.scores.benchmark == ALL) & (scored.scores.treatment == "corrected")]
-    overall = overall.set_index(overall.model.astype(str))
+    overall_rows = scored.scores[(scored.scores.benchmark == ALL) & (scored.scores.treatment == "corrected")]
+    overall = {
+        str(r.model): (float(r.estimate), float(r.ci_low), float(r.ci_high))
+        for r in overall_rows.drop_duplicates("model").itertuples()
+    }
+    nan3 = (np.nan, np.nan, np.nan)
     flagged = audit.models[audit.models.flagged.astype(bool)] if len(audit.models) else audit.models
     models = sorted(cells)
     pooled = np.array([np.mean(cells[m]) if all(np.isfinite(cells[m])) else np.nan for m in models])
-    corrected = np.array([float(overall.estimate.get(m, np.nan)) for m in models])
+    corrected = np.array([overall.get(m, nan3)[0] for m in models])
     ok = np.isfinite(pooled) & np.isfinite(corrected)
     pooled_rank = np.full(len(models), np.nan)
     corrected_rank = np.full(len(models), np.nan)
@@ -120,8 +124,8 @@ def confound_table(record: AuditRecord, scored: Any, audit: JudgeAudit) -> tuple
             {
                 "model": m,
                 "corrected": corrected[i],
-                "corrected_ci_low": float(overall.ci_low.get(m, np.nan)),
-                "corrected_ci_high": float(overall.ci_high.get(m, np.nan)),
+                "corrected_ci_low": overall.get(m, nan3)[1],
+                "corrected_ci_high": overall.get(m, nan3)[2],
                 "corrected_rank": corrected_rank[i],
                 "pooled": pooled[i],
                 "pooled_rank": pooled_rank[i],
@@ -137,5 +141,5 @@ def confound_table(record: AuditRecord, scored: Any, audit: JudgeAudit) -> tuple
             if pooled[i] > pooled[j]:  # a before b under corrected, after it under the pooled correction
                 p = p_safer.loc[a, b] if a in p_safer.index and b in p_safer.columns else np.nan
                 flips.append({"a": a, "b": b, "p_corrected_order": None if pd.isna(p) else float(p)})
-    flips.sort(key=lambda f: (-(f["p_corrected_order"] or 0.0), f["a"], f["b"]))
+    flips.sort(key=lambda f: (-float(f["p_corrected_order"] or 0.0), str(f["a"]), str(f["b"])))
     return pd.DataFrame(rows, columns=list(CONFOUND_COLUMNS)), flips

@@ -21,6 +21,8 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 import pandas as pd
 
+from annotate.audit.confound import POOLED_CORRECTION, confound_table
+from annotate.audit.judges import judges_from_record
 from annotate.errors import InputError
 from annotate.ingest.rubric import preset_names
 from annotate.pipeline._planning import reviewed_strata, score_from_store
@@ -46,9 +48,6 @@ def judge_confound(record: Any, scored: Any, *, draws: int = 2000, seed: int = 0
     The model test of ``judges --by model`` (its figures without intervals, its own ``draws``) and
     :func:`annotate.audit.confound.confound_table`; JSON-ready.
     """
-    from annotate.audit.confound import POOLED_CORRECTION, confound_table
-    from annotate.audit.judges import judges_from_record
-
     audit = judges_from_record(record, by=("benchmark", "model"), draws=0, seed=seed, model_draws=max(draws, 1))
     rows, flips = confound_table(record, scored, audit)
     flagged = audit.models[audit.models.flagged.astype(bool)] if len(audit.models) else audit.models

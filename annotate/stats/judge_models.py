@@ -39,6 +39,7 @@ log(n)-times stricter and lost most of the power on the study's suites.
 
 from __future__ import annotations
 
+import warnings
 from collections.abc import Sequence
 from typing import Any
 
@@ -64,8 +65,6 @@ TEST_NAME = (
     "model against the rest: the posterior two-sided tail of Delta = figure(model) - figure(other models pooled), "
     "design-weighted, on the judge audit's draws; Benjamini-Hochberg q over every judge, model and figure"
 )
-#: At most this many passes of leaving the flagged models out of the others' reference.
-_ROUNDS = 10
 #: The rows of :func:`model_differences`.
 HETEROGENEITY_COLUMNS = (
     "judge",
@@ -269,19 +268,40 @@ def model_differences(
         return rows, deltas
 
     # A model far off pulls the pooled "rest" of every other model its way, so that the others look
-    # different too: the models flagged are left out of the others' reference, until no new one is.
+    # different too. So, per judge and figure, the flagged model furthest off (the largest |Delta|
+    # relative to its interval) is left out of the others' reference, one per pass, until no model
+    # outside the reference is flagged; at most half the models are left out (the majority is the
+    # reference).
     exclude: set[tuple[int, str, str]] = set()
-    for _ in range(_ROUNDS):
+    most = (len(names) - 1) // 2
+    for _ in range(len(names) + 1):
         rows, deltas = test(exclude)
         if not D or not rows:
             break
-        q = benjamini_hochberg(posterior_p(np.vstack(deltas)))
-        flagged = {
-            (judges.index(r["judge"]), r["model"], r["figure"]) for r, qq in zip(rows, q, strict=True) if qq <= fdr
-        }
-        if flagged <= exclude:
+        d = np.vstack(deltas)
+        q = benjamini_hochberg(posterior_p(d))
+        with np.errstate(invalid="ignore"), warnings.catch_warnings():  # a row without finite draws: NaN
+            warnings.simplefilter("ignore", RuntimeWarning)
+            spread = np.nanstd(d, axis=1)
+        added = False
+        for j in range(len(judges)):
+            for f in FIGURES:
+                out_now = sum(1 for (jj, _m, ff) in exclude if jj == j and ff == f)
+                if out_now >= most:
+                    continue
+                best, score = None, 0.0
+                for i, r in enumerate(rows):
+                    key = (j, r["model"], f)
+                    if r["judge"] != judges[j] or r["figure"] != f or key in exclude or not q[i] <= fdr:
+                        continue
+                    z = abs(r["difference"]) / spread[i] if spread[i] > 0 else np.inf
+                    if z > score or best is None:
+                        best, score = key, z
+                if best is not None:
+                    exclude.add(best)
+                    added = True
+        if not added:
             break
-        exclude |= flagged  # only grows: the passes end, and a model once far off stays out of the others' reference
     if not rows:
         return pd.DataFrame(columns=list(HETEROGENEITY_COLUMNS))
     out = pd.DataFrame(rows)

@@ -161,6 +161,7 @@ def test_hostile_names_export_as_text_and_verify(workspace, runner, tmp_path):
     assert [p.name for p in csvs] == [
         "flips.csv",
         "judge_labels.csv",
+        "judge_models.csv",
         "judge_pairs.csv",
         "judges.csv",
         "labels.csv",

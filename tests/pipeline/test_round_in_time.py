@@ -144,7 +144,7 @@ def test_twenty_labels_each_complete_twenty_items_and_only_they_are_adjudicated(
     run(runner, prefix, "export", "mid", "--round", "r1")
     folder = ws / "exports" / "mid"
     manifest = json.loads((folder / "manifest.json").read_text())
-    assert manifest["schema"] == "annotate-export/8" and manifest["status"] == "interim"
+    assert manifest["schema"] == "annotate-export/9" and manifest["status"] == "interim"
     (state,) = manifest["rounds_state"]
     assert (
         state["status"] == "interim"
@@ -286,8 +286,9 @@ def test_an_export_with_an_order_relabelled_as_annotate_export_7_is_refused(runn
     folder = _exported_mid_round(runner, tmp_path)
     manifest = json.loads((folder / "manifest.json").read_text())
     manifest["schema"] = "annotate-export/7"
-    del manifest["files"]["order.csv"]
-    (folder / "order.csv").unlink()
+    for name in ("order.csv", "judge_models.csv"):  # files of later schemas than /7
+        del manifest["files"][name]
+        (folder / name).unlink()
     (folder / "manifest.json").write_text(json.dumps(manifest, indent=2) + "\n")
     failed = run(runner, [], "verify", str(folder), ok=False)
     assert failed.exit_code == 1 and "record their task order" in failed.stderr and "annotate-export/8" in failed.stderr
