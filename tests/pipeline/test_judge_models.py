@@ -89,3 +89,30 @@ def test_a_null_suite_flags_at_most_one(workspace, runner, tmp_path):
     report = _reviewed(workspace, runner, tmp_path, seed=12, bad=set())
     flagged = [(r["judge"], r["model"]) for r in report["judges"] if r["model"] != "ALL" and r["flagged"]]
     assert len(flagged) <= 1, flagged
+
+
+def test_score_and_the_report_show_the_flagged_judge_and_both_rankings(workspace, runner, tmp_path):
+    ws, prefix = workspace
+    _reviewed(workspace, runner, tmp_path, seed=11, bad=BAD)
+    scored = json.loads(run(runner, prefix, "score", "--round", "r1", "--draws", "1000", "--json").output)
+    view = scored["judges_by_model"]
+    assert {(r["judge"], r["model"]) for r in view["flagged"] if r["figure"] == "sensitivity"} == {
+        ("j1", "m0"),
+        ("j1", "m1"),
+    }
+    rows = {r["model"]: r for r in view["models"]}
+    assert "j1 sensitivity" in rows["m0"]["flagged"] and rows["m0"]["pooled"] < rows["m0"]["corrected"]
+    # The model whose judge misses harm looks safest under a pooled correction, not under the corrected one.
+    assert rows["m0"]["pooled_rank"] < rows["m0"]["corrected_rank"]
+    assert any(c["b"] == "m0" and c["p_corrected_order"] is not None for c in view["order_changes"])
+    text = run(runner, prefix, "score", "--round", "r1", "--draws", "1000").output
+    assert "judge errs differently here: j1 sensitivity" in text
+    assert "a correction that pools the judge's error rates over the models would rank" in text
+    run(runner, prefix, "export", "x", "--round", "r1", "--draws", "1000")
+    folder = ws / "exports" / "x"
+    report = (folder / "report.html").read_text(encoding="utf-8")
+    assert "Does a judge err differently by model?" in report and "What it does to the ranking" in report
+    assert 'data-mark="model-point" data-model="m0" data-flagged="yes"' in report
+    assert "j1,m0,sensitivity" in (folder / "judge_models.csv").read_text(encoding="utf-8")
+    verified = run(runner, [], "verify", str(folder))
+    assert "judge_models.csv   re-derived and equal" in verified.output
