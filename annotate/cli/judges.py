@@ -168,7 +168,7 @@ def _echo_model_test(report: dict[str, Any]) -> None:
         return
     click.echo(
         f"A judge that errs differently for some models ({len(flagged)} of {test['tested']} tests flagged at a "
-        f"false-discovery rate of {level}; the model's figure against the other models', pooled):"
+        f"false-discovery rate of {level}; the model's figure against the median of the other models'):"
     )
     rows = [
         [

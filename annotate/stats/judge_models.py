@@ -7,17 +7,20 @@ the others? A judge that misses harm twice as often for a verbose model flatters
 raw score, and a judge audit pooled over models hides it.
 
 The test (docs/methods.md 9.16). For judge j, model m and figure f in (sensitivity,
-specificity, PPV), the figure on model m's responses against the same figure on every other
-model's responses pooled ("the rest"),
+specificity, PPV), the figure on model m's responses against the median of the same figure on
+each other model ("the others"),
 
-    Delta = f(T_m) - f(T_rest),      T_rest = T_all - T_m
+    Delta = f(T_m) - median_{k != m} f(T_k)
 
 where T are the design-weighted confusion totals of :mod:`annotate.stats.judges` (each resolved
-reviewed response weighs N_h / r_h of its stratum) over the model's cells and over the other
-models' cells. A model's strata are its own (the design stratifies by model x benchmark), so the
-two totals are disjoint. The posterior of the population counts (the judge audit's draws: per
-stratum a Polya urn over the reviewed responses' joint labels, with the pseudo-response and its
-coins) gives D draws of Delta, and
+reviewed response weighs N_h / r_h of its stratum) over a model's cells. A model's strata are its
+own (the design stratifies by model x benchmark). The median, not the other models pooled: a model
+far off pulls a pooled reference its way, so that every other model looks different too (with two
+models at sensitivity 0.45 among eight, the six others sat 0.13 above their pooled reference and the
+false-discovery rate of the moderate suite was 0.17); the median of seven is not moved by two.
+Draws of a new sample of prompts of the same size per cell (:func:`superpopulation_totals`: the
+question is about the judge on prompts like these, not about these prompts) give D draws of Delta,
+and
 
     p = min(1, 2 min(P*(Delta <= 0), P*(Delta >= 0)))
 
@@ -30,7 +33,7 @@ response resembles cannot be seen (docs/methods.md 9.16 says what else the test 
 Multiplicity. Every p of one call (judges x models x figures) is adjusted together by
 Benjamini-Hochberg (1995): q_(i) = min over k >= i of min(1, n p_(k) / k), and a row is
 ``flagged`` where q <= the level (default 0.10). The statistics of one judge and figure across
-models are dependent (each model's "rest" holds the others); Benjamini-Hochberg is proved for
+models are dependent (each model's reference is the others' median); Benjamini-Hochberg is proved for
 independent and positively dependent tests, and its false-discovery rate here was measured by
 simulation, not assumed (bench/judge_models.py; docs/methods.md 9.16): on null suites it flagged
 at most one row in the runs reported there. Benjamini-Yekutieli, valid under any dependence, is
@@ -62,8 +65,8 @@ FIGURES = ("sensitivity", "specificity", "ppv")
 #: The false-discovery rate at which a row is flagged (``--fdr``).
 DEFAULT_FDR = 0.10
 TEST_NAME = (
-    "model against the rest: the posterior two-sided tail of Delta = figure(model) - figure(other models pooled), "
-    "design-weighted, on the judge audit's draws; Benjamini-Hochberg q over every judge, model and figure"
+    "model against the others: the two-sided tail of Delta = figure(model) - median of figure(each other model), "
+    "design-weighted, on draws of a new sample of prompts; Benjamini-Hochberg q over every judge, model and figure"
 )
 #: The rows of :func:`model_differences`.
 HETEROGENEITY_COLUMNS = (
@@ -193,7 +196,7 @@ def model_differences(
     confidence: float = 0.95,
     fdr: float = DEFAULT_FDR,
 ) -> pd.DataFrame:
-    """Every judge's figure on each model against the other models pooled, tested (the module docstring).
+    """Every judge's figure on each model against the median of the other models' figures, tested (module docstring).
 
     Parameters
     ----------
@@ -217,8 +220,6 @@ def model_differences(
         :data:`HETEROGENEITY_COLUMNS`, one row per judge, model and figure of :data:`FIGURES`
         (judges by name, models by name).
     """
-    from annotate.stats.scoring.intervals import equal_tailed
-
     gen = seed if isinstance(seed, np.random.Generator) else np.random.default_rng(seed)
     names = sorted({m for *_, m in per_stratum})
     D = int(draws)
@@ -232,76 +233,45 @@ def model_differences(
             own_point[j, model] = point[of_model == model].sum(axis=0)
             own_drawn[j, model] = drawn[of_model == model].sum(axis=0)
 
-    def test(exclude: set[tuple[int, str, str]]) -> tuple[list[dict[str, Any]], list[NDArray[np.float64]]]:
-        """Each (judge, model, figure) against the other models, leaving out those found different."""
-        rows: list[dict[str, Any]] = []
-        deltas: list[NDArray[np.float64]] = []
-        for j, judge in enumerate(judges):
+    rows: list[dict[str, Any]] = []
+    deltas: list[NDArray[np.float64]] = []
+    for j, judge in enumerate(judges):
+        for f in FIGURES:
+            # Each model's figure, as estimated and in every draw.
+            pts = {m: float(metrics(own_point[j, m])[f]) for m in names}
+            drs = {m: np.asarray(metrics(own_drawn[j, m])[f], dtype=np.float64) for m in names}
             for model in names:
-                for f in FIGURES:
-                    others = [m for m in names if m != model and (j, m, f) not in exclude]
-                    own = metrics(own_point[j, model])[f]
-                    rest = metrics(sum(own_point[j, m] for m in others))[f] if others else np.nan
-                    own_d = metrics(own_drawn[j, model])[f]
-                    rest_d = metrics(sum(own_drawn[j, m] for m in others))[f] if others else np.full(D, np.nan)
-                    est, other = float(own), float(rest)
-                    note = []
-                    if not np.isfinite(est):
-                        note.append(f"{f} undefined for {model} (no reviewed response of its kind)")
-                    if not np.isfinite(other):
-                        note.append(f"{f} undefined for the other models")
-                    left = len(names) - 1 - len(others)
-                    if left:
-                        note.append(f"the other models without the {left} found different from the rest")
-                    rows.append(
-                        {
-                            "judge": judge,
-                            "model": model,
-                            "figure": f,
-                            "estimate": est,
-                            "rest": other,
-                            "difference": est - other,
-                            "note": "; ".join(note),
-                        }
-                    )
-                    deltas.append(np.asarray(own_d - rest_d, dtype=np.float64))
-        return rows, deltas
+                others = [m for m in names if m != model]
+                with warnings.catch_warnings():  # all undefined: NaN
+                    warnings.simplefilter("ignore", RuntimeWarning)
+                    ref = float(np.nanmedian([pts[m] for m in others]))
+                    ref_d = np.nanmedian(np.vstack([drs[m] for m in others]), axis=0) if D else np.full(1, np.nan)
+                note = []
+                if not np.isfinite(pts[model]):
+                    note.append(f"{f} undefined for {model} (no reviewed response of its kind)")
+                if not np.isfinite(ref):
+                    note.append(f"{f} undefined for every other model")
+                rows.append(
+                    {
+                        "judge": judge,
+                        "model": model,
+                        "figure": f,
+                        "estimate": pts[model],
+                        "rest": ref,
+                        "difference": pts[model] - ref,
+                        "note": "; ".join(note),
+                    }
+                )
+                deltas.append(drs[model] - ref_d if D else np.full(1, np.nan))
+    return _finish(rows, deltas, D, confidence, fdr)
 
-    # A model far off pulls the pooled "rest" of every other model its way, so that the others look
-    # different too. So, per judge and figure, the flagged model furthest off (the largest |Delta|
-    # relative to its interval) is left out of the others' reference, one per pass, until no model
-    # outside the reference is flagged; at most half the models are left out (the majority is the
-    # reference).
-    exclude: set[tuple[int, str, str]] = set()
-    most = (len(names) - 1) // 2
-    for _ in range(len(names) + 1):
-        rows, deltas = test(exclude)
-        if not D or not rows:
-            break
-        d = np.vstack(deltas)
-        q = benjamini_hochberg(posterior_p(d))
-        with np.errstate(invalid="ignore"), warnings.catch_warnings():  # a row without finite draws: NaN
-            warnings.simplefilter("ignore", RuntimeWarning)
-            spread = np.nanstd(d, axis=1)
-        added = False
-        for j in range(len(judges)):
-            for f in FIGURES:
-                out_now = sum(1 for (jj, _m, ff) in exclude if jj == j and ff == f)
-                if out_now >= most:
-                    continue
-                best, score = None, 0.0
-                for i, r in enumerate(rows):
-                    key = (j, r["model"], f)
-                    if r["judge"] != judges[j] or r["figure"] != f or key in exclude or not q[i] <= fdr:
-                        continue
-                    z = abs(r["difference"]) / spread[i] if spread[i] > 0 else np.inf
-                    if z > score or best is None:
-                        best, score = key, z
-                if best is not None:
-                    exclude.add(best)
-                    added = True
-        if not added:
-            break
+
+def _finish(
+    rows: list[dict[str, Any]], deltas: list[NDArray[np.float64]], D: int, confidence: float, fdr: float
+) -> pd.DataFrame:
+    """The rows with their intervals, p- and q-values and flags (Delta's draws in ``deltas``)."""
+    from annotate.stats.scoring.intervals import equal_tailed
+
     if not rows:
         return pd.DataFrame(columns=list(HETEROGENEITY_COLUMNS))
     out = pd.DataFrame(rows)
@@ -361,11 +331,12 @@ def reviews_to_detect(
         Var(Se) = [B^2 Var(A) + A^2 Var(B) - 2 A B Cov(A, B)] / (A + B)^4
 
     (the strata's sizes are a multinomial sample of the model's N responses, the harmful shares
-    within them binomial samples of r), and the rest, M - 1 such models pooled, has a (M - 1)-th
-    of that. The test of Delta = Se_model - Se_rest at two-sided level alpha has power 1 - beta at
-    the smallest r with
+    within them binomial samples of r), and the reference, the median of M - 1 such models'
+    figures, about pi / 2 times a (M - 1)-th of that (the median's large-sample variance against
+    the mean's). The test of Delta = Se_model - Se_rest at two-sided level alpha has power 1 - beta
+    at the smallest r with
 
-        Var_r(Se_model) + Var_r(Se_rest) / (M - 1) <= Delta^2 / (z_(1 - alpha/2) + z_(1 - beta))^2
+        Var_r(Se_model) + (pi / 2) Var_r(Se_rest) / (M - 1) <= Delta^2 / (z_(1 - alpha/2) + z_(1 - beta))^2
 
     (the alternative's variances on both sides; found by bisection). The Benjamini-Hochberg step across T tests acts,
     for the first discovery, like a level of about fdr / T: plan with that ``alpha`` when many
@@ -388,7 +359,7 @@ def reviews_to_detect(
     >>> out = reviews_to_detect(0.60, 0.90, prevalence=0.3, specificity=0.95, ambiguous=0.15,
     ...                         responses=400, models=8)
     >>> out["reviews_per_clear_stratum"], out["capped"], round(out["se_difference"], 3)
-    (35, False, 0.106)
+    (36, False, 0.106)
     """
     from scipy import special
 
@@ -420,7 +391,7 @@ def reviews_to_detect(
     cap = int(np.floor(min(n_h, n_s)))
 
     def var_at(r: float) -> float:
-        return strata(se_model, r)[0] + strata(se_rest, r)[0] / (models - 1)
+        return strata(se_model, r)[0] + (np.pi / 2) * strata(se_rest, r)[0] / (models - 1)
 
     # Var(Delta) falls with r towards the part the strata's sizes contribute: the smallest r whose
     # variance meets Delta^2 / z^2 (bisection; none when even a census does not).

@@ -478,7 +478,7 @@ class JudgeAudit:
     judges: list[str]
     notes: list[str] = field(default_factory=list)
     settings: dict[str, Any] = field(default_factory=dict)
-    #: By model: each judge's figures on each model against the other models pooled, tested
+    #: By model: each judge's figures on each model against the median of the other models', tested
     #: (:func:`annotate.stats.judge_models.model_differences`); empty without a ``model`` grouping.
     models: pd.DataFrame = field(default_factory=lambda: pd.DataFrame(columns=list(HETEROGENEITY_COLUMNS)))
 
