@@ -13,6 +13,8 @@ judge called ambiguous reviewed, 25 per clear stratum and cell (about 17,000 rev
 * ``judge_audit(draws=0)``: the same point figures (checked equal to scikit-learn's) with every
   other figure, ranks and pairs;
 * ``judge_audit(draws=D)``: everything with D posterior draws (intervals, ranks, P(better)).
+* ``judge_audit(by=("model",), draws=D)``: the same per model, with the test of issue #31 (does a
+  judge err differently by model?) on its own draws.
 
 Every timing is the median of ``--repeats`` runs after one warm-up (docs/performance.md: compare
 with the baseline of the same run, never with absolute numbers).
@@ -102,6 +104,11 @@ def main() -> None:
     t_limit, limit = median_time(lambda: sklearn_figures(units, verdicts, strata), args.repeats)
     t_point, point = median_time(lambda: judge_audit(units, verdicts, strata, draws=0), args.repeats)
     t_full, full = median_time(lambda: judge_audit(units, verdicts, strata, draws=args.draws, seed=1), args.repeats)
+    # by model: the same figures per model plus the model test (issue #31: its own draws of a new
+    # sample of prompts, Benjamini-Hochberg over judges x models x 3 figures)
+    t_model, _ = median_time(
+        lambda: judge_audit(units, verdicts, strata, by=("model",), draws=args.draws, seed=1), args.repeats
+    )
     ours = {(r.judge, r.benchmark): r.balanced_accuracy for r in point.metrics.itertuples()}
     worst = max(abs(ours[k] - v) for k, v in limit.items())
     assert worst < 1e-9, f"balanced accuracy differs from scikit-learn's by {worst}"
@@ -109,6 +116,7 @@ def main() -> None:
         ("limit: sklearn confusion_matrix(sample_weight), balanced accuracy only", t_limit, 1.0),
         ("judge_audit(draws=0): every figure, ranks, pairs", t_point, t_point / t_limit),
         (f"judge_audit(draws={args.draws}): with intervals, rank intervals, P(better)", t_full, t_full / t_limit),
+        (f"judge_audit(by=model, draws={args.draws}): and the model test", t_model, t_model / t_limit),
     ]
     w = max(len(r[0]) for r in rows)
     for name, t, ratio in rows:
