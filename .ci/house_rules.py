@@ -47,7 +47,11 @@ def main() -> int:
         n = len(path.read_text(encoding="utf-8").splitlines())
         if n > MAX_LINES:
             problems.append(f"{path.relative_to(ROOT)}:1: {n} lines, over {MAX_LINES}: split it by concern")
-    for path in [*sorted((ROOT / "annotate").rglob("*.py")), *sorted(ROOT.glob("*.md")), *sorted(ROOT.glob("docs/*.md"))]:
+    for path in [
+        *sorted((ROOT / "annotate").rglob("*.py")),
+        *sorted(ROOT.glob("*.md")),
+        *sorted(ROOT.glob("docs/*.md")),
+    ]:
         for k, line in enumerate(path.read_text(encoding="utf-8").splitlines(), start=1):
             if "../shared" in line or "shared/docs" in line:
                 problems.append(f"{path.relative_to(ROOT)}:{k}: points to a document outside the repository")
