@@ -5,12 +5,14 @@ responses, one reviewed round of two annotators, adjudicated, scored, exported).
 runs N times as a user runs it (a fresh process); the median wall time is printed next to
 
   python      ``python -c "import sqlite3"``: starting the interpreter at all;
+  pd+sa       ``python -c "import pandas, sqlalchemy"``: the two libraries a store-reading command
+              on DataFrames cannot do without (issue #32's floor: <= 1.5x);
   libraries   ``python -c "import <the third-party packages the command loaded>"``: the packages
               are read off the command's own ``-X importtime`` trace (pandas, SQLAlchemy, NumPy,
               SciPy, ...), so this is what any implementation using those libraries pays first;
 
-and the ratios command / python and command / libraries. What the command does beyond its
-libraries is its own cost.
+and the ratios. The runs are interleaved (command, floors, command, ...) so that a shared
+machine's load falls on both alike. What the command does beyond its libraries is its own cost.
 
     python bench/startup.py --runs 5
 """
@@ -36,16 +38,10 @@ COMMANDS = (
     ("status --round xstest-r1", ["status", "--round", "xstest-r1"]),
     ("score --round xstest-r1", ["score", "--round", "xstest-r1"]),
     ("judges --round xstest-r1", ["judges", "--round", "xstest-r1"]),
+    ("verify EXPORT", ["verify", "{export}"]),
+    ("plan --round xstest-r1", ["plan", "--round", "xstest-r1", "--target-halfwidth", "0.05"]),
 )
-
-
-def timed(argv: list[str], runs: int) -> float:
-    times = []
-    for _ in range(runs):
-        started = time.perf_counter()
-        subprocess.run(argv, check=True, capture_output=True)
-        times.append(time.perf_counter() - started)
-    return statistics.median(times)
+PD_SA = "import pandas, sqlalchemy"
 
 
 def libraries(argv: list[str]) -> list[str]:
@@ -73,6 +69,17 @@ def libraries(argv: list[str]) -> list[str]:
     return found
 
 
+def interleaved(argvs: list[list[str]], runs: int) -> list[float]:
+    """The median wall time of each argv over ``runs`` rounds, one run of each per round."""
+    times: list[list[float]] = [[] for _ in argvs]
+    for _ in range(runs):
+        for k, argv in enumerate(argvs):
+            started = time.perf_counter()
+            subprocess.run(argv, check=True, capture_output=True)
+            times[k].append(time.perf_counter() - started)
+    return [statistics.median(t) for t in times]
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--runs", type=int, default=5)
@@ -83,17 +90,21 @@ def main() -> None:
         subprocess.run(
             [sys.executable, "-m", "annotate", "demo", "--offline", "--dir", str(ws)], check=True, capture_output=True
         )
-        python = timed([sys.executable, "-c", "import sqlite3"], args.runs)
-        print(f"python -c 'import sqlite3': {python:.3f} s (median of {args.runs})")
-        print(f"{'command':28s} {'time':>7s} {'libraries':>10s} {'x python':>9s} {'x libraries':>12s}  libraries")
+        export = next(p for p in sorted((ws / "exports").rglob("manifest.json"))).parent
+        python_argv = [sys.executable, "-c", "import sqlite3"]
+        pd_sa_argv = [sys.executable, "-c", PD_SA]
+        print(f"median of {args.runs} interleaved runs; python = `python -c 'import sqlite3'`, pd+sa = `{PD_SA}`")
+        head = f"{'command':28s} {'time':>7s} {'pd+sa':>7s} {'x pd+sa':>8s} {'libraries':>10s} {'x libraries':>12s}"
+        print(f"{head} {'x python':>9s}  libraries")
         for label, extra in COMMANDS:
+            extra = [str(export) if a == "{export}" else a for a in extra]
             argv = [sys.executable, "-m", "annotate", "-w", str(ws), *extra]
-            took = timed(argv, args.runs)
             libs = libraries(["-m", "annotate", "-w", str(ws), *extra])
-            floor = timed([sys.executable, "-c", "import " + ", ".join(libs)], args.runs) if libs else python
+            lib_argv = [sys.executable, "-c", "import " + ", ".join(libs)] if libs else python_argv
+            took, python, pd_sa, floor = interleaved([argv, python_argv, pd_sa_argv, lib_argv], args.runs)
             print(
-                f"{label:28s} {took:6.2f}s {floor:9.2f}s {took / python:8.1f}x {took / floor:11.2f}x  "
-                f"{', '.join(libs) or '-'}"
+                f"{label:28s} {took:6.2f}s {pd_sa:6.2f}s {took / pd_sa:7.2f}x {floor:9.2f}s {took / floor:11.2f}x "
+                f"{took / python:8.1f}x  {', '.join(libs) or '-'}"
             )
     finally:
         shutil.rmtree(scratch, ignore_errors=True)

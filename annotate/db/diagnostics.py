@@ -8,7 +8,7 @@ from typing import Any
 import pandas as pd
 from sqlalchemy import select
 
-from annotate.db import models as m
+from annotate.db import tables as m
 from annotate.db.engine import utcnow
 from annotate.db.store_base import Component
 

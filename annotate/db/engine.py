@@ -43,10 +43,9 @@ from pathlib import Path
 from typing import Any
 
 import pandas as pd
-from sqlalchemy import Table, event, text
+from sqlalchemy import Table, create_engine, event, text
 from sqlalchemy.engine import URL, Connection, Engine, make_url
 from sqlalchemy.exc import ArgumentError, DBAPIError
-from sqlmodel import create_engine
 
 from annotate.config import DEFAULT_BUSY_TIMEOUT, ensure_private_dir, redact_url
 from annotate.errors import AnnotateError, InputError, StateError, StoreError

@@ -17,7 +17,7 @@ from sqlalchemy import func, select, text
 from sqlalchemy.engine import Connection
 
 from annotate.columns import RESPONSE_COLUMNS, RESPONSE_KEY
-from annotate.db import models as m
+from annotate.db import tables as m
 from annotate.db.engine import db_timestamp, translating, utcnow
 
 

@@ -7,7 +7,7 @@ from typing import Any
 import pandas as pd
 from sqlalchemy import ColumnElement, and_, case, select
 
-from annotate.db import models as m
+from annotate.db import tables as m
 from annotate.db.engine import frame
 from annotate.db.store_base import Component
 

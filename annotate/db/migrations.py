@@ -11,13 +11,27 @@ from collections.abc import Callable
 
 from sqlalchemy import Table, func, inspect, select
 from sqlalchemy.engine import Connection, Engine
-from sqlmodel import SQLModel
 
-from annotate.db import models as m
+from annotate.db import tables as m
 from annotate.db.engine import utcnow
 from annotate.errors import StoreError
 
 SCHEMA_VERSION = 13
+
+
+def _create(conn: Connection, tables: list[Table]) -> None:
+    """CREATE TABLE from the schema's declaration (``models``, SQLModel), for the named tables.
+
+    The queries use the declaration's Core image (``tables``, generated from it and checked equal
+    by tests/db/test_tables.py); the declaration is loaded only here, where a store is created or
+    upgraded, so everyday commands start without SQLModel and pydantic.
+    """
+    from sqlmodel import SQLModel
+
+    from annotate.db import models  # noqa: F401  (declares the tables on SQLModel.metadata)
+
+    declared = SQLModel.metadata.tables
+    SQLModel.metadata.create_all(conn, tables=[declared[t.name] for t in tables])
 
 
 def _v1(conn: Connection) -> None:
@@ -27,7 +41,7 @@ def _v1(conn: Connection) -> None:
         m.RESPONSE,
         m.RESPONSE_HISTORY,
     ]
-    SQLModel.metadata.create_all(conn, tables=tables)
+    _create(conn, tables)
 
 
 def _v2(conn: Connection) -> None:
@@ -43,22 +57,22 @@ def _v2(conn: Connection) -> None:
         m.ANNOTATION_HISTORY,
         m.QUARANTINE,
     ]
-    SQLModel.metadata.create_all(conn, tables=tables)
+    _create(conn, tables)
 
 
 def _v3(conn: Connection) -> None:
-    SQLModel.metadata.create_all(conn, tables=[m.FINAL_LABEL, m.ESCALATION])
+    _create(conn, [m.FINAL_LABEL, m.ESCALATION])
 
 
 def _v4(conn: Connection) -> None:
-    SQLModel.metadata.create_all(conn, tables=[m.RESPONSE_FEATURE, m.DIAGNOSIS])
+    _create(conn, [m.RESPONSE_FEATURE, m.DIAGNOSIS])
 
 
 def _add_columns(conn: Connection, table: Table, names: tuple[str, ...]) -> None:
     """ALTER TABLE ... ADD COLUMN for the model's columns the table lacks.
 
     A store created by this version already has them: ``_v2`` creates its tables from today's
-    models. The types come from the models, compiled for the connection's dialect.
+    declaration. The types come from the schema (``tables``), compiled for the connection's dialect.
     """
     have = {c["name"] for c in inspect(conn).get_columns(table.name)}
     for name in names:
@@ -176,7 +190,7 @@ def migrate(engine: Engine, *, create: bool) -> None:
             continue
         with engine.begin() as conn:
             if version == 1:
-                SQLModel.metadata.create_all(conn, tables=[m.SCHEMA_VERSION_T])
+                _create(conn, [m.SCHEMA_VERSION_T])
             apply(conn)
             conn.execute(
                 m.SCHEMA_VERSION_T.insert(),

@@ -9,7 +9,7 @@ from typing import Any
 import pandas as pd
 from sqlalchemy import ColumnElement, and_, false, func, or_, select
 
-from annotate.db import models as m
+from annotate.db import tables as m
 from annotate.db.engine import begin_write, frame
 from annotate.db.ingest_tx import IngestTransaction
 from annotate.db.store_base import Component

@@ -9,7 +9,7 @@ from typing import Any
 import pandas as pd
 from sqlalchemy import func, select
 
-from annotate.db import models as m
+from annotate.db import tables as m
 from annotate.db.engine import begin_write, bulk_insert, frame, utcnow
 from annotate.db.judges import same_response
 from annotate.db.store_base import Component
