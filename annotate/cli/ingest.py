@@ -120,6 +120,15 @@ class _IngestCommand(click.Command):
     help="Read Inspect logs written by `annotate writeback` (refused otherwise): their human labels become "
     "the judge human-review:<judge>, never the judge's own verdicts.",
 )
+@click.option(
+    "--max-values",
+    type=click.IntRange(min=1),
+    default=None,
+    metavar="N",
+    help="Parse JSON texts of up to N values each (keys included), for a genuine file over the bounds: by "
+    "default 1,000,000 in a JSON Lines line, an archive's sample or a field holding JSON, and 10,000,000 in a "
+    "whole document. Each value may take about 100 bytes of memory.",
+)
 @click.option("--json", "as_json", is_flag=True, help="Print the outcome as JSON.")
 @workspace_options
 def ingest(
@@ -136,6 +145,7 @@ def ingest(
     allow_written_back: bool,
     as_json: bool,
     column_map: tuple[str, ...] = (),
+    max_values: int | None = None,
 ) -> None:
     """Read benchmark results into the store, mapping every verdict under one rubric.
 
@@ -199,6 +209,7 @@ def ingest(
                 on_skip=lambda p, why: skipped.append((p, why)),
                 allow_written_back=allow_written_back,
                 column_map=column_map,
+                max_values=max_values,
             )
     finally:
         for bar in bars:

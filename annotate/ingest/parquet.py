@@ -16,7 +16,9 @@ declares and from its dictionaries alone:
   size, at least ``DECODED_FLOOR``), or the file is refused before any row is decoded.
 
 Rows are then read row group by row group (:func:`batches`), in batches small enough that the
-dictionary values of their top-level columns expand to at most ``BATCH_BYTES``.
+dictionary values of their top-level columns expand to at most ``BATCH_BYTES``, and made Python
+rows at most ``max_values`` values at a time (:func:`python_rows`: a row holding more is refused,
+not built).
 
 What it cannot see: the page headers themselves (pyarrow exposes only the footer), so a file
 whose footer understates a chunk's uncompressed size is bounded by what the footer says, not by
@@ -114,6 +116,53 @@ def batches(parquet_file: Any, reading: Plan) -> Iterator[Any]:
     """The file's record batches, row group by row group, each of its plan's size."""
     for i, rows in enumerate(reading.batch_rows):
         yield from parquet_file.iter_batches(batch_size=rows, row_groups=[i])
+
+
+def python_rows(batch: Any, max_values: int) -> Iterator[dict[str, Any] | str]:
+    """A record batch's rows as Python dicts, built at most ``max_values`` values at a time; a row
+    that alone holds more values is not built: the message saying so stands in its place.
+
+    ``to_pylist`` builds a Python object for every value (about 60 bytes apiece, against Arrow's 8):
+    a batch of a few rows holding long lists would otherwise be built whole. The values of a slice
+    of rows are counted in Arrow first (:func:`arrow_values`, nothing converted); a slice over the
+    bound is halved until it fits.
+    """
+    if batch.num_rows == 0:
+        return
+    count = sum(arrow_values(column) for column in batch.columns)
+    if count <= max_values:
+        yield from batch.to_pylist()
+    elif batch.num_rows == 1:
+        yield (
+            f"the row holds {count:,} values (its lists and their items, counted before they are built), more "
+            f"than the {max_values:,} annotate builds in one row: each becomes a Python object of up to about "
+            f"100 bytes. If the data is genuine, pass --max-values {count:,} on a machine with the memory for it"
+        )
+    else:
+        half = batch.num_rows // 2
+        yield from python_rows(batch.slice(0, half), max_values)
+        yield from python_rows(batch.slice(half), max_values)
+
+
+def arrow_values(array: Any) -> int:
+    """The Python objects ``array.to_pylist()`` builds, at most: one per slot, plus the values of its
+    lists, structs (keys included, as in a JSON text) and maps, recursively (counted on the array's
+    own slice, nothing converted)."""
+    import pyarrow as pa
+
+    kind = array.type
+    count = len(array)
+    if pa.types.is_struct(kind):  # a dict per row: its keys, and its values
+        count += kind.num_fields * len(array) + sum(arrow_values(child) for child in array.flatten())
+    elif pa.types.is_map(kind):  # a list of (key, value) tuples per row; keys/items ignore the slice
+        if len(array):
+            start, end = array.offsets[0].as_py(), array.offsets[-1].as_py()
+            count += end - start
+            count += arrow_values(array.keys.slice(start, end - start))
+            count += arrow_values(array.items.slice(start, end - start))
+    elif pa.types.is_list(kind) or pa.types.is_large_list(kind) or pa.types.is_fixed_size_list(kind):
+        count += arrow_values(array.flatten())
+    return count
 
 
 def _longest_entries(dictionaries: Any, group: int, columns: set[int]) -> dict[int, int]:

@@ -1,4 +1,4 @@
-"""What every format reader yields, and the strict readers of JSON, JSONL and CSV they share.
+"""What every format reader yields, and the strict readers of JSON and JSONL they share.
 
 A reader is a generator ``read(path, ctx) -> Iterator[Record | Problem | SetAside]``:
 
@@ -23,10 +23,12 @@ record starts, ``end_line`` where it ends) and the 1-based item number otherwise
 Readers read the file through ``ReadContext.open`` (or ``open_random`` for ZIP and Parquet), so
 that `annotate ingest` hashes the bytes actually parsed (``annotate.fileio.InputFile``). JSON is
 read strictly: duplicate keys in an object, ``NaN`` / ``Infinity`` literals and nesting deeper
-than Python can parse are problems, not silently resolved. A JSONL line, and a CSV field, may
-hold up to ``MAX_FIELD_BYTES``; a single-document file up to ``MAX_DOCUMENT_BYTES`` (for the
-readers that pass it). Names the outputs reserve for their own groups (``reserved_name_problem``)
-and paths that are not regular files (``file_kind_problem``, before anything is opened) are
+than Python can parse are problems, not silently resolved, and a JSON text that may parse to
+more values than its bound is refused before it is parsed (``annotate.json_bound``). A JSONL line,
+and a CSV field, may hold up to ``MAX_FIELD_BYTES``; a single-document file up to
+``MAX_DOCUMENT_BYTES`` (for the readers that pass it); CSV is read by ``annotate.ingest.csv_reader``.
+Names the outputs reserve for their own groups (``reserved_name_problem``) and paths that are not
+regular files (``file_kind_problem``, before anything is opened) are
 refused here too.
 """
 
@@ -38,7 +40,7 @@ import os
 import re
 import stat
 import sys
-from collections.abc import Generator, Iterable, Iterator
+from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -46,6 +48,12 @@ from typing import IO, TYPE_CHECKING, Any, Protocol
 
 from annotate.columns import RESERVED_NAMES
 from annotate.fileio import InputFile, open_input
+from annotate.json_bound import (
+    MAX_DOCUMENT_VALUES,
+    MAX_SAMPLE_VALUES,
+    json_values_over,
+    too_many_values,
+)
 
 if TYPE_CHECKING:
     from annotate.ingest.formats.generic import ColumnMap
@@ -53,9 +61,6 @@ if TYPE_CHECKING:
 BOM = b"\xef\xbb\xbf"
 #: The longest JSONL line and the largest CSV field read (the same limit for both formats).
 MAX_FIELD_BYTES = 64 * 1024 * 1024
-#: A CSV record spanning more physical lines than this has lost its quoting: the file is refused.
-#: (The longest record of the XSTest files spans 34 lines.)
-MAX_RECORD_LINES = 1_000
 
 
 def limit_text() -> str:
@@ -128,6 +133,8 @@ class ReadContext:
     to advise instead of ``--replace`` when a row's key is already stored with other content
     (e.g. garak: a model named only by its endpoint, so two runs of one target share their keys);
     ``recorded``, what the reader read the file with, kept in the ingest run's options (provenance).
+    ``max_values`` (``ingest --max-values``): the most values one JSON text may parse to, instead of
+    ``MAX_SAMPLE_VALUES`` / ``MAX_DOCUMENT_VALUES`` (``value_limit``).
     ``column_map`` (``ingest --map``, annotate.toml's ``[ingest.map]``): the file's column that
     holds each field, for the readers of tables (``annotate.ingest.formats.generic.ColumnMap``).
     """
@@ -142,6 +149,12 @@ class ReadContext:
     conflict_hint: str | None = None
     column_map: ColumnMap | None = None
     recorded: dict[str, Any] = field(default_factory=dict)
+    max_values: int | None = None
+
+    def value_limit(self, default: int) -> int:
+        """The most values one JSON text may parse to: ``default`` (``MAX_SAMPLE_VALUES`` or
+        ``MAX_DOCUMENT_VALUES``), unless ``ingest --max-values`` said otherwise."""
+        return default if self.max_values is None else self.max_values
 
     def tick(self, nbytes: int) -> None:
         if self.progress is not None:
@@ -532,9 +545,14 @@ def _value_error(exc: ValueError) -> str:
     return str(exc)
 
 
-def parse_json_text(text: str, *, nan: bool = False) -> tuple[Any, None] | tuple[None, Problem]:
+def parse_json_text(
+    text: str, *, nan: bool = False, max_values: int | None = None, what: str = "the JSON text"
+) -> tuple[Any, None] | tuple[None, Problem]:
     """(value, None) for a whole JSON text, or (None, the Problem with its line) when it is not strict JSON
-    (``nan``: NaN and Infinity are numbers, as the format writing them says)."""
+    (``nan``: NaN and Infinity are numbers, as the format writing them says) or may hold more than
+    ``max_values`` values (:func:`json_values_over`; ``what`` names the text in that message)."""
+    if max_values is not None and (count := json_values_over(text, max_values)) is not None:
+        return None, Problem(1, too_many_values(count, max_values, what), fatal=True)
     try:
         return (NAN_JSON if nan else STRICT_JSON).decode(text), None
     except StrictJSONError as exc:
@@ -549,9 +567,14 @@ def parse_json_text(text: str, *, nan: bool = False) -> tuple[Any, None] | tuple
         return None, Problem(1, "not readable: the JSON is nested too deeply", fatal=True)
 
 
-def load_json_bytes(data: bytes, *, nan: bool = False) -> tuple[Any, None] | tuple[None, Problem]:
-    """A whole JSON document (UTF-8, an optional BOM) parsed strictly, or the fatal Problem (``nan``: as
-    :func:`parse_json_text`)."""
+def load_json_bytes(
+    data: bytes, *, nan: bool = False, max_values: int = MAX_DOCUMENT_VALUES, what: str = "the document"
+) -> tuple[Any, None] | tuple[None, Problem]:
+    """A whole JSON document (UTF-8, an optional BOM) parsed strictly, or the fatal Problem (``nan``,
+    ``max_values`` and ``what``: as :func:`parse_json_text`; the values are counted in the bytes,
+    before they are decoded)."""
+    if (count := json_values_over(data, max_values)) is not None:
+        return None, Problem(1, too_many_values(count, max_values, what), fatal=True)
     text = _document_text(data)
     if isinstance(text, Problem):
         return None, text
@@ -603,8 +626,10 @@ def load_json_object(
 
     Shared by the readers of single-document formats (HarmBench, JailbreakBench, Inspect JSON,
     promptfoo); errors carry the text line where they are. A file over ``max_bytes`` is refused
-    before it is read (:func:`document_too_large`); the bytes are dropped once decoded, so that
-    the bytes, the text and the parsed objects are never all held at once.
+    before it is read (:func:`document_too_large`), and one that may parse to more than
+    ``ctx.value_limit(MAX_DOCUMENT_VALUES)`` values before it is parsed (:func:`json_values_over`); the
+    bytes are dropped once decoded, so that the bytes, the text and the parsed objects are never all
+    held at once.
     """
     with ctx.open(path) as fh:
         if max_bytes is not None:
@@ -617,6 +642,9 @@ def load_json_object(
         else:
             data = fh.read()
     ctx.tick(len(data))
+    limit = ctx.value_limit(MAX_DOCUMENT_VALUES)
+    if (count := json_values_over(data, limit)) is not None:
+        return Problem(1, too_many_values(count, limit, "the document"), fatal=True)
     text = _document_text(data)
     del data
     if isinstance(text, Problem):
@@ -636,14 +664,16 @@ def json_lines(
 ) -> Iterator[tuple[int, dict[str, Any]] | Problem]:
     """(line number, object) for each JSON object line of a JSONL file, or a Problem for the line.
 
-    Blank lines are skipped; a line that is not strict JSON, not UTF-8, not a JSON object, or
-    longer than ``MAX_FIELD_BYTES`` is a Problem and reading goes on with the next line (JSONL
-    lines cannot run into each other); a line that stops inside its value says whether the file
+    Blank lines are skipped; a line that is not strict JSON, not UTF-8, not a JSON object, longer
+    than ``MAX_FIELD_BYTES``, or that may parse to more than ``ctx.value_limit(MAX_SAMPLE_VALUES)``
+    values (``json_values_over``, counted before it is parsed) is a Problem and reading goes on with
+    the next line (JSONL lines cannot run into each other); a line that stops inside its value says whether the file
     looks truncated (``json_line_error``). A file that is one JSON array (``json_array_problem``)
     is one fatal Problem. A UTF-8 BOM before the first line is allowed (Windows tools write
     one). Progress is reported in bytes. Shared by the JSONL readers (generic, garak, lm-eval).
     """
     decode = STRICT_JSON.decode
+    value_limit = ctx.value_limit(MAX_SAMPLE_VALUES)
     consumed = 0
     limit = MAX_FIELD_BYTES + 1
     first = True  # no line with content read yet: a file that opens with "[" is a JSON array
@@ -671,6 +701,9 @@ def json_lines(
                     yield Problem(lineno, array, fatal=True)
                     return
             first = False
+            if (count := json_values_over(raw, value_limit)) is not None:
+                yield Problem(lineno, too_many_values(count, value_limit, "the line"))
+                continue
             try:
                 obj = decode(raw.decode("utf-8"))
             except UnicodeDecodeError as exc:
@@ -701,7 +734,10 @@ def json_lines(
 def json_array_problem(line: bytes) -> str | None:
     """Why a JSONL file whose first line is ``line`` (it starts with ``[``) is one JSON array rather
     than JSON Lines, or None: the line opens an array that does not close on it (a pretty-printed
-    array), or is an array holding objects (a whole array on one line)."""
+    array), or is an array holding objects (a whole array on one line). A line that may hold more than
+    ``MAX_SAMPLE_VALUES`` values is not parsed here (None: the line is refused for that by its reader)."""
+    if json_values_over(line, MAX_SAMPLE_VALUES) is not None:
+        return None
     try:
         value = STRICT_JSON.decode(line.decode("utf-8"))
     except (ValueError, RecursionError):
@@ -741,177 +777,6 @@ def json_line_error(raw: bytes, exc: ValueError, *, last: bool) -> str:
         "break inside a string is written \\n; a pretty-printed object spans several lines: write it compactly, "
         "e.g. jq -c . FILE)"
     )
-
-
-class _LostPlace(Exception):
-    """The CSV reader cannot tell where records begin any more (raised from the line feed)."""
-
-
-def csv_records(
-    path: Path, ctx: ReadContext, *, delimiter: str = ",", tick_every: int = 1024
-) -> Generator[tuple[int, int, list[str]] | Problem, None, None]:
-    """The header, then each record of a CSV file with the lines it spans, or a Problem.
-
-    Yields ``(1, end, header)`` first (or one fatal Problem and stops: empty file, unreadable
-    or non-UTF-8 header); then ``(line, end, cells)`` per record, where ``line`` is where the
-    record starts and ``end`` where it ends (quoted fields may hold line breaks). A record that
-    is not UTF-8, or has the wrong number of fields on a single line, is a Problem on its
-    starting line and reading goes on. Anything that means the reader has lost its place is a fatal
-    Problem and reading stops: a CSV syntax error (read with ``strict``: a stray quote, a quote
-    never closed), a field larger than ``MAX_FIELD_BYTES``, a record spanning more than
-    ``MAX_RECORD_LINES`` lines, or a record spanning several lines with the wrong number of
-    fields (the mark of a quote opened in one row and closed in another). Lines end with LF or
-    CRLF, or with a bare CR (old Mac files: the first line end decides, ``_bare_cr``; a LF in an
-    unquoted field of such a file is then a lost place, with a message on its mixed line ends).
-    Lines are decoded one by one (so a bad byte is pinned to its record), a UTF-8 BOM is dropped,
-    empty records are skipped, and progress is reported in bytes. Shared by the CSV readers
-    (generic, XSTest).
-    Problems carry ``end_line``, the record's last line.
-
-    Note: the csv module's field limit is process-wide; it is set to ``MAX_FIELD_BYTES`` here.
-    """
-    import csv
-
-    # JSONL lines and CSV fields have the same limit (the csv module's default is 128 Ki characters).
-    csv.field_size_limit(MAX_FIELD_BYTES)
-    consumed = 0
-    bad: list[int] = []  # physical lines that were not UTF-8, ascending
-    record_start = [1]  # the physical line where the record being read starts
-    limit = MAX_FIELD_BYTES + 1
-
-    def lines(fh: Any, end: bytes) -> Iterator[str]:
-        nonlocal consumed
-        readline = fh.readline if end == b"\n" else _cr_line_reader(fh)
-        number = 0
-        while raw := readline(limit):
-            number += 1
-            consumed += len(raw)
-            if len(raw) == limit and not raw.endswith(end):
-                raise _LostPlace(f"line {number} is longer than {limit_text()}")
-            if number - record_start[0] >= MAX_RECORD_LINES:
-                raise _LostPlace(
-                    f"the record spans more than {MAX_RECORD_LINES:,} lines (to line {number}): a quote is "
-                    "probably not closed where it should be; a field that really holds that many lines "
-                    "can be ingested from JSONL"
-                )
-            if number == 1:
-                raw = raw.removeprefix(BOM)
-            try:
-                yield raw.decode("utf-8")
-            except UnicodeDecodeError:
-                bad.append(number)
-                yield raw.decode("utf-8", errors="replace")
-
-    def bad_before(line: int) -> list[int]:
-        found = [n for n in bad if n < line]
-        del bad[: len(found)]
-        return found
-
-    def lost(line: int, reader: Any, what: str) -> Problem:
-        end = max(reader.line_num, line)
-        span = f"line {line}" if end == line else f"lines {line}-{end}"
-        if bare_cr and "new-line" in what:
-            what = (
-                "a line feed in an unquoted field of a file whose lines end with a bare carriage return (old "
-                "Mac line ends): its line ends are mixed; convert them to one kind, e.g. with dos2unix -c mac"
-            )
-        return Problem(
-            line,
-            f"the CSV cannot be read reliably from the record on {span} ({what}); nothing after it can be "
-            "trusted, so the file is refused even with --skip-invalid. Fix the quoting (a field holding "
-            'a quote must be quoted, with the quote doubled: "say ""hi"""), or write the file as JSONL',
-            fatal=True,
-            end_line=end,
-        )
-
-    with ctx.open(path) as fh:
-        # Lines end with LF or CRLF, or (old Mac files) with a bare CR: the first line end decides.
-        bare_cr = _bare_cr(os.pread(fh.fileno(), _CR_HEAD, 0))
-        reader = csv.reader(lines(fh, b"\r" if bare_cr else b"\n"), delimiter=delimiter, strict=True)
-        try:
-            header = next(reader)
-        except StopIteration:
-            yield Problem(1, "empty file: expected a header row", fatal=True)
-            return
-        except (csv.Error, _LostPlace) as exc:
-            yield Problem(1, f"unreadable CSV header ({exc})", fatal=True, end_line=reader.line_num)
-            return
-        if bad:
-            yield Problem(1, "the header is not valid UTF-8 text", fatal=True)
-            return
-        yield 1, reader.line_num, header
-        start = reader.line_num + 1
-        rows = 0
-        while True:
-            record_start[0] = start
-            try:
-                cells = next(reader)
-            except StopIteration:
-                break
-            except (csv.Error, _LostPlace) as exc:
-                yield lost(start, reader, str(exc))
-                return
-            line, start = start, reader.line_num + 1
-            end = start - 1
-            undecodable = bad_before(start)
-            if undecodable:
-                yield Problem(line, f"not valid UTF-8 text (line {undecodable[0]})", end_line=end)
-                continue
-            if not cells:
-                continue
-            rows += 1
-            if rows % tick_every == 0:
-                ctx.tick(consumed)
-            if len(cells) != len(header):
-                if end > line:
-                    yield lost(line, reader, f"{len(cells)} fields where the header has {len(header)}")
-                    return
-                yield Problem(line, f"expected {len(header)} fields, found {len(cells)}", end_line=end)
-                continue
-            yield line, end, cells
-    ctx.tick(consumed)
-
-
-#: The bytes of a CSV file that decide its line ends (``_bare_cr``).
-_CR_HEAD = 64 * 1024
-
-
-def _bare_cr(head: bytes) -> bool:
-    r"""Whether a CSV file's lines end with a bare CR (classic Mac OS, old Excel for Mac): its first
-    line end (in ``head``, its first bytes) is a CR not followed by a LF.
-
-    >>> _bare_cr(b"a,b\rc,d\r"), _bare_cr(b"a,b\r\nc,d"), _bare_cr(b"a,b\nc\rd"), _bare_cr(b"a,b")
-    (True, False, False, False)
-    """
-    cr, lf = head.find(b"\r"), head.find(b"\n")
-    if cr < 0 or (0 <= lf < cr):
-        return False
-    return head[cr + 1 : cr + 2] != b"\n" and cr + 1 < len(head)
-
-
-def _cr_line_reader(fh: Any, chunk: int = 1 << 20) -> Any:
-    """A ``readline(limit)`` for a file whose lines end with a bare CR: each line with its CR (a
-    line longer than ``limit`` comes in pieces of ``limit`` bytes, as ``readline`` gives them)."""
-    buf = b""
-    pos = 0
-
-    def readline(limit: int) -> bytes:
-        nonlocal buf, pos
-        while True:
-            i = buf.find(b"\r", pos, pos + limit)
-            if i >= 0:
-                line, pos = buf[pos : i + 1], i + 1
-                return line
-            if len(buf) - pos >= limit:
-                line, pos = buf[pos : pos + limit], pos + limit
-                return line
-            more = fh.read(chunk)
-            if not more:
-                line, buf, pos = buf[pos:], b"", 0
-                return line
-            buf, pos = buf[pos:] + more, 0
-
-    return readline
 
 
 def object_field(obj: dict[str, Any], key: str) -> dict[str, Any]:

@@ -323,6 +323,7 @@ def ingest_file(
     command_first_id: int = 1,
     allow_written_back: bool = False,
     column_maps: ColumnMaps | None = None,
+    max_values: int | None = None,
 ) -> IngestOutcome:
     """Validate and ingest one file inside the command's transaction.
 
@@ -334,7 +335,9 @@ def ingest_file(
     Raises InputError (``FileRefused``, listing every problem, capped) and calls
     ``tx.abort()`` when the file has malformed rows, unknown verdicts or conflicting keys,
     unless ``skip_invalid`` (bad rows go to a rejects file, with the lines they span) or
-    ``replace`` (conflicting rows overwrite, old values kept in response_history). A fatal
+    ``replace`` (conflicting rows overwrite, old values kept in response_history). ``max_values``
+    (``--max-values``): the most values one JSON text may parse to, instead of the readers' bounds
+    (``annotate.json_bound``). A fatal
     problem (the reader lost its place in the file, or could not read it at all) refuses the
     file even with ``skip_invalid``. Rows are written as they are read even once the file (or
     an earlier file of the command) is known to be refused: the transaction is rolled back
@@ -362,6 +365,7 @@ def ingest_file(
             source=source,
             allow_written_back=allow_written_back,
             column_map=column_map if takes_map else None,
+            max_values=max_values,
         )
         if column_map is not None and column_map.explicit and not takes_map:
             ctx.notes.append(
@@ -409,6 +413,7 @@ def ingest_file(
         "skip_invalid": skip_invalid,
         "replace": replace,
         **({"allow_written_back": True} if allow_written_back else {}),  # human labels read as a judge
+        **({"max_values": max_values} if max_values is not None else {}),  # the parse bound was raised
         **ctx.recorded,  # what the reader read the file with (e.g. the column map applied)
     }
     _record_run(tx, outcome, rubric, module.DEFAULT_RUBRIC, started, options)

@@ -60,6 +60,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from annotate.errors import InputError
+from annotate.json_bound import MAX_DOCUMENT_VALUES, json_values_over, too_many_values
 
 if TYPE_CHECKING:
     from annotate.labelstudio.labelconfig import LabelConfig
@@ -464,7 +465,12 @@ def read_export_file(path: Path) -> list[dict[str, Any]]:
                 f"{path}: {size:,} bytes is more than an export may hold ({MAX_EXPORT_BYTES:,}); "
                 "export the project in parts (by task ids) and pull each part."
             )
-        text = path.read_bytes().decode("utf-8")
+        raw = path.read_bytes()
+        if (count := json_values_over(raw, MAX_DOCUMENT_VALUES)) is not None:
+            advice = "Export the project in parts (by task ids) and pull each part."
+            raise InputError(f"{path}: {too_many_values(count, MAX_DOCUMENT_VALUES, 'the export', advice)}")
+        text = raw.decode("utf-8")
+        del raw
         data = json.loads(text, object_pairs_hook=_no_repeated_keys)
     except FileNotFoundError:
         raise InputError(f"{path}: no such file") from None

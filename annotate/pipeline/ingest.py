@@ -189,6 +189,7 @@ def ingest(
     on_skip: SkipCallback | None = None,
     allow_written_back: bool = False,
     column_map: Iterable[str] = (),
+    max_values: int | None = None,
 ) -> list[IngestOutcome]:
     """Validate and ingest the files all-or-nothing (see ``annotate.ingest.run.ingest_paths``).
 
@@ -198,7 +199,8 @@ def ingest(
     workspace), else the shipped defaults. ``allow_written_back``: read Inspect logs that
     ``annotate writeback`` wrote (their human labels, as the judge ``human-review:<judge>``).
     ``column_map``: the texts of ``--map`` (``FIELD=COLUMN,...``), over annotate.toml's
-    ``[ingest.map]``; both are checked before any file is read.
+    ``[ingest.map]``; both are checked before any file is read. ``max_values`` (``--max-values``):
+    the most values one JSON text of the files may parse to (``annotate.json_bound``).
     """
     if fmt != "auto":
         reader_module(fmt)  # validates the name before anything else
@@ -231,4 +233,5 @@ def ingest(
         rejects_dir=s.ws.rejects_dir,
         allow_written_back=allow_written_back,
         column_maps=maps,
+        max_values=max_values,
     )

@@ -20,7 +20,7 @@ import pytest
 from annotate.cli import cli
 from annotate.config import open_workspace
 from annotate.db.store import open_store
-from annotate.ingest import records, run
+from annotate.ingest import csv_reader, records, run
 from tests.helpers import generic_row, write_csv, write_jsonl
 
 
@@ -197,7 +197,7 @@ def test_the_fatal_problem_is_shown_after_any_number_of_others(workspace, runner
 
 def test_a_csv_record_spanning_an_implausible_number_of_lines_is_fatal(workspace, runner, tmp_path, monkeypatch):
     _, prefix = workspace
-    monkeypatch.setattr(records, "MAX_RECORD_LINES", 50, raising=False)
+    monkeypatch.setattr(csv_reader, "MAX_RECORD_LINES", 50)
     rows = [generic_row(i) for i in range(5)]
     rows[3]["response"] = "\n".join(f"line {n}" for n in range(80))
     path = write_csv(tmp_path / "tall.csv", rows)
@@ -243,7 +243,7 @@ def test_jsonl_lines_and_csv_fields_share_one_limit(workspace, runner, tmp_path,
     result = ingest(runner, prefix, path, "--skip-invalid")
     assert result.exit_code == 0 and "2 added" in result.output and "1 rejected" in result.output
     assert csv.field_size_limit() >= 4096
-    list(records.csv_records(write_csv(tmp_path / "a.csv", [generic_row(0)]), records.ReadContext()))
+    list(csv_reader.csv_records(write_csv(tmp_path / "a.csv", [generic_row(0)]), records.ReadContext()))
     assert csv.field_size_limit() == records.MAX_FIELD_BYTES
 
 

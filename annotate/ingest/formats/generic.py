@@ -67,18 +67,19 @@ from typing import Any
 
 from annotate.errors import InputError
 from annotate.ingest import parquet
+from annotate.ingest.csv_reader import csv_records
 from annotate.ingest.records import (
     STRICT_JSON,
     Item,
     Problem,
     ReadContext,
     Record,
-    csv_records,
     json_lines,
     placeholder,
     tool_call,
     transcript_or_none,
 )
+from annotate.json_bound import MAX_SAMPLE_VALUES, json_values_over, too_many_values
 
 NAME = "generic"
 DESCRIPTION = (
@@ -550,7 +551,7 @@ class TableRows:
     def _record(self, obj: dict[str, Any], line: int, extra: dict[str, Any] | None) -> Record | Problem:
         transcript = None
         if "messages" in obj:
-            conv = conversation(obj["messages"])
+            conv = conversation(obj["messages"], self.ctx.value_limit(MAX_SAMPLE_VALUES))
             if isinstance(conv, str):
                 return Problem(line, conv)
             turns, transcript = conv
@@ -656,10 +657,11 @@ def _read_parquet(path: Path, ctx: ReadContext, rows: TableRows) -> Iterator[Ite
             return
         row, total = 0, max(pf.metadata.num_rows, 1)
         try:
+            limit = ctx.value_limit(MAX_SAMPLE_VALUES)
             for batch in parquet.batches(pf, reading):
-                for obj in batch.to_pylist():
+                for obj in parquet.python_rows(batch, limit):
                     row += 1
-                    yield rows.item(obj, row)
+                    yield Problem(row, obj) if isinstance(obj, str) else rows.item(obj, row)
                 ctx.tick(size * row // total)  # progress is counted in bytes: scale rows to the file size
         except Exception as exc:  # a damaged page: pyarrow's OSError / ArrowInvalid / ...
             yield Problem(row + 1, f"unreadable Parquet data after row {row} ({exc})", fatal=True)
@@ -813,13 +815,17 @@ _PART_KINDS = {"image_url": "image", "input_image": "image", "input_audio": "aud
 _TEXT_PARTS = ("text", "input_text", "output_text")
 
 
-def conversation(value: Any) -> tuple[list[dict[str, Any]], list[dict[str, Any]] | None] | str:
+def conversation(
+    value: Any, max_values: int = MAX_SAMPLE_VALUES
+) -> tuple[list[dict[str, Any]], list[dict[str, Any]] | None] | str:
     """A ``messages`` field as (its turns, the transcript to store: None when the prompt and the
-    response show it whole), or why it cannot be read. ``value``: a list, or its JSON text; empty
-    or null is no conversation."""
+    response show it whole), or why it cannot be read. ``value``: a list, or its JSON text (not
+    parsed when it may hold more than ``max_values`` values); empty or null is no conversation."""
     if value is None or (isinstance(value, str) and not value.strip()):
         return [], None
     if isinstance(value, str):
+        if (count := json_values_over(value, max_values)) is not None:
+            return too_many_values(count, max_values, "field 'messages'")
         try:
             value = STRICT_JSON.decode(value)
         except RecursionError:

@@ -12,9 +12,11 @@ a hostile file: a member whose name leads outside the archive root (``../x``, ``
 refuses it; a member is decompressed in chunks against a byte budget, its declared size (at
 most ``MAX_MEMBER_BYTES`` of ``annotate.ingest.archive``), so a member that declares more is
 refused before it is decompressed and one that expands beyond what it declares (a decompression
-bomb) is refused at the budget, never after the bytes are allocated; only the methods Inspect writes (stored, Deflate,
-Zstandard) are read; and two members holding the same sample (id and epoch) are a problem, since
-Inspect would show both.
+bomb) is refused at the budget, never after the bytes are allocated; a member whose JSON may parse
+to more values than ``MAX_SAMPLE_VALUES`` (a sample; ``MAX_DOCUMENT_VALUES`` for the header and
+summaries) is not parsed (``json_values_over``: 128 MiB of ``{},{},...`` would become 45 million
+objects); only the methods Inspect writes (stored, Deflate, Zstandard) are read; and two members
+holding the same sample (id and epoch) are a problem, since Inspect would show both.
 
 Choices:
 
@@ -112,6 +114,7 @@ from annotate.ingest.records import (
     tool_call,
     transcript_or_none,
 )
+from annotate.json_bound import MAX_DOCUMENT_VALUES, MAX_SAMPLE_VALUES, json_values_over, too_many_values
 
 NAME = "inspect"
 DESCRIPTION = "Inspect AI eval log (.json or .eval) with per-sample scores"
@@ -292,7 +295,7 @@ def _read_archive(archive: zipfile.ZipFile, fh: IO[bytes], ctx: ReadContext) -> 
     if header_name is None:
         yield Problem(1, "the .eval archive has no header.json (nor _journal/start.json)", fatal=True)
         return
-    log = _zip_json(archive, fh, members[header_name])
+    log = _zip_json(archive, fh, members[header_name], ctx.value_limit(MAX_DOCUMENT_VALUES))
     if isinstance(log, str):
         yield Problem(1, f"{header_name}: {log}", fatal=True)
         return
@@ -308,14 +311,14 @@ def _read_archive(archive: zipfile.ZipFile, fh: IO[bytes], ctx: ReadContext) -> 
         yield Problem(1, "the log has no samples (was it written with log_samples=False?)")
         return
     # Which scorers answer Yes/No (their I is a grade not found), known before the first sample is read.
-    header["yes_no"], source = _archive_yes_no(archive, fh, members, sample_names)
+    header["yes_no"], source = _archive_yes_no(archive, fh, members, sample_names, ctx)
     consumed = 0
     seen: dict[tuple[str, int], str] = {}
     values: dict[str, set[str]] = {}
     all_read = True
     for number, name in enumerate(sample_names, start=1):
         info = members[name]
-        sample = _zip_json(archive, fh, info)
+        sample = _zip_json(archive, fh, info, ctx.value_limit(MAX_SAMPLE_VALUES))
         consumed += info.compress_size
         ctx.tick(consumed)
         if isinstance(sample, str):
@@ -338,12 +341,15 @@ def _read_archive(archive: zipfile.ZipFile, fh: IO[bytes], ctx: ReadContext) -> 
         )
 
 
-def _zip_json(archive: zipfile.ZipFile, fh: IO[bytes], info: zipfile.ZipInfo) -> Any:
-    """The parsed member (strict JSON), or an error message (a ``str``) when it cannot be read."""
+def _zip_json(archive: zipfile.ZipFile, fh: IO[bytes], info: zipfile.ZipInfo, max_values: int) -> Any:
+    """The parsed member (strict JSON), or an error message (a ``str``) when it cannot be read (among
+    them a member that may parse to more than ``max_values`` values: it is not parsed)."""
     data = member_bytes(archive, fh, info)
     if isinstance(data, str):
         return data
-    value, problem = load_json_bytes(data, nan=True)
+    if (count := json_values_over(data, max_values)) is not None:
+        return too_many_values(count, max_values, "the member")
+    value, problem = load_json_bytes(data, nan=True, max_values=max_values)
     if problem is not None:
         return f"{problem.message} (line {problem.line} of the member)"
     return value
@@ -423,7 +429,11 @@ def _yes_no(values: dict[str, set[str]]) -> set[str]:
 
 
 def _archive_yes_no(
-    archive: zipfile.ZipFile, fh: IO[bytes], members: dict[str, zipfile.ZipInfo], sample_names: list[str]
+    archive: zipfile.ZipFile,
+    fh: IO[bytes],
+    members: dict[str, zipfile.ZipInfo],
+    sample_names: list[str],
+    ctx: ReadContext,
 ) -> tuple[set[str], str | None]:
     """The Yes/No scorers of a ``.eval`` archive before its samples are read, and where that was read.
 
@@ -443,7 +453,7 @@ def _archive_yes_no(
     latest: dict[str, Any] = {}
     usable = bool(names)
     for name in names:
-        summaries = _zip_json(archive, fh, members[name])
+        summaries = _zip_json(archive, fh, members[name], ctx.value_limit(MAX_DOCUMENT_VALUES))
         if not isinstance(summaries, list) or not all(
             isinstance(x, dict) and isinstance(x.get("scores"), dict) for x in summaries
         ):
@@ -455,7 +465,7 @@ def _archive_yes_no(
         return _yes_no_scorers(list(latest.values())), names[0] if len(names) == 1 else "_journal/summaries/"
     values: dict[str, set[str]] = {}
     for name in sample_names:
-        sample = _zip_json(archive, fh, members[name])
+        sample = _zip_json(archive, fh, members[name], ctx.value_limit(MAX_SAMPLE_VALUES))
         if not isinstance(sample, str):
             _scorer_values(sample, values)
     return _yes_no(values), None

@@ -67,6 +67,7 @@ from annotate.ingest.records import (
     load_json_object,
     object_field,
 )
+from annotate.json_bound import MAX_SAMPLE_VALUES
 
 NAME = "jailbreakbench"
 DESCRIPTION = "JailbreakBench artifact JSON (parameters + jailbreaks[]) or evaluate_prompts evaluation.json"
@@ -389,7 +390,7 @@ def _sibling_method(folder: Path) -> str | None:
                 data = source.stream.read()
         except (InputError, OSError):
             continue
-        value, problem = load_json_bytes(data)
+        value, problem = load_json_bytes(data, max_values=MAX_SAMPLE_VALUES)
         if problem is None and isinstance(value, dict) and isinstance(value.get("parameters"), dict):
             method = _nonempty(value["parameters"].get("method"))
             if method is not None:

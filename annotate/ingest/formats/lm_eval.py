@@ -44,7 +44,16 @@ from typing import Any
 
 from annotate.errors import InputError
 from annotate.fileio import open_input
-from annotate.ingest.records import Item, Problem, ReadContext, Record, file_kind_problem, json_lines, load_json_bytes
+from annotate.ingest.records import (
+    Item,
+    Problem,
+    ReadContext,
+    Record,
+    file_kind_problem,
+    json_lines,
+    load_json_bytes,
+)
+from annotate.json_bound import MAX_SAMPLE_VALUES, json_values_over, too_many_values
 
 NAME = "lm-eval"
 DESCRIPTION = "lm-evaluation-harness --log_samples output: samples_<task>_<datetime>.jsonl"
@@ -128,6 +137,8 @@ def _results_model(path: Path) -> tuple[str | None, str]:
         return None, f"cannot be read ({str(exc).removeprefix(f'{path}: ')})"
     if len(raw) > MAX_RESULTS_BYTES:
         return None, f"is larger than {MAX_RESULTS_BYTES // 2**20} MiB (a results file is a summary): not read"
+    if (count := json_values_over(raw, MAX_SAMPLE_VALUES)) is not None:  # a summary: kilobytes of values
+        return None, f"is not read: {too_many_values(count, MAX_SAMPLE_VALUES, 'it')}"
     data, problem = load_json_bytes(raw)
     if problem is not None:
         return None, f"is not valid JSON ({problem.message})"
@@ -250,8 +261,8 @@ def _prompt(arguments: Any) -> str | None:
 def _render_chat(prompt: str) -> str:
     """A chat-templated prompt (the JSON text of ``[{role, content}, ...]``) made readable:
     one message is its content; several are ``role: content`` blocks. Other text is kept."""
-    if not prompt.startswith("[{"):
-        return prompt
+    if not prompt.startswith("[{") or json_values_over(prompt, MAX_SAMPLE_VALUES) is not None:
+        return prompt  # not a chat, or too large to parse (it is kept as the text it is)
     try:
         messages = json.loads(prompt)
     except (ValueError, RecursionError):

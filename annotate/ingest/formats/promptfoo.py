@@ -82,6 +82,7 @@ from annotate.ingest.records import (
     object_field,
     transcript_or_none,
 )
+from annotate.json_bound import MAX_SAMPLE_VALUES, json_values_over, too_many_values
 
 NAME = "promptfoo"
 DESCRIPTION = "promptfoo eval -o json export (results.results[] with gradingResult)"
@@ -269,7 +270,7 @@ def _result(result: Any, line: int, benchmark: str, several_prompts: bool, ctx: 
         return
     grading_meta = object_field(grading, "metadata")
     base_meta = _base_meta(result, grading_meta, test_idx)
-    transcript = _transcript(result, grading_meta)
+    transcript = _transcript(result, grading_meta, ctx.value_limit(MAX_SAMPLE_VALUES))
     if isinstance(transcript, str):
         yield Problem(line, f"{where}: {transcript}")
         return
@@ -475,8 +476,11 @@ def _strategy(result: dict[str, Any], grading_meta: dict[str, Any]) -> str | Non
     return None
 
 
-def _transcript(result: dict[str, Any], grading_meta: dict[str, Any]) -> list[dict[str, Any]] | None | str:
-    """The conversation behind a multi-turn result (see the module doc), None, or why it cannot be read."""
+def _transcript(
+    result: dict[str, Any], grading_meta: dict[str, Any], max_values: int
+) -> list[dict[str, Any]] | None | str:
+    """The conversation behind a multi-turn result (see the module doc), None, or why it cannot be read
+    (among them messages written as JSON text that may hold more than ``max_values`` values)."""
     response = result.get("response")
     for meta in (
         object_field(response, "metadata") if isinstance(response, dict) else {},
@@ -484,6 +488,8 @@ def _transcript(result: dict[str, Any], grading_meta: dict[str, Any]) -> list[di
     ):
         messages = meta.get("messages")
         if isinstance(messages, str):
+            if (count := json_values_over(messages, max_values)) is not None:
+                return too_many_values(count, max_values, "the response metadata's 'messages'")
             try:
                 messages = json.loads(messages)
             except ValueError:

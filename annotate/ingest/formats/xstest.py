@@ -46,7 +46,8 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-from annotate.ingest.records import Item, Problem, ReadContext, Record, SetAside, csv_records
+from annotate.ingest.csv_reader import csv_records
+from annotate.ingest.records import Item, Problem, ReadContext, Record, SetAside
 
 NAME = "xstest"
 DESCRIPTION = (
