@@ -50,6 +50,8 @@ import numpy as np
 import pandas as pd
 from numpy.typing import NDArray
 
+from annotate.stats._common import normal_quantile
+
 __all__ = [
     "DEFAULT_FDR",
     "FIGURES",
@@ -361,8 +363,6 @@ def reviews_to_detect(
     >>> out["reviews_per_clear_stratum"], out["capped"], round(out["se_difference"], 3)
     (36, False, 0.106)
     """
-    from scipy import special
-
     if not 0 < alpha < 1 or not 0 < power < 1:
         raise ValueError("alpha and power must be between 0 and 1")
     if models < 2:
@@ -385,7 +385,7 @@ def reviews_to_detect(
         v = (b**2 * var_a + a**2 * var_b - 2 * a * b * cov) / (a + b) ** 4
         return v, n_h, n_s, a, b
 
-    z = float(special.ndtri(1 - alpha / 2)) + float(special.ndtri(power))
+    z = normal_quantile(1 - alpha / 2) + normal_quantile(power)
     delta2 = (se_model - se_rest) ** 2
     _, n_h, n_s, a_m, b_m = strata(se_model, 1.0)
     cap = int(np.floor(min(n_h, n_s)))

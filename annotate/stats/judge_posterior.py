@@ -50,6 +50,8 @@ from typing import Any
 import numpy as np
 from numpy.typing import NDArray
 
+from annotate.stats._common import indicator_product
+
 __all__ = ["UrnStrata", "urn_draws"]
 
 #: Label codes: 0 harmful, 1 safe, 2 ambiguous, 3 no verdict (as in :mod:`annotate.stats.judges`).
@@ -149,8 +151,6 @@ def urn_draws(
         Per group, draw and judge, X[y, a] summed over the group's strata (a judge's "no verdict"
         counts nowhere).
     """
-    from scipy import sparse  # lazy: `annotate --help` and light commands never load SciPy
-
     S = len(st.sizes)
     J = st.labels.shape[1]
     D = int(draws)
@@ -170,7 +170,7 @@ def urn_draws(
     unseen = st.label_sets[None, None, :, :] & ~seen
     n_unseen = unseen.sum(axis=3)  # (S, 2, J)
     order = np.argsort(~unseen, axis=3, kind="stable")  # the unseen labels first, in code order
-    # Sparse map from the patterns' cells to (group, judge, cell) rows.
+    # The map from the patterns' cells to (group, judge, cell) rows (an indicator matrix).
     rows, cols = [], []
     memb_h = np.repeat(np.arange(S), [len(g) for g in st.groups])
     memb_g = np.array([g for gs in st.groups for g in gs], dtype=np.int64)
@@ -187,9 +187,7 @@ def urn_draws(
         g_idx = np.repeat(memb_g, counts)
         rows.append((g_idx * J + j) * 6 + cell[l_idx])
         cols.append(l_idx)
-    A = sparse.csr_matrix(
-        (np.ones(sum(len(c) for c in cols)), (np.concatenate(rows), np.concatenate(cols))), shape=(G * J * 6, L)
-    )
+    a_rows, a_cols, a_shape = np.concatenate(rows), np.concatenate(cols), (G * J * 6, L)
     pat_start = np.searchsorted(ph, np.arange(S), side="left")
     M = st.unlabelled.astype(np.int64)
     # Many unlabelled responses: Gamma draws and the multinomial as binomials over the pattern
@@ -265,7 +263,7 @@ def urn_draws(
             rows = resp_pattern[np.minimum(st.starts[exact, None, None] + picks, len(resp_pattern) - 1)]
             dd = np.broadcast_to(np.arange(b)[None, :, None], picks.shape)
             x_obs += np.bincount(rows[take] * b + dd[take], minlength=L * b).reshape(L, b)
-        cell_sums = np.asarray(A @ x_obs).reshape(G, J, 6, b)
+        cell_sums = indicator_product(a_rows, a_cols, a_shape, x_obs).reshape(G, J, 6, b)
         # the pseudo-response of each stratum and draw
         picked = st.starts[:, None] + np.floor(gen.random((S, b)) * r[:, None]).astype(np.int64)
         y = np.where(single[:, None], np.asarray(coin[d0 : d0 + b], dtype=np.int64)[None, :], st.human[picked])

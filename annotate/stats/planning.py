@@ -62,6 +62,7 @@ import pandas as pd
 from numpy.typing import NDArray
 
 from annotate.columns import JUDGE_LABELS
+from annotate.stats._common import normal_quantile
 
 __all__ = [
     "BUDGET_HIGH",
@@ -410,9 +411,7 @@ def plan_round(
     bad = set(strata["judge_label"].astype(str)) - set(JUDGE_LABELS)
     if bad:
         raise ValueError(f"Unknown judge_label values {sorted(bad)}; expected one of {list(JUDGE_LABELS)}.")
-    from scipy import special
-
-    z = float(special.ndtri(0.5 + confidence / 2.0))  # the normal quantile
+    z = normal_quantile(0.5 + confidence / 2.0)  # the normal quantile
     df = strata.reset_index(drop=True).copy()
     N = df["population"].to_numpy(dtype=np.float64)
     Ncell = df.groupby(["model", "benchmark"])["population"].transform("sum").to_numpy(dtype=np.float64)

@@ -24,7 +24,7 @@ from dataclasses import dataclass
 import numpy as np
 from numpy.typing import NDArray
 
-from annotate.stats._common import SeedLike, rng
+from annotate.stats._common import SeedLike, normal_cdf, normal_quantile, rng
 
 #: Fewer pairable values than this: no interval, and so no verdict (issue #23; docs/methods.md 9.13).
 MIN_PAIRABLE_VALUES = 30
@@ -188,13 +188,11 @@ def _bca(
     Phi(z0 + (z0 + z_q) / (1 - a (z0 + z_q))) for z_q = Phi^-1 of (1 -/+ confidence) / 2
     (Efron 1987; Efron & Tibshirani 1993, 14.3). Returns (low, high, why there is none).
     """
-    from scipy import special  # lazy, and scipy.special, not scipy.stats: half a second less to start
-
     B = reps.size
     below = (np.count_nonzero(reps < value) + 0.5 * np.count_nonzero(reps == value)) / B
     if not 0.0 < below < 1.0:
         return math.nan, math.nan, "every bootstrap replicate lies on one side of the estimate"
-    z0 = float(special.ndtri(below))
+    z0 = normal_quantile(below)
     ok = np.isfinite(jack)
     if ok.all() and freq.sum() >= 2:
         N = float(freq.sum())
@@ -207,9 +205,9 @@ def _bca(
     tail = (1.0 - confidence) / 2.0
     out = []
     for q in (tail, 1.0 - tail):
-        zq = float(special.ndtri(q))
+        zq = normal_quantile(q)
         w = z0 + (z0 + zq) / (1.0 - acc * (z0 + zq))
-        out.append(float(np.quantile(reps, float(special.ndtr(w)))))
+        out.append(float(np.quantile(reps, normal_cdf(w))))
     return out[0], out[1], None
 
 

@@ -8,6 +8,8 @@ from typing import Any
 import numpy as np
 from numpy.typing import NDArray
 
+from annotate.stats._common import normal_quantile
+
 __all__ = ["enclose", "equal_tailed", "wilson_interval"]
 
 
@@ -45,11 +47,9 @@ def wilson_interval(
     >>> wilson_interval(0, 0)
     (array(nan), array(nan))
     """
-    from scipy import special  # lazy, and scipy.special, not scipy.stats: half a second less to start
-
     x = np.asarray(x, dtype=np.float64)
     n = np.asarray(n, dtype=np.float64)
-    z = special.ndtri(0.5 + confidence / 2.0)  # the normal quantile (scipy.stats.norm.ppf)
+    z = normal_quantile(0.5 + confidence / 2.0)  # the normal quantile (scipy.stats.norm.ppf)
     with np.errstate(divide="ignore", invalid="ignore"):
         centre = (x + z * z / 2.0) / (n + z * z)
         half = z / (n + z * z) * np.sqrt(np.maximum(x * (n - x) / n, 0.0) + z * z / 4.0)

@@ -29,6 +29,7 @@ import pandas as pd
 from numpy.typing import NDArray
 
 from annotate.columns import JUDGE_LABELS
+from annotate.stats._common import chi2_sf, xlogy
 from annotate.stats.scoring._arrays import group_sum
 from annotate.stats.scoring.estimator import StratumTerms
 from annotate.stats.scoring.strata import H_CODE, S_CODE, Strata
@@ -221,15 +222,13 @@ def _two_phase_ll(
     fo: NDArray[np.float64],
 ) -> NDArray[np.float64]:
     """Per-cell log-likelihood: judge labels ~ Bin(N_C, q), human labels within each stratum."""
-    from scipy import special  # lazy: `annotate --help` and light commands never load SciPy
-
     return (
-        special.xlogy(NH, q)
-        + special.xlogy(NS, 1.0 - q)
-        + special.xlogy(yH, ppv)
-        + special.xlogy(rH - yH, 1.0 - ppv)
-        + special.xlogy(yS, fo)
-        + special.xlogy(rS - yS, 1.0 - fo)
+        xlogy(NH, q)
+        + xlogy(NS, 1.0 - q)
+        + xlogy(yH, ppv)
+        + xlogy(rH - yH, 1.0 - ppv)
+        + xlogy(yS, fo)
+        + xlogy(rS - yS, 1.0 - fo)
     )
 
 
@@ -263,8 +262,6 @@ def label_shift_test(st: Strata, terms: StratumTerms, donors: Donors, need: NDAr
     Predictive values differ across models under pure label shift, which is why testing them
     (the earlier check) refused valid pooling; Se and Sp are what borrowing needs.
     """
-    from scipy import special  # lazy, and scipy.special, not scipy.stats: half a second less to start
-
     B = len(st.benchmarks)
     nan = np.full(B, np.nan)
     out = LabelShiftTest(
@@ -354,7 +351,7 @@ def label_shift_test(st: Strata, terms: StratumTerms, donors: Donors, need: NDAr
     out.tested[ok] = True
     out.lr_stat[ok] = lr[ok]
     out.df[ok] = dfree[ok]
-    out.p_value[ok] = special.chdtrc(dfree[ok], lr[ok])  # the chi-square survival (scipy.stats.chi2.sf)
+    out.p_value[ok] = [chi2_sf(x, k) for x, k in zip(lr[ok], dfree[ok], strict=True)]  # scipy.stats.chi2.sf
     out.sensitivity[bench_ids] = Se[bench_ids]
     out.specificity[bench_ids] = Sp[bench_ids]
     return LabelShiftTest(
