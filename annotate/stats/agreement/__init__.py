@@ -56,51 +56,111 @@ Dawid-Skene lives in :mod:`annotate.stats.aggregation`.
 
 from __future__ import annotations
 
-from annotate.stats.agreement.annotators import annotator_diagnostics
-from annotate.stats.agreement.coefficients import (
-    Level,
-    category_agreement,
-    fleiss_kappa,
-    gwet_ac1,
-    krippendorff_alpha,
-    percent_agreement,
-)
-from annotate.stats.agreement.kappas import (
-    brennan_prediger,
-    cohen_kappa,
-    cohen_kappa_table,
-    conger_kappa,
-    pairwise_cohen_kappa,
-    randolph_kappa,
-    weighted_kappa,
-    weighted_kappa_table,
-)
-from annotate.stats.agreement.matrices import (
-    LabelMatrix,
-    counts_from_codes,
-    counts_from_long,
-    counts_from_reliability_data,
-    label_matrix_from_long,
-    label_matrix_from_reliability_data,
-)
-from annotate.stats.agreement.results import (
-    CONVENTIONS,  # noqa: F401  (public before the split; not in __all__)
-    AgreementSummary,
-    AlphaResult,
-    AnnotatorDiagnostic,
-    AnnotatorDiagnostics,
-    Coefficient,
-    DroppedVotes,
-    PairwiseKappa,
-)
-from annotate.stats.agreement.summary import agreement_summary, dropped_votes, prevalence_warning
-from annotate.stats.agreement.votes import (
-    Thresholds,
-    current_labels,
-    verdict_for,
-    vote_matrix,
-    vote_matrix_with_dropped,
-)
+import importlib
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from annotate.stats.agreement.annotators import annotator_diagnostics
+    from annotate.stats.agreement.coefficients import (
+        Level,
+        category_agreement,
+        fleiss_kappa,
+        gwet_ac1,
+        krippendorff_alpha,
+        percent_agreement,
+    )
+    from annotate.stats.agreement.kappas import (
+        brennan_prediger,
+        cohen_kappa,
+        cohen_kappa_table,
+        conger_kappa,
+        pairwise_cohen_kappa,
+        randolph_kappa,
+        weighted_kappa,
+        weighted_kappa_table,
+    )
+    from annotate.stats.agreement.matrices import (
+        LabelMatrix,
+        counts_from_codes,
+        counts_from_long,
+        counts_from_reliability_data,
+        label_matrix_from_long,
+        label_matrix_from_reliability_data,
+    )
+    from annotate.stats.agreement.results import (
+        CONVENTIONS,  # noqa: F401  (public before the split; not in __all__)
+        AgreementSummary,
+        AlphaResult,
+        AnnotatorDiagnostic,
+        AnnotatorDiagnostics,
+        Coefficient,
+        DroppedVotes,
+        PairwiseKappa,
+    )
+    from annotate.stats.agreement.summary import agreement_summary, dropped_votes, prevalence_warning
+    from annotate.stats.agreement.votes import (
+        Thresholds,
+        current_labels,
+        verdict_for,
+        vote_matrix,
+        vote_matrix_with_dropped,
+    )
+
+#: Where each public name lives. The submodules are imported when a name is first used (PEP 562),
+#: so that a command needing only the votes (``status``) does not load every coefficient.
+_SUBMODULE = {
+    "annotator_diagnostics": "annotators",
+    "Level": "coefficients",
+    "category_agreement": "coefficients",
+    "fleiss_kappa": "coefficients",
+    "gwet_ac1": "coefficients",
+    "krippendorff_alpha": "coefficients",
+    "percent_agreement": "coefficients",
+    "brennan_prediger": "kappas",
+    "cohen_kappa": "kappas",
+    "cohen_kappa_table": "kappas",
+    "conger_kappa": "kappas",
+    "pairwise_cohen_kappa": "kappas",
+    "randolph_kappa": "kappas",
+    "weighted_kappa": "kappas",
+    "weighted_kappa_table": "kappas",
+    "LabelMatrix": "matrices",
+    "counts_from_codes": "matrices",
+    "counts_from_long": "matrices",
+    "counts_from_reliability_data": "matrices",
+    "label_matrix_from_long": "matrices",
+    "label_matrix_from_reliability_data": "matrices",
+    "CONVENTIONS": "results",
+    "AgreementSummary": "results",
+    "AlphaResult": "results",
+    "AnnotatorDiagnostic": "results",
+    "AnnotatorDiagnostics": "results",
+    "Coefficient": "results",
+    "DroppedVotes": "results",
+    "PairwiseKappa": "results",
+    "agreement_summary": "summary",
+    "dropped_votes": "summary",
+    "prevalence_warning": "summary",
+    "Thresholds": "votes",
+    "current_labels": "votes",
+    "verdict_for": "votes",
+    "vote_matrix": "votes",
+    "vote_matrix_with_dropped": "votes",
+}
+
+
+def __getattr__(name: str) -> Any:
+    submodule = _SUBMODULE.get(name)
+    if submodule is None:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    value = getattr(importlib.import_module(f"{__name__}.{submodule}"), name)
+    globals()[name] = value
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted({*globals(), *_SUBMODULE})
+
 
 __all__ = [
     "Level",

@@ -126,16 +126,51 @@ Modules (each stage a named function; this package re-exports the public API)
 
 from __future__ import annotations
 
+import importlib
+from typing import TYPE_CHECKING, Any
+
 from annotate.columns import CLEAR_LABELS, JUDGE_ONLY_TREATMENTS, TREATMENTS
 from annotate.columns import HUMAN_LABELS as HUMAN_LABELS  # importable from here, as before the split
 from annotate.columns import JUDGE_LABELS as LABELS
 from annotate.stats._common import SeedLike as SeedLike  # importable from here, as before the split
-from annotate.stats.scoring.allocation import plan_allocation
-from annotate.stats.scoring.checks import check_scores
-from annotate.stats.scoring.intervals import wilson_interval
-from annotate.stats.scoring.ppi import PPIResult, ppi_cells, ppi_scores, ppi_stratum
-from annotate.stats.scoring.scores import DEFAULT_DRAWS, ScoreResult, corrected_scores
-from annotate.stats.scoring.strata import strata_from_responses
+
+if TYPE_CHECKING:
+    from annotate.stats.scoring.allocation import plan_allocation
+    from annotate.stats.scoring.checks import check_scores
+    from annotate.stats.scoring.intervals import wilson_interval
+    from annotate.stats.scoring.ppi import PPIResult, ppi_cells, ppi_scores, ppi_stratum
+    from annotate.stats.scoring.scores import DEFAULT_DRAWS, ScoreResult, corrected_scores
+    from annotate.stats.scoring.strata import strata_from_responses
+
+#: Where each public name lives: the submodules are imported when a name is first used (PEP 562),
+#: so that a command needing one of them (``judges``: the Wilson interval) does not load them all.
+_SUBMODULE = {
+    "plan_allocation": "allocation",
+    "check_scores": "checks",
+    "wilson_interval": "intervals",
+    "PPIResult": "ppi",
+    "ppi_cells": "ppi",
+    "ppi_scores": "ppi",
+    "ppi_stratum": "ppi",
+    "DEFAULT_DRAWS": "scores",
+    "ScoreResult": "scores",
+    "corrected_scores": "scores",
+    "strata_from_responses": "strata",
+}
+
+
+def __getattr__(name: str) -> Any:
+    submodule = _SUBMODULE.get(name)
+    if submodule is None:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    value = getattr(importlib.import_module(f"{__name__}.{submodule}"), name)
+    globals()[name] = value
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted({*globals(), *_SUBMODULE})
+
 
 __all__ = [
     "CLEAR_LABELS",
