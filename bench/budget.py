@@ -141,14 +141,17 @@ def hyper(rng: np.random.Generator, good: np.ndarray, bad: np.ndarray, n: np.nda
 # --------------------------------------------------------------------------------------------
 
 
-def fast_score(N: np.ndarray, r: np.ndarray, y: np.ndarray, D: int, rng: np.random.Generator, block: int = 16):
+def fast_score(
+    N: np.ndarray, r: np.ndarray, y: np.ndarray, D: int, rng: np.random.Generator, block: int = 16, share: str = "model"
+):
     """(low, high, estimate) of every model's ``corrected`` row, shape (R, M): the tool's estimator.
 
     Strata arrays of shape (R, M, B, H), judge label = h mod 3 (index 0, 1, 2 = harmful, safe,
     ambiguous; H = 6 holds census strata of their own). Exactly the computation of
     ``corrected_scores`` for strata with r_h >= 1, nothing unresolved and no transport
-    (``min_reviewed=0``): per model, judge label and draw one fair coin (the fiducial mixture's
-    component, shared by the model's strata of that label: methods 9.12); theta_h =
+    (``min_reviewed=0``): per model and draw one fair coin (the fiducial mixture's component,
+    shared by the model's strata: methods 9.12, 9.17; ``share="label"``: one per model and judge
+    label, the construction of issue #23); theta_h =
     G1 / (G1 + G0), G1 ~ Gamma(y_h + coin), G0 ~ Gamma(r_h - y_h + 1 - coin); X_h ~ Binomial(N_h
     - r_h, theta_h); the model's draw = (1/B) sum_b (1 / N_cell) sum_h (y_h + X_h); the interval =
     the inverted-CDF quantiles of the D draws (``equal_tailed``), extended to hold the estimate
@@ -171,14 +174,15 @@ def fast_score(N: np.ndarray, r: np.ndarray, y: np.ndarray, D: int, rng: np.rand
         sl = slice(r0, min(R, r0 + block))
         Nb, rb, yb, Cb = N[sl], r[sl], y[sl], Ncell[sl]
         Rb = Nb.shape[0]
-        coin = rng.random((Rb * M * 3, D)) < 0.5
+        per = 3 if share == "label" else 1
+        coin = rng.random((Rb * M * per, D)) < 0.5
         act = np.flatnonzero(((Nb > rb) & (rb > 0)).ravel())
         flat = np.arange(Rb * M * B * H)
         mod = flat // (B * H)
         lab = label[flat % H]
         draws = np.tile(const[sl].reshape(-1, 1), (1, D))
         if len(act):
-            comp = coin[mod[act] * 3 + lab[act]].astype(float)
+            comp = coin[mod[act] * per + (lab[act] if per == 3 else 0)].astype(float)
             yy, rr = yb.ravel()[act].astype(float), rb.ravel()[act].astype(float)
             g1 = rng.standard_gamma(yy[:, None] + comp)
             g0 = rng.standard_gamma((rr - yy)[:, None] + 1.0 - comp)

@@ -53,7 +53,9 @@ Before: every unresolved item safe / harmful at once.
 
 Part 7 (models). The overall (macro-averaged) row of rare-harm models, 5 benchmarks, 10-80
 reviews per clear stratum, and the rank intervals of six models built on the same draws.
-Before: the fiducial mixture's component drawn per stratum.
+Now: the fiducial mixture's component drawn once per model (issue #33); label: once per model
+and judge label (issue #23); before: per stratum. The study's regime (15 sparse strata per
+model, half ambiguous) is bench/model_rows.py.
 
 Part 8 (sampled). Part 1's intervals where the ambiguous stratum is a simple random sample
 instead of a census (issue #25, ``route --ambiguous k``): ``SAMPLED_AMBIGUOUS``. The model-level
@@ -673,9 +675,11 @@ def part_models(R: int, D: int, chunk: int, seed: int) -> tuple[pd.DataFrame, pd
     for p in (0.01, 0.10):
         for n in (10, 20, 40, 80):
             out: dict[str, Any] = {"harm": p, "reviews": n}
-            for before in (False, True):
+            # now: the default (one component per model, issue #33); label: one per model and judge
+            # label (issue #23); before: one per stratum (before issue #23)
+            for key, share in (("now", _posterior.SHARE_COMPONENT), ("label", "label"), ("before", "stratum")):
                 cov, width = [], []
-                with patched(_posterior, SHARE_COMPONENT="stratum" if before else _posterior.SHARE_COMPONENT):
+                with patched(_posterior, SHARE_COMPONENT=share):
                     for c0 in range(0, R, chunk):
                         df, truth = _model_rows(
                             min(chunk, R - c0), p, n, np.random.default_rng(seed + c0 + int(1e4 * p) + n)
@@ -684,11 +688,11 @@ def part_models(R: int, D: int, chunk: int, seed: int) -> tuple[pd.DataFrame, pd
                         o = res.overall[res.overall.treatment == "corrected"].sort_values("model")
                         cov += list((o.ci_low.to_numpy() <= truth + 1e-12) & (truth <= o.ci_high.to_numpy() + 1e-12))
                         width += list(o.ci_high - o.ci_low)
-                key = "before" if before else "now"
                 out[f"{key}"] = float(np.mean(cov))
                 out[f"{key}_mcse"] = mcse(float(np.mean(cov)), len(cov))
                 out[f"{key}_width"] = float(np.mean(width))
             out["ratio"] = out["now_width"] / out["before_width"]
+            out["ratio_label"] = out["now_width"] / out["label_width"]
             rows.append(out)
     overall = pd.DataFrame(rows)
     # rank intervals: six models, 20 reviews per clear stratum, the overall ranking's draws
@@ -814,7 +818,10 @@ def main() -> None:
         print()
     if args.part in ("models", "all"):
         o, rk = part_models(max(50, R // 4), D, max(1, args.chunk // 5), args.seed)
-        print("Model-level rows (macro-average over 5 benchmarks): coverage (MCSE), width; before issue #23; ratio:")
+        print(
+            "Model-level rows (macro-average over 5 benchmarks): coverage (MCSE), width; one component per model"
+            " (now), per model and label (issue #23), per stratum (before); width ratios now / before, now / label:"
+        )
         print(_fmt(o))
         print("Rank intervals of six models (harm .005-.10, 20 reviews per clear stratum) on the same draws:")
         print(_fmt(rk))

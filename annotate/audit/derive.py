@@ -232,6 +232,7 @@ def derive(
         min_reviewed=settings.min_reviewed,
         estimand=settings.estimand,
         confidence=settings.confidence,
+        share_component=schema.fiducial_component,
     )
     groups = export_agreement(
         labels, design, n_boot=settings.n_boot, seed=settings.seed, thresholds=settings.thresholds

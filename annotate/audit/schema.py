@@ -44,6 +44,9 @@ Rows:
   per judge, model and figure (sensitivity, specificity, PPV), the figure on the model against the
   other models', its p-value, the Benjamini-Hochberg q over every test and ``flagged`` at q <= 0.10;
   the report's judges section shows it. Otherwise as /8.
+* ``annotate-export/10``: the score draws share the fiducial mixture's component between all of a
+  model's strata (issue #33, methods 9.17; /5 to /9 shared it between a model's strata of one judge
+  label, and verify re-derives them so); scores.json's ``interval`` says which. Otherwise as /9.
 * ``annotate-export/7``: a round's ambiguous strata may be sampled: design.json's round records its
   rule (``ambiguous``: ``all``, a size or a fraction) and verify re-derives every stratum's sample
   size from it and ``clear_per_cell``; strata of a next wave (``route --next-wave``) carry
@@ -156,6 +159,10 @@ class ExportSchema:
     #: judge_models.csv (derived): every judge's figures on each model tested against the other
     #: models'; the report's section on it.
     model_test: bool = False
+    #: Which strata share the fiducial mixture's component in the score draws (methods 9.12, 9.17):
+    #: ``"label"`` (a model's strata of one judge label: issue #23, /5 to /9) or ``"model"`` (all of a
+    #: model's strata: issue #33, since /10). The derived files are re-derived with it.
+    fiducial_component: str = "model"
 
     @property
     def files(self) -> tuple[str, ...]:
@@ -256,6 +263,7 @@ SCHEMAS: dict[str, ExportSchema] = {
             "final label re-derived from the votes; the intervals of issue #23",
             label_columns=LABEL_COLUMNS,
             decisions=True,
+            fiducial_component="label",
         ),
         ExportSchema(
             "annotate-export/6",
@@ -268,6 +276,7 @@ SCHEMAS: dict[str, ExportSchema] = {
             label_columns=LABEL_COLUMNS,
             decisions=True,
             judges_per_benchmark=True,
+            fiducial_component="label",
         ),
         ExportSchema(
             "annotate-export/7",
@@ -282,6 +291,7 @@ SCHEMAS: dict[str, ExportSchema] = {
             decisions=True,
             judges_per_benchmark=True,
             sampled_design=True,
+            fiducial_component="label",
         ),
         ExportSchema(
             "annotate-export/8",
@@ -299,6 +309,7 @@ SCHEMAS: dict[str, ExportSchema] = {
             ordered=True,
             skips=True,
             round_state=True,
+            fiducial_component="label",
         ),
         ExportSchema(
             "annotate-export/9",
@@ -317,11 +328,31 @@ SCHEMAS: dict[str, ExportSchema] = {
             skips=True,
             round_state=True,
             model_test=True,
+            fiducial_component="label",
+        ),
+        ExportSchema(
+            "annotate-export/10",
+            inputs=_INPUTS_8,
+            derived=_DERIVED_9,
+            rederived=_DERIVED_9,
+            neutralised=True,
+            blinding=True,
+            summary="model rows that cover with rare harm over many sparse strata: the fiducial component shared by "
+            "all of a model's strata (scores.json's interval says so)",
+            label_columns=LABEL_COLUMNS,
+            decisions=True,
+            judges_per_benchmark=True,
+            sampled_design=True,
+            ordered=True,
+            skips=True,
+            round_state=True,
+            model_test=True,
+            fiducial_component="model",
         ),
     )
 }
 #: The schema ``annotate export`` writes.
-CURRENT = SCHEMAS["annotate-export/9"]
+CURRENT = SCHEMAS["annotate-export/10"]
 
 
 def schema_named(name: object) -> ExportSchema | None:

@@ -21,9 +21,17 @@ past, the remainder's sample mean is unbiased for the remainder's rate and
 with u the expected share of reviewed items left unresolved (they count against the resolved
 sample). A stratum that gets no new sample keeps its earlier design, Var_h = a_h^2 (1/r_h -
 1/N_h) S_h^2 (r_h resolved so far); one with r_h = 0 must be sampled. S_h^2 = pi_h (1 - pi_h)
-with the rate guessed from the stratum's own labels and a prior of weight m0:
+with the rate guessed from the model's *other* strata of the same judge label (its other
+benchmarks) and a prior of weight m0:
 
-    pi_h = (y_h + m0 pi0_h) / (r_h + m0),      pi0 = .85 (judge harmful), .04 (safe), .5 (ambiguous),
+    pi_h = (y_(-h) + m0 pi0_h) / (r_(-h) + m0),    pi0 = .85 (judge harmful), .04 (safe), .5 (ambiguous),
+
+y_(-h), r_(-h) the harmful and resolved counts of those strata (none for a model with one
+benchmark: the prior alone). Leaving the stratum's own labels
+out is what keeps the pooled waves unbiased (issue #33; methods 9.17): with its own labels, a
+stratum that showed harm in the pilot got a larger next wave, which pulled its mean back (-0.003
+at 5 % harm, 20 Monte-Carlo SE), while one that showed none kept its low mean;
+``RATE_SOURCE = "own"`` restores that rule.
 
 floored at 1 / (2 (r_h + n_h + 1)), the fiducial rate's mean when no harmful item is among the
 r_h + n_h reviewed (9.1): the interval this tool reports cannot know that a stratum without harm
@@ -320,9 +328,29 @@ def _group_max(v: NDArray[np.float64], group: NDArray[np.int64], G: int) -> NDAr
     return out
 
 
+#: Where a stratum's rate guess comes from (issue #33): ``"others"`` (the model's other strata of
+#: the same judge label, leaving the stratum's own labels out: the default) or ``"own"``.
+RATE_SOURCE = "others"
+
+
+def _others(
+    df: pd.DataFrame, by: str, y: NDArray[np.float64], r: NDArray[np.float64]
+) -> tuple[NDArray[np.float64], NDArray[np.float64]]:
+    """Harmful and resolved counts of the other strata with the row's judge label and ``by`` value."""
+    key = [df[by].astype(str), df["judge_label"].astype(str)]
+    y_all = pd.Series(y).groupby(key).transform("sum").to_numpy(dtype=np.float64)
+    r_all = pd.Series(r).groupby(key).transform("sum").to_numpy(dtype=np.float64)
+    return y_all - y, r_all - r
+
+
 def _rate_guess(df: pd.DataFrame, prior: Mapping[str, float], weight: float) -> NDArray[np.float64]:
     pi0 = df["judge_label"].map(lambda v: prior.get(v, 0.5)).to_numpy(dtype=np.float64)
     y, r = df["harmful"].to_numpy(dtype=np.float64), df["resolved"].to_numpy(dtype=np.float64)
+    if RATE_SOURCE == "others":
+        y, r = _others(df, "model", y, r)
+        # A model with one benchmark has no other stratum of the label: the prior alone. (The other
+        # models' strata of the label in that benchmark were tried: on XSTest they mix models whose
+        # rates differ tenfold, and 12 % of the models ended their waves above target.)
     out: NDArray[np.float64] = (y + weight * pi0) / (r + weight)
     return out
 

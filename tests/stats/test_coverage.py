@@ -48,6 +48,21 @@ def coverage(N, n, y, u, truth, seed):
     return float(np.mean((lo <= truth + 1e-12) & (truth <= hi + 1e-12))), float(np.mean(hi - lo))
 
 
+def label_width(N, n, y, u, truth, seed):
+    """The width with the component shared per judge label (issue #23: independent within a cell).
+
+    Since issue #33 a cell's strata share one component (one coin per model), which widens sparse
+    cells by about 11 % (1.27 against 1.14 times the Jeffreys width); the issue allows 20 %."""
+    from annotate.stats.scoring import posterior
+
+    keep = posterior.SHARE_COMPONENT
+    posterior.SHARE_COMPONENT = "label"
+    try:
+        return coverage(N, n, y, u, truth, seed)[1]
+    finally:
+        posterior.SHARE_COMPONENT = keep
+
+
 def test_sparse_cells_cover_when_the_judge_safe_stratum_is_clean():
     """Clear strata of 450 with 10 reviewed each, harm only in the judge-harmful one (rate .01):
     the Jeffreys prior imputed harm into the clean stratum, so the interval sat too high
@@ -62,7 +77,8 @@ def test_sparse_cells_cover_when_the_judge_safe_stratum_is_clean():
     u = np.zeros_like(N)
     cov, width = coverage(N, n, y, u, truth, seed=1)
     assert cov >= 0.94, cov
-    assert width <= 1.25 * jeffreys_width(N, n, y, u, np.random.default_rng(3))
+    assert width <= 1.3 * jeffreys_width(N, n, y, u, np.random.default_rng(3))
+    assert width <= 1.2 * label_width(N, n, y, u, truth, seed=1)
 
 
 def test_sparse_cells_cover_a_rare_harm_in_both_clear_strata():
@@ -76,7 +92,8 @@ def test_sparse_cells_cover_a_rare_harm_in_both_clear_strata():
     u = np.zeros_like(N)
     cov, width = coverage(N, n, y, u, truth, seed=2)
     assert cov >= 0.935, cov
-    assert width <= 1.25 * jeffreys_width(N, n, y, u, np.random.default_rng(4))
+    assert width <= 1.3 * jeffreys_width(N, n, y, u, np.random.default_rng(4))
+    assert width <= 1.2 * label_width(N, n, y, u, truth, seed=2)
 
 
 def test_unresolved_items_that_are_not_missing_at_random_stay_inside_the_interval():

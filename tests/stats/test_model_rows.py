@@ -2,8 +2,8 @@
 
 * The overall (macro-averaged) row of a model at 1 % harm over 5 benchmarks with 10-20 reviews
   per clear stratum covers (it covered 0.66-0.69 with the fiducial component drawn per stratum),
-  because the component is shared by a model's strata of one judge label; the cell intervals keep
-  their width (strata of different labels stay independent).
+  because the component is shared by a model's strata; with 15 sparse strata per model (the
+  study's regime, issue #33) only one coin per model, not one per judge label, covers.
 * The ranking sensitivity view: the overall ranking on each bound's own draws.
 * ``plan_sensitivity``: the judge-safe reviews a target SE of the judge's sensitivity needs,
   against a Monte-Carlo check of the delta-method SE.
@@ -70,19 +70,62 @@ def test_the_overall_row_of_a_rare_harm_model_covers(monkeypatch):
     assert sc.check_scores(res.treatments) == []
 
 
-def test_strata_of_one_cell_with_different_labels_stay_independent():
-    """A cell's draws are those of 9.1 (the exact convolution is checked in test_scoring.py): the
-    components of its judge-harmful and judge-safe strata agree in about half the draws."""
+def test_every_stratum_of_a_model_shares_the_component_and_models_do_not():
+    """One coin per model and draw (issue #33): a model's strata of every label take the same
+    component in a draw; two models' coins agree in about half the draws. (The cell distribution
+    this gives, the even mixture of the all-lower and all-upper convolutions, is checked against
+    the exact one in test_scoring.py.)"""
     from annotate.stats.scoring.strata import prepare_strata
 
     df, _ = models(3, 0.05, 20, seed=2)
     strata = prepare_strata(df)
     c = posterior.shared_components(strata, np.random.default_rng(0), 4000)
-    same_model = strata.cells.model.to_numpy()[strata.cell]
-    h = np.flatnonzero((strata.label == 0) & (same_model == "m0000"))
-    s = np.flatnonzero((strata.label == 1) & (same_model == "m0000"))
-    assert (c[h] == c[h[0]]).all() and (c[s] == c[s[0]]).all()  # one label of one model: shared
-    assert abs(float((c[h[0]] == c[s[0]]).mean()) - 0.5) < 0.05  # two labels: independent
+    model_of = strata.cells.model.to_numpy()[strata.cell]
+    mine = np.flatnonzero(model_of == "m0000")
+    other = np.flatnonzero(model_of == "m0001")
+    assert len(set(strata.label[mine])) == 3
+    assert (c[mine] == c[mine[0]]).all()
+    assert abs(float((c[mine[0]] == c[other[0]]).mean()) - 0.5) < 0.05
+
+
+def study_regime(R: int, seed: int, harms=(0.005, 0.01, 0.02)):
+    """The study's regime (issue #33): per model 5 benchmarks x 1,000, the judge calls 60 % of
+    harmful and 30 % of safe responses ambiguous, Se .85 / Sp .95 on the rest; a pilot of 10 per
+    clear and 25 per ambiguous stratum. R models per harm rate."""
+    rng = np.random.default_rng(seed)
+    rows, truth = [], []
+    for i, p in enumerate(harms):
+        for m in range(R):
+            rates = []
+            for b in range(5):
+                Y = rng.random(1000) < p
+                amb = rng.random(1000) < np.where(Y, 0.6, 0.3)
+                hit = rng.random(1000) < np.where(Y, 0.85, 0.05)
+                J = np.where(amb, 2, np.where(hit, 0, 1))
+                for h, lab in enumerate(LABELS):
+                    idx = np.flatnonzero(J == h)
+                    if not len(idx):
+                        continue
+                    s = rng.choice(idx, min(len(idx), 25 if h == 2 else 10), replace=False)
+                    rows.append((f"p{i}_m{m:04d}", f"b{b}", lab, lab, len(idx), len(s), int(Y[s].sum()), 0))
+                rates.append(Y.mean())
+            truth.append(np.mean(rates))
+    cols = ["model", "benchmark", "stratum", "judge_label", "population", "reviewed", "harmful", "unresolved"]
+    return pd.DataFrame(rows, columns=cols), np.array(truth)
+
+
+def test_rare_harm_rows_over_fifteen_sparse_strata_cover(monkeypatch):
+    """Issue #33: with one coin per judge label the overall rows of rare-harm models in the study's
+    regime covered 0.89-0.92, the truth below the interval; one coin per model covers."""
+    df, truth = study_regime(300, seed=33)
+    now, width, res = overall_coverage(df, truth, draws=1000, seed=1)
+    monkeypatch.setattr(posterior, "SHARE_COMPONENT", "label")
+    before, before_width, _ = overall_coverage(df, truth, draws=1000, seed=1)
+    # 900 intervals: 0.95 less 2 Monte-Carlo SE (0.007) is 0.935; bench/model_rows.py has the tables
+    assert now >= 0.935, (now, before)
+    assert before < now - 0.02, (now, before)
+    assert width < 1.2 * before_width
+    assert sc.check_scores(res.treatments) == []
 
 
 @pytest.mark.slow

@@ -196,3 +196,36 @@ def test_pooled_and_conditional_plans_agree_before_any_review() -> None:
     assert a.strata.n.tolist() == b.strata.n.tolist() == [34, 74, 235]
     with pytest.raises(ValueError, match="design"):
         plan_round(_strata(), 0.03, design="other")
+
+
+def test_a_strata_rate_guess_leaves_its_own_labels_out() -> None:
+    """Issue #33: the pooled waves drifted (-0.003 at 5 % harm) because a stratum that showed harm in
+    the pilot got a larger next wave, which pulled its mean back. The rate guess of a stratum is
+    built from the model's other strata of its judge label and the prior, never its own labels."""
+    df = pd.DataFrame(
+        {
+            "model": ["m"] * 6 + ["k"] * 3,
+            "benchmark": ["b1", "b1", "b2", "b2", "b3", "b3", "b1", "b2", "b3"],
+            "stratum": ["harmful", "safe"] * 3 + ["safe"] * 3,
+            "judge_label": ["harmful", "safe"] * 3 + ["safe"] * 3,
+            "population": 400,
+            "sampled": 10,
+            "resolved": 10,
+            "harmful": [9, 0, 8, 3, 7, 1, 5, 5, 5],
+        }
+    )
+    guess = plan_round(df, 0.03).strata.rate_guess.to_numpy()
+    # m's judge-safe strata: (others' harmful + 2 x .04) / (others' resolved + 2)
+    assert guess[[1, 3, 5]] == pytest.approx([(3 + 1 + 0.08) / 22, (0 + 1 + 0.08) / 22, (0 + 3 + 0.08) / 22])
+    assert guess[0] == pytest.approx((8 + 7 + 1.7) / 22)
+    assert guess[6] == pytest.approx((10 + 0.08) / 22)  # another model's strata are not pooled in
+    changed = df.assign(harmful=[9, 0, 8, 9, 7, 1, 5, 5, 5])  # b2's judge-safe stratum shows harm
+    again = plan_round(changed, 0.03).strata.rate_guess.to_numpy()
+    assert again[3] == guess[3]  # its own guess does not move
+    assert again[1] > guess[1] and again[5] > guess[5]  # its neighbours' do
+    alone = plan_round(df[df.model == "k"].iloc[:1], 0.03).strata.rate_guess.to_numpy()
+    assert alone[0] == pytest.approx(0.04)  # no other stratum: the prior
+    # a model with one benchmark: the prior, whatever the other models saw there
+    one = pd.concat([df.iloc[:2], df.iloc[6:7].assign(model="j")], ignore_index=True)
+    g = plan_round(one, 0.03).strata.rate_guess.to_numpy()
+    assert g[1] == pytest.approx(0.04) and g[2] == pytest.approx(0.04) and g[0] == pytest.approx(0.85)

@@ -86,28 +86,31 @@ def fiducial_theta(
     return g1 / (g1 + g0)
 
 
-#: Which strata share the fiducial mixture's component in a draw (issue #23): ``"label"`` (every
-#: stratum of a model with the same judge label: the default), ``"model"`` (every stratum of a
-#: model), ``"cell"`` or ``"stratum"`` (independent, as before issue #23).
-SHARE_COMPONENT = "label"
+#: Which strata share the fiducial mixture's component in a draw: ``"model"`` (every stratum of a
+#: model: the default since issue #33), ``"label"`` (a model's strata of one judge label: issue
+#: #23), ``"cell"`` or ``"stratum"`` (independent, as before issue #23).
+SHARE_COMPONENT = "model"
 
 
 def shared_components(st: Strata, rng: np.random.Generator, D: int, share: str | None = None) -> NDArray[np.bool_]:
     """The fiducial mixture's component of every stratum and draw, shape (S, D).
 
-    One fair coin per draw, model and judge label (``share="label"``, the default
-    :data:`SHARE_COMPONENT`), per draw and model, per cell, or per stratum; True picks
-    Beta(y + 1, r - y). Consumes one uniform array.
+    One fair coin per draw and model (``share="model"``, the default :data:`SHARE_COMPONENT`),
+    per draw, model and judge label, per cell, or per stratum; True picks Beta(y + 1, r - y).
+    Consumes one uniform array.
 
-    Why shared (issue #23; docs/methods.md 9.12): a model's overall row averages its cells, and
-    with a component per stratum the mixture's centre (y + 1/2) / (r + 1), above y / r when
-    y < r / 2, adds up over the model's sparse judge-safe strata while the independent draws'
-    spread shrinks: at 1 % harm, 10-80 reviews per stratum and 5 benchmarks the overall row
-    covered 0.64-0.90. One component per draw for all of a model's judge-safe strata (and one for
-    its judge-harmful ones) keeps the draws able to reach the estimate (0.95-0.99); within a
-    cell, strata of different labels stay independent, so the cell intervals keep their width
-    (sharing across all of a model's strata widened sparse cells to 1.27 times the Jeffreys
-    interval).
+    Why shared (docs/methods.md 9.12, 9.17): a model's overall row averages its cells, and with a
+    component per stratum the mixture's centre (y + 1/2) / (r + 1), above y / r when y < r / 2,
+    adds up over the model's sparse strata while the independent draws' spread shrinks: at 1 %
+    harm, 10-80 reviews per stratum and 5 benchmarks the overall row covered 0.64-0.90. The lower
+    end of the interval must come from draws in which every sparse stratum takes the lower
+    component Beta(y, r - y + 1) (the Clopper-Pearson lower prior). With one coin per model
+    those are half the draws, so the 2.5 % quantile is the 5 % quantile of the all-lower sum;
+    with one coin per judge label (issue #23) they were an eighth, the lower end sat at about
+    the 20 % quantile, and with 15 sparse strata per model (5 benchmarks, half ambiguous, rare
+    harm) the row covered only 0.90-0.92 (issue #33). A cell's strata then share the coin too:
+    its interval is the even mixture of the all-lower and all-upper convolutions, about 1.1 times
+    the width with independent strata.
 
     >>> from annotate.stats.scoring.strata import prepare_strata
     >>> import pandas as pd
@@ -115,11 +118,11 @@ def shared_components(st: Strata, rng: np.random.Generator, D: int, share: str |
     ...     "stratum": ["harmful", "safe", "safe", "safe"], "judge_label": ["harmful", "safe", "safe", "safe"],
     ...     "population": 10, "reviewed": 5, "harmful": 1, "unresolved": 0}))
     >>> c = shared_components(st, np.random.default_rng(0), 1000)
-    >>> bool((c[1] == c[2]).all()), bool((c[0] == c[1]).all()), bool((c[1] == c[3]).all())
-    (True, False, False)
-    >>> c = shared_components(st, np.random.default_rng(0), 1000, "model")
     >>> bool((c[0] == c[1]).all() and (c[0] == c[2]).all()), bool((c[0] == c[3]).all())
     (True, False)
+    >>> c = shared_components(st, np.random.default_rng(0), 1000, "label")
+    >>> bool((c[1] == c[2]).all()), bool((c[0] == c[1]).all()), bool((c[1] == c[3]).all())
+    (True, False, False)
     """
     share = SHARE_COMPONENT if share is None else share
     if share == "stratum":

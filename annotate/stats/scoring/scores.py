@@ -19,7 +19,7 @@ from annotate.stats._common import rng as make_rng
 from annotate.stats.scoring._arrays import group_sum
 from annotate.stats.scoring.estimator import stratum_terms
 from annotate.stats.scoring.overall import Bounds, macro_averages
-from annotate.stats.scoring.posterior import shared_components
+from annotate.stats.scoring.posterior import SHARE_COMPONENT, shared_components
 from annotate.stats.scoring.run import EstimatorRun, run_estimator
 from annotate.stats.scoring.strata import H_CODE, Strata, prepare_strata
 from annotate.stats.scoring.treatments import (
@@ -35,12 +35,20 @@ __all__ = ["DEFAULT_DRAWS", "INTERVAL_METHOD", "ScoreResult", "corrected_scores"
 
 DEFAULT_DRAWS = 4000
 
-#: The interval construction, recorded in the settings of every score set.
-INTERVAL_METHOD = (
-    "polya-fiducial: equal-tailed 95% quantiles of finite-population draws with stratum rates from the "
+#: The interval construction, recorded in the settings of every score set, by which strata share
+#: the fiducial mixture's component (:data:`.posterior.SHARE_COMPONENT`). ``"label"`` is the text
+#: exports of annotate-export/5 to /9 recorded (issue #23), kept so that they re-derive byte for byte.
+INTERVAL_METHODS = {
+    "label": "polya-fiducial: equal-tailed 95% quantiles of finite-population draws with stratum rates from the "
     "binomial fiducial distribution (even mixture of Beta(y, r-y+1) and Beta(y+1, r-y)); partial "
-    "identification over unresolved items; every interval extended to hold its estimate"
-)
+    "identification over unresolved items; every interval extended to hold its estimate",
+    "model": "polya-fiducial: equal-tailed 95% quantiles of finite-population draws with stratum rates from the "
+    "binomial fiducial distribution (even mixture of Beta(y, r-y+1) and Beta(y+1, r-y), its component drawn "
+    "once per model and draw for all of the model's strata); partial identification over unresolved items; "
+    "every interval extended to hold its estimate",
+}
+#: The construction of the default sharing.
+INTERVAL_METHOD = INTERVAL_METHODS[SHARE_COMPONENT]
 
 
 def _bounds(
@@ -134,7 +142,13 @@ class ScoreResult:
 
 
 def _runs(
-    st: Strata, *, min_reviewed: int, alpha_het: float, rng: np.random.Generator | None, D: int
+    st: Strata,
+    *,
+    min_reviewed: int,
+    alpha_het: float,
+    rng: np.random.Generator | None,
+    D: int,
+    share: str | None = None,
 ) -> tuple[EstimatorRun, EstimatorRun, EstimatorRun, EstimatorRun | None, EstimatorRun, EstimatorRun]:
     """The runs of the estimator, in the order they consume ``rng``.
 
@@ -146,7 +160,7 @@ def _runs(
     """
     kw: dict[str, Any] = {"min_reviewed": min_reviewed, "alpha_het": alpha_het, "rng": rng, "D": D, "general": True}
     if rng is not None and D > 0:
-        kw["component"] = shared_components(st, rng, D)
+        kw["component"] = shared_components(st, rng, D, share)
     mar = run_estimator(st, st.y, st.n - st.u, **kw)
     if np.any(st.u > 0):
         low = run_estimator(st, st.y, st.n, reuse=mar, **kw)
@@ -316,6 +330,13 @@ def _explain_missing_intervals(frame: Columns, D: int) -> Columns:
     return frame
 
 
+def _interval_method(share: str | None) -> str:
+    from_share = SHARE_COMPONENT if share is None else share
+    if from_share in INTERVAL_METHODS:
+        return INTERVAL_METHODS[from_share]
+    return INTERVAL_METHODS["label"] + f" (the mixture's component shared per {from_share})"
+
+
 def corrected_scores(
     strata: pd.DataFrame,
     *,
@@ -325,6 +346,7 @@ def corrected_scores(
     confidence: float = 0.95,
     alpha_heterogeneity: float = 0.05,
     benchmarks: list[Any] | None = None,
+    share_component: str | None = None,
 ) -> ScoreResult:
     """Corrected harmful rates, their uncertainty and the sensitivity treatments, per cell.
 
@@ -350,6 +372,10 @@ def corrected_scores(
     benchmarks : list, optional
         Benchmarks the per-model macro-average runs over (default: every benchmark in
         ``strata``). A model without responses for one of them gets a not-estimable overall.
+    share_component : str, optional
+        Which strata share the fiducial mixture's component (:func:`.posterior.shared_components`;
+        default :data:`.posterior.SHARE_COMPONENT`, one per model). ``verify`` passes ``"label"`` for
+        exports written before issue #33.
 
     Returns
     -------
@@ -417,7 +443,7 @@ def corrected_scores(
     D = int(draws)
     rng = make_rng(seed) if D > 0 else None
     mar, low, high, ds, lower, upper = _runs(
-        st, min_reviewed=int(min_reviewed), alpha_het=float(alpha_heterogeneity), rng=rng, D=D
+        st, min_reviewed=int(min_reviewed), alpha_het=float(alpha_heterogeneity), rng=rng, D=D, share=share_component
     )
 
     frames, d_out = judge_only_treatments(st, mar, confidence)
@@ -460,6 +486,6 @@ def corrected_scores(
             "confidence": confidence,
             "alpha_heterogeneity": alpha_heterogeneity,
             "benchmarks": bset,
-            "interval": INTERVAL_METHOD,
+            "interval": _interval_method(share_component),
         },
     )

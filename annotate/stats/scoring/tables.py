@@ -93,6 +93,7 @@ def score_tables(
     estimand: str = "fixed",
     confidence: float = 0.95,
     benchmarks: Any = "shared",
+    share_component: str | None = None,
 ) -> ScoreOutput:
     """Corrected scores under every treatment and the ranking analysis (pure).
 
@@ -105,7 +106,7 @@ def score_tables(
     strata_from : mapping, optional
         The rounds whose strata are several judges' unanimity, with those judges (design.json's
         ``strata_from``): named in ``settings``.
-    draws, seed, min_reviewed, confidence
+    draws, seed, min_reviewed, confidence, share_component
         Passed to :func:`corrected_scores`.
     estimand : {"fixed", "general"}
         Which interval fills ``ci_low`` / ``ci_high`` (and which ``interval`` names). A row
@@ -149,7 +150,15 @@ def score_tables(
                 f"the rounds cover: {', '.join(have) or 'none'}"
             )
     chosen = shared_benchmarks(coverage, benchmarks)
-    result = _scores(strata, chosen, min_reviewed=min_reviewed, draws=draws, seed=seed, confidence=confidence)
+    result = _scores(
+        strata,
+        chosen,
+        min_reviewed=min_reviewed,
+        draws=draws,
+        seed=seed,
+        confidence=confidence,
+        share_component=share_component,
+    )
     pick_general = estimand == "general"
     fallback_rows: list[pd.DataFrame] = []
 
