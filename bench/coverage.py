@@ -733,6 +733,11 @@ def part_models(R: int, D: int, chunk: int, seed: int) -> tuple[pd.DataFrame, pd
     return overall, pd.DataFrame(rank_rows)
 
 
+#: The widest a cell's interval may be against the Polya-Jeffreys one (part 1): 1.25 from issue #13,
+#: 1.30 since issue #33 (one fiducial component per model; see main()).
+MAX_CELL_WIDTH_RATIO = 1.30
+
+
 def _fmt(t: pd.DataFrame) -> str:
     return t.to_string(index=False, float_format=lambda x: f"{x:.3f}")
 
@@ -761,12 +766,15 @@ def main() -> None:
         print(t[cols].to_string(index=False, float_format=lambda x: f"{x:.3f}"))
         # The width target concerns the interval construction (scenarios without unresolved
         # items); U1's interval is wider by design: it must hold whatever the unresolved items are.
+        # Issue #13 set 1.25 with a cell's strata independent (1.02-1.17); issue #33 shares the
+        # fiducial component between all of a model's strata, so that model rows over many sparse
+        # strata cover, at about 11 % more width in sparse cells (H1-H3: 1.25-1.27; methods 9.17).
         mar = t.scenario == "U1"
         worst, ratio = t.tool.min(), t.width_ratio[~mar].max()
-        ok = worst >= 0.94 and ratio <= 1.25 and (t.tool[mar] >= 0.95).all()
+        ok = worst >= 0.94 and ratio <= MAX_CELL_WIDTH_RATIO and (t.tool[mar] >= 0.95).all()
         print(
             f"{'PASS' if ok else 'FAIL'}: lowest coverage {worst:.3f} (target >= 0.94; U1 >= 0.95), "
-            f"largest width ratio {ratio:.2f} without unresolved items (target <= 1.25)"
+            f"largest width ratio {ratio:.2f} without unresolved items (target <= {MAX_CELL_WIDTH_RATIO})"
         )
         print()
     if args.part in ("sampled", "all"):
