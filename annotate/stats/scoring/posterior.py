@@ -106,9 +106,10 @@ def shared_components(st: Strata, rng: np.random.Generator, D: int, share: str |
     end of the interval must come from draws in which every sparse stratum takes the lower
     component Beta(y, r - y + 1) (the Clopper-Pearson lower prior). With one coin per model
     those are half the draws, so the 2.5 % quantile is the 5 % quantile of the all-lower sum;
-    with one coin per judge label (issue #23) they were an eighth, the lower end sat at about
-    the 20 % quantile, and with 15 sparse strata per model (5 benchmarks, half ambiguous, rare
-    harm) the row covered only 0.90-0.92 (issue #33). A cell's strata then share the coin too:
+    with one coin per judge label (issue #23) the judge-safe and the sampled ambiguous strata
+    had to fall low together, a quarter of the draws, the lower end sat near the 10 % quantile,
+    and with 15 sparse strata per model (5 benchmarks, half ambiguous, rare harm) the row
+    covered only 0.89-0.93 (issue #33). A cell's strata then share the coin too:
     its interval is the even mixture of the all-lower and all-upper convolutions, about 1.1 times
     the width with independent strata.
 
