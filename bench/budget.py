@@ -307,6 +307,62 @@ def planned(N, sampled, y, targets, *, rates=None, min_new=5):
     return n.reshape(N.shape), hw_now
 
 
+@dataclass
+class Waves:
+    """The round of methods 4.10 on every replicate: final sizes, intervals and estimates, shape (R, M[, B, 3])."""
+
+    n: np.ndarray  # items reviewed per stratum after the last wave
+    y: np.ndarray  # harmful among them
+    lo: np.ndarray
+    hi: np.ndarray
+    estimate: np.ndarray
+    waves: np.ndarray  # waves per model
+    pilot: tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]  # (n, lo, hi, estimate) after the pilot
+
+
+def planned_waves(
+    N: np.ndarray,
+    K: np.ndarray,
+    rng: np.random.Generator,
+    D: int,
+    *,
+    pilot_ambiguous: int = 25,
+    pilot_clear: int = 10,
+    max_waves: int = 4,
+    aim: float = 1.0,
+    rho_min: float = 1.0,
+    share: str = "model",
+) -> Waves:
+    """Design (c): a pilot (``route --ambiguous A --clear-per-cell C``), then ``plan --target-halfwidth``
+    and ``route --next-wave`` for every model whose reported interval is wider than +-TARGET, at
+    most ``max_waves`` waves, each stratum's waves pooled; the planner is given t / rho, rho = the
+    reported half-width over its own for the reviews so far, clipped to [rho_min, 2]."""
+    R, M = N.shape[:2]
+    pilot = np.where(np.arange(3) == 2, pilot_ambiguous, pilot_clear)
+    n_tot = np.minimum(N, np.maximum(pilot, 1))
+    y_tot = hyper(rng, K, N - K, n_tot)
+    lo, hi, est = fast_score(N, n_tot, y_tot, D, rng, share=share)
+    first = (n_tot.copy(), lo.copy(), hi.copy(), est.copy())
+    waves = np.ones((R, M))
+    for _wave in range(2, max_waves + 1):
+        hw = (hi - lo) / 2
+        todo = hw > TARGET + 1e-9
+        if not todo.any():
+            break
+        _, hw_plan = planned(N, n_tot, y_tot, np.full((R, M), TARGET))
+        with np.errstate(divide="ignore", invalid="ignore"):
+            rho = np.clip(np.where(hw_plan > 0, hw / hw_plan, 1.0), rho_min, 2.0)
+        targets = np.where(todo, aim * TARGET / rho, 1.0)
+        n_new, _ = planned(N, n_tot, y_tot, targets)
+        n_new = np.where(todo[:, :, None, None], n_new, 0)
+        y_new = hyper(rng, K - y_tot, (N - n_tot) - (K - y_tot), n_new)
+        n_tot, y_tot = n_tot + n_new, y_tot + y_new
+        waves += todo
+        lo2, hi2, est2 = fast_score(N, n_tot, y_tot, D, rng, share=share)
+        lo, hi, est = np.where(todo, lo2, lo), np.where(todo, hi2, hi), np.where(todo, est2, est)
+    return Waves(n_tot, y_tot, lo, hi, est, waves, first)
+
+
 def run_chunk(job: tuple) -> dict[str, dict[str, np.ndarray]]:
     """Every design on replicates [r0, r0 + R) of one population; per design arrays of shape (R, M)."""
     pop, r0, R, args, seed = job
@@ -361,28 +417,18 @@ def run_chunk(job: tuple) -> dict[str, dict[str, np.ndarray]]:
     scaled("(d) oracle", n_d, K, N)
 
     # (c) planned waves, pooled: a pilot, then plan + next wave until every model is at target
-    pilot = np.where(np.arange(3) == 2, args.pilot_ambiguous, args.pilot_clear)
-    n_tot = np.minimum(N, np.maximum(pilot, 1))
-    y_tot = hyper(rng, K, N - K, n_tot)
-    lo, hi, _ = fast_score(N, n_tot, y_tot, D, rng)
-    waves = np.ones((R, M))
-    rho = np.ones((R, M))
-    for _wave in range(2, args.max_waves + 1):
-        hw = (hi - lo) / 2
-        todo = hw > TARGET + 1e-9
-        if not todo.any():
-            break
-        _, hw_plan = planned(N, n_tot, y_tot, np.full((R, M), TARGET))
-        with np.errstate(divide="ignore", invalid="ignore"):
-            rho = np.clip(np.where(hw_plan > 0, hw / hw_plan, 1.0), args.rho_min, 2.0)
-        targets = np.where(todo, args.aim * TARGET / rho, 1.0)
-        n_new, _ = planned(N, n_tot, y_tot, targets)
-        n_new = np.where(todo[:, :, None, None], n_new, 0)
-        y_new = hyper(rng, K - y_tot, (N - n_tot) - (K - y_tot), n_new)
-        n_tot, y_tot = n_tot + n_new, y_tot + y_new
-        waves += todo
-        lo2, hi2, _ = fast_score(N, n_tot, y_tot, D, rng)
-        lo, hi = np.where(todo, lo2, lo), np.where(todo, hi2, hi)
+    w = planned_waves(
+        N,
+        K,
+        rng,
+        D,
+        pilot_ambiguous=args.pilot_ambiguous,
+        pilot_clear=args.pilot_clear,
+        max_waves=args.max_waves,
+        aim=args.aim,
+        rho_min=args.rho_min,
+    )
+    lo, hi, n_tot, waves = w.lo, w.hi, w.n, w.waves
     record("(c) planned waves", lo, hi, model_items(n_tot), waves=waves)
     return out
 

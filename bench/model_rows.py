@@ -56,7 +56,6 @@ sys.modules["bench_budget"] = budget
 _SPEC.loader.exec_module(budget)
 
 STUDY_HARM = np.array([0.005, 0.01, 0.02, 0.05, 0.10, 0.20])
-TARGET = 0.03
 PILOT_AMBIGUOUS, PILOT_CLEAR, MAX_WAVES = 25, 10, 4
 #: construction -> (the fiducial component's sharing, the planner's rate source)
 CONSTRUCTIONS = {"now": ("model", "others"), "before": ("label", "own")}
@@ -83,30 +82,6 @@ def rate_source(source: str):
         planning.RATE_SOURCE = before
 
 
-def waves(N, K, rng, D, share):
-    """Design (c) of bench/budget.py: the pilot, then planned next waves; (n, y, lo, hi, est)."""
-    R, M = N.shape[:2]
-    n = np.minimum(N, np.maximum(np.where(np.arange(3) == 2, PILOT_AMBIGUOUS, PILOT_CLEAR), 1))
-    y = budget.hyper(rng, K, N - K, n)
-    lo, hi, est = budget.fast_score(N, n, y, D, rng, share=share)
-    pilot = (n.copy(), lo.copy(), hi.copy(), est.copy())
-    for _ in range(2, MAX_WAVES + 1):
-        hw = (hi - lo) / 2
-        todo = hw > TARGET + 1e-9
-        if not todo.any():
-            break
-        _, hw_plan = budget.planned(N, n, y, np.full((R, M), TARGET))
-        with np.errstate(divide="ignore", invalid="ignore"):
-            rho = np.clip(np.where(hw_plan > 0, hw / hw_plan, 1.0), 1.0, 2.0)
-        n_new, _ = budget.planned(N, n, y, np.where(todo, TARGET / rho, 1.0))
-        n_new = np.where(todo[:, :, None, None], n_new, 0)
-        y_new = budget.hyper(rng, K - y, (N - n) - (K - y), n_new)
-        n, y = n + n_new, y + y_new
-        lo2, hi2, est2 = budget.fast_score(N, n, y, D, rng, share=share)
-        lo, hi, est = np.where(todo, lo2, lo), np.where(todo, hi2, hi), np.where(todo, est2, est)
-    return pilot, (n, lo, hi, est)
-
-
 def chunk(job):
     N, K, D, seed = job
     truth = (K.sum(axis=3) / N.sum(axis=3)).mean(axis=2)
@@ -114,7 +89,10 @@ def chunk(job):
     for name, (share, source) in CONSTRUCTIONS.items():
         rng = np.random.default_rng(seed)
         with rate_source(source):
-            (n0, lo0, hi0, est0), (n, lo, hi, est) = waves(N, K, rng, D, share)
+            w = budget.planned_waves(
+                N, K, rng, D, pilot_ambiguous=PILOT_AMBIGUOUS, pilot_clear=PILOT_CLEAR, max_waves=MAX_WAVES, share=share
+            )
+        (n0, lo0, hi0, est0), (n, lo, hi, est) = w.pilot, (w.n, w.lo, w.hi, w.estimate)
         yf = budget.hyper(rng, K, N - K, n)
         lof, hif, estf = budget.fast_score(N, n, yf, D, rng, share=share)
         items0, items = n0.sum(axis=(2, 3)), n.sum(axis=(2, 3))
