@@ -160,6 +160,9 @@ def fast_score(
     """
     from annotate.stats.scoring.intervals import enclose, equal_tailed
 
+    if share not in ("model", "label"):
+        raise ValueError(f"share must be 'model' or 'label'; got {share!r}.")
+    per = 3 if share == "label" else 1
     R, M, B, H = N.shape
     Ncell = N.sum(axis=3, keepdims=True) if H == 3 else (N[..., :3] + N[..., 3:]).sum(axis=3, keepdims=True)
     Ncell = np.broadcast_to(Ncell, N.shape).astype(float)
@@ -174,7 +177,6 @@ def fast_score(
         sl = slice(r0, min(R, r0 + block))
         Nb, rb, yb, Cb = N[sl], r[sl], y[sl], Ncell[sl]
         Rb = Nb.shape[0]
-        per = 3 if share == "label" else 1
         coin = rng.random((Rb * M * per, D)) < 0.5
         act = np.flatnonzero(((Nb > rb) & (rb > 0)).ravel())
         flat = np.arange(Rb * M * B * H)
@@ -342,7 +344,7 @@ def planned_waves(
     n_tot = np.minimum(N, np.maximum(pilot, 1))
     y_tot = hyper(rng, K, N - K, n_tot)
     lo, hi, est = fast_score(N, n_tot, y_tot, D, rng, share=share)
-    first = (n_tot.copy(), lo.copy(), hi.copy(), est.copy())
+    first = (n_tot, lo, hi, est)  # never written in place: each wave makes new arrays
     waves = np.ones((R, M))
     for _wave in range(2, max_waves + 1):
         hw = (hi - lo) / 2

@@ -679,15 +679,14 @@ def part_models(R: int, D: int, chunk: int, seed: int) -> tuple[pd.DataFrame, pd
             # label (issue #23); before: one per stratum (before issue #23)
             for key, share in (("now", _posterior.SHARE_COMPONENT), ("label", "label"), ("before", "stratum")):
                 cov, width = [], []
-                with patched(_posterior, SHARE_COMPONENT=share):
-                    for c0 in range(0, R, chunk):
-                        df, truth = _model_rows(
-                            min(chunk, R - c0), p, n, np.random.default_rng(seed + c0 + int(1e4 * p) + n)
-                        )
-                        res = scoring.corrected_scores(df, draws=D, seed=seed + c0)
-                        o = res.overall[res.overall.treatment == "corrected"].sort_values("model")
-                        cov += list((o.ci_low.to_numpy() <= truth + 1e-12) & (truth <= o.ci_high.to_numpy() + 1e-12))
-                        width += list(o.ci_high - o.ci_low)
+                for c0 in range(0, R, chunk):
+                    df, truth = _model_rows(
+                        min(chunk, R - c0), p, n, np.random.default_rng(seed + c0 + int(1e4 * p) + n)
+                    )
+                    res = scoring.corrected_scores(df, draws=D, seed=seed + c0, share_component=share)
+                    o = res.overall[res.overall.treatment == "corrected"].sort_values("model")
+                    cov += list((o.ci_low.to_numpy() <= truth + 1e-12) & (truth <= o.ci_high.to_numpy() + 1e-12))
+                    width += list(o.ci_high - o.ci_low)
                 out[f"{key}"] = float(np.mean(cov))
                 out[f"{key}_mcse"] = mcse(float(np.mean(cov)), len(cov))
                 out[f"{key}_width"] = float(np.mean(width))

@@ -37,8 +37,8 @@ import argparse
 import importlib.util
 import sys
 import time
-from contextlib import contextmanager
 from pathlib import Path
+from unittest import mock
 
 import numpy as np
 import pandas as pd
@@ -72,23 +72,13 @@ def study(R: int, rng: np.random.Generator) -> tuple[np.ndarray, np.ndarray]:
     return np.stack([H1 + H0, S1 + S0, U1 + U0], axis=3), np.stack([H1, S1, U1], axis=3)
 
 
-@contextmanager
-def rate_source(source: str):
-    before = planning.RATE_SOURCE
-    planning.RATE_SOURCE = source
-    try:
-        yield
-    finally:
-        planning.RATE_SOURCE = before
-
-
 def chunk(job):
     N, K, D, seed = job
     truth = (K.sum(axis=3) / N.sum(axis=3)).mean(axis=2)
     out = {}
     for name, (share, source) in CONSTRUCTIONS.items():
         rng = np.random.default_rng(seed)
-        with rate_source(source):
+        with mock.patch.object(planning, "RATE_SOURCE", source):
             w = budget.planned_waves(
                 N, K, rng, D, pilot_ambiguous=PILOT_AMBIGUOUS, pilot_clear=PILOT_CLEAR, max_waves=MAX_WAVES, share=share
             )

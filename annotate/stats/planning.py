@@ -334,10 +334,10 @@ RATE_SOURCE = "others"
 
 
 def _others(
-    df: pd.DataFrame, by: str, y: NDArray[np.float64], r: NDArray[np.float64]
+    df: pd.DataFrame, y: NDArray[np.float64], r: NDArray[np.float64]
 ) -> tuple[NDArray[np.float64], NDArray[np.float64]]:
-    """Harmful and resolved counts of the other strata with the row's judge label and ``by`` value."""
-    key = [df[by].astype(str), df["judge_label"].astype(str)]
+    """Harmful and resolved counts of the model's other strata with the row's judge label."""
+    key = [df["model"].astype(str), df["judge_label"].astype(str)]
     y_all = pd.Series(y).groupby(key).transform("sum").to_numpy(dtype=np.float64)
     r_all = pd.Series(r).groupby(key).transform("sum").to_numpy(dtype=np.float64)
     return y_all - y, r_all - r
@@ -347,7 +347,7 @@ def _rate_guess(df: pd.DataFrame, prior: Mapping[str, float], weight: float) -> 
     pi0 = df["judge_label"].map(lambda v: prior.get(v, 0.5)).to_numpy(dtype=np.float64)
     y, r = df["harmful"].to_numpy(dtype=np.float64), df["resolved"].to_numpy(dtype=np.float64)
     if RATE_SOURCE == "others":
-        y, r = _others(df, "model", y, r)
+        y, r = _others(df, y, r)
         # A model with one benchmark has no other stratum of the label: the prior alone. (The other
         # models' strata of the label in that benchmark were tried: on XSTest they mix models whose
         # rates differ tenfold, and 12 % of the models ended their waves above target.)

@@ -42,8 +42,9 @@ def jeffreys_width(N, n, y, u, rng, D=1000):
     return float(np.mean(hi - lo))
 
 
-def coverage(N, n, y, u, truth, seed):
-    c = sc.corrected_scores(replicate_frame(N, n, y, u), draws=1000, seed=seed).cells  # rows in replicate order
+def coverage(N, n, y, u, truth, seed, share=None):
+    frame = replicate_frame(N, n, y, u)
+    c = sc.corrected_scores(frame, draws=1000, seed=seed, share_component=share).cells  # rows in replicate order
     lo, hi = c.ci_low.to_numpy(), c.ci_high.to_numpy()
     return float(np.mean((lo <= truth + 1e-12) & (truth <= hi + 1e-12))), float(np.mean(hi - lo))
 
@@ -53,14 +54,7 @@ def label_width(N, n, y, u, truth, seed):
 
     Since issue #33 a cell's strata share one component (one coin per model), which widens sparse
     cells by about 11 % (1.27 against 1.14 times the Jeffreys width); the issue allows 20 %."""
-    from annotate.stats.scoring import posterior
-
-    keep = posterior.SHARE_COMPONENT
-    posterior.SHARE_COMPONENT = "label"
-    try:
-        return coverage(N, n, y, u, truth, seed)[1]
-    finally:
-        posterior.SHARE_COMPONENT = keep
+    return coverage(N, n, y, u, truth, seed, share="label")[1]
 
 
 def test_sparse_cells_cover_when_the_judge_safe_stratum_is_clean():

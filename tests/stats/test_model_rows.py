@@ -52,18 +52,17 @@ def models(R: int, p: float, n: int, seed: int, B: int = 5, N: int = 1000):
     return pd.DataFrame(rows, columns=cols), truth
 
 
-def overall_coverage(df, truth, draws=1000, seed=0):
-    res = sc.corrected_scores(df, draws=draws, seed=seed)
+def overall_coverage(df, truth, draws=1000, seed=0, share=None):
+    res = sc.corrected_scores(df, draws=draws, seed=seed, share_component=share)
     o = res.overall[res.overall.treatment == "corrected"].sort_values("model")
     lo, hi = o.ci_low.to_numpy(), o.ci_high.to_numpy()
     return float(np.mean((lo <= truth + 1e-12) & (truth <= hi + 1e-12))), float(np.mean(hi - lo)), res
 
 
-def test_the_overall_row_of_a_rare_harm_model_covers(monkeypatch):
+def test_the_overall_row_of_a_rare_harm_model_covers():
     df, truth = models(120, 0.01, 10, seed=1)
     now, width, res = overall_coverage(df, truth)
-    monkeypatch.setattr(posterior, "SHARE_COMPONENT", "stratum")
-    before, before_width, _ = overall_coverage(df, truth)
+    before, before_width, _ = overall_coverage(df, truth, share="stratum")
     # 120 models: 0.95 less 3 Monte-Carlo SE is 0.89; before issue #23 it covered about 0.66
     assert now >= 0.89 and before < 0.80, (now, before)
     assert width < 1.5 * before_width
@@ -114,13 +113,12 @@ def study_regime(R: int, seed: int, harms=(0.005, 0.01, 0.02)):
     return pd.DataFrame(rows, columns=cols), np.array(truth)
 
 
-def test_rare_harm_rows_over_fifteen_sparse_strata_cover(monkeypatch):
+def test_rare_harm_rows_over_fifteen_sparse_strata_cover():
     """Issue #33: with one coin per judge label the overall rows of rare-harm models in the study's
     regime covered 0.89-0.92, the truth below the interval; one coin per model covers."""
     df, truth = study_regime(300, seed=33)
     now, width, res = overall_coverage(df, truth, draws=1000, seed=1)
-    monkeypatch.setattr(posterior, "SHARE_COMPONENT", "label")
-    before, before_width, _ = overall_coverage(df, truth, draws=1000, seed=1)
+    before, before_width, _ = overall_coverage(df, truth, draws=1000, seed=1, share="label")
     # 900 intervals: 0.95 less 2 Monte-Carlo SE (0.007) is 0.935; bench/model_rows.py has the tables
     assert now >= 0.935, (now, before)
     assert before < now - 0.02, (now, before)
