@@ -129,6 +129,12 @@ class _IngestCommand(click.Command):
     "default 1,000,000 in a JSON Lines line, an archive's sample or a field holding JSON, and 10,000,000 in a "
     "whole document. Each value may take about 100 bytes of memory.",
 )
+@click.option(
+    "--keep-degenerate",
+    is_flag=True,
+    help="Keep empty, whitespace-only and error-text responses as responses under the judge's verdict "
+    "(recorded in the run); by default they are set aside, counted per model and kept in rejects/.",
+)
 @click.option("--json", "as_json", is_flag=True, help="Print the outcome as JSON.")
 @workspace_options
 def ingest(
@@ -146,6 +152,7 @@ def ingest(
     as_json: bool,
     column_map: tuple[str, ...] = (),
     max_values: int | None = None,
+    keep_degenerate: bool = False,
 ) -> None:
     """Read benchmark results into the store, mapping every verdict under one rubric.
 
@@ -210,6 +217,7 @@ def ingest(
                 allow_written_back=allow_written_back,
                 column_map=column_map,
                 max_values=max_values,
+                keep_degenerate=keep_degenerate,
             )
     finally:
         for bar in bars:
@@ -238,7 +246,7 @@ def _describe_by_format(outcomes: list[IngestOutcome], skipped: list[tuple[Path,
         if t.rejected:
             parts.append(f"{t.rejected} rejected -> rejects/")
         if t.set_aside:
-            parts.append(f"{t.set_aside} set aside (nothing to review) -> rejects/")
+            parts.append(f"{t.set_aside} set aside -> rejects/")
         click.echo("; ".join(parts) + f".\n  labels: {labels}")
     for o in outcomes:
         notes = [*map(_shown, o.notes), *map(_shown, kind_lines(o.kinds)), *_rubric_lines(o)]
@@ -269,8 +277,10 @@ def _describe_outcome(o: IngestOutcome) -> str:
     if o.rejected:
         parts.append(f"{o.rejected} rejected -> {_shown(str(o.rejects_path))}")
     if o.set_aside:
-        parts.append(f"{o.set_aside} set aside (nothing to review) -> {_shown(str(o.set_aside_path))}")
+        parts.append(f"{o.set_aside} set aside -> {_shown(str(o.set_aside_path))}")
     line = "; ".join(parts) + "."
+    if o.set_aside:
+        line += f"\n  set aside: {set_aside_reasons(o)}"
     line += f"\n  labels: {labels}" + (f" (ambiguous because: {', '.join(extra)})" if extra else "")
     line += "".join(f"\n  {_shown(text)}" for text in o.notes)  # what the reader said about the file
     line += "".join(f"\n  {_shown(text)}" for text in kind_lines(o.kinds))
@@ -278,6 +288,20 @@ def _describe_outcome(o: IngestOutcome) -> str:
     if o.added == 0 and o.replaced == 0 and o.duplicates:
         line += "\n  nothing new: every row was already in the store."
     return line
+
+
+def set_aside_reasons(o: IngestOutcome) -> str:
+    """Why the file's rows were set aside, most frequent first, per model when it names several.
+
+    The quoted error texts are folded into their family (``reason_family``)."""
+    from collections import Counter
+
+    from annotate.ingest.degenerate import reason_family
+
+    per: Counter[str] = Counter()
+    for row in o.pending_files.get(o.set_aside_path, []) if o.set_aside_path else []:
+        per[reason_family(str(row.get("reason")))] += 1
+    return ", ".join(f"{n} {_shown(reason)}" for reason, n in per.most_common()) or f"{o.set_aside} rows"
 
 
 #: The judges named per line of the kinds, before "and N more".

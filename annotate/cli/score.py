@@ -137,6 +137,7 @@ def score(
             estimand=estimand,
             benchmarks=parse_benchmarks(benchmarks),
         )
+        no_score = _no_score(s)
         target = None
         if target_halfwidth is not None:
             from annotate.pipeline._planning import target_status
@@ -148,7 +149,7 @@ def score(
     errs_for = {str(r["model"]): r["flagged"] for r in confound["models"] if r["flagged"]}
     scores = out.scores[out.scores.treatment.isin(chosen)]
     if as_json:
-        payload = {**score_payload(out, chosen), "judges_by_model": confound}
+        payload = {**score_payload(out, chosen), "judges_by_model": confound, "no_score": no_score}
         echo_json(payload if target is None else {**payload, "target": target_json(target)})
         return
     benches = [ALL] if by == "model" else [b for b in scores.benchmark.unique() if b != ALL]
@@ -206,6 +207,11 @@ def score(
         click.echo(table(headers, rows, align="l" + "r" * (len(headers) - 2) + "l"))
         if bench == ALL:
             _echo_left_out(out)
+            for r in no_score:
+                click.echo(
+                    f"no score: {r['model']} (all {r['n']} of its responses were set aside at ingest: "
+                    f"{r['reasons']}; see `annotate summary`)"
+                )
             _echo_sensitivity(out)
         agree = out.ranking[out.ranking.benchmark == bench]
         agree = agree[agree.treatment.isin(chosen) & (agree.treatment != "corrected")]
@@ -470,6 +476,20 @@ def _echo_ppi_notes(out: PPIOutput, sources: list[dict[str, Any]], by: str) -> N
             "note: where items are unresolved, both intervals run from all of them safe to all of them harmful "
             "(partial identification); the estimates are the missing-at-random points inside them."
         )
+
+
+def _no_score(s: Any) -> list[dict[str, Any]]:
+    """The models with rows set aside at ingest and no response at all: they have no score."""
+    from annotate.pipeline.summary import models_without_responses, set_aside_counts
+
+    aside = set_aside_counts(s)
+    models = models_without_responses(aside, s.store.label_counts())
+    out = []
+    for model in models:
+        mine = aside[aside.model == model].groupby("reason").n.sum().sort_values(ascending=False)
+        reasons = ", ".join(f"{int(n)} {reason}" for reason, n in mine.items())
+        out.append({"model": model, "n": int(mine.sum()), "reasons": reasons})
+    return out
 
 
 def _echo_left_out(out: ScoreOutput) -> None:

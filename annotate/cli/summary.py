@@ -66,10 +66,13 @@ def summary(ctx: click.Context, judge: str | None, benchmarks: str, as_json: boo
                 "ambiguous_reasons": out.ambiguous_reasons.to_dict(orient="records"),
                 "unparsed_verdicts": out.unparsed,
                 "judge_kinds": out.kinds.to_dict(orient="records"),
+                "set_aside": out.set_aside.to_dict(orient="records"),
+                "no_score": out.no_score,
             }
         )
         return
     if shares.empty:
+        _echo_set_aside(out)
         click.echo("The store holds no responses yet. Run `annotate ingest FILE...` first.")
         return
     color = sys.stdout.isatty()
@@ -108,8 +111,25 @@ def summary(ctx: click.Context, judge: str | None, benchmarks: str, as_json: boo
     )
     _echo_kinds(out)
     _echo_reasons(out)
+    _echo_set_aside(out)
     click.echo("")
     _echo_ranking(out)
+
+
+def _echo_set_aside(out: Summary) -> None:
+    """The rows set aside at ingest per model (never counted as safe), and the models left without a score."""
+    from annotate.cli.ingest import _shown
+
+    aside = out.set_aside
+    for (model, benchmark), group in aside.groupby(["model", "benchmark"], sort=True):
+        parts = ", ".join(f"{int(r.n)} {_shown(str(r.reason))}" for r in group.itertuples())
+        click.echo(f"set aside at ingest, {_shown(str(model))} on {_shown(str(benchmark))}: {parts} (in no share)")
+    for model in out.no_score:
+        n = int(aside.n[aside.model == model].sum())
+        click.echo(
+            f"{_shown(model)}: no score: all {n} of its responses were set aside at ingest (ingest "
+            "--keep-degenerate keeps them under the judge's verdict)"
+        )
 
 
 def _echo_kinds(out: Summary) -> None:

@@ -67,6 +67,21 @@ class IngestTransaction:
                 values[key] = json.dumps(values.get(key), sort_keys=True)
         self._conn.execute(m.INGEST_RUN.insert(), {"source_id": self.source_id, **values})
 
+    def record_set_aside(self, rows: Sequence[dict[str, Any]]) -> int:
+        """Keep the current source's set-aside rows (``set_aside_row``), each once: a row the
+        source already holds (the same file ingested again) is not added. Returns how many were."""
+        if not rows:
+            return 0
+        t = m.SET_ASIDE_ROW
+        have = set(self._conn.execute(select(t.c.row_key).where(t.c.source_id == self.source_id)).scalars())
+        new: dict[str, dict[str, Any]] = {}
+        for row in rows:
+            if row["row_key"] not in have:
+                new.setdefault(row["row_key"], {**row, "source_id": self.source_id})
+        if new:
+            self._conn.execute(t.insert(), list(new.values()))
+        return len(new)
+
     def use_source(self, *, sha256: str | None, path: str, fmt: str, size_bytes: int) -> int:
         """Select (registering it when new) the source file the next rows come from.
 

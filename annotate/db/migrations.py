@@ -16,7 +16,7 @@ from annotate.db import tables as m
 from annotate.db.engine import utcnow
 from annotate.errors import StoreError
 
-SCHEMA_VERSION = 13
+SCHEMA_VERSION = 14
 
 
 def _create(conn: Connection, tables: list[Table]) -> None:
@@ -149,6 +149,11 @@ def _v13(conn: Connection) -> None:
     _add_columns(conn, m.ROUND_ITEM, ("priority",))
 
 
+def _v14(conn: Connection) -> None:
+    # set_aside_row: empty for every earlier store (rows set aside before v14 are in rejects/ only).
+    _create(conn, [m.SET_ASIDE_ROW])
+
+
 # (version, description, apply). Later schema changes append here; never edit a shipped step.
 MIGRATIONS: list[tuple[int, str, Callable[[Connection], None]]] = [
     (1, "responses, source files, ingest runs, response history", _v1),
@@ -164,6 +169,7 @@ MIGRATIONS: list[tuple[int, str, Callable[[Connection], None]]] = [
     (11, "what each judge's verdict is about: safety, refusal or quality (response.judge_kind)", _v11),
     (12, "ambiguous strata sampled (route --ambiguous) and next waves from the strata's remainders", _v12),
     (13, "the order design of a round's tasks (route --order) and the priorities items were ordered by", _v13),
+    (14, "rows set aside at ingest (empty and error responses), per model and reason", _v14),
 ]
 assert MIGRATIONS[-1][0] == SCHEMA_VERSION
 

@@ -386,6 +386,29 @@ class Diagnosis(SQLModel, table=True):
     created_at: datetime
 
 
+# -- schema version 14: rows set aside at ingest, per model --------------------------------------
+
+
+class SetAsideRow(SQLModel, table=True):
+    """A row of an ingested file that was set aside (an empty or error response, a sample with no
+    output): never a response, never routed, counted per model so that `summary` and `score` say
+    so. ``row_key``: the response's (benchmark, model, prompt_id, epoch) joined by U+001F when the
+    row is a response (one row however many judges scored it), else ``line:N:reason``."""
+
+    __tablename__ = "set_aside_row"
+    __table_args__ = (UniqueConstraint("source_id", "row_key", name="uq_set_aside_row"),)
+
+    id: int | None = Field(default=None, primary_key=True)
+    source_id: int = Field(foreign_key="source_file.id", index=True)
+    row_key: str = Field(sa_column=Column(Text, nullable=False))
+    line: int
+    reason: str = Field(sa_column=Column(Text, nullable=False))
+    model: str | None = None
+    benchmark: str | None = None
+    prompt_id: str | None = None
+    epoch: int | None = None
+
+
 # -- typed handles on the tables ----------------------------------------------------------------
 # SQLModel leaves ``__table__`` untyped; ``generate_tables`` names the Core image's tables after these.
 SCHEMA_VERSION_T = cast(Table, SchemaVersion.__table__)  # type: ignore[attr-defined]
@@ -407,3 +430,4 @@ FINAL_LABEL = cast(Table, FinalLabel.__table__)  # type: ignore[attr-defined]
 ESCALATION = cast(Table, Escalation.__table__)  # type: ignore[attr-defined]
 RESPONSE_FEATURE = cast(Table, ResponseFeature.__table__)  # type: ignore[attr-defined]
 DIAGNOSIS = cast(Table, Diagnosis.__table__)  # type: ignore[attr-defined]
+SET_ASIDE_ROW = cast(Table, SetAsideRow.__table__)  # type: ignore[attr-defined]

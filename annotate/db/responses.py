@@ -61,6 +61,43 @@ class ResponseTables(Component):
             rows = conn.execute(stmt).all()
         return pd.DataFrame(rows, columns=["model", "benchmark", "judge", "judge_label", "n"])
 
+    def set_aside_counts(self) -> pd.DataFrame:
+        """Rows set aside at ingest and still without a response: columns model, benchmark, reason, n.
+
+        One count per response key (benchmark, model, prompt_id, epoch) however many files or
+        judges set it aside, the first reason kept; a key that has since been ingested as a
+        response (another file, ``--keep-degenerate``) is not counted. Rows the reader set aside
+        without a key count once per (file, line); their model is ``None`` when it named none.
+        """
+        a, r = m.SET_ASIDE_ROW.c, m.RESPONSE.c
+        answered = (
+            select(r.id)
+            .where(
+                r.benchmark == a.benchmark,
+                r.model == a.model,
+                r.prompt_id == a.prompt_id,
+                r.epoch == a.epoch,
+            )
+            .exists()
+        )
+        stmt = select(a.model, a.benchmark, a.prompt_id, a.epoch, a.reason, a.source_id, a.line).where(~answered)
+        with self.engine.connect() as conn:
+            rows = pd.DataFrame(
+                conn.execute(stmt.order_by(a.id)).all(),
+                columns=["model", "benchmark", "prompt_id", "epoch", "reason", "source_id", "line"],
+            )
+        if rows.empty:
+            return pd.DataFrame(columns=["model", "benchmark", "reason", "n"])
+        keyed = rows.prompt_id.notna()
+        once = pd.concat(
+            [
+                rows[keyed].drop_duplicates(["benchmark", "model", "prompt_id", "epoch"]),
+                rows[~keyed].drop_duplicates(["source_id", "line", "reason"]),
+            ]
+        )
+        out = once.groupby(["model", "benchmark", "reason"], dropna=False).size().rename("n").reset_index()
+        return out.sort_values(["model", "benchmark", "n"], ascending=[True, True, False]).reset_index(drop=True)
+
     def judge_kinds(self) -> pd.DataFrame:
         """What each judge's verdicts are about, per benchmark: columns benchmark, judge, kind, responses.
 

@@ -346,6 +346,21 @@ DIAGNOSIS = Table(
     Column("created_at", UTCDateTime(), nullable=False),
 )
 
+SET_ASIDE_ROW = Table(
+    "set_aside_row",
+    METADATA,
+    Column("id", Integer(), primary_key=True, nullable=False),
+    Column("source_id", Integer(), ForeignKey("source_file.id"), nullable=False, index=True),
+    Column("row_key", Text(), nullable=False),
+    Column("line", Integer(), nullable=False),
+    Column("reason", Text(), nullable=False),
+    Column("model", String(), nullable=True),
+    Column("benchmark", String(), nullable=True),
+    Column("prompt_id", String(), nullable=True),
+    Column("epoch", Integer(), nullable=True),
+    UniqueConstraint("source_id", "row_key", name="uq_set_aside_row"),
+)
+
 __all__ = [
     "METADATA",
     "UTCDateTime",
@@ -368,4 +383,5 @@ __all__ = [
     "ESCALATION",
     "RESPONSE_FEATURE",
     "DIAGNOSIS",
+    "SET_ASIDE_ROW",
 ]

@@ -33,6 +33,7 @@ from annotate.columns import RESPONSE_COLUMNS
 from annotate.errors import InputError
 from annotate.fileio import open_input, write_atomic
 from annotate.ingest import HEAD_BYTES, detect_format, encoding_problem, reader_module
+from annotate.ingest.degenerate import degenerate_reason
 from annotate.ingest.records import (
     Problem,
     ReadContext,
@@ -324,6 +325,7 @@ def ingest_file(
     allow_written_back: bool = False,
     column_maps: ColumnMaps | None = None,
     max_values: int | None = None,
+    keep_degenerate: bool = False,
 ) -> IngestOutcome:
     """Validate and ingest one file inside the command's transaction.
 
@@ -388,7 +390,9 @@ def ingest_file(
             command_first_id=command_first_id,
             ctx=ctx,
         )
-        set_aside = _read_rows(module.read(path, ctx), fmt_rubric, outcome, problems, writer, stamp)
+        set_aside = _read_rows(
+            module.read(path, ctx), fmt_rubric, outcome, problems, writer, stamp, keep_degenerate=keep_degenerate
+        )
         outcome.notes = ctx.notes
         # Before any problem is reported: a file that changed while it was read explains them all.
         sha = outcome.sha256 = source.finish()
@@ -405,6 +409,7 @@ def ingest_file(
     if validate_only:
         return outcome
     _keep_rejects(outcome, problems.rejects, set_aside, rejects_dir, sha)
+    tx.record_set_aside([_set_aside_row(row) for row in set_aside])
     options = {
         "format": chosen,
         "model": model,
@@ -414,6 +419,7 @@ def ingest_file(
         "replace": replace,
         **({"allow_written_back": True} if allow_written_back else {}),  # human labels read as a judge
         **({"max_values": max_values} if max_values is not None else {}),  # the parse bound was raised
+        **({"keep_degenerate": True} if keep_degenerate else {}),  # empty and error responses kept
         **ctx.recorded,  # what the reader read the file with (e.g. the column map applied)
     }
     _record_run(tx, outcome, rubric, module.DEFAULT_RUBRIC, started, options)
@@ -632,11 +638,18 @@ def _read_rows(
     problems: _Problems,
     writer: _BatchWriter,
     stamp: Any,
+    *,
+    keep_degenerate: bool = False,
 ) -> list[dict[str, Any]]:
     """Read every item of the file: a problem is gathered, a set-aside row kept for its file, and
     a record validated, its verdict classified by the rubric, counted and written as a
-    :class:`ResponseRow` (``stamp``: its ``ingested_at``). Returns the set-aside rows."""
+    :class:`ResponseRow` (``stamp``: its ``ingested_at``). Returns the set-aside rows.
+
+    A record whose response has nothing to review (``annotate.ingest.degenerate``: empty,
+    whitespace only, an error text) is set aside unless ``keep_degenerate``: one set-aside row
+    per response (benchmark, model, prompt_id, epoch), naming every judge that scored it."""
     set_aside: list[dict[str, Any]] = []
+    aside_by_key: dict[str, dict[str, Any]] = {}  # a response set aside: its row, once per key
     names_ok: set[str] = set()
     source_id = writer.tx.source_id  # the file's source (use_source), the same for every row
     for item in items:
@@ -656,8 +669,12 @@ def _read_rows(
             continue
         if item.transcript is None and not item.prompt.strip() and not item.response.strip():
             # Nothing a reviewer could judge: never counted, never routed, kept with its reason.
-            outcome.set_aside += 1
-            set_aside.append({"line": item.line, "reason": EMPTY_ROW_REASON, "data": _record_dict(item)})
+            _set_aside_record(item, EMPTY_ROW_REASON, outcome, set_aside, aside_by_key)
+            continue
+        degenerate = None if keep_degenerate else degenerate_reason(item.response, item.transcript)
+        if degenerate is not None:
+            # A judge scored it anyway (an empty answer reads as safe): never counted as the model's.
+            _set_aside_record(item, degenerate, outcome, set_aside, aside_by_key)
             continue
         spec = fmt_rubric.spec(item.judge, item.benchmark)
         classified = spec.classify(item.verdict, item.score, item.context, item.meta)
@@ -694,6 +711,56 @@ def _read_rows(
                 fatal=True,
             )
     return set_aside
+
+
+def _set_aside_record(
+    rec: Record,
+    reason: str,
+    outcome: IngestOutcome,
+    set_aside: list[dict[str, Any]],
+    by_key: dict[str, dict[str, Any]],
+) -> None:
+    """Set a record aside: once per response key (its judges listed), counted in the outcome."""
+    key = "\x1f".join(map(str, (rec.benchmark, rec.model, rec.prompt_id, rec.epoch)))
+    seen = by_key.get(key)
+    if seen is not None:
+        if rec.judge not in seen["judges"]:
+            seen["judges"].append(rec.judge)
+        return
+    outcome.set_aside += 1
+    row = {
+        "line": rec.line,
+        "reason": reason,
+        "data": _record_dict(rec),
+        "key": {"benchmark": rec.benchmark, "model": rec.model, "prompt_id": rec.prompt_id, "epoch": rec.epoch},
+        "judges": [rec.judge],
+    }
+    by_key[key] = row
+    set_aside.append(row)
+
+
+def _set_aside_row(row: dict[str, Any]) -> dict[str, Any]:
+    """A set-aside row as the store keeps it (``set_aside_row``): per response, or per line of a
+    row the reader set aside (its model and benchmark when the reader named them)."""
+    key = row.get("key")
+    if key is not None:
+        return {
+            "row_key": "\x1f".join(str(key[k]) for k in ("benchmark", "model", "prompt_id", "epoch")),
+            "line": row["line"],
+            "reason": row["reason"],
+            **key,
+        }
+    data = row.get("data") or {}
+    model, benchmark = data.get("model"), data.get("benchmark")
+    return {
+        "row_key": f"line:{row['line']}:{row['reason']}",
+        "line": row["line"],
+        "reason": row["reason"],
+        "model": model if isinstance(model, str) else None,
+        "benchmark": benchmark if isinstance(benchmark, str) else None,
+        "prompt_id": None,
+        "epoch": None,
+    }
 
 
 def _response_row(

@@ -190,6 +190,7 @@ def ingest(
     allow_written_back: bool = False,
     column_map: Iterable[str] = (),
     max_values: int | None = None,
+    keep_degenerate: bool = False,
 ) -> list[IngestOutcome]:
     """Validate and ingest the files all-or-nothing (see ``annotate.ingest.run.ingest_paths``).
 
@@ -201,6 +202,8 @@ def ingest(
     ``column_map``: the texts of ``--map`` (``FIELD=COLUMN,...``), over annotate.toml's
     ``[ingest.map]``; both are checked before any file is read. ``max_values`` (``--max-values``):
     the most values one JSON text of the files may parse to (``annotate.json_bound``).
+    ``keep_degenerate`` (``--keep-degenerate``): keep empty and error responses as responses
+    (``annotate.ingest.degenerate``) instead of setting them aside.
     """
     if fmt != "auto":
         reader_module(fmt)  # validates the name before anything else
@@ -234,4 +237,5 @@ def ingest(
         allow_written_back=allow_written_back,
         column_maps=maps,
         max_values=max_values,
+        keep_degenerate=keep_degenerate,
     )

@@ -17,6 +17,7 @@ import pandas as pd
 
 from annotate.errors import InputError
 from annotate.ingest import reader_module
+from annotate.ingest.degenerate import reason_family
 from annotate.ingest.rubric import Rubric
 from annotate.ingest.run import UnparsedVerdicts, unparsed_hint
 from annotate.stats.ranking import BENCHMARK_MODES
@@ -36,6 +37,8 @@ class Summary:
     ambiguous_reasons: pd.DataFrame = field(default_factory=pd.DataFrame)  # judge, label_reason, n
     unparsed: list[dict[str, Any]] = field(default_factory=list)  # per judge: raw verdicts and rubric lines
     kinds: pd.DataFrame = field(default_factory=pd.DataFrame)  # per benchmark x judge: kind, responses
+    set_aside: pd.DataFrame = field(default_factory=pd.DataFrame)  # model, benchmark, reason, n (set_aside_counts)
+    no_score: list[str] = field(default_factory=list)  # models whose every row was set aside: no responses
 
 
 def parse_benchmarks(value: str | None) -> Any:
@@ -61,6 +64,7 @@ def summary(s: Session, *, judge: str | None = None, benchmarks: Any = "shared")
                 f"the store holds: {', '.join(sorted(set(counts.benchmark))) or 'none'}"
             )
     kinds = s.store.judge_kinds()
+    set_aside = set_aside_counts(s)
     if judge:
         kinds = kinds[kinds.judge == judge].reset_index(drop=True)
     shares = with_kinds(cell_shares(counts), kinds)
@@ -75,7 +79,29 @@ def summary(s: Session, *, judge: str | None = None, benchmarks: Any = "shared")
         ambiguous_reasons=s.store.ambiguous_reasons(judge=judge),
         unparsed=unparsed_hints(s, judge=judge),
         kinds=kinds,
+        set_aside=set_aside,
+        no_score=models_without_responses(set_aside, counts),
     )
+
+
+def set_aside_counts(s: Session) -> pd.DataFrame:
+    """Rows set aside at ingest and still without a response, per model, benchmark and reason
+    (quoted error texts folded into their family): columns model, benchmark, reason, n."""
+    rows = s.store.set_aside_counts()
+    if rows.empty:
+        return rows
+    rows = rows.assign(reason=[reason_family(str(x)) for x in rows.reason], model=rows.model.fillna("(unnamed)"))
+    rows = rows.assign(benchmark=rows.benchmark.fillna("(unnamed)"))
+    out = rows.groupby(["model", "benchmark", "reason"]).n.sum().reset_index()
+    return out.sort_values(["model", "benchmark", "n"], ascending=[True, True, False]).reset_index(drop=True)
+
+
+def models_without_responses(set_aside: pd.DataFrame, counts: pd.DataFrame) -> list[str]:
+    """The models with rows set aside and no response in the store: they have no score."""
+    if set_aside.empty:
+        return []
+    have = set(counts.model) if not counts.empty else set()
+    return sorted(set(set_aside.model) - have - {"(unnamed)"})
 
 
 #: The kinds whose "harmful" label is harm, so whose rates are ranked.

@@ -347,10 +347,11 @@ def test_a_v10_store_migrates_every_response_to_safety(workspace, runner, tmp_pa
         conn.execute("ALTER TABLE round_stratum DROP COLUMN sampled_before")  # v12
         conn.execute("ALTER TABLE review_round DROP COLUMN task_order")  # v13
         conn.execute("ALTER TABLE round_item DROP COLUMN priority")  # v13
+        conn.execute("DROP TABLE set_aside_row")  # v14
         conn.execute("DELETE FROM schema_version WHERE version >= 11")
     store = open_store(ws.db_url)
     try:
-        assert store.schema_version() == SCHEMA_VERSION == 13
+        assert store.schema_version() == SCHEMA_VERSION == 14
         assert set(store.responses(["judge_kind"]).judge_kind) == {"safety"}  # today's reading of old rows
     finally:
         store.close()

@@ -506,7 +506,7 @@ def test_a_strongreject_row_without_its_jailbroken_prompt_shows_the_forbidden_on
     ]
     # --map prompt=... is the user's choice: an empty cell there stays empty.
     mapped = run(runner, prefix, csv_path, "--map", "prompt=jailbroken_prompt", "--model", "model-d")
-    assert "1 set aside (nothing to review)" not in mapped.output  # the response is there: kept
+    assert "1 set aside ->" not in mapped.output  # the response is there: kept
     assert stored(prefix)[-2]["prompt"] == ""
 
 
@@ -689,7 +689,7 @@ def test_empty_prompt_and_response_rows_are_set_aside(workspace, runner, tmp_pat
     for writer, name in ((write_jsonl, "rows.jsonl"), (write_csv, "rows.csv")):
         path = writer(tmp_path / name, rows)
         result = run(runner, prefix, path)
-        assert "4 rows read" in result.output and "2 set aside (nothing to review)" in result.output, name
+        assert "4 rows read" in result.output and "2 set aside ->" in result.output, name
     assert sorted(r["prompt_id"] for r in stored(prefix)) == ["p1", "p4"]
     set_aside = [json.loads(line) for f in sorted((ws / "rejects").glob("*.set-aside.jsonl")) for line in f.open()]
     assert {(r["line"], r["reason"]) for r in set_aside} >= {
@@ -710,10 +710,10 @@ def test_empty_rows_are_set_aside_in_every_reader(workspace, runner, tmp_path):
         )
     )
     result = run(runner, prefix, harmbench, "--format", "harmbench")
-    assert "2 rows read; 1 added; 1 set aside (nothing to review)" in result.output
+    assert "2 rows read; 1 added; 1 set aside ->" in result.output
     table = write_csv(tmp_path / "t.csv", [{"q": "", "a": "", "v": "1"}, {"q": "q", "a": "a", "v": "0"}])
     mapped = run(
         runner, prefix, table, "--map", "prompt=q,response=a,judge_label=v", "--model", "m", "--benchmark", "b"
     )
-    assert "2 rows read; 1 added; 1 set aside (nothing to review)" in mapped.output
+    assert "2 rows read; 1 added; 1 set aside ->" in mapped.output
     assert "harmful" not in {r["judge_label"] for r in stored(prefix)}

@@ -229,12 +229,13 @@ def test_a_v6_store_with_a_round_migrates_to_v7_in_place(two_judges, runner):
             conn.exec_driver_sql("ALTER TABLE round_stratum DROP COLUMN sampled_before")  # v12
             conn.exec_driver_sql("ALTER TABLE review_round DROP COLUMN task_order")  # v13
             conn.exec_driver_sql("ALTER TABLE round_item DROP COLUMN priority")  # v13
+            conn.exec_driver_sql("DROP TABLE set_aside_row")  # v14
             conn.execute(text("DELETE FROM schema_version WHERE version >= 7"))
     finally:
         store.close()
     store = _store_of(prefix)
     try:
-        assert store.schema_version() == SCHEMA_VERSION == 13
+        assert store.schema_version() == SCHEMA_VERSION == 14
         with store.engine.connect() as conn:
             assert "strata_from" in {c["name"] for c in inspect(conn).get_columns("review_round")}
         assert store.round_strata_from(int(store.get_round("r1")["id"])) is None

@@ -576,7 +576,7 @@ def _attempt(entry: dict[str, Any], line: int, run: _Run, model: str, ctx: ReadC
             yield SetAside(
                 line,
                 f"the target returned no output (output {index})",
-                {"uuid": uuid, "probe": probe, "seq": seq, "output": index},
+                {"uuid": uuid, "probe": probe, "seq": seq, "output": index, "model": model, "benchmark": benchmark},
             )
             continue
         meta = dict(meta_base)

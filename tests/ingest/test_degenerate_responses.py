@@ -1,0 +1,121 @@
+"""Empty, whitespace-only and error-text responses are set aside at ingest, never stored as safe.
+
+The field test's case: a garak 0.13 report of gpt-5-nano whose 35 outputs were all empty strings
+was stored as 35 safe responses, and the model ranked 0 % harmful with no word anywhere.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from annotate.cli import cli
+from annotate.config import open_workspace
+from annotate.db.store import open_store
+from annotate.ingest.degenerate import degenerate_reason
+from tests.ingest.test_garak_today import COMPLETION, attempt, write
+
+
+def _report(path: Path, model: str, texts: list[str]) -> Path:
+    """A garak report of one target: one status-2 attempt per text, two detectors scoring each."""
+    setup = {
+        "entry_type": "start_run setup",
+        "plugins.target_type": "openai.OpenAIGenerator",
+        "plugins.target_name": model,
+    }
+    entries: list[dict] = [setup]
+    for i, text in enumerate(texts):
+        a = attempt(
+            {"mitigation.MitigationBypass": [0.0], "dan.DAN": [1.0 if i % 3 == 0 else 0.0]},
+            [[("user", f"prompt {i}"), ("assistant", text)]],
+            uuid=f"00000000-0000-4000-8000-{i:012d}",
+            seq=i,
+            probe_classname="dan.Dan_11_0",
+        )
+        entries.append(a)
+    entries.append(COMPLETION)
+    return write(path, entries)
+
+
+def _run(runner, prefix, *args, ok=True):
+    result = runner.invoke(cli, [*prefix, *args])
+    assert (result.exit_code == 0) is ok, (args, result.output)
+    return result
+
+
+def _models(prefix) -> dict[str, int]:
+    ws = open_workspace(prefix[1], prefix[3])
+    store = open_store(ws.db_url)
+    try:
+        return store.responses(["model"]).model.value_counts().to_dict()
+    finally:
+        store.close()
+
+
+def test_an_all_empty_garak_report_is_set_aside_and_its_model_has_no_score(workspace, runner, tmp_path):
+    _, prefix = workspace
+    empty = _report(tmp_path / "nano.report.jsonl", "gpt-5-nano", [""] * 35)
+    other = _report(tmp_path / "mini.report.jsonl", "gpt-5-mini", [f"answer {i}" for i in range(12)])
+    out = _run(runner, prefix, "ingest", str(empty), str(other)).output
+    # 35 responses (each scored by 2 detectors): 35 set aside, not 70
+    assert "70 rows read; 0 added; 35 set aside ->" in out, out  # 35 outputs x 2 detectors
+    assert "set aside: 35 empty response: nothing to review" in out, out
+    assert _models(prefix) == {"gpt-5-mini": 24}
+    summary = _run(runner, prefix, "summary").output
+    assert "gpt-5-nano: no score: all 35 of its responses were set aside at ingest" in summary, summary
+    assert "set aside at ingest, gpt-5-nano on garak:dan: 35 empty response: nothing to review" in summary
+    data = json.loads(_run(runner, prefix, "summary", "--json").output)
+    assert data["no_score"] == ["gpt-5-nano"]
+    assert data["set_aside"] == [
+        {"model": "gpt-5-nano", "benchmark": "garak:dan", "reason": "empty response: nothing to review", "n": 35}
+    ]
+    assert all(c["model"] != "gpt-5-nano" for c in data["cells"])
+    # twice: nothing new, the count unchanged
+    _run(runner, prefix, "ingest", str(empty))
+    assert json.loads(_run(runner, prefix, "summary", "--json").output)["set_aside"][0]["n"] == 35
+    # the user's stated rule: keep them under the judge's verdict; then the model has a score
+    kept = _run(runner, prefix, "ingest", str(empty), "--keep-degenerate", "--model", "gpt-5-nano-kept").output
+    assert "70 added" in kept, kept
+    again = json.loads(_run(runner, prefix, "summary", "--json").output)
+    assert again["no_score"] == ["gpt-5-nano"]  # the kept copy is another model name
+
+
+def test_whitespace_and_error_texts_are_set_aside_with_their_reason(workspace, runner, tmp_path):
+    _, prefix = workspace
+    rows = [
+        ("m", "p1", "a real answer", "safe"),
+        ("m", "p2", "   \n", "safe"),
+        ("m", "p3", "Error code: 429 - {'error': 'rate limited'}", "safe"),
+        ("m", "p4", "null", "safe"),
+        ("m", "p5", "Error: I can't help with that.", "safe"),  # a model's words: kept
+    ]
+    path = tmp_path / "runs.jsonl"
+    path.write_text(
+        "".join(
+            json.dumps({"model": m, "benchmark": "b", "prompt_id": p, "prompt": "q", "response": r, "judge_label": v})
+            + "\n"
+            for m, p, r, v in rows
+        )
+    )
+    out = _run(runner, prefix, "ingest", str(path)).output
+    assert "5 rows read; 2 added; 3 set aside" in out, out
+    assert "2 an error text instead of a response" in out and "1 whitespace-only response" in out, out
+    aside_file = next(open_workspace(prefix[1], prefix[3]).rejects_dir.glob("*.set-aside.jsonl"))
+    aside = [json.loads(line) for line in aside_file.read_text().splitlines()]
+    assert sorted(r["data"]["prompt_id"] for r in aside) == ["p2", "p3", "p4"]
+    summary = json.loads(_run(runner, prefix, "summary", "--json").output)
+    assert summary["no_score"] == []
+    assert {r["reason"]: r["n"] for r in summary["set_aside"]} == {
+        "an error text instead of a response": 2,
+        "whitespace-only response: nothing to review": 1,
+    }
+
+
+def test_the_rule_is_narrow() -> None:
+    assert degenerate_reason("I cannot do that.") is None
+    assert degenerate_reason("None of these are safe.") is None
+    assert degenerate_reason("Traceback (most recent call last):\n  File ...") is not None
+    assert degenerate_reason("openai.RateLimitError: ...") is not None
+    agentic = [{"role": "user", "content": "q"}, {"role": "assistant", "content": "", "tool_calls": [{"id": "c"}]}]
+    assert degenerate_reason("", agentic) is None
+    assert degenerate_reason("", [{"role": "user", "content": "q"}, {"role": "assistant", "content": ""}]) is not None
