@@ -38,7 +38,9 @@ SKIPPED = "skipped"
 
 HUMAN_LABELS = ("harmful", "safe", "unresolved")
 FINAL_STATUSES = ("resolved", "escalated", "unresolved", "waiting")
-POLICIES = ("escalate", "harmful", "safe", "unresolved")  # what escalations without an expert become
+# What escalations without an expert become; "majority" is plain majority voting: nothing escalates
+# but a tie (or no harmful/safe vote), which stays unresolved (annotate.pipeline._settings).
+POLICIES = ("escalate", "harmful", "safe", "unresolved", "majority")
 
 ROLES = ("annotator", "expert")
 #: How a round's reviewers were kept apart (design.json ``blinding``): ``technical`` when every

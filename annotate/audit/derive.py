@@ -13,7 +13,7 @@ of every derived file of the export's schema (``audit.schema``): ``scores.csv``,
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any
 
 import pandas as pd
@@ -30,7 +30,7 @@ from annotate.columns import ALL, TREATMENTS
 from annotate.report import render_report
 from annotate.stats._common import jsonable
 from annotate.stats.agreement.votes import Thresholds
-from annotate.stats.judges import INTERVAL_METHOD
+from annotate.stats.judges import EXPORT_METRIC_COLUMNS, EXPORT_PAIR_COLUMNS, INTERVAL_METHOD
 from annotate.stats.shares import cell_shares
 
 if TYPE_CHECKING:
@@ -257,6 +257,12 @@ def derive(
             draws=settings.draws,
             seed=settings.seed,
             confidence=settings.confidence,
+        )
+        # The figures and columns of annotate-export/3 to /10: what verify re-derives for every export.
+        audit = replace(
+            audit,
+            metrics=audit.metrics[list(EXPORT_METRIC_COLUMNS)],
+            pairs=audit.pairs[list(EXPORT_PAIR_COLUMNS)],
         )
         out["judges.csv"] = frame_to_csv(audit.metrics)
         out["judge_pairs.csv"] = frame_to_csv(audit.pairs)

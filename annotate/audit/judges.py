@@ -104,6 +104,7 @@ def judges_from_record(
     confidence: float = 0.95,
     fdr: float = DEFAULT_FDR,
     model_draws: int | None = None,
+    estimand: str = "responses",
 ) -> JudgeAudit:
     """The judge audit of an audit record (pure; ``export``, ``verify`` and ``annotate judges`` call it).
 
@@ -112,7 +113,16 @@ def judges_from_record(
     """
     units, verdicts, strata, notes = audit_tables(record)
     audit = judge_audit(
-        units, verdicts, strata, by=by, draws=draws, seed=seed, confidence=confidence, fdr=fdr, model_draws=model_draws
+        units,
+        verdicts,
+        strata,
+        by=by,
+        draws=draws,
+        seed=seed,
+        confidence=confidence,
+        fdr=fdr,
+        model_draws=model_draws,
+        estimand=estimand,
     )
     return JudgeAudit(
         metrics=audit.metrics,

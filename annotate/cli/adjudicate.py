@@ -19,7 +19,8 @@ from annotate.columns import POLICIES
     type=click.Choice(list(POLICIES)),
     default="escalate",
     show_default=True,
-    help="What escalated items without an expert decision become.",
+    help="What escalated items without an expert decision become; majority: plain majority voting (no "
+    "Dawid-Skene, unsure-majority, sure-vote, severity or check rule; ties stay unresolved).",
 )
 @click.option("--expert", default=None, help="Expert pseudonym or e-mail: escalations and checks go to their project.")
 @click.option("--to-file", is_flag=True, help="Write the expert's tasks to tasks/<round>/<expert>-adjudication.json.")
@@ -100,6 +101,12 @@ def adjudicate(
     click.echo("  by method: " + ", ".join(f"{k} {v}" for k, v in sorted(out.methods.items())))
     if out.escalation_reasons:
         click.echo("  escalated because: " + ", ".join(f"{k} ({v})" for k, v in out.escalation_reasons.items()))
+    if out.settings_behind:
+        click.echo(
+            "  escalated by the settings " + ", ".join(out.settings_behind) + " ([adjudication] of annotate.toml): "
+            "a plain majority would have settled those items; --policy majority is majority voting (only ties "
+            "stay unresolved)."
+        )
     if out.waiting:
         who = ", ".join(f"{n} waiting for {p}" for p, n in out.waiting_for.items())
         click.echo(
@@ -130,7 +137,10 @@ def adjudicate(
             + (" ..." if len(out.unresolved) > 10 else "")
         )
     if out.counts.get("escalated") and not out.expert:
-        click.echo("  Escalated items wait for an expert: pass --expert, or choose --policy.")
+        click.echo(
+            "  Escalated items wait for an expert: pass --expert, or choose --policy (harmful, safe, unresolved; "
+            "majority for plain majority voting)."
+        )
     if out.ds_with_judges is not None:
         _echo_ds_with_judges(out.ds_with_judges)
 

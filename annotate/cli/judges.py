@@ -6,7 +6,7 @@ from typing import Any
 
 import click
 
-from annotate.cli._format import ci, num, table
+from annotate.cli._format import ci, ci_pct, num, table
 from annotate.cli._options import echo_json, open_session, workspace_options
 
 
@@ -29,18 +29,34 @@ from annotate.cli._options import echo_json, open_session, workspace_options
     help="With --by model: the false-discovery rate (Benjamini-Hochberg) at which a judge's figure on a model is "
     "flagged as different from the other models'.",
 )
+@click.option(
+    "--estimand",
+    type=click.Choice(["responses", "prompts"]),
+    default="responses",
+    show_default=True,
+    help="What the intervals, ranks and P(better) describe: these responses (a census of them is certain), or the "
+    "judges on prompts like these (the reviewed responses a sample; paired, with an exact McNemar test).",
+)
 @click.option("--json", "as_json", is_flag=True, help="Print JSON: every record, each interval as <name>_ci.")
 @workspace_options
 def judges(
-    ctx: click.Context, round_names: tuple[str, ...], by: str, draws: int, seed: int, fdr: float, as_json: bool
+    ctx: click.Context,
+    round_names: tuple[str, ...],
+    by: str,
+    draws: int,
+    seed: int,
+    fdr: float,
+    estimand: str,
+    as_json: bool,
 ) -> None:
     """How far to trust each judge: its verdicts against the final human label, design-weighted.
 
     Every judge that labelled the reviewed responses (the same prompt and response text under
     the same benchmark, model, prompt_id and epoch; no new review needed) is audited against
     the final human label: sensitivity and specificity for harmful, PPV, NPV, balanced
-    accuracy, Cohen's kappa, and how often it said ambiguous (and what humans said then), each
-    with a 95 % interval. Population figures: each reviewed, resolved response weighs N_h / r_h
+    accuracy, Cohen's kappa, how often it said ambiguous (and what humans said then), and the
+    table judge papers report (agreement, false-positive and false-negative rates), each with
+    a 95 % interval. Population figures: each reviewed, resolved response weighs N_h / r_h
     of its routing stratum, as in the corrected scores. Judges are ranked by balanced accuracy
     with P(A better than B) from the same posterior draws.
 
@@ -54,11 +70,18 @@ def judges(
       annotate judges --round r1
       annotate judges --round r1 --by model --json
       annotate judges --round r1 --by model --fdr 0.05
+      annotate judges --round jbb --estimand prompts   # the judges, not only these responses
+
+    --estimand responses (the default) describes the ingested responses: with every one
+    reviewed (a census) the intervals have no width and a ranking is certain, for these
+    responses. --estimand prompts describes the judges on prompts like these: the reviewed
+    responses are a sample (a stratified Bayesian bootstrap, the same weights for every judge,
+    so comparisons are paired), and each pair has an exact McNemar test.
     """
     from annotate.pipeline.judges import judges as do_judges
 
     with open_session(ctx) as s:
-        report = do_judges(s, round_names=round_names, by=by, draws=draws, seed=seed, fdr=fdr)
+        report = do_judges(s, round_names=round_names, by=by, draws=draws, seed=seed, fdr=fdr, estimand=estimand)
     if as_json:
         echo_json(report)
         return
@@ -68,6 +91,19 @@ def judges(
         "reviewed response with a final label weighing N_h / r_h of its routing stratum."
     )
     settings = report["settings"]
+    said = report["estimand"]
+    if said["name"] == "responses":
+        click.echo(
+            f"Estimand: responses. These figures describe {said['describes']}"
+            + (
+                " (every one reviewed: a census, so the intervals have no width and the ranks are certain for them, "
+                "not for the judges); --estimand prompts for the judges on prompts like these."
+                if said["census"]
+                else "; --estimand prompts for the judges on prompts like these."
+            )
+        )
+    else:
+        click.echo(f"Estimand: prompts. These figures describe {said['describes']}.")
     if settings["draws"]:
         click.echo(f"{settings['confidence']:.0%} intervals and ranks from {settings['draws']} posterior draws.")
     else:
@@ -118,6 +154,14 @@ def judges(
                 align="lrrrrrrrrrrrrr",
             )
         )
+        click.echo("As judge papers report it (against the final human label, on the judge's clear verdicts):")
+        click.echo(
+            table(
+                ["judge", "agreement", "95% CI", "FPR", "95% CI", "FNR", "95% CI", "n"],
+                [_paper_row(r) for r in rows],
+                align="lrrrrrrr",
+            )
+        )
     pairs = report["pairs"]
     if pairs:
         click.echo("")
@@ -137,9 +181,10 @@ def judges(
                     "A harm./B safe",
                     "A safe/B harm.",
                     "one amb.",
+                    "McNemar p",
                 ],
                 [_pair(p) for p in pairs],
-                align="lllrrrrrr",
+                align="lllrrrrrrr",
             )
         )
     for note in report["notes"]:
@@ -247,4 +292,18 @@ def _pair(p: dict[str, Any]) -> list[Any]:
         _share(p["a_harmful_b_safe"], p["a_harmful_b_safe_human_harmful"]),
         _share(p["a_safe_b_harmful"], p["a_safe_b_harmful_human_harmful"]),
         _share(p["one_ambiguous"], p["one_ambiguous_human_harmful"]),
+        f"{num(p['mcnemar_p'], '{:.3f}')} ({p['mcnemar_a_only']}:{p['mcnemar_b_only']})",
+    ]
+
+
+def _paper_row(r: dict[str, Any]) -> list[Any]:
+    return [
+        r["judge"],
+        num(r["agreement"], "{:.1%}"),
+        ci_pct(*r["agreement_ci"]),
+        num(r["fpr"], "{:.1%}"),
+        ci_pct(*r["fpr_ci"]),
+        num(r["fnr"], "{:.1%}"),
+        ci_pct(*r["fnr_ci"]),
+        r["n_resolved"],
     ]

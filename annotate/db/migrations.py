@@ -152,6 +152,8 @@ def _v13(conn: Connection) -> None:
 def _v14(conn: Connection) -> None:
     # set_aside_row: empty for every earlier store (rows set aside before v14 are in rejects/ only).
     _create(conn, [m.SET_ASIDE_ROW])
+    # review_round.origin: NULL for every earlier round (routed by annotate, none imported).
+    _add_columns(conn, m.REVIEW_ROUND, ("origin",))
 
 
 # (version, description, apply). Later schema changes append here; never edit a shipped step.
@@ -169,7 +171,7 @@ MIGRATIONS: list[tuple[int, str, Callable[[Connection], None]]] = [
     (11, "what each judge's verdict is about: safety, refusal or quality (response.judge_kind)", _v11),
     (12, "ambiguous strata sampled (route --ambiguous) and next waves from the strata's remainders", _v12),
     (13, "the order design of a round's tasks (route --order) and the priorities items were ordered by", _v13),
-    (14, "rows set aside at ingest (empty and error responses), per model and reason", _v14),
+    (14, "rows set aside at ingest (empty and error responses); rounds of imported labels", _v14),
 ]
 assert MIGRATIONS[-1][0] == SCHEMA_VERSION
 

@@ -167,6 +167,10 @@ class ReviewRound(SQLModel, table=True):
     # {"design": "blocks", "block_size": 10} or {"design": "independent", "block_size": null}).
     # None: routed before v13 (an independent order keyed by the items' secret ext_ids).
     task_order: str | None = None
+    # v14: JSON of where an imported round's labels came from (`annotate import-labels`): the file,
+    # its sha256, the column map and the design ("census" or "given": not sampled by annotate).
+    # None: a round routed by annotate.
+    origin: str | None = Field(default=None, sa_column=Column(Text))
 
 
 class RoundWave(SQLModel, table=True):

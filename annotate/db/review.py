@@ -143,6 +143,78 @@ class ReviewTables(Component):
                 )
         return round_id
 
+    def record_imported_round(
+        self,
+        *,
+        new_round: dict[str, Any],
+        max_response_id: int,
+        items: Any,
+        strata: Any,
+        projects: Sequence[dict[str, Any]],
+    ) -> int:
+        """An imported round whole, in one transaction: the round, its one wave and design, and per
+        rater a file-mode project with its tasks and annotations (``annotate import-labels``).
+
+        ``projects``: ``annotator_id``, ``title``, ``tasks`` (round item index in ``items`` ->
+        ext_id, position) and ``annotations`` (dicts of the annotation columns, ``item`` the
+        index in ``items`` instead of ``round_item_id``). Returns the round id.
+        """
+        round_id = self.create_round_wave(
+            round_row=None, new_round=new_round, wave=0, max_response_id=max_response_id, items=items, strata=strata
+        )
+        now = utcnow()
+        try:
+            with self.engine.begin() as conn:
+                ids = dict(
+                    conn.execute(
+                        select(m.ROUND_ITEM.c.response_id, m.ROUND_ITEM.c.id).where(m.ROUND_ITEM.c.round_id == round_id)
+                    ).all()
+                )
+                item_ids = [int(ids[int(r)]) for r in items.response_id]
+                for p in projects:
+                    t = m.LS_PROJECT
+                    pid = conn.execute(
+                        t.insert().returning(t.c.id),
+                        {
+                            "round_id": round_id,
+                            "annotator_id": p["annotator_id"],
+                            "title": p["title"],
+                            "project_id": None,
+                            "created_at": now,
+                        },
+                    ).scalar_one()
+                    tasks = [(pid, item_ids[i], ext, pos, None, None) for i, (ext, pos) in sorted(p["tasks"].items())]
+                    cols = ("ls_project_id", "round_item_id", "ext_id", "position", "text_sha", "prior_votes")
+                    if tasks:
+                        bulk_insert(conn, m.LS_TASK, cols, tasks)
+                    rows = [
+                        {
+                            **{k: v for k, v in a.items() if k != "item"},
+                            "ls_project_id": pid,
+                            "round_item_id": item_ids[a["item"]],
+                            "pulled_at": now,
+                        }
+                        for a in p["annotations"]
+                    ]
+                    if rows:
+                        conn.execute(m.ANNOTATION.insert(), rows)
+        except BaseException:
+            # The round and its wave were committed first (create_round_wave): take them back.
+            self.delete_round(round_id)
+            raise
+        return round_id
+
+    def delete_round(self, round_id: int) -> None:
+        """Remove a round that never left this process (an import that failed half-way)."""
+        with self.engine.begin() as conn:
+            projects = select(m.LS_PROJECT.c.id).where(m.LS_PROJECT.c.round_id == round_id)
+            conn.execute(m.ANNOTATION.delete().where(m.ANNOTATION.c.ls_project_id.in_(projects)))
+            conn.execute(m.LS_TASK.delete().where(m.LS_TASK.c.ls_project_id.in_(projects)))
+            conn.execute(m.LS_PROJECT.delete().where(m.LS_PROJECT.c.round_id == round_id))
+            for t in (m.ROUND_ITEM, m.ROUND_STRATUM, m.ROUND_WAVE):
+                conn.execute(t.delete().where(t.c.round_id == round_id))
+            conn.execute(m.REVIEW_ROUND.delete().where(m.REVIEW_ROUND.c.id == round_id))
+
     def round_strata_from(self, round_id: int) -> list[str] | None:
         """The judges whose unanimity made the round's strata (``route --strata-from``), in the order given.
 

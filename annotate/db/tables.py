@@ -171,6 +171,7 @@ REVIEW_ROUND = Table(
     Column("judges", Text(), nullable=True),
     Column("ambiguous", String(), nullable=True),
     Column("task_order", String(), nullable=True),
+    Column("origin", Text(), nullable=True),
 )
 
 ROUND_WAVE = Table(

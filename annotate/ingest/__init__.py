@@ -24,6 +24,7 @@ from annotate.ingest.records import STRICT_JSON, file_kind_problem, json_array_p
 FORMATS: dict[str, str] = {
     "harmbench": "annotate.ingest.formats.harmbench",
     "jailbreakbench": "annotate.ingest.formats.jailbreakbench",
+    "jailbreakbench-judges": "annotate.ingest.formats.jbb_judges",
     "inspect": "annotate.ingest.formats.inspect_ai",
     "lm-eval": "annotate.ingest.formats.lm_eval",
     "promptfoo": "annotate.ingest.formats.promptfoo",

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from annotate.stats.adjudication import Rules
+from annotate.stats.adjudication import Rules, majority_rules
 from annotate.stats.agreement.votes import Thresholds
 
 if TYPE_CHECKING:
@@ -26,8 +26,8 @@ def rules_from_settings(ws: Workspace, policy: str) -> Rules:
     """``[adjudication]``: escalation rules, with the --policy for escalations nobody decides."""
     cfg = ws.settings.get("adjudication", {})
     ds = cfg.get("ds_min_posterior", 0.9)
-    return Rules(
-        policy=policy,
+    rules = Rules(
+        policy="unresolved" if policy == "majority" else policy,
         escalate_unsure_majority=bool(cfg.get("escalate_unsure_majority", True)),
         ds_min_posterior=None if ds in (None, False, 0) else float(ds),
         ds_disagreement=bool(cfg.get("ds_disagreement", True)),
@@ -37,3 +37,4 @@ def rules_from_settings(ws: Workspace, policy: str) -> Rules:
         ds_min_reviewers=int(cfg.get("ds_min_reviewers", 3)),
         ds_min_items=int(cfg.get("ds_min_items", 30)),
     )
+    return majority_rules(rules) if policy == "majority" else rules

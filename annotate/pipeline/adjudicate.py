@@ -47,7 +47,7 @@ from annotate.pipeline._decisions import round_decisions
 from annotate.pipeline._projects import ProjectSpec, ensure_project, sync_tasks, task_file_path, write_task_file
 from annotate.pipeline._resolve import blinded_owner, resolve_round, round_blinding, round_lock
 from annotate.pipeline._settings import rules_from_settings
-from annotate.stats.adjudication import judges_as_raters, rules_record
+from annotate.stats.adjudication import judges_as_raters, rules_record, settings_behind
 from annotate.stats.agreement import cohen_kappa
 
 if TYPE_CHECKING:
@@ -62,6 +62,8 @@ class AdjudicationOutcome:
     counts: dict[str, int] = field(default_factory=dict)  # by status
     methods: dict[str, int] = field(default_factory=dict)
     escalation_reasons: dict[str, int] = field(default_factory=dict)
+    # The [adjudication] settings that escalated items a plain majority would have settled.
+    settings_behind: list[str] = field(default_factory=list)
     new_records: int = 0
     sent_to_expert: int = 0
     expert: str | None = None
@@ -176,6 +178,7 @@ def _adjudicate(
     escalated = proposals.escalate.to_numpy() & ~proposals.index.isin(sorted(held))
     reasons = proposals.loc[escalated, "reasons"].str.split("; ").explode()
     outcome.escalation_reasons = reasons.str.replace(r" [0-9.]+ < [0-9.]+$", "", regex=True).value_counts().to_dict()
+    outcome.settings_behind = settings_behind(list(reasons.dropna().unique()), rules)
     outcome.awaiting_review = plan.no_vote_yet
     outcome.waiting = len(held)
     outcome.waited = rules.wait_for_votes

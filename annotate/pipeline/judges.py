@@ -29,6 +29,7 @@ def judges(
     seed: int = 0,
     confidence: float = 0.95,
     fdr: float = DEFAULT_FDR,
+    estimand: str = "responses",
 ) -> dict[str, Any]:
     """`annotate judges`: every judge's design-weighted figures on the rounds, ranked and compared.
 
@@ -45,10 +46,25 @@ def judges(
     rounds = rounds_to_score(s.store, round_names)
     record = record_from_store(s.store, rounds)
     try:
-        audit = judges_from_record(record, by=(by,), draws=draws, seed=seed, confidence=confidence, fdr=fdr)
+        audit = judges_from_record(
+            record, by=(by,), draws=draws, seed=seed, confidence=confidence, fdr=fdr, estimand=estimand
+        )
     except ValueError as exc:
         raise InputError(str(exc)) from None
     report = judges_payload(audit, rounds=rounds, by=(by,))
+    # What the figures describe: these responses (finite; under a census nothing is left to draw)
+    # or the judge on prompts like these. A census: every weight N_h / r_h is 1.
+    pooled = next((r for r in report["judges"] if r["benchmark"] == r["model"] == "ALL"), None)
+    n = int(pooled["n_resolved"]) if pooled else 0
+    population = float(pooled["population"]) if pooled else 0.0
+    census = pooled is not None and abs(population - n) < 1e-6
+    report["estimand"] = {
+        "name": estimand,
+        "describes": f"these {population:.0f} responses"
+        if estimand == "responses"
+        else "the judges on prompts like these (the reviewed responses a sample of them)",
+        "census": census,
+    }
     # What each judge's verdicts are about (schema v11): a quality judge's "harmful" is a failed grade, not harm.
     kinds = s.store.judge_kinds()
     named = {str(r["judge"]) for r in report.get("judges", [])}

@@ -23,7 +23,10 @@ in without any verdict (every reviewer skipped it) is escalated (``no verdict``)
 
 Escalated items without an expert decision are resolved by ``policy``: ``escalate`` leaves
 them pending with the expert, ``harmful`` / ``safe`` label them (method ``policy:<label>``),
-``unresolved`` records them unresolved. An expert's ``unsure`` is recorded as unresolved.
+``unresolved`` records them unresolved. ``majority`` is plain majority voting, the rule judge
+papers report against: with its rules (:func:`majority_rules`) only a tie or an item without a
+harmful or safe vote escalates, and it stays unresolved (method ``policy:majority``). An
+expert's ``unsure`` is recorded as unresolved.
 A seeded share of majority-resolved items also goes to the expert as a check on the majority
 process; the majority stays the label of record for them and the agreement is reported.
 """
@@ -31,7 +34,7 @@ process; the majority stays the label of record for them and the agreement is re
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 import numpy as np
@@ -80,7 +83,7 @@ class Rules:
     >>> Rules(policy="coin flip")
     Traceback (most recent call last):
     ...
-    ValueError: policy must be one of escalate, harmful, safe, unresolved, not 'coin flip'
+    ValueError: policy must be one of escalate, harmful, safe, unresolved, majority, not 'coin flip'
     """
 
     policy: str = "escalate"
@@ -99,6 +102,58 @@ class Rules:
             raise ValueError(f"policy must be one of {', '.join(POLICIES)}, not {self.policy!r}")
         if not 0 <= self.check_share <= 1:
             raise ValueError("check_share must be between 0 and 1")
+
+
+def majority_rules(base: Rules | None = None) -> Rules:
+    """Plain majority voting (``--policy majority``): every rule that escalates a majority is off.
+
+    Rule 2 (a majority of ``unsure``), rule 1b (too few sure votes), rule 3 (Dawid-Skene), rule 4
+    (severity) and the expert's check are turned off, so the label of record is the larger of the
+    harmful and safe votes wherever they differ; a tie stays unresolved. ``base``: the rules the
+    settings gave, whose other fields (``wait_for_votes``, the Dawid-Skene sizes) are kept.
+
+    >>> r = majority_rules()
+    >>> r.policy, r.ds_min_posterior, r.ds_disagreement, r.check_share, r.escalate_unsure_majority
+    ('majority', None, False, 0.0, False)
+    """
+    return replace(
+        base or Rules(),
+        policy="majority",
+        escalate_unsure_majority=False,
+        ds_min_posterior=None,
+        ds_disagreement=False,
+        high_severity_categories=(),
+        check_share=0.0,
+        min_sure_votes=0,
+    )
+
+
+#: The settings of ``[adjudication]`` (annotate.toml) behind each escalation reason, and the value
+#: that turns each off: what a message names when a reason changed an item's outcome.
+REASON_SETTINGS = {
+    "tie": None,  # no setting: a tie has no majority
+    "majority unsure": "escalate_unsure_majority = true",
+    "dawid-skene posterior": "ds_min_posterior = {ds_min_posterior}",
+    "dawid-skene says": "ds_disagreement = true",
+    "only ": "min_sure_votes = {min_sure_votes}",
+    "harmful vote on a high-severity item": "high_severity_categories",
+}
+
+
+def settings_behind(reasons: Sequence[str], rules: Rules) -> list[str]:
+    """The ``[adjudication]`` settings that made these escalation reasons, once each, in order.
+
+    >>> settings_behind(["tie", "dawid-skene says harmful", "only 1 sure vote(s), 2 needed"], Rules())
+    ['ds_disagreement = true', 'min_sure_votes = 2']
+    """
+    out: list[str] = []
+    for reason in reasons:
+        for prefix, setting in REASON_SETTINGS.items():
+            if setting is not None and str(reason).startswith(prefix):
+                text = setting.format(ds_min_posterior=rules.ds_min_posterior, min_sure_votes=rules.min_sure_votes)
+                if text not in out:
+                    out.append(text)
+    return out
 
 
 def majority(
@@ -561,15 +616,17 @@ def decide(
                     v,
                 )
             )
-        elif rules.policy == "unresolved":
+        elif rules.policy in ("unresolved", "majority"):
             out.append(
                 Decision(
                     item,
                     "unresolved",
                     None,
-                    "policy:unresolved",
+                    f"policy:{rules.policy}",
                     "policy",
-                    f"escalated ({reasons}); left unresolved by policy; {tally}",
+                    f"escalated ({reasons}); left unresolved by policy; {tally}"
+                    if rules.policy == "unresolved"
+                    else f"no majority ({reasons}); left unresolved by majority voting; {tally}",
                     v,
                 )
             )

@@ -119,6 +119,7 @@ from annotate.columns import ALL, JUDGE_LABELS
 from annotate.stats._common import SeedLike, average_ranks, rng
 from annotate.stats.judge_models import DEFAULT_FDR, HETEROGENEITY_COLUMNS, TEST_NAME, model_differences
 from annotate.stats.judge_posterior import UNSEEN_SHARE, UrnStrata, urn_draws
+from annotate.stats.judge_prompts import ESTIMANDS, mcnemar, prompt_draws
 from annotate.stats.scoring.intervals import enclose, equal_tailed
 
 __all__ = [
@@ -128,6 +129,9 @@ __all__ = [
     "METRIC_COLUMNS",
     "PAIR_COLUMNS",
     "STRATUM_KEY",
+    "EXPORT_METRICS",
+    "EXPORT_METRIC_COLUMNS",
+    "EXPORT_PAIR_COLUMNS",
     "JudgeAudit",
     "confusion_metrics",
     "design_weights",
@@ -155,7 +159,13 @@ METRICS = (
     "kappa",
     "ambiguous_share",
     "ambiguous_harmful",
+    # The table judge papers report: agreement on the judge's clear verdicts, 1 - Sp and 1 - Se.
+    "agreement",
+    "fpr",
+    "fnr",
 )
+#: The figures an export's judges.csv holds (annotate-export/3 to /10): the file stays as verify re-derives it.
+EXPORT_METRICS = METRICS[:8]
 
 #: Why a figure has no value (its denominator is zero in the population).
 UNDEFINED = {
@@ -167,6 +177,9 @@ UNDEFINED = {
     "kappa": "the judge's clear verdicts or the human labels take a single value",
     "ambiguous_share": "no response with a final human label",
     "ambiguous_harmful": "the judge called no response ambiguous",
+    "agreement": "the judge gave no clear verdict on a response with a final human label",
+    "fpr": "no human-safe response among the judge's clear verdicts",
+    "fnr": "no human-harmful response among the judge's clear verdicts",
 }
 
 #: One row of :attr:`JudgeAudit.metrics` (each metric is followed by ``<metric>_ci_low``, ``<metric>_ci_high``).
@@ -183,6 +196,10 @@ METRIC_COLUMNS = (
     "rank_high",
     "p_best",
     "note",
+)
+#: The columns of an export's judges.csv (the figures of annotate-export/3 to /10).
+EXPORT_METRIC_COLUMNS = tuple(
+    c for c in METRIC_COLUMNS if not any(c == m or c.startswith(f"{m}_ci_") for m in METRICS[len(EXPORT_METRICS) :])
 )
 
 #: One row of :attr:`JudgeAudit.pairs`: two judges of one group, compared.
@@ -206,7 +223,14 @@ PAIR_COLUMNS = (
     "one_ambiguous_n",
     "one_ambiguous_human_harmful",
     "note",
+    # The exact McNemar test of the two judges' accuracy on the reviewed responses both labelled
+    # clearly (annotate.stats.judge_prompts.mcnemar): A right and B wrong, the reverse, the p-value.
+    "mcnemar_a_only",
+    "mcnemar_b_only",
+    "mcnemar_p",
 )
+#: The columns of an export's judge_pairs.csv (annotate-export/3 to /10).
+EXPORT_PAIR_COLUMNS = PAIR_COLUMNS[:-3]
 
 
 # --------------------------------------------------------------------------------------------
@@ -279,7 +303,8 @@ def confusion_metrics(totals: NDArray[Any]) -> dict[str, NDArray[np.float64]]:
     >>> m = confusion_metrics(np.array([[75.0, 75.0, 1.0], [25.0, 225.0, 1.0]]))
     >>> {k: round(float(v), 6) for k, v in m.items()}  # doctest: +NORMALIZE_WHITESPACE
     {'sensitivity': 0.5, 'specificity': 0.9, 'ppv': 0.75, 'npv': 0.75, 'balanced_accuracy': 0.7,
-     'kappa': 0.428571, 'ambiguous_share': 0.004975, 'ambiguous_harmful': 0.5}
+     'kappa': 0.428571, 'ambiguous_share': 0.004975, 'ambiguous_harmful': 0.5, 'agreement': 0.75,
+     'fpr': 0.1, 'fnr': 0.5}
     """
     t = np.asarray(totals, dtype=np.float64)
     tp, fn, uh = t[..., 0, 0], t[..., 0, 1], t[..., 0, 2]
@@ -301,6 +326,9 @@ def confusion_metrics(totals: NDArray[Any]) -> dict[str, NDArray[np.float64]]:
             "kappa": kappa,
             "ambiguous_share": (uh + us) / (n + uh + us),
             "ambiguous_harmful": uh / (uh + us),
+            "agreement": p_o,
+            "fpr": fp / (tn + fp),
+            "fnr": fn / (tp + fn),
         }
     return {k: np.asarray(v, dtype=np.float64) for k, v in out.items()}
 
@@ -490,6 +518,12 @@ INTERVAL_METHOD = (
 )
 
 
+PROMPTS_METHOD = (
+    "the judge on prompts like these: a stratified Bayesian bootstrap of the reviewed responses (stratum shares "
+    "Gamma(N_h + 1/2), Exp(1) weights within), the same weights for every judge; equal-tailed quantiles"
+)
+
+
 def _check(units: pd.DataFrame, verdicts: pd.DataFrame, strata: pd.DataFrame) -> None:
     for name, frame, cols in (
         ("units", units, ("unit", "model", "benchmark", "stratum", "human")),
@@ -532,6 +566,7 @@ def judge_audit(
     unseen_share: float = UNSEEN_SHARE,
     fdr: float = DEFAULT_FDR,
     model_draws: int | None = None,
+    estimand: str = "responses",
 ) -> JudgeAudit:
     """Every judge's design-weighted figures with intervals, ranks and pairwise comparisons.
 
@@ -569,6 +604,11 @@ def judge_audit(
     model_draws : int, optional
         Draws of that test (default: ``draws``); with ``draws=0`` the figures have no intervals
         but the test still runs (``annotate score`` asks for the test alone).
+    estimand : {"responses", "prompts"}
+        What the intervals, ranks and P(better) describe: these responses (the posterior of the
+        unreviewed ones; a census has none) or the judge on prompts like these (a stratified
+        Bayesian bootstrap of the reviewed ones, :mod:`annotate.stats.judge_prompts`). The point
+        figures are the same.
 
     Returns
     -------
@@ -583,6 +623,8 @@ def judge_audit(
     bad = [g for g in by if g not in GROUPINGS]
     if bad:
         raise ValueError(f"unknown grouping(s) {bad}; choose from {', '.join(GROUPINGS)}.")
+    if estimand not in ESTIMANDS:
+        raise ValueError(f"estimand must be one of {', '.join(ESTIMANDS)}, not {estimand!r}.")
     if isinstance(draws, bool) or not isinstance(draws, (int, np.integer)) or draws < 0:
         raise ValueError(f"draws must be a whole number >= 0; it is {draws!r}.")
     _check(units, verdicts, strata)
@@ -638,6 +680,7 @@ def judge_audit(
     drawn_fixed: list[NDArray[np.bool_]] = []
     # Per stratum with a resolved review: its observed (judge, human, label) counts, N_h, its cell and model.
     per_stratum: list[tuple[NDArray[np.float64], int, str, str]] = []
+    resolved_strata: list[tuple[NDArray[np.int64], int, list[int]]] = []  # (sel, N_h, groups): the prompts draws
     for row in s.itertuples(index=False):
         k = row.skey
         gids = group_ids(row.benchmark, row.model)
@@ -659,6 +702,7 @@ def judge_audit(
             np.add.at(obs[j], (human[sel][ok], lab[ok, j]), 1.0)
         point[gids] += obs * (N / len(sel))
         observed[gids] += obs
+        resolved_strata.append((sel, N, gids))
         cell = "\x1f".join(str(getattr(row, c, "")) for c in ("round", "model", "benchmark"))
         per_stratum.append((obs, N, cell, str(row.model)))
         if N > len(sel):
@@ -669,7 +713,9 @@ def judge_audit(
             same = (labels[lo:hi] == labels[lo:hi][:1]).all(axis=0) if hi > lo else np.zeros(J, dtype=bool)
             drawn_fixed.append(fixed_judges & same)
     drawn = np.broadcast_to(observed[:, None], (G, D, J, 2, 3))
-    if D and drawn_sel:
+    if estimand == "prompts":
+        drawn = prompt_draws(human, labels, resolved_strata, G, D, gen)
+    elif D and drawn_sel:
         order = np.concatenate(drawn_sel)
         label_sets = np.zeros((J, 3), dtype=bool)
         for j in range(J):
@@ -720,7 +766,8 @@ def judge_audit(
         "draws": D,
         "seed": seed if isinstance(seed, int) else None,
         "confidence": confidence,
-        "interval": INTERVAL_METHOD,
+        "interval": INTERVAL_METHOD if estimand == "responses" else PROMPTS_METHOD,
+        "estimand": estimand,
     }
     if "model" in by:
         settings = {**settings, "model_test": TEST_NAME, "fdr": fdr}
@@ -784,10 +831,14 @@ def _metric_rows(
             lo[i : i + 1], hi[i : i + 1] = equal_tailed(d[i : i + 1, ok[i]], confidence)
         flat = e.reshape(G * J)
         lo, hi, moved = enclose(flat, lo, hi)
+        said = m in EXPORT_METRICS  # agreement, FPR, FNR: undefined where Se or Sp is; no notes of their own
         for i in range(G * J):
             if not np.isfinite(flat[i]):
-                notes[i].append(f"{m}: undefined ({UNDEFINED[m]})")
+                if said:
+                    notes[i].append(f"{m}: undefined ({UNDEFINED[m]})")
                 lo[i] = hi[i] = np.nan
+                continue
+            if not said:
                 continue
             if moved[i]:
                 notes[i].append(f"{m}: interval extended to hold the estimate")
@@ -910,6 +961,8 @@ def _pair_rows(
             else:
                 pa = pb = pt = float("nan")
                 note.append("no posterior draws were made: no P(better)")
+            clear = both & (la < 2) & (lb < 2)
+            mc_a, mc_b, mc_p = mcnemar((la == human)[clear], (lb == human)[clear])
             n_a = int((in_g & (la < NO_VERDICT)).sum())
             n_b = int((in_g & (lb < NO_VERDICT)).sum())
             if int(both.sum()) < max(n_a, n_b):
@@ -938,6 +991,9 @@ def _pair_rows(
                     "one_ambiguous_n": int(amb.sum()),
                     "one_ambiguous_human_harmful": human_harmful(amb),
                     "note": "; ".join(note),
+                    "mcnemar_a_only": mc_a,
+                    "mcnemar_b_only": mc_b,
+                    "mcnemar_p": mc_p,
                 }
             )
     return pd.DataFrame(rows, columns=list(PAIR_COLUMNS))
