@@ -99,6 +99,7 @@ EXPECTED_FORMAT = {
     "formats/jailbreakbench/attack-artifacts/PAIR/black_box/llama-2-7b-chat-hf.json": "jailbreakbench",
     "formats/jailbreakbench/attack-artifacts/test-artifact/black_box/vicuna-13b-v1.5.json": "jailbreakbench",
     "formats/jailbreakbench/attack-artifacts/DSN/evaluation.json": "jailbreakbench",
+    "formats/jailbreakbench-judges/judge_comparison.synthetic.csv": "jailbreakbench-judges",
     # Real artifacts of more methods and of earlier artifact versions (trimmed; tests/ingest/test_readers_identity.py).
     **{
         f"formats/jailbreakbench/{folder}/vicuna-13b-v1.5.json": "jailbreakbench"
