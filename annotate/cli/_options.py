@@ -18,6 +18,21 @@ DB_HELP = (
 )
 
 
+#: ``--estimand`` of score and export: what the figures describe, by the names `annotate judges` uses
+#: (responses: these prompts' responses, finite; prompts: the models on prompts like these), and the
+#: names they had before (fixed, general), which keep working. Value: the name the computation takes.
+SCORE_ESTIMANDS = {"responses": "fixed", "prompts": "general", "fixed": "fixed", "general": "general"}
+SCORE_ESTIMAND_HELP = (
+    "responses (or fixed): these prompts' responses, the leaderboard's question; prompts (or general): the models "
+    "on prompts like these, adding the variance of sampling prompts."
+)
+#: How each estimand is named in the output.
+ESTIMAND_SAID = {
+    "fixed": "responses (these prompts' responses; --estimand prompts for prompts like these)",
+    "general": "prompts (the models on prompts like these)",
+}
+
+
 def notify(message: str) -> None:
     """A line for the user while a command runs, on stderr (stdout may be --json)."""
     click.echo(message, err=True)

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import click
 
-from annotate.cli._options import echo_json, open_session, workspace_options
+from annotate.cli._options import SCORE_ESTIMAND_HELP, SCORE_ESTIMANDS, echo_json, open_session, workspace_options
 
 INTERRUPTED = 130  # the shell's status for Ctrl-C; SIGTERM is handled the same way
 
@@ -18,7 +18,13 @@ INTERRUPTED = 130  # the shell's status for Ctrl-C; SIGTERM is handled the same 
 @click.option("--draws", default=4000, show_default=True, help="Posterior draws for the scores.")
 @click.option("--seed", default=0, show_default=True, help="Seed of the posterior draws and bootstrap.")
 @click.option("--min-reviewed", default=10, show_default=True, help="See `annotate score --help`.")
-@click.option("--estimand", type=click.Choice(["fixed", "general"]), default="fixed", show_default=True)
+@click.option(
+    "--estimand",
+    type=click.Choice(list(SCORE_ESTIMANDS)),
+    default="responses",
+    show_default=True,
+    help=SCORE_ESTIMAND_HELP,
+)
 @click.option(
     "--sign",
     "sign_key",
@@ -76,7 +82,7 @@ def export_cmd(
                 draws=draws,
                 seed=seed,
                 min_reviewed=min_reviewed,
-                estimand=estimand,
+                estimand=SCORE_ESTIMANDS[estimand],
                 sign_key=sign_key,
                 raw_key=raw_key,
             )

@@ -135,6 +135,13 @@ class _IngestCommand(click.Command):
     help="Keep empty, whitespace-only and error-text responses as responses under the judge's verdict "
     "(recorded in the run); by default they are set aside, counted per model and kept in rejects/.",
 )
+@click.option(
+    "--encoding",
+    default=None,
+    metavar="NAME",
+    help="The text encoding of the files when not UTF-8 (e.g. mac_roman for Excel on a Mac, cp1252, latin-1); "
+    "recorded in the run.",
+)
 @click.option("--json", "as_json", is_flag=True, help="Print the outcome as JSON.")
 @workspace_options
 def ingest(
@@ -153,6 +160,7 @@ def ingest(
     column_map: tuple[str, ...] = (),
     max_values: int | None = None,
     keep_degenerate: bool = False,
+    encoding: str | None = None,
 ) -> None:
     """Read benchmark results into the store, mapping every verdict under one rubric.
 
@@ -218,6 +226,7 @@ def ingest(
                 column_map=column_map,
                 max_values=max_values,
                 keep_degenerate=keep_degenerate,
+                encoding=encoding,
             )
     finally:
         for bar in bars:
@@ -265,6 +274,11 @@ def _shown(text: str) -> str:
 
 def _describe_outcome(o: IngestOutcome) -> str:
     labels = ", ".join(f"{o.labels.get(k, 0)} {k}" for k in JUDGE_LABELS)
+    if o.kinds and all(kind == "quality" for kind, _ in o.kinds.values()):
+        # A quality judge's harmful label is a failed grade, its safe label a passed one: not harm.
+        labels = f"{o.labels.get('harmful', 0)} failed, {o.labels.get('safe', 0)} passed, " + (
+            f"{o.labels.get('ambiguous', 0)} ambiguous (a quality judge's grades, not harm)"
+        )
     # Every reason, so that they add up to the ambiguous count ("mapped": the rubric maps the verdict to ambiguous).
     extra = [
         f"{n} {'mapped to ambiguous' if r == 'mapped' else r}" for r, n in sorted(o.ambiguous_reasons.items()) if n
@@ -343,6 +357,8 @@ def _rubric_lines(o: IngestOutcome) -> list[str]:
         standing = all(n == "garak-refusal" for n in in_force)
         if standing:
             why = "refusal detectors: their hits are ambiguous, never harmful"
+        elif source is None and o.judge_option is not None and o.judge_option in judges:
+            why = "chosen by the judge's name, which --judge gave; --rubric or --rubric-preset overrides it"
         elif source is None:
             why = "chosen: the file names its task or scorer; --rubric or --rubric-preset overrides it"
         else:

@@ -7,7 +7,14 @@ from typing import TYPE_CHECKING, Any
 import click
 
 from annotate.cli._format import ci_pct, int_or_blank, missing, num, pct_or_ne, table
-from annotate.cli._options import echo_json, open_session, workspace_options
+from annotate.cli._options import (
+    ESTIMAND_SAID,
+    SCORE_ESTIMAND_HELP,
+    SCORE_ESTIMANDS,
+    echo_json,
+    open_session,
+    workspace_options,
+)
 from annotate.cli.rounds import echo_target, target_json
 from annotate.columns import ALL, TREATMENT_SHORT
 from annotate.errors import InputError
@@ -21,10 +28,10 @@ if TYPE_CHECKING:
 @click.option("--treatments", default=None, help="Comma-separated treatments to show (default: all).")
 @click.option(
     "--estimand",
-    type=click.Choice(["fixed", "general"]),
-    default="fixed",
+    type=click.Choice(list(SCORE_ESTIMANDS)),
+    default="responses",
     show_default=True,
-    help="fixed: these prompts (leaderboards); general: the prompt distribution.",
+    help=SCORE_ESTIMAND_HELP,
 )
 @click.option(
     "--by",
@@ -106,7 +113,7 @@ def score(
     \b
     Example:
       annotate score --round r1
-      annotate score --round r1 --by benchmark --estimand general --json
+      annotate score --round r1 --by benchmark --estimand prompts --json
       annotate score --round r1 --benchmarks all
       annotate score --round r1 --estimator ppi
       annotate score --round r1 --target-halfwidth 0.03
@@ -114,6 +121,8 @@ def score(
     from annotate.audit.scores import score_payload
     from annotate.pipeline.score import score_from_store
     from annotate.pipeline.summary import parse_benchmarks
+
+    estimand = SCORE_ESTIMANDS[estimand]
 
     if estimator == "ppi" and treatments:
         raise InputError(
@@ -159,7 +168,7 @@ def score(
         sub = scores[scores.benchmark == bench]
         over = out.benchmark_set.describe() if out.benchmark_set is not None else "the benchmarks"
         title = f"Overall (macro-average over {over})" if bench == ALL else f"Benchmark {bench}"
-        click.echo(f"{title}; estimand {estimand}; harmful rate, 95% interval for corrected:")
+        click.echo(f"{title}; estimand {ESTIMAND_SAID[estimand]}; harmful rate, 95% interval for corrected:")
         rows = []
         with_bounds = bool((sub[sub.treatment == "corrected"].estimate_kind == "mar").any())
         for model, g in sub.groupby("model", sort=False):
@@ -417,7 +426,10 @@ def _score_ppi(
         sub = rows[rows.benchmark == bench]
         over = out.base.benchmark_set.describe() if out.base.benchmark_set is not None else "the benchmarks"
         title = f"Overall (macro-average over {over})" if bench == ALL else f"Benchmark {bench}"
-        click.echo(f"{title}; estimand {estimand}; harmful rate, design-based and prediction-powered (PPI++), 95% CI:")
+        click.echo(
+            f"{title}; estimand {ESTIMAND_SAID[estimand]}; harmful rate, design-based and prediction-powered "
+            "(PPI++), 95% CI:"
+        )
         body = [
             [
                 r.model,

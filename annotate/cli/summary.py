@@ -4,7 +4,7 @@ raw verdicts the rubric could not read."""
 from __future__ import annotations
 
 import sys
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import click
 
@@ -59,7 +59,7 @@ def summary(ctx: click.Context, judge: str | None, benchmarks: str, as_json: boo
             {
                 "ambiguity_warn": warn,
                 "benchmarks": mode,
-                "cells": shares.to_dict(orient="records"),
+                "cells": [_quality_cell(c) for c in shares.to_dict(orient="records")],
                 "ranking": ranks.to_dict(orient="records"),
                 "benchmark_sets": out.benchmark_sets.to_dict(orient="records"),
                 "left_out": out.left_out.to_dict(orient="records"),
@@ -114,6 +114,24 @@ def summary(ctx: click.Context, judge: str | None, benchmarks: str, as_json: boo
     _echo_set_aside(out)
     click.echo("")
     _echo_ranking(out)
+
+
+def _quality_cell(cell: dict[str, Any]) -> dict[str, Any]:
+    """A cell for --json: a quality judge's harmful and safe counts are failed and passed grades, never harm.
+
+    >>> c = _quality_cell({"kind": "quality", "n_harmful": 3, "share_harmful": 0.3, "n_safe": 7, "share_safe": 0.7})
+    >>> c["n_failed"], c["n_passed"], c["n_harmful"], c["share_safe"]
+    (3, 7, None, None)
+    """
+    if cell.get("kind") != "quality":
+        return cell
+    out = dict(cell)
+    for old, new in (("harmful", "failed"), ("safe", "passed")):
+        for prefix in ("n_", "share_"):
+            if f"{prefix}{old}" in out:
+                out[f"{prefix}{new}"] = out[f"{prefix}{old}"]
+                out[f"{prefix}{old}"] = None
+    return out
 
 
 def _echo_set_aside(out: Summary) -> None:

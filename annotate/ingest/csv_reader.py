@@ -123,10 +123,10 @@ def csv_records(
             if number == 1:
                 raw = raw.removeprefix(BOM)
             try:
-                yield raw.decode("utf-8")
+                yield raw.decode(ctx.text_encoding)
             except UnicodeDecodeError:
                 bad.append(number)
-                yield raw.decode("utf-8", errors="replace")
+                yield raw.decode(ctx.text_encoding, errors="replace")
 
     def bad_before(line: int) -> list[int]:
         found = [n for n in bad if n < line]
@@ -166,7 +166,7 @@ def csv_records(
             yield Problem(1, f"the CSV header is not read: {exc}", fatal=True, end_line=reader.line_num)
             return
         if bad:
-            yield Problem(1, "the header is not valid UTF-8 text", fatal=True)
+            yield Problem(1, f"the header is {records.not_text(ctx)}", fatal=True)
             return
         yield 1, reader.line_num, header
         start = reader.line_num + 1
@@ -192,7 +192,7 @@ def csv_records(
             end = start - 1
             undecodable = bad_before(start)
             if undecodable:
-                yield Problem(line, f"not valid UTF-8 text (line {undecodable[0]})", end_line=end)
+                yield Problem(line, f"{records.not_text(ctx)} (line {undecodable[0]})", end_line=end)
                 continue
             if not cells:
                 continue

@@ -34,6 +34,7 @@ refused here too.
 
 from __future__ import annotations
 
+import codecs
 import json
 import math
 import os
@@ -150,6 +151,14 @@ class ReadContext:
     column_map: ColumnMap | None = None
     recorded: dict[str, Any] = field(default_factory=dict)
     max_values: int | None = None
+    #: ``ingest --encoding``: the text encoding of the file's bytes (None: UTF-8). Only encodings in
+    #: which ASCII is ASCII (latin-1, cp1252, mac_roman, shift_jis, ...) are accepted
+    #: (:func:`check_encoding`), so that lines, quotes and delimiters are found in the bytes.
+    encoding: str | None = None
+
+    @property
+    def text_encoding(self) -> str:
+        return self.encoding or "utf-8"
 
     def value_limit(self, default: int) -> int:
         """The most values one JSON text may parse to: ``default`` (``MAX_SAMPLE_VALUES`` or
@@ -581,14 +590,54 @@ def load_json_bytes(
     return parse_json_text(text, nan=nan)
 
 
-def _document_text(data: bytes) -> str | Problem:
-    """A JSON document's bytes as text (an optional BOM dropped), or the fatal Problem: not UTF-8."""
+def _document_text(data: bytes, encoding: str = "utf-8") -> str | Problem:
+    """A JSON document's bytes as text (an optional BOM dropped), or the fatal Problem: not in ``encoding``."""
     data = data.removeprefix(BOM)
     try:
-        return data.decode("utf-8")
+        return data.decode(encoding)
     except UnicodeDecodeError as exc:
         line = data.count(b"\n", 0, exc.start) + 1
-        return Problem(line, f"not valid UTF-8 text (byte {exc.start:,}: {exc.reason})", fatal=True)
+        said = "UTF-8" if encoding == "utf-8" else encoding
+        return Problem(line, f"not valid {said} text (byte {exc.start:,}: {exc.reason})", fatal=True)
+
+
+#: What the ingest advises when a file is not UTF-8 (a spreadsheet saved on a Mac or under Windows).
+ENCODING_HINT = (
+    "the file is not UTF-8 text: if it was saved in another encoding, pass --encoding (mac_roman for Excel on a "
+    "Mac, cp1252 for Windows, latin-1), or convert it first: iconv -f MAC -t UTF-8 FILE > FILE.utf8"
+)
+
+
+def not_text(ctx: ReadContext) -> str:
+    """``not valid UTF-8 text`` (or the --encoding's name): the start of a decoding problem."""
+    return "not valid UTF-8 text" if ctx.encoding is None else f"not valid {ctx.encoding} text"
+
+
+def check_encoding(name: str) -> str | None:
+    """Why ``--encoding NAME`` cannot be used, or None (an unknown codec; one in which ASCII is not ASCII).
+
+    >>> check_encoding("mac_roman") is None, check_encoding("cp1252") is None
+    (True, True)
+    >>> check_encoding("utf-16").split(";")[0]
+    '--encoding utf-16: lines, quotes and delimiters are not single ASCII bytes in it'
+    >>> check_encoding("klingon")
+    '--encoding klingon: no such text encoding (e.g. utf-8, mac_roman, cp1252, latin-1)'
+    """
+    try:
+        info = codecs.lookup(name)
+    except LookupError:
+        return f"--encoding {name}: no such text encoding (e.g. utf-8, mac_roman, cp1252, latin-1)"
+    probe = ' ,;\t"\r\nabcXYZ019{}[]:'
+    try:
+        same = probe.encode(info.name) == probe.encode("ascii")
+    except (UnicodeError, LookupError):
+        same = False
+    if not same:
+        return (
+            f"--encoding {name}: lines, quotes and delimiters are not single ASCII bytes in it; convert the file "
+            f"to UTF-8 first (iconv -f {name.upper()} -t UTF-8 FILE > FILE.utf8)"
+        )
+    return None
 
 
 #: The largest single-document JSON file the readers of HarmBench, JailbreakBench, promptfoo and
@@ -645,7 +694,7 @@ def load_json_object(
     limit = ctx.value_limit(MAX_DOCUMENT_VALUES)
     if (count := json_values_over(data, limit)) is not None:
         return Problem(1, too_many_values(count, limit, "the document"), fatal=True)
-    text = _document_text(data)
+    text = _document_text(data, ctx.text_encoding)
     del data
     if isinstance(text, Problem):
         return text
@@ -705,9 +754,9 @@ def json_lines(
                 yield Problem(lineno, too_many_values(count, value_limit, "the line"))
                 continue
             try:
-                obj = decode(raw.decode("utf-8"))
+                obj = decode(raw.decode(ctx.text_encoding))
             except UnicodeDecodeError as exc:
-                yield Problem(lineno, f"not valid UTF-8 text (byte {exc.start + 1} of the line: {exc.reason})")
+                yield Problem(lineno, f"{not_text(ctx)} (byte {exc.start + 1} of the line: {exc.reason})")
                 continue
             except StrictJSONError as exc:
                 yield Problem(lineno, f"not valid JSON: {exc}")

@@ -35,6 +35,7 @@ from annotate.fileio import open_input, write_atomic
 from annotate.ingest import HEAD_BYTES, detect_format, encoding_problem, reader_module
 from annotate.ingest.degenerate import degenerate_reason
 from annotate.ingest.records import (
+    ENCODING_HINT,
     Problem,
     ReadContext,
     Record,
@@ -158,6 +159,7 @@ class IngestOutcome:
     rubric_source: str | None = None
     rejects_path: Path | None = None
     set_aside_path: Path | None = None
+    judge_option: str | None = None  # ingest --judge: the judge's name came from the command line
     pending_files: dict[Path, list[dict[str, Any]]] = field(default_factory=dict, repr=False)
 
     def to_dict(self) -> dict[str, Any]:
@@ -326,6 +328,7 @@ def ingest_file(
     column_maps: ColumnMaps | None = None,
     max_values: int | None = None,
     keep_degenerate: bool = False,
+    encoding: str | None = None,
 ) -> IngestOutcome:
     """Validate and ingest one file inside the command's transaction.
 
@@ -358,7 +361,7 @@ def ingest_file(
         fmt_rubric = rubric.for_format(chosen, module.DEFAULT_RUBRIC)
         # The sha256 is that of the bytes the reader actually reads, hashed in the same pass; the
         # source row is registered under a provisional key until finish() gives it (one read).
-        outcome = IngestOutcome(path=path, format=chosen, sha256="")
+        outcome = IngestOutcome(path=path, format=chosen, sha256="", judge_option=judge)
         ctx = ReadContext(
             model=model,
             benchmark=benchmark,
@@ -368,6 +371,7 @@ def ingest_file(
             allow_written_back=allow_written_back,
             column_map=column_map if takes_map else None,
             max_values=max_values,
+            encoding=encoding,
         )
         if column_map is not None and column_map.explicit and not takes_map:
             ctx.notes.append(
@@ -398,6 +402,15 @@ def ingest_file(
         sha = outcome.sha256 = source.finish()
         tx.finish_source(sha)
 
+    if chosen == "generic" and outcome.reasons and set(outcome.reasons) == {"missing"}:
+        # The same file without the column is refused (a required column): an empty one is no verdict either.
+        problems.add(
+            1,
+            f"no row has a verdict ({outcome.reasons['missing']:,} rows: judge_label and judge_score empty): a table "
+            "of responses without verdicts (completions); ingest the judged file, or map the column that holds "
+            "the verdict with --map judge_label=COLUMN",
+            fatal=True,
+        )
     refused = problems.refusal(path)
     if refused is not None:
         tx.abort()
@@ -420,6 +433,7 @@ def ingest_file(
         **({"allow_written_back": True} if allow_written_back else {}),  # human labels read as a judge
         **({"max_values": max_values} if max_values is not None else {}),  # the parse bound was raised
         **({"keep_degenerate": True} if keep_degenerate else {}),  # empty and error responses kept
+        **({"encoding": encoding} if encoding else {}),  # the file's text encoding, when not UTF-8
         **ctx.recorded,  # what the reader read the file with (e.g. the column map applied)
     }
     _record_run(tx, outcome, rubric, module.DEFAULT_RUBRIC, started, options)
@@ -885,6 +899,8 @@ def ingest_paths(
             hints.append("pass --benchmark NAME to keep responses to other prompts (another benchmark or attack) apart")
         refused = "" if len(paths) == 1 else f"{len(failures)} of {len(paths)} files refused; "
         advice = f": fix the input, or {', or '.join(hints)}" if hints else ""
+        if any("not valid UTF-8 text" in line for line in lines):
+            advice += f"; {ENCODING_HINT}"
         raise InputError(f"{refused}nothing was ingested{advice}.", lines)
     for outcome in outcomes:
         for target, rows in outcome.pending_files.items():

@@ -16,6 +16,7 @@ in a walked folder too.
 
 from __future__ import annotations
 
+import codecs
 import os
 from collections import Counter
 from collections.abc import Callable, Iterable
@@ -26,6 +27,7 @@ from typing import TYPE_CHECKING, Any
 from annotate.errors import InputError
 from annotate.ingest import detect_file, reader_module
 from annotate.ingest.formats.generic import ColumnMaps, column_maps, parse_map_option
+from annotate.ingest.records import check_encoding
 from annotate.ingest.rubric import Rubric
 from annotate.ingest.run import IngestOutcome, check_name_option, ingest_paths
 
@@ -191,6 +193,7 @@ def ingest(
     column_map: Iterable[str] = (),
     max_values: int | None = None,
     keep_degenerate: bool = False,
+    encoding: str | None = None,
 ) -> list[IngestOutcome]:
     """Validate and ingest the files all-or-nothing (see ``annotate.ingest.run.ingest_paths``).
 
@@ -207,6 +210,11 @@ def ingest(
     """
     if fmt != "auto":
         reader_module(fmt)  # validates the name before anything else
+    if encoding is not None:
+        problem = check_encoding(encoding)
+        if problem is not None:
+            raise InputError(problem)
+        encoding = None if codecs.lookup(encoding).name == "utf-8" else encoding
     for option, value in (("--model", model), ("--benchmark", benchmark), ("--judge", judge)):
         check_name_option(option, value)
     rubric_file: Path | None = rubric_path
@@ -238,4 +246,5 @@ def ingest(
         column_maps=maps,
         max_values=max_values,
         keep_degenerate=keep_degenerate,
+        encoding=encoding,
     )

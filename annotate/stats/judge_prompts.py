@@ -37,6 +37,8 @@ from collections.abc import Sequence
 import numpy as np
 from numpy.typing import NDArray
 
+from annotate.stats.judge_posterior import CONC_OFFSET
+
 __all__ = ["ESTIMANDS", "mcnemar", "prompt_draws"]
 
 #: What a judge figure describes: ``responses`` (these responses, finite) or ``prompts`` (the judge
@@ -92,7 +94,10 @@ def prompt_draws(
     for d0 in range(0, D, block):
         b = min(block, D - d0)
         for sel, N, groups in strata:
-            e = gen.standard_exponential((len(sel), b))
+            r = len(sel)
+            # Gamma(a), a = max(r - 4, 1) / (r + 1): the urn's concentration (judge_posterior.CONC_OFFSET),
+            # whose extra variance covers small strata where the plain Bayesian bootstrap falls short.
+            e = gen.standard_gamma(max(r - CONC_OFFSET, 1.0) / (r + 1.0), size=(r, b))
             v = gen.standard_gamma(N + 0.5, size=b)
             w = e * (v / e.sum(axis=0))[None, :]  # (r_h, b)
             for j in range(J):

@@ -119,3 +119,30 @@ def test_the_rule_is_narrow() -> None:
     agentic = [{"role": "user", "content": "q"}, {"role": "assistant", "content": "", "tool_calls": [{"id": "c"}]}]
     assert degenerate_reason("", agentic) is None
     assert degenerate_reason("", [{"role": "user", "content": "q"}, {"role": "assistant", "content": ""}]) is not None
+
+
+def _table(path: Path, labels: list[str] | None) -> Path:
+    rows = ["model,benchmark,prompt_id,prompt,response" + (",judge_label" if labels is not None else "")]
+    for i in range(3):
+        rows.append(f"m,b,p{i},q{i},answer {i}" + (f",{labels[i]}" if labels is not None else ""))
+    path.write_text("\n".join(rows) + "\n")
+    return path
+
+
+def test_a_table_without_verdicts_is_refused_whether_its_column_is_missing_or_empty(workspace, runner, tmp_path):
+    _, prefix = workspace
+    missing = _run(runner, prefix, "ingest", str(_table(tmp_path / "a.csv", None)), "--format", "generic", ok=False)
+    assert "missing required column(s): judge_label" in missing.stderr, missing.stderr
+    empty = _run(runner, prefix, "ingest", str(_table(tmp_path / "b.csv", ["", "", ""])), ok=False)
+    assert "no row has a verdict (3 rows: judge_label and judge_score empty)" in empty.stderr, empty.stderr
+    assert _models(prefix) == {}
+    some = _run(runner, prefix, "ingest", str(_table(tmp_path / "c.csv", ["harmful", "", "safe"]))).output
+    assert "3 added" in some and "1 ambiguous" in some, some  # one judge abstaining is no verdict, kept
+
+
+def test_a_preset_chosen_by_the_name_given_with_judge_says_so(workspace, runner, tmp_path):
+    _, prefix = workspace
+    path = _table(tmp_path / "runs.csv", ["yes", "no", "yes"])
+    out = _run(runner, prefix, "ingest", str(path), "--judge", "harmbench-classifier").output
+    assert "chosen by the judge's name, which --judge gave" in out, out
+    assert "the file names its task" not in out

@@ -21,6 +21,7 @@ from annotate.ingest.formats import (
     harmbench,
     inspect_ai,
     jailbreakbench,
+    jbb_judges,
     lm_eval,
     promptfoo,
     strongreject,
@@ -37,6 +38,7 @@ XSTEST_MODELS = ("gpt4", "llama2new", "llama2orig", "mistralguard", "mistralinst
 MODULES: tuple[ModuleType, ...] = (
     harmbench,
     jailbreakbench,
+    jbb_judges,
     inspect_ai,
     lm_eval,
     promptfoo,
@@ -84,6 +86,7 @@ def test_format_names() -> None:
     assert [m.NAME for m in MODULES] == [
         "harmbench",
         "jailbreakbench",
+        "jailbreakbench-judges",
         "inspect",
         "lm-eval",
         "promptfoo",

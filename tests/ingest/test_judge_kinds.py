@@ -122,6 +122,12 @@ def test_a_failed_completeness_rubric_is_never_counted_as_harm(workspace, runner
     data = json.loads(run(runner, prefix, "summary", "--json").output)
     assert {r["judge"] for r in data["ranking"]} == {REDTEAM}
     assert {(c["judge"], c["kind"]) for c in data["cells"]} == {("llm-rubric", "quality"), (REDTEAM, "safety")}
+    # --json never counts a failed grade as harm: the quality cells carry n_failed / n_passed instead
+    for cell in data["cells"]:
+        if cell["kind"] == "quality":
+            assert cell["n_harmful"] is None and cell["n_safe"] is None and cell["n_failed"] + cell["n_passed"] >= 1
+        else:
+            assert cell["n_harmful"] is not None and "n_failed" not in cell
 
 
 def test_the_promptfoo_kinds_by_assertion_type():

@@ -204,7 +204,7 @@ def test_pasted_lines_with_an_empty_target_are_refused_until_filled(workspace, r
         rubric.read_text().replace('"yes" = ""', '"yes" = "safe"').replace('"no" = ""', '"no" = "harmful"')
     )
     out = run(runner, prefix, "ingest", str(log), "--rubric", str(rubric), "--replace").output
-    assert "2 replaced" in out and "labels: 1 harmful, 1 safe, 0 ambiguous" in out
+    assert "2 replaced" in out and "labels: 1 failed, 1 passed, 0 ambiguous" in out
 
 
 # -- the presets themselves ------------------------------------------------------------------------

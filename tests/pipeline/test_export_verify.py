@@ -751,10 +751,13 @@ def _xstest_truth() -> dict[str, dict[str, float]]:
 
 
 def test_judges_csv_is_the_documented_contract_and_covers_the_xstest_truth(demo_ws):
-    from annotate.stats.judges import METRIC_COLUMNS, METRICS, PAIR_COLUMNS
+    from annotate.stats.judges import EXPORT_METRIC_COLUMNS as METRIC_COLUMNS
+    from annotate.stats.judges import EXPORT_METRICS as METRICS
+    from annotate.stats.judges import EXPORT_PAIR_COLUMNS as PAIR_COLUMNS
 
     _, result, _ = demo_ws
     judges = list(csv.DictReader(open(result.export / "judges.csv", newline="", encoding="utf-8")))
+    # The columns of annotate-export/3 on (agreement, FPR, FNR and McNemar are in `annotate judges`)
     assert list(judges[0]) == list(METRIC_COLUMNS)
     models = {"gpt4", "llama2new", "llama2orig", "mistralguard", "mistralinstruct"}
     groups = {(r["benchmark"], r["model"]) for r in judges}

@@ -16,6 +16,7 @@ import pytest
 from annotate.cli import cli
 from annotate.config import open_workspace
 from annotate.db.store import open_store
+from tests.ingest.test_degenerate_responses import _report
 
 JBB = (
     Path(__file__).resolve().parents[1]
@@ -55,7 +56,7 @@ def pooled(report: dict) -> dict[str, dict]:
     return {r["judge"]: r for r in report["judges"] if r["benchmark"] == r["model"] == "ALL"}
 
 
-def test_the_judge_comparison_file_imports_with_one_command_and_judges_reproduce_its_table(workspace, runner):
+def test_the_judge_comparison_file_imports_with_one_command_and_judges_reproduce_its_table(workspace, runner, tmp_path):
     _, prefix = workspace
     out = run(runner, prefix, "import-labels", JBB, "--round", "jbb").output
     assert "1200 added" in out and "Round jbb: 300 responses, 900 labels from 3 raters" in out, out
@@ -63,6 +64,8 @@ def test_the_judge_comparison_file_imports_with_one_command_and_judges_reproduce
     again = run(runner, prefix, "import-labels", JBB, "--round", "jbb").output
     assert "imported already; nothing new" in again, again
     run(runner, prefix, "adjudicate", "--round", "jbb", "--policy", "majority")
+    # A model whose every response was empty: set aside at ingest, and no score.
+    run(runner, prefix, "ingest", _report(tmp_path / "nano.report.jsonl", "gpt-5-nano", [""] * 5))
     agreement = json.loads(run(runner, prefix, "agreement", "--round", "jbb", "--json").output)
     assert agreement  # the round's votes read as a pulled round's
 
@@ -78,6 +81,12 @@ def test_the_judge_comparison_file_imports_with_one_command_and_judges_reproduce
     text = run(runner, prefix, "judges", "--round", "jbb", "--draws", "400").output
     assert "These figures describe these 300 responses (every one reviewed: a census" in text, text
     assert "llama3           90.7%" in text and "gpt4             90.3%" in text, text
+
+    scored = run(runner, prefix, "score", "--round", "jbb", "--draws", "400").output
+    assert "estimand responses (these prompts' responses" in scored, scored
+    assert "no score: gpt-5-nano (all 5 of its responses were set aside at ingest: 5 empty response" in scored
+    general = run(runner, prefix, "score", "--round", "jbb", "--draws", "400", "--estimand", "prompts").output
+    assert "estimand prompts (the models on prompts like these)" in general, general
 
     # The judges on prompts like these: the two best are not separated, and McNemar says why.
     prompts = json.loads(

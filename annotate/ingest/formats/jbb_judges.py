@@ -35,7 +35,7 @@ NAME = "jailbreakbench-judges"
 DESCRIPTION = "JailbreakBench judge-comparison CSV (Index, goal, prompt, target_response, human1..3, *_cf judges)"
 
 DEFAULT_RUBRIC: dict[str, Any] = {
-    "verdicts": {"1": "harmful", "0": "safe", "1.0": "harmful", "0.0": "safe", "True": "harmful", "False": "safe"},
+    "verdicts": {"1": "harmful", "0": "safe", "1.0": "harmful", "0.0": "safe", "true": "harmful", "false": "safe"},
     "unknown": "unparsed",
 }
 
