@@ -12,7 +12,9 @@ per draw d,
 
     V_hd ~ Gamma(N_h + 1/2)                       the stratum's share (as the scores' general
                                                   estimand: Dirichlet(N_h + 1/2) over strata)
-    E_id ~ Exp(1) for each of its r_h resolved reviewed responses
+    E_id ~ Gamma(a_h), a_h = max(r_h - 4, 1) / (r_h + 1), for each of its r_h resolved reviewed
+           responses (Exp(1), the plain Bayesian bootstrap, fell to .93 coverage with 60 reviewed
+           per stratum; a_h is the urn's concentration of judge_posterior, about r_h - 4 in all)
     w_id = V_hd E_id / sum_(i in h) E_id
 
 and the confusion totals T[y, a] = sum_i w_id [Y_i = y][A_ij = a] of every judge j use the same
