@@ -26,6 +26,14 @@ SCORE_ESTIMAND_HELP = (
     "responses (or fixed): these prompts' responses, the leaderboard's question; prompts (or general): the models "
     "on prompts like these, adding the variance of sampling prompts."
 )
+#: ``--estimand`` of score and export (one option, one help text).
+estimand_option = click.option(
+    "--estimand",
+    type=click.Choice(list(SCORE_ESTIMANDS)),
+    default="responses",
+    show_default=True,
+    help=SCORE_ESTIMAND_HELP,
+)
 #: How each estimand is named in the output.
 ESTIMAND_SAID = {
     "fixed": "responses (these prompts' responses; --estimand prompts for prompts like these)",

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import click
 
-from annotate.cli._options import SCORE_ESTIMAND_HELP, SCORE_ESTIMANDS, echo_json, open_session, workspace_options
+from annotate.cli._options import SCORE_ESTIMANDS, echo_json, estimand_option, open_session, workspace_options
 
 INTERRUPTED = 130  # the shell's status for Ctrl-C; SIGTERM is handled the same way
 
@@ -18,13 +18,7 @@ INTERRUPTED = 130  # the shell's status for Ctrl-C; SIGTERM is handled the same 
 @click.option("--draws", default=4000, show_default=True, help="Posterior draws for the scores.")
 @click.option("--seed", default=0, show_default=True, help="Seed of the posterior draws and bootstrap.")
 @click.option("--min-reviewed", default=10, show_default=True, help="See `annotate score --help`.")
-@click.option(
-    "--estimand",
-    type=click.Choice(list(SCORE_ESTIMANDS)),
-    default="responses",
-    show_default=True,
-    help=SCORE_ESTIMAND_HELP,
-)
+@estimand_option
 @click.option(
     "--sign",
     "sign_key",

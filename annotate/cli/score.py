@@ -9,9 +9,9 @@ import click
 from annotate.cli._format import ci_pct, int_or_blank, missing, num, pct_or_ne, table
 from annotate.cli._options import (
     ESTIMAND_SAID,
-    SCORE_ESTIMAND_HELP,
     SCORE_ESTIMANDS,
     echo_json,
+    estimand_option,
     open_session,
     workspace_options,
 )
@@ -26,13 +26,7 @@ if TYPE_CHECKING:
 @click.command()
 @click.option("--round", "round_names", multiple=True, help="Round(s) to score (default: the only one).")
 @click.option("--treatments", default=None, help="Comma-separated treatments to show (default: all).")
-@click.option(
-    "--estimand",
-    type=click.Choice(list(SCORE_ESTIMANDS)),
-    default="responses",
-    show_default=True,
-    help=SCORE_ESTIMAND_HELP,
-)
+@estimand_option
 @click.option(
     "--by",
     "by",

@@ -289,16 +289,13 @@ def _record(
     unknown = sorted(set(emails) - set(rater_names))
     if unknown:
         raise InputError(f"--annotator names rater(s) the table does not have: {', '.join(unknown)}")
+    address = {rater: emails.get(rater) or f"{_slug(rater)}@{IMPORTED_DOMAIN}" for rater in rater_names}
     team = store.annotators()
     experts = set(team.email[team.role == "expert"].str.lower()) if len(team) else set()
-    for rater in rater_names:
-        email = emails.get(rater) or f"{_slug(rater)}@{IMPORTED_DOMAIN}"
+    for email in address.values():
         if email.lower() in experts:
             raise InputError(f"{email} is registered as an expert; a rater of imported labels is an annotator")
-    pseudonyms: dict[str, str] = {}
-    for rater in rater_names:
-        email = emails.get(rater) or f"{_slug(rater)}@{IMPORTED_DOMAIN}"
-        pseudonyms[rater], _ = store.add_annotator(email, rater)
+    pseudonyms = {rater: store.add_annotator(email, rater)[0] for rater, email in address.items()}
     team = store.annotators()
     annotator_id = dict(zip(team.pseudonym, team.id.astype(int), strict=True))
     secret = new_task_secret()

@@ -90,8 +90,15 @@ def set_aside_counts(s: Session) -> pd.DataFrame:
     rows = s.store.set_aside_counts()
     if rows.empty:
         return rows
-    rows = rows.assign(reason=[reason_family(str(x)) for x in rows.reason], model=rows.model.fillna("(unnamed)"))
-    rows = rows.assign(benchmark=rows.benchmark.fillna("(unnamed)"))
+
+    def unnamed(values: pd.Series) -> list[str]:  # a row the reader set aside without naming its model
+        return [v if isinstance(v, str) else "(unnamed)" for v in values]
+
+    rows = rows.assign(
+        reason=[reason_family(str(x)) for x in rows.reason],
+        model=unnamed(rows.model),
+        benchmark=unnamed(rows.benchmark),
+    )
     out = rows.groupby(["model", "benchmark", "reason"]).n.sum().reset_index()
     return out.sort_values(["model", "benchmark", "n"], ascending=[True, True, False]).reset_index(drop=True)
 
