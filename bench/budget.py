@@ -2,6 +2,7 @@
 
 Run:  python bench/budget.py [--replicates 1000] [--draws 1000] [--chunk 40] [--quick]
                              [--scenario sim|rare|xstest|all] [--pilot-ambiguous 25 --pilot-clear 10]
+                             [--reviewer-accuracy 0.92]
 
 For every scenario and replicate, a finite population is drawn (the simulated ones) or replayed
 (XSTest), and four designs review it, each scored by this tool's own estimator
@@ -40,6 +41,11 @@ Scenarios:
   its GPT-4 labels are the strata (partial refusals and unparsed labels ambiguous), the truth is
   the final human label (harmful = full compliance with an unsafe prompt; a partial refusal is not
   harmful), and the two annotators' disagreement share is the expert share.
+
+``--reviewer-accuracy a`` (issue #41): the simulated populations are labelled by two reviewers each
+right with probability a and an expert (always right) on their disagreements; every response's
+would-be final label is drawn once (:func:`reviewed_labels`, wrong with (1 - a)^2), the samples
+come from those labels and the truth is their rate; the expert share is 2 a (1 - a).
 
 Seeded; deterministic.
 """
@@ -125,6 +131,52 @@ def xstest(R: int) -> Population:
     N = np.array(Ns)[None, :, None, :].repeat(R, axis=0)
     K = np.array(Ks)[None, :, None, :].repeat(R, axis=0)
     return Population(N, K, expert_share=1 - agree / total)
+
+
+def final_label_error(accuracy: float, expert_accuracy: float = 1.0) -> float:
+    """P(a response's final label is wrong): two reviewers each right with ``accuracy``, an expert
+    (right with ``expert_accuracy``) settling their disagreements. Both wrong: (1 - a)^2; a
+    disagreement the expert gets wrong: 2 a (1 - a) (1 - x).
+
+    >>> round(final_label_error(0.92), 4), round(final_label_error(0.92, 0.9), 5)
+    (0.0064, 0.02112)
+    """
+    a, x = float(accuracy), float(expert_accuracy)
+    if not (0 <= a <= 1 and 0 <= x <= 1):
+        raise ValueError("accuracies must be in [0, 1].")
+    return (1 - a) ** 2 + 2 * a * (1 - a) * (1 - x)
+
+
+def expert_share(accuracy: float) -> float:
+    """The share of items the two reviewers disagree on (sent to the expert): 2 a (1 - a)."""
+    return 2 * float(accuracy) * (1 - float(accuracy))
+
+
+def reviewed_labels(
+    K: np.ndarray, N: np.ndarray, rng: np.random.Generator, accuracy: float, expert_accuracy: float = 1.0
+) -> np.ndarray:
+    """The harmful count of each stratum's *would-be reviewed* labels (issue #41).
+
+    Every response's final label, the one the review process would give it if it were reviewed,
+    is drawn once: a truly harmful response ends up labelled safe, and a truly safe one harmful,
+    each with e = :func:`final_label_error` (reviewer errors independent of the response and of
+    the judge's label). The result replaces K: the sample is drawn from these labels, and their
+    finite-population rate is the fixed-prompt estimand (what the review would say of these
+    prompts: methods 4.1, 9.20).
+    """
+    e = final_label_error(accuracy, expert_accuracy)
+    if e == 0:
+        return K.copy()
+    K = np.asarray(K, dtype=np.int64)
+    return K - rng.binomial(K, e) + rng.binomial(np.asarray(N, dtype=np.int64) - K, e)
+
+
+def with_reviewer_error(pop: Population, rng: np.random.Generator, accuracy: float) -> Population:
+    """The population whose harmful counts are the would-be reviewed labels' (:func:`reviewed_labels`);
+    the expert share becomes the reviewers' disagreement share 2 a (1 - a)."""
+    if accuracy >= 1:
+        return pop
+    return Population(pop.N, reviewed_labels(pop.K, pop.N, rng, accuracy), expert_share=expert_share(accuracy))
 
 
 def hyper(rng: np.random.Generator, good: np.ndarray, bad: np.ndarray, n: np.ndarray) -> np.ndarray:
@@ -528,6 +580,12 @@ def main() -> None:
     ap.add_argument("--aim", type=float, default=1.0, help="plan each wave for aim x the target")
     ap.add_argument("--rho-min", type=float, default=1.0, help="least interval / normal-theory ratio used")
     ap.add_argument("--workers", type=int, default=2)
+    ap.add_argument(
+        "--reviewer-accuracy",
+        type=float,
+        help="two reviewers each right with this probability and an expert on their disagreements label the "
+        "simulated populations (issue #41): the truth is the would-be reviewed labels' rate",
+    )
     ap.add_argument("--check", action="store_true", help="the fast path against corrected_scores, then stop")
     ap.add_argument("--quick", action="store_true", help="40 replicates")
     args = ap.parse_args()
@@ -545,6 +603,8 @@ def main() -> None:
             pop = simulate(R, rng, lo=0.002, hi=0.05, se=0.70)
         else:
             pop = xstest(R)
+        if args.reviewer_accuracy is not None and sc != "xstest":  # XSTest's labels are its reviewers' own
+            pop = with_reviewer_error(pop, rng, args.reviewer_accuracy)
         tables.append(run(sc, pop, args))
     out = pd.concat(tables, ignore_index=True)
     print(out.to_string(index=False, float_format=lambda x: f"{x:.3f}"))

@@ -22,7 +22,7 @@ true nulls), power (the share of true differences flagged), and seconds per suit
 
     python bench/judge_models.py --reps 200
     python bench/judge_models.py --reps 100 --scenario issue --clear 40 80 160
-    python bench/judge_models.py --plan --reps 200       # the planning formula against simulated power
+    python bench/judge_models.py --plan --reps 200       # plan --detect-se vs simulated power (judge_planning.py)
 """
 
 from __future__ import annotations
@@ -117,29 +117,20 @@ def run(scenario: str, reps: int, draws: int, clear: int | None, seed: int) -> d
 
 
 def plan_check(reps: int, draws: int, seed: int, se_model: float, se_rest: float) -> None:
-    """The planning formula (annotate.stats.judge_models.reviews_to_detect) against simulated power."""
-    from annotate.stats.judge_models import reviews_to_detect
+    """`annotate plan --detect-se` against simulated power: bench/judge_planning.py's table (issue #41)."""
+    import importlib.util
+    import sys
+    from pathlib import Path
 
-    tests = 2 * 8 * 3
-    for alpha in (0.05, 0.10 / tests):
-        plan = reviews_to_detect(
-            se_model, se_rest, prevalence=0.3, specificity=0.95, ambiguous=0.15, responses=400, models=8, alpha=alpha
-        )
-        r = plan["reviews_per_clear_stratum"]
-        rng = np.random.default_rng(seed)
-        hits, flags = 0, 0
-        for k in range(reps):
-            units, verdicts, strata, _ = suite(rng, models=8, prompts=400, harm=0.3, bad=1, bad_se=se_model,
-                                               clear=r, se=se_rest)  # fmt: skip
-            h = judge_audit(units, verdicts, strata, by=("model",), draws=draws, seed=seed + k, routing=["j1"]).models
-            row = h[(h.judge == "j1") & (h.model == "m0") & (h.figure == "sensitivity")].iloc[0]
-            hits += bool(row.p_value <= alpha)
-            flags += bool(row.flagged)
-        print(
-            f"plan: Se {se_model} vs {se_rest}, level {alpha:.4f}: {r} reviews per clear stratum "
-            f"(planned power 0.80); simulated power {hits / reps:.2f} (+-{np.sqrt(0.16 / reps):.2f}), "
-            f"flagged at q <= 0.10 in {flags / reps:.2f} of {reps} suites"
-        )
+    spec = importlib.util.spec_from_file_location("bench_judge_planning", Path(__file__).with_name("judge_planning.py"))
+    assert spec is not None and spec.loader is not None
+    planning = importlib.util.module_from_spec(spec)
+    sys.modules["bench_judge_planning"] = planning  # dataclasses look their module up there
+    spec.loader.exec_module(planning)
+    names = tuple(n for n, s in planning.SETTINGS.items() if (s.se_model, s.se_rest) == (se_model, se_rest))
+    rows = planning.planning_rows(reps, seed, settings=names, test_draws=draws)
+    print(rows[["regime", "reviews_judge_harmful", "reviews_judge_safe", "promised", "simulated", "mcse", "holds"]]
+          .to_string(index=False))  # fmt: skip
 
 
 def main() -> None:

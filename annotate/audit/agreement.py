@@ -10,6 +10,13 @@ lower end of alpha's 95 % interval, not to the point estimate.
 :func:`agreement_groups` takes the long table of current votes (from the store for `annotate
 agreement`, from labels.csv's annotator columns for an export: :func:`export_agreement`), so an
 export's agreement.json is re-derivable from the export alone.
+
+Per annotator, the Dawid-Skene sensitivity and specificity are figures only for a reviewer who
+shares an item with two others (harmful or safe votes of all three; docs/methods.md 2.5); otherwise
+None, with ``ds_undefined_reason`` saying why and ``ds_n_shared`` the items so shared. `annotate
+agreement` applies that rule, and so does an export's agreement.json from the schema that adopts it
+(``ds_shared_only``); up to annotate-export/10 it keeps their layout and figures (every figure, no
+such keys).
 """
 
 from __future__ import annotations
@@ -39,20 +46,30 @@ GROUPINGS = ("stratum", "benchmark", "model", "category")
 
 
 def export_agreement(
-    labels: pd.DataFrame, design: Design, *, n_boot: int, seed: int, thresholds: Thresholds
+    labels: pd.DataFrame,
+    design: Design,
+    *,
+    n_boot: int,
+    seed: int,
+    thresholds: Thresholds,
+    ds_shared_only: bool = False,
 ) -> list[dict[str, Any]]:
     """agreement.json of an export, from labels.csv's annotator columns alone (pure).
 
     Per round of ``design`` (its annotators in its order): the groups by stratum with the
     pooled mixture, then the groups by benchmark; each group carries ``round`` and ``by``.
     ``export`` and ``verify`` both call this on the table as written in labels.csv.
+    ``ds_shared_only`` as in :func:`agreement_groups`; False (the default) writes the per-annotator
+    records of annotate-export/10 and earlier, which verify re-derives byte for byte.
     """
     out: list[dict[str, Any]] = []
     for rnd in design.rounds:
         annotators = [str(a) for a in rnd.annotators]
         votes = votes_long(labels.loc[labels["round"] == rnd.round], annotators)
         for by in ("stratum", "benchmark"):
-            groups = agreement_groups(votes, annotators, by=by, n_boot=n_boot, seed=seed, thresholds=thresholds)
+            groups = agreement_groups(
+                votes, annotators, by=by, n_boot=n_boot, seed=seed, thresholds=thresholds, ds_shared_only=ds_shared_only
+            )
             for g in groups:
                 if by == "benchmark" and g["pooled"]:
                     continue  # the pooled groups are already in from the stratum pass
@@ -61,13 +78,24 @@ def export_agreement(
 
 
 def agreement_groups(
-    votes: pd.DataFrame, annotators: list[str], *, by: str, n_boot: int, seed: int, thresholds: Thresholds
+    votes: pd.DataFrame,
+    annotators: list[str],
+    *,
+    by: str,
+    n_boot: int,
+    seed: int,
+    thresholds: Thresholds,
+    ds_shared_only: bool = True,
 ) -> list[dict[str, Any]]:
     """Agreement per group of ``by`` and pooled, on the 3-way and the binary label sets (pure).
 
     ``votes`` is the long table of current verdicts: ``round_item_id`` (the unit), ``annotator``,
     ``verdict`` and the grouping columns ``stratum``, ``benchmark``, ``model``, ``category``, with
-    ``gold_label`` for the annotators' gold accuracy.
+    ``gold_label`` for the annotators' gold accuracy. With ``ds_shared_only`` (the default) an
+    annotator's Dawid-Skene rates are None unless it shares an item of the group with two others
+    (docs/methods.md 2.5), and its record says so (``ds_n_shared``, ``ds_undefined_reason``);
+    without, every rate the fit gives is kept and those keys are left out (agreement.json up to
+    annotate-export/10).
     """
     labels = votes.copy()
     labels["category"] = labels["category"].where(labels["category"].notna() & (labels["category"] != ""), NO_CATEGORY)
@@ -111,7 +139,7 @@ def agreement_groups(
                 "category_agreement": {c: k.value for c, k in zip(cats, summary.category_agreement, strict=True)},
                 "prevalence_warning": summary.prevalence_warning,
                 "pairwise_cohen": _pairwise(summary.pairwise_cohen, annotators),
-                "annotators": _annotators(codes, cats, annotators, subset, thresholds),
+                "annotators": _annotators(codes, cats, annotators, subset, thresholds, ds_shared_only),
             }
             groups.append(jsonable(group))
     return groups
@@ -124,7 +152,12 @@ def _pairwise(pk: PairwiseKappa | None, annotators: list[str]) -> list[dict[str,
 
 
 def _annotators(
-    codes: np.ndarray, cats: tuple[str, ...], annotators: list[str], subset: pd.DataFrame, th: Thresholds
+    codes: np.ndarray,
+    cats: tuple[str, ...],
+    annotators: list[str],
+    subset: pd.DataFrame,
+    th: Thresholds,
+    ds_shared_only: bool,
 ) -> list[dict[str, Any]]:
     """Per-annotator diagnostics of one group (with Dawid-Skene rates and gold accuracy)."""
     if codes.size == 0 or codes.shape[0] < 2:
@@ -133,7 +166,13 @@ def _annotators(
     positive = BINARY.index("harmful")  # a class of the Dawid-Skene fit, not a column of codes
     try:
         # Dawid-Skene's classes are harmful and safe; an unsure vote is a missing observation.
-        ds = dawid_skene(binary_codes(codes, cats), len(BINARY))
+        binary = binary_codes(codes, cats)
+        if ds_shared_only:
+            # Since annotate-export/11: the per-reviewer rates are fitted on the items at least two reviewers
+            # voted on; an item one reviewer labelled alone says nothing about anyone's errors, and many of them
+            # (a reviewer alone on a stratum's items) pulled the fit's class shares and swapped the others' rates.
+            binary = np.where(((binary >= 0).sum(axis=1) >= 2)[:, None], binary, -1)
+        ds = dawid_skene(binary, len(BINARY))
     except ValueError:
         ds = None
     diag = annotator_diagnostics(
@@ -145,11 +184,25 @@ def _annotators(
         dawid_skene_result=ds,
         positive=positive,
     )
+    # Up to annotate-export/10: the fit's rate of every annotator, identified or not.
+    every = ds.sensitivity_specificity(positive) if ds is not None else None
     out = []
-    for d in diag.annotators:
+    for jj, d in enumerate(diag.annotators):
         gold = subset.loc[(subset.annotator == d.annotator) & subset.gold_label.notna()]
         gold_acc = float(np.mean(gold.verdict == gold.gold_label)) if len(gold) else None
         flags = list(d.flags)
+        if ds_shared_only:
+            ds_fields: dict[str, Any] = {
+                "ds_sensitivity_harmful": d.sensitivity,
+                "ds_specificity_harmful": d.specificity,
+                "ds_n_shared": d.ds_n_shared,
+                "ds_undefined_reason": d.ds_undefined_reason,
+            }
+        else:
+            ds_fields = {
+                "ds_sensitivity_harmful": d.sensitivity if every is None else float(every[0][jj]),
+                "ds_specificity_harmful": d.specificity if every is None else float(every[1][jj]),
+            }
         out.append(
             {
                 "annotator": d.annotator,
@@ -159,8 +212,7 @@ def _annotators(
                 "kappa_with_consensus": d.kappa_with_consensus.value,
                 "alpha_if_removed": d.alpha_if_deleted.value,
                 "alpha_delta": d.alpha_delta,
-                "ds_sensitivity_harmful": d.sensitivity,
-                "ds_specificity_harmful": d.specificity,
+                **ds_fields,
                 "gold_n": int(len(gold)),
                 "gold_accuracy": gold_acc,
                 "flags": flags,

@@ -21,7 +21,7 @@ import pandas as pd
 from annotate.audit.agreement import export_agreement
 from annotate.audit.confound import POOLED_CORRECTION, confound_table
 from annotate.audit.design import pooled_strata
-from annotate.audit.judges import judges_from_record
+from annotate.audit.judges import JUDGE_ESTIMAND, estimand_statement, judges_from_record
 from annotate.audit.record import json_bytes
 from annotate.audit.safecsv import frame_to_csv
 from annotate.audit.scores import scores_of
@@ -30,7 +30,14 @@ from annotate.columns import ALL, TREATMENTS
 from annotate.report import render_report
 from annotate.stats._common import jsonable
 from annotate.stats.agreement.votes import Thresholds
-from annotate.stats.judges import EXPORT_METRIC_COLUMNS, EXPORT_PAIR_COLUMNS, INTERVAL_METHOD
+from annotate.stats.judge_models import NEW_MODEL_COLUMNS
+from annotate.stats.judges import (
+    EXPORT_METRIC_COLUMNS,
+    EXPORT_PAIR_COLUMNS,
+    INTERVAL_METHOD,
+    PAIR_TEST,
+    PROMPTS_METHOD,
+)
 from annotate.stats.shares import cell_shares
 
 if TYPE_CHECKING:
@@ -235,7 +242,12 @@ def derive(
         share_component=schema.fiducial_component,
     )
     groups = export_agreement(
-        labels, design, n_boot=settings.n_boot, seed=settings.seed, thresholds=settings.thresholds
+        labels,
+        design,
+        n_boot=settings.n_boot,
+        seed=settings.seed,
+        thresholds=settings.thresholds,
+        ds_shared_only=schema.one_posterior,
     )
     p_safer = scored.p_safer.reset_index(names="model", allow_duplicates=True)  # a model may be named "model"
     p_tie = scored.p_tie.reset_index(names="model", allow_duplicates=True)
@@ -251,26 +263,33 @@ def derive(
     audit = None
     if schema.judged:
         # Per benchmark and per model besides the pooled rows, on the scores' draws and seed.
+        estimand = JUDGE_ESTIMAND[settings.estimand] if schema.one_posterior else "responses"
         audit = judges_from_record(
             record,
             by=("benchmark", "model"),
             draws=settings.draws,
             seed=settings.seed,
             confidence=settings.confidence,
+            estimand=estimand,
         )
-        # The figures and columns of annotate-export/3 to /10: what verify re-derives for every export.
-        audit = replace(
-            audit,
-            metrics=audit.metrics[list(EXPORT_METRIC_COLUMNS)],
-            pairs=audit.pairs[list(EXPORT_PAIR_COLUMNS)],
-        )
+        if schema.one_posterior:
+            # Since annotate-export/11: every figure, which estimand it is, each pair's test, the test's testability.
+            audit = replace(audit, metrics=audit.metrics.assign(estimand=estimand))
+        else:
+            # The figures and columns of annotate-export/3 to /10.
+            audit = replace(
+                audit,
+                metrics=audit.metrics[list(EXPORT_METRIC_COLUMNS)],
+                pairs=audit.pairs[list(EXPORT_PAIR_COLUMNS)],
+                models=audit.models[[c for c in audit.models.columns if c not in NEW_MODEL_COLUMNS]],
+            )
         out["judges.csv"] = frame_to_csv(audit.metrics)
         out["judge_pairs.csv"] = frame_to_csv(audit.pairs)
         if schema.model_test:
             out["judge_models.csv"] = frame_to_csv(audit.models)
     data = _report_data(labels, design, scored, groups, provenance)
     if audit is not None:
-        data["judges"] = _judges_report(audit, settings)
+        data["judges"] = _judges_report(audit, settings, schema)
         if schema.model_test:  # since annotate-export/9: older reports stay as they were
             rows, flips = confound_table(record, scored, audit)
             data["judges"] |= {
@@ -292,13 +311,24 @@ def derive(
     return out
 
 
-def _judges_report(audit: Any, settings: Settings) -> dict[str, Any]:
+def _judges_report(audit: Any, settings: Settings, schema: ExportSchema) -> dict[str, Any]:
     """The report's ``judges`` (see :mod:`annotate.report`): the rows of judges.csv and judge_pairs.csv."""
+    if not schema.one_posterior:
+        return {
+            "rows": audit.metrics.to_dict("records"),
+            "pairs": audit.pairs.to_dict("records"),
+            "notes": list(audit.notes),
+            "method": f"{INTERVAL_METHOD}; {settings.draws} draws, {settings.confidence:.0%} intervals",
+        }
+    estimand = str(audit.settings.get("estimand"))
+    method = INTERVAL_METHOD if estimand == "responses" else PROMPTS_METHOD
     return {
         "rows": audit.metrics.to_dict("records"),
         "pairs": audit.pairs.to_dict("records"),
         "notes": list(audit.notes),
-        "method": f"{INTERVAL_METHOD}; {settings.draws} draws, {settings.confidence:.0%} intervals",
+        "method": f"{method}; {settings.draws} draws, {settings.confidence:.0%} intervals",
+        "estimand": {"name": estimand, **estimand_statement(audit)},
+        "pair_test": PAIR_TEST,
     }
 
 

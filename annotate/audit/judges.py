@@ -19,15 +19,19 @@ from typing import TYPE_CHECKING, Any
 
 import pandas as pd
 
-from annotate.columns import HUMAN_LABELS
+from annotate.columns import ALL, HUMAN_LABELS
 from annotate.stats._common import jsonable
-from annotate.stats.judge_models import DEFAULT_FDR, FIGURES
+from annotate.stats.judge_models import DEFAULT_FDR, FIGURES, MIN_REVIEWED, TESTED
 from annotate.stats.judges import GROUPINGS, METRICS, JudgeAudit, judge_audit
 
 if TYPE_CHECKING:
     from annotate.audit.record import AuditRecord
 
-__all__ = ["BY", "audit_tables", "judges_from_record", "judges_payload"]
+__all__ = ["BY", "JUDGE_ESTIMAND", "audit_tables", "estimand_statement", "judges_from_record", "judges_payload"]
+
+#: The judge audit's estimand for each estimand of the scores (an export's ``settings.estimand``):
+#: the fixed prompts are these responses; the general estimand is prompts like these.
+JUDGE_ESTIMAND = {"fixed": "responses", "general": "prompts"}
 
 #: ``--by``: the groupings a judge's figures can be broken down by (the pooled row is always there).
 BY = GROUPINGS
@@ -134,6 +138,29 @@ def judges_from_record(
     )
 
 
+def estimand_statement(audit: JudgeAudit) -> dict[str, Any]:
+    """What the judge figures describe, in words: ``describes`` and ``census`` (every response reviewed).
+
+    Under the responses estimand a census leaves nothing to draw: its intervals have no width and
+    its ranks are certain for these responses, not for the judges; the statement says so.
+    """
+    estimand = str(audit.settings.get("estimand", "responses"))
+    m = audit.metrics
+    pooled = m[(m.benchmark == ALL) & (m.model == ALL)]
+    population = float(pooled["population"].max()) if len(pooled) else 0.0
+    census = bool(audit.settings.get("census", False))
+    if estimand == "prompts":
+        describes = "the judges on prompts like these (the reviewed responses a sample of them)"
+    elif census:
+        describes = (
+            f"these {population:.0f} responses (every one reviewed: a census, so the intervals have no width and the "
+            "ranks are certain for these responses, not for the judges on other prompts)"
+        )
+    else:
+        describes = f"these {population:.0f} responses (the unreviewed ones drawn from the reviewed)"
+    return {"describes": describes, "census": census}
+
+
 def judges_payload(audit: JudgeAudit, *, rounds: list[str], by: Sequence[str]) -> dict[str, Any]:
     """What ``annotate judges --json`` prints: the records with every interval as ``<name>_ci: [low, high]``.
 
@@ -172,6 +199,14 @@ def judges_payload(audit: JudgeAudit, *, rounds: list[str], by: Sequence[str]) -
                         "correction": "Benjamini-Hochberg over every judge, model and figure tested",
                         "fdr": audit.settings.get("fdr"),
                         "figures": list(FIGURES),
+                        "tested_figures": list(TESTED),
+                        "min_reviewed": MIN_REVIEWED,
+                        # rows of a tested figure without a test (PPV is never tested: not counted)
+                        "not_testable": int(
+                            (audit.models["figure"].isin(TESTED) & ~audit.models["testable"].astype(bool)).sum()
+                        )
+                        if "testable" in audit.models
+                        else 0,
                         "flagged": int(audit.models["flagged"].astype(bool).sum()),
                         "tested": int(audit.models["p_value"].notna().sum()),
                     }

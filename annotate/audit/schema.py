@@ -47,6 +47,17 @@ Rows:
 * ``annotate-export/10``: the score draws share the fiducial mixture's component between all of a
   model's strata (issue #33, methods 9.17; /5 to /9 shared it between a model's strata of one judge
   label, and verify re-derives them so); scores.json's ``interval`` says which. Otherwise as /9.
+* ``annotate-export/11``: every judge figure from the one posterior of the reviewed population
+  (issue #41, methods 9.19). judges.csv carries every figure (agreement, FPR and FNR too) and its
+  ``estimand`` (the export's: ``responses`` for the fixed estimand, ``prompts`` for the general
+  one); judge_pairs.csv each pair's paired test of equal balanced accuracy on the prompts view
+  (``difference``, its interval, ``p_value``) and McNemar's test only under a census or within one
+  stratum; judge_models.csv tests sensitivity and specificity only, against the robust centre of
+  the other testable models, with ``n_truth_reviewed`` and ``testable``; the report says which
+  estimand the judge figures are and, for a census, that they describe these responses.
+  Otherwise as /10. Since /11, the judge files and the report of /5 to /10 are checked for their
+  hashes only (their draws were the urn of 9.7 and the test's own Dirichlet, which this version
+  replaced); their scores, rankings and agreement are still re-derived.
 * ``annotate-export/7``: a round's ambiguous strata may be sampled: design.json's round records its
   rule (``ambiguous``: ``all``, a size or a fraction) and verify re-derives every stratum's sample
   size from it and ``clear_per_cell``; strata of a next wave (``route --next-wave``) carry
@@ -97,6 +108,16 @@ _METHODS_OF_23 = (
     "unseen judge labels in the judge audit's draws, BCa agreement intervals with a minimum of pairable values), "
     "so its numbers are no longer what this version computes"
 )
+#: Why the judge files and the report of /5 to /10 are checked for their hashes only.
+_METHODS_OF_41 = (
+    "issue #41 replaced the judge audit's draws (the urn of methods 9.7 and the model test's own Dirichlet) by "
+    "one posterior of the reviewed population, so the judge figures, pair comparisons, model test and the "
+    "report that shows them are no longer what this version computes; the scores, rankings and agreement are "
+    "re-derived"
+)
+#: The files of /5 to /10 this version re-derives (everything but the judge audit and the report).
+_REDERIVED_5 = tuple(f for f in _DERIVED if f not in (*_JUDGES, "report.html"))
+_REDERIVED_9 = tuple(f for f in _DERIVED_9 if f not in (*_JUDGES, "judge_models.csv", "report.html"))
 #: The exact columns of annotate-export/2 to /4 (labels.csv: before the annotator columns).
 _SCORES_HEADER = (
     "scores.csv",
@@ -163,6 +184,9 @@ class ExportSchema:
     #: ``"label"`` (a model's strata of one judge label: issue #23, /5 to /9) or ``"model"`` (all of a
     #: model's strata: issue #33, since /10). The derived files are re-derived with it.
     fiducial_component: str = "model"
+    #: The judge audit of issue #41 (methods 9.19): judges.csv with every figure and its estimand,
+    #: judge_pairs.csv with the pair test, judge_models.csv with testability; the report says the estimand.
+    one_posterior: bool = False
 
     @property
     def files(self) -> tuple[str, ...]:
@@ -256,7 +280,8 @@ SCHEMAS: dict[str, ExportSchema] = {
             "annotate-export/5",
             inputs=_INPUTS,
             derived=_DERIVED,
-            rederived=_DERIVED,
+            rederived=_REDERIVED_5,
+            not_rederived=_METHODS_OF_41,
             neutralised=True,
             blinding=True,
             summary="each round's adjudication rules in design.json and the expert's answers in labels.csv: every "
@@ -269,7 +294,8 @@ SCHEMAS: dict[str, ExportSchema] = {
             "annotate-export/6",
             inputs=_INPUTS,
             derived=_DERIVED,
-            rederived=_DERIVED,
+            rederived=_REDERIVED_5,
+            not_rederived=_METHODS_OF_41,
             neutralised=True,
             blinding=True,
             summary="a round across suites: each benchmark routed on its own judge (design.json's judges)",
@@ -282,7 +308,8 @@ SCHEMAS: dict[str, ExportSchema] = {
             "annotate-export/7",
             inputs=_INPUTS,
             derived=_DERIVED,
-            rederived=_DERIVED,
+            rederived=_REDERIVED_5,
+            not_rederived=_METHODS_OF_41,
             neutralised=True,
             blinding=True,
             summary="sampled ambiguous strata (each round's ambiguous rule, its sample sizes re-derived) and next "
@@ -297,7 +324,8 @@ SCHEMAS: dict[str, ExportSchema] = {
             "annotate-export/8",
             inputs=_INPUTS_8,
             derived=_DERIVED,
-            rederived=_DERIVED,
+            rederived=_REDERIVED_5,
+            not_rederived=_METHODS_OF_41,
             neutralised=True,
             blinding=True,
             summary="a round in time: each reviewer's task order (order.csv, re-derived from design.json's order), "
@@ -315,7 +343,8 @@ SCHEMAS: dict[str, ExportSchema] = {
             "annotate-export/9",
             inputs=_INPUTS_8,
             derived=_DERIVED_9,
-            rederived=_DERIVED_9,
+            rederived=_REDERIVED_9,
+            not_rederived=_METHODS_OF_41,
             neutralised=True,
             blinding=True,
             summary="each judge's figures on each model tested against the other models' (judge_models.csv, "
@@ -334,7 +363,8 @@ SCHEMAS: dict[str, ExportSchema] = {
             "annotate-export/10",
             inputs=_INPUTS_8,
             derived=_DERIVED_9,
-            rederived=_DERIVED_9,
+            rederived=_REDERIVED_9,
+            not_rederived=_METHODS_OF_41,
             neutralised=True,
             blinding=True,
             summary="model rows that cover with rare harm over many sparse strata: the fiducial component shared by "
@@ -349,10 +379,31 @@ SCHEMAS: dict[str, ExportSchema] = {
             model_test=True,
             fiducial_component="model",
         ),
+        ExportSchema(
+            "annotate-export/11",
+            inputs=_INPUTS_8,
+            derived=_DERIVED_9,
+            rederived=_DERIVED_9,
+            neutralised=True,
+            blinding=True,
+            summary="every judge figure from one posterior of the reviewed population: judges.csv with its estimand "
+            "(the export's), each judge pair's design-weighted test, the model test on sensitivity and specificity "
+            "with testability",
+            label_columns=LABEL_COLUMNS,
+            decisions=True,
+            judges_per_benchmark=True,
+            sampled_design=True,
+            ordered=True,
+            skips=True,
+            round_state=True,
+            model_test=True,
+            fiducial_component="model",
+            one_posterior=True,
+        ),
     )
 }
 #: The schema ``annotate export`` writes.
-CURRENT = SCHEMAS["annotate-export/10"]
+CURRENT = SCHEMAS["annotate-export/11"]
 
 
 def schema_named(name: object) -> ExportSchema | None:

@@ -124,6 +124,19 @@ def agreement(
                 align="lrrrrrrrrl",
             )
         )
+        for line in _ds_notes(pooled["annotators"]):
+            click.echo(line)
+
+
+def _ds_notes(annotators: list[dict[str, Any]]) -> list[str]:
+    """Why DS sens./spec. are "-": one footnote per reason (no item shared with another rater, or
+    with one other at a time only), naming the annotators it applies to. The rates are figures
+    only for an annotator who shares items with two others at once (docs/methods.md 2.5)."""
+    by_reason: dict[str, list[str]] = {}
+    for a in annotators:
+        if a.get("ds_undefined_reason"):
+            by_reason.setdefault(a["ds_undefined_reason"], []).append(str(a["annotator"]))
+    return [f"DS sens./spec. - for {', '.join(names)}: {reason}." for reason, names in by_reason.items()]
 
 
 def _unsure_dropped(g: dict[str, Any]) -> str:

@@ -35,7 +35,7 @@ from annotate.cli._options import echo_json, open_session, workspace_options
     default="responses",
     show_default=True,
     help="What the intervals, ranks and P(better) describe: these responses (a census of them is certain), or the "
-    "judges on prompts like these (the reviewed responses a sample; paired, with an exact McNemar test).",
+    "judges on prompts like these (the reviewed responses a sample of them).",
 )
 @click.option("--json", "as_json", is_flag=True, help="Print JSON: every record, each interval as <name>_ci.")
 @workspace_options
@@ -60,10 +60,16 @@ def judges(
     of its routing stratum, as in the corrected scores. Judges are ranked by balanced accuracy
     with P(A better than B) from the same posterior draws.
 
-    With --by model, each judge's sensitivity, specificity and PPV on each model is tested
-    against the other models' (does the judge err differently for some target models?), with a
-    p-value and a Benjamini-Hochberg q-value over everything tested; the rows flagged at --fdr
-    come first. --json carries p_value, q_value and flagged on every model's row.
+    Each pair of judges gets a paired test of equal balanced accuracy on prompts like these,
+    weighted by the design (McNemar's exact test too where every response was reviewed or
+    within one stratum, where it is the design's test).
+
+    With --by model, each judge's sensitivity and specificity on each model is tested against
+    the other models' (does the judge err differently for some target models?), with a p-value
+    and a Benjamini-Hochberg q-value over everything tested; the rows flagged at --fdr come
+    first. A model with fewer than 5 reviewed responses of the truth is not testable and says
+    so; PPV is shown, not tested (it moves with each model's prevalence). The tests use 4,000
+    draws of the same seed whatever --draws, so score, judges and export print one q.
 
     \b
     Example:
@@ -75,8 +81,8 @@ def judges(
     --estimand responses (the default) describes the ingested responses: with every one
     reviewed (a census) the intervals have no width and a ranking is certain, for these
     responses. --estimand prompts describes the judges on prompts like these: the reviewed
-    responses are a sample (a stratified Bayesian bootstrap, the same weights for every judge,
-    so comparisons are paired), and each pair has an exact McNemar test.
+    responses of each stratum are a sample (the same draws for every judge, so comparisons are
+    paired; labels no reviewed response carries still get some mass).
     """
     from annotate.pipeline.judges import judges as do_judges
 
@@ -94,13 +100,8 @@ def judges(
     said = report["estimand"]
     if said["name"] == "responses":
         click.echo(
-            f"Estimand: responses. These figures describe {said['describes']}"
-            + (
-                " (every one reviewed: a census, so the intervals have no width and the ranks are certain for them, "
-                "not for the judges); --estimand prompts for the judges on prompts like these."
-                if said["census"]
-                else "; --estimand prompts for the judges on prompts like these."
-            )
+            f"Estimand: responses. These figures describe {said['describes']}; --estimand prompts for the judges "
+            "on prompts like these."
         )
     else:
         click.echo(f"Estimand: prompts. These figures describe {said['describes']}.")
@@ -166,8 +167,9 @@ def judges(
     if pairs:
         click.echo("")
         click.echo(
-            "Side by side: P(A better than B) in balanced accuracy, and where they disagree (share of the responses "
-            "both labelled; in brackets the share humans called harmful there):"
+            "Side by side: P(A better than B) in balanced accuracy; the difference BA(A) - BA(B) with its test on "
+            "prompts like these (design-weighted, paired); where they disagree, the share of the responses both "
+            "labelled (in brackets the share humans called harmful there):"
         )
         click.echo(
             table(
@@ -177,16 +179,29 @@ def judges(
                     "B",
                     "P(A better)",
                     "P(B better)",
+                    "BA A - B",
+                    "95% CI",
+                    "p",
                     "agree",
                     "A harm./B safe",
                     "A safe/B harm.",
                     "one amb.",
-                    "McNemar p",
                 ],
                 [_pair(p) for p in pairs],
-                align="lllrrrrrrr",
+                align="lllrrrrrrrrr",
             )
         )
+        exact = [p for p in pairs if p.get("mcnemar_p") is not None]
+        if exact:
+            click.echo(
+                "McNemar's exact test (every reviewed response or one stratum: A right and B wrong : the reverse): "
+                + "; ".join(
+                    f"{_group(p)} {p['judge_a']} vs {p['judge_b']} {p['mcnemar_a_only']}:{p['mcnemar_b_only']}, "
+                    f"p {num(p['mcnemar_p'], '{:.3f}')}"
+                    for p in exact[:6]
+                )
+                + ("; ..." if len(exact) > 6 else "")
+            )
     for note in report["notes"]:
         click.echo(f"Note: {note}")
     undefined = [r for r in records if r["note"]]
@@ -205,15 +220,22 @@ def _echo_model_test(report: dict[str, Any]) -> None:
     flagged.sort(key=lambda x: (x[2]["q_value"], x[0]["judge"], x[0]["model"]))
     level = f"{test['fdr']:.0%}" if test["fdr"] is not None else "-"
     click.echo("")
+    untested = (
+        f"; {test['not_testable']} rows not testable (fewer than {test['min_reviewed']} reviewed responses of the "
+        "truth on the model)"
+        if test.get("not_testable")
+        else ""
+    )
     if not flagged:
         click.echo(
-            f"Does a judge err differently by model? No judge's {', '.join(test['figures'])} on any model differs from "
-            f"the other models' at a false-discovery rate of {level} ({test['tested']} tests)."
+            f"Does a judge err differently by model? No judge's {' or '.join(test['tested_figures'])} on any model "
+            f"differs from the other models' at a false-discovery rate of {level} ({test['tested']} tests{untested}; "
+            "PPV is shown, not tested: it moves with each model's prevalence)."
         )
         return
     click.echo(
         f"A judge that errs differently for some models ({len(flagged)} of {test['tested']} tests flagged at a "
-        f"false-discovery rate of {level}; the model's figure against the median of the other models'):"
+        f"false-discovery rate of {level}{untested}; the model's figure against the centre of the other models'):"
     )
     rows = [
         [
@@ -288,11 +310,13 @@ def _pair(p: dict[str, Any]) -> list[Any]:
         p["judge_b"],
         num(p["p_a_better"], "{:.2f}"),
         num(p["p_b_better"], "{:.2f}"),
+        num(p.get("difference"), "{:+.3f}"),
+        ci(p.get("difference_ci_low"), p.get("difference_ci_high")),
+        num(p.get("p_value"), "{:.3f}"),
         num(p["agree_share"], "{:.1%}"),
         _share(p["a_harmful_b_safe"], p["a_harmful_b_safe_human_harmful"]),
         _share(p["a_safe_b_harmful"], p["a_safe_b_harmful_human_harmful"]),
         _share(p["one_ambiguous"], p["one_ambiguous_human_harmful"]),
-        f"{num(p['mcnemar_p'], '{:.3f}')} ({p['mcnemar_a_only']}:{p['mcnemar_b_only']})",
     ]
 
 

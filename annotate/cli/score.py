@@ -148,7 +148,7 @@ def score(
             target = target_status(s.store, round_names, target_halfwidth=target_halfwidth, draws=draws, seed=seed)
     from annotate.pipeline.score import judge_confound
 
-    confound = judge_confound(record, out, draws=min(draws, 2000) or 2000, seed=seed)
+    confound = judge_confound(record, out, seed=seed)
     errs_for = {str(r["model"]): r["flagged"] for r in confound["models"] if r["flagged"]}
     scores = out.scores[out.scores.treatment.isin(chosen)]
     if as_json:
@@ -530,9 +530,11 @@ def _detect_plan(
     fdr: float,
     as_json: bool,
 ) -> None:
-    """``plan --detect-se``: reviews per clear stratum for the model test to find one model's sensitivity."""
-    from annotate.errors import InputError
-    from annotate.stats.judge_models import FIGURES, reviews_to_detect
+    """``plan --detect-se``: reviews per judge-harmful and judge-safe stratum for the model test, or a census."""
+    import textwrap
+
+    from annotate.stats.judge_models import TESTED
+    from annotate.stats.judge_planning import reviews_to_detect
 
     try:
         se_model, se_rest = (float(x) for x in detect.split(":"))
@@ -543,7 +545,9 @@ def _detect_plan(
             f"--detect-se {detect!r}: give the two sensitivities as MODEL:OTHERS, each between 0 and 1 "
             "(e.g. 0.60:0.90)."
         ) from None
-    tests = judges * models * len(FIGURES)
+    if judges < 1:
+        raise InputError("--judges: at least 1.")
+    tests = judges * models * len(TESTED)
     alpha = fdr / tests
     try:
         out = reviews_to_detect(
@@ -559,27 +563,72 @@ def _detect_plan(
         )
     except ValueError as exc:
         raise InputError(f"--detect-se: {exc}.") from None
-    out = {**out, "se_model": se_model, "se_others": se_rest, "tests": tests, "fdr": fdr}
+    census = not out["reachable"]
+    # `annotate route` samples one number from both clear strata of a cell: the larger, or all of them.
+    clear_per_cell = responses if census else max(out["reviews_judge_harmful"], out["reviews_judge_safe"])
+    out = {
+        **out,
+        "se_model": se_model,
+        "se_others": se_rest,
+        "judges": judges,
+        "models": models,
+        "responses": responses,
+        "tests": tests,
+        "fdr": fdr,
+        "clear_per_cell": clear_per_cell,
+    }
     if as_json:
         echo_json(out)
         return
-    r = out["reviews_per_clear_stratum"]
-    click.echo(
-        f"To find a judge whose sensitivity is {se_model:.2f} on one model and {se_rest:.2f} on the other "
-        f"{models - 1} (power {power:.0%}; {tests} tests at a false-discovery rate of {fdr:.0%}, so a first "
-        f"discovery needs p <= {alpha:.4f}): review {r} responses of each clear stratum (judge harmful, judge safe) "
-        f"of every model, about {out['harmful_reviewed_per_model']:.0f} harmful responses per model; the ambiguous "
-        f"strata as the round samples them. Then the difference's standard error is {out['se_difference']:.3f}."
+
+    def say(text: str) -> None:
+        click.echo(textwrap.fill(text, 100, break_on_hyphens=False, break_long_words=False))
+
+    finds = (
+        f"`judges --by model` to flag a judge whose sensitivity is {se_model:.2f} on one model and {se_rest:.2f} "
+        f"on the other {models - 1}"
     )
-    if out["capped"]:
-        click.echo(
-            f"Note: that needs {out['needed']} per stratum, more than a model's clear strata hold "
-            f"({out['judge_harmful_stratum']:.0f} judge-harmful, {out['judge_safe_stratum']:.0f} judge-safe): with "
-            "every response reviewed the power stays below the target."
+    strata = (
+        f"a model's clear strata hold about {out['judge_harmful_stratum']:.0f} judge-harmful and "
+        f"{out['judge_safe_stratum']:.0f} judge-safe responses"
+    )
+    if census:
+        say(
+            f"By this plan no number of reviews reaches {power:.0%} power: with every clear response of every model "
+            f"reviewed (a census of both clear strata; {strata}) the power for {finds} is {out['power_reachable']:.0%} "
+            "(the plan errs low: docs/methods.md 9.16)."
         )
-    click.echo(
-        f"Assumed: {prevalence:.0%} harmful, judge specificity {specificity:.2f}, {ambiguous:.0%} ambiguous, "
-        f"{responses} responses per model. Route with `annotate route ... --clear-per-cell {r}`."
+        say(
+            f"Route a census: `annotate route ... --clear-per-cell {clear_per_cell}`. More power needs more "
+            "responses per model (--responses) or a larger difference."
+        )
+    else:
+        capped = [
+            name
+            for name, flag in (("judge-harmful", out["capped_judge_harmful"]), ("judge-safe", out["capped_judge_safe"]))
+            if flag
+        ]
+        say(
+            f"Review {out['reviews_judge_harmful']} responses of each judge-harmful stratum and "
+            f"{out['reviews_judge_safe']} of each judge-safe stratum, in every model "
+            f"({out['reviews_per_model']:.0f} reviews per model, {out['reviews_total']:.0f} in all), for {finds} "
+            f"with power {out['power_promised']:.0%}"
+            + (f" (wanted: {power:.0%})." if f"{out['power_promised']:.0%}" != f"{power:.0%}" else ".")
+            + (f" That is all of the {' and '.join(capped)} stratum ({strata})." if capped else "")
+        )
+        say(
+            f"Route: `annotate route ... --clear-per-cell {clear_per_cell}` samples that many from both clear "
+            "strata (more judge-harmful reviews than planned only add power)."
+            if out["reviews_judge_harmful"] != out["reviews_judge_safe"]
+            else f"Route: `annotate route ... --clear-per-cell {clear_per_cell}`."
+        )
+    say(
+        f"The level: {tests} tests ({judges} judge{'s' if judges > 1 else ''} x {models} models x "
+        f"{len(TESTED)} figures) at a false-discovery rate of {fdr:.0%}, so a first discovery needs "
+        f"p <= {alpha:.4f}; the difference's standard error is then {out['se_difference']:.3f}. Assumed: "
+        f"{prevalence:.0%} harmful, judge specificity {specificity:.2f}, {ambiguous:.0%} ambiguous, {responses} "
+        f"responses per model, {out['test_draws']:,} test draws; the ambiguous strata as the round samples them "
+        "(they do not inform the sensitivity)."
     )
 
 
@@ -619,9 +668,10 @@ def _detect_plan(
     "--detect-se",
     default=None,
     metavar="MODEL:OTHERS",
-    help="Instead: size the clear strata so that `judges --by model` finds a judge's sensitivity of MODEL on one "
-    "model against OTHERS on the rest (e.g. 0.60:0.90), at --power; assumptions: --prevalence, --specificity, "
-    "--ambiguous-share, --responses, --models, --judges, --fdr.",
+    help="Instead: the reviews of each judge-harmful and each judge-safe stratum (sized apart) with which "
+    "`judges --by model` flags a judge whose sensitivity is MODEL on one model and OTHERS on the rest (e.g. "
+    "0.60:0.90) with --power; where no number reaches it, the power of a census. Assumptions: --prevalence, "
+    "--specificity, --ambiguous-share, --responses, --models, --judges, --fdr.",
 )
 @click.option("--power", type=float, default=0.8, show_default=True, help="With --detect-se: the power wanted.")
 @click.option("--prevalence", type=float, default=0.3, show_default=True, help="With --detect-se: the harmful share.")
@@ -635,8 +685,17 @@ def _detect_plan(
 )
 @click.option("--responses", type=int, default=400, show_default=True, help="With --detect-se: responses per model.")
 @click.option("--models", type=int, default=8, show_default=True, help="With --detect-se: models in the round.")
-@click.option("--judges", "n_judges", type=int, default=1, show_default=True, help="With --detect-se: judges tested.")
-@click.option("--fdr", type=float, default=0.10, show_default=True, help="With --detect-se: the test's FDR.")
+@click.option(
+    "--judges",
+    "n_judges",
+    type=int,
+    default=1,
+    show_default=True,
+    help="With --detect-se: judges audited (the test counts judges x models x 2 figures).",
+)
+@click.option(
+    "--fdr", type=float, default=0.10, show_default=True, help="With --detect-se: the test's false-discovery rate."
+)
 @click.option("--json", "as_json", is_flag=True, help="Print JSON.")
 @workspace_options
 def plan_cmd(
@@ -683,12 +742,14 @@ def plan_cmd(
       annotate plan --round r1 --budget 5000
       annotate plan --target-se 0.02
       annotate plan --round r1 --sensitivity-se 0.05
-      annotate plan --detect-se 0.60:0.90 --power 0.8 --models 8 --responses 400
+      annotate plan --detect-se 0.60:0.90 --power 0.8 --models 8 --responses 400 --judges 2
 
     --detect-se MODEL:OTHERS sizes a round for the model test of `judges --by model`: the reviews
-    per clear stratum that give --power to find a judge whose sensitivity is MODEL on one model and
-    OTHERS on the rest, at the level the Benjamini-Hochberg step needs for a first discovery among
-    judges x models x 3 figures (about --fdr / tests; docs/methods.md 9.16).
+    of each judge-harmful and of each judge-safe stratum (sized apart, the fewest in all) that give
+    --power to flag a judge whose sensitivity is MODEL on one model and OTHERS on the rest, at the
+    level a first Benjamini-Hochberg discovery needs among judges x models x 2 figures (--fdr /
+    tests). Where no number of reviews reaches --power, it says so and gives the power of a census
+    of the clear strata (docs/methods.md 9.16).
     """
     if detect_se is not None:
         _detect_plan(detect_se, power, prevalence, specificity, ambiguous_share, responses, models, n_judges, fdr,

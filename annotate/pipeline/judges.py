@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from annotate.audit.judges import BY, judges_from_record, judges_payload
+from annotate.audit.judges import BY, estimand_statement, judges_from_record, judges_payload
 from annotate.errors import InputError
 from annotate.pipeline._resolve import rounds_to_score
 from annotate.pipeline.record import record_from_store
@@ -53,18 +53,8 @@ def judges(
         raise InputError(str(exc)) from None
     report = judges_payload(audit, rounds=rounds, by=(by,))
     # What the figures describe: these responses (finite; under a census nothing is left to draw)
-    # or the judge on prompts like these. A census: every weight N_h / r_h is 1.
-    pooled = next((r for r in report["judges"] if r["benchmark"] == r["model"] == "ALL"), None)
-    n = int(pooled["n_resolved"]) if pooled else 0
-    population = float(pooled["population"]) if pooled else 0.0
-    census = pooled is not None and abs(population - n) < 1e-6
-    report["estimand"] = {
-        "name": estimand,
-        "describes": f"these {population:.0f} responses"
-        if estimand == "responses"
-        else "the judges on prompts like these (the reviewed responses a sample of them)",
-        "census": census,
-    }
+    # or the judges on prompts like these.
+    report["estimand"] = {"name": estimand, **estimand_statement(audit)}
     # What each judge's verdicts are about (schema v11): a quality judge's "harmful" is a failed grade, not harm.
     kinds = s.store.judge_kinds()
     named = {str(r["judge"]) for r in report.get("judges", [])}

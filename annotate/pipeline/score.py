@@ -42,13 +42,14 @@ if TYPE_CHECKING:
     from annotate.db import Store
 
 
-def judge_confound(record: Any, scored: Any, *, draws: int = 2000, seed: int = 0) -> dict[str, Any]:
+def judge_confound(record: Any, scored: Any, *, seed: int = 0) -> dict[str, Any]:
     """Does a judge err differently by model, and what would a correction pooled over models do to the ranking?
 
-    The model test of ``judges --by model`` (its figures without intervals, its own ``draws``) and
+    The model test of ``judges --by model`` (its figures without intervals; the test's own draws of
+    the same seed, so it prints the q that ``judges`` and ``export`` print) and
     :func:`annotate.audit.confound.confound_table`; JSON-ready.
     """
-    audit = judges_from_record(record, by=("benchmark", "model"), draws=0, seed=seed, model_draws=max(draws, 1))
+    audit = judges_from_record(record, by=("benchmark", "model"), draws=0, seed=seed)
     rows, flips = confound_table(record, scored, audit)
     flagged = audit.models[audit.models.flagged.astype(bool)] if len(audit.models) else audit.models
     return jsonable(

@@ -130,9 +130,20 @@ def judges_context(judges: Mapping[str, Any]) -> dict[str, Any]:
             ),
             "amb": _share(p.get("one_ambiguous"), p.get("one_ambiguous_human_harmful"), p.get("one_ambiguous_n")),
             "note": str(p.get("note") or ""),
+            # Since annotate-export/11: the paired test of equal balanced accuracy; McNemar's where it is the design's.
+            "difference": _fmt.fixed(p.get("difference"), 3) if "difference" in p else None,
+            "difference_ci": _fmt.interval(p.get("difference_ci_low"), p.get("difference_ci_high"))
+            if _fmt.number(p.get("difference_ci_low")) is not None
+            else None,
+            "p": _fmt.fixed(p.get("p_value"), 3) if "p_value" in p else None,
+            "mcnemar": f"{_fmt.count(p.get('mcnemar_a_only'))}:{_fmt.count(p.get('mcnemar_b_only'))}, "
+            f"p {_fmt.fixed(p.get('mcnemar_p'), 3)}"
+            if _fmt.number(p.get("mcnemar_p")) is not None
+            else None,
         }
         for p in pairs
     ]
+    estimand = as_dict(judges.get("estimand") or {})
     return {
         "empty": not rows,
         "method": str(judges.get("method") or ""),
@@ -142,6 +153,13 @@ def judges_context(judges: Mapping[str, Any]) -> dict[str, Any]:
         "pairs": pair_rows,
         "notes": [str(n) for n in judges.get("notes") or [] if n is not None],
         "by_model": models_context(judges),
+        # Since annotate-export/11: what the figures describe, and the pair test.
+        "estimand": {"name": str(estimand.get("name")), "describes": str(estimand.get("describes") or "")}
+        if estimand
+        else None,
+        "pair_test": str(judges.get("pair_test") or ""),
+        "pair_tested": any(r["p"] is not None for r in pair_rows),
+        "mcnemar_shown": any(r["mcnemar"] is not None for r in pair_rows),
     }
 
 
@@ -286,10 +304,14 @@ def models_context(judges: Mapping[str, Any]) -> dict[str, Any] | None:
     rows = records(judges.get("rows"))
     flagged = [t for t in tests if t.get("flagged") in (True, "True", "true")]
     flagged.sort(key=lambda t: (_fmt.number(t.get("q_value")) or 0.0, str(t.get("judge")), str(t.get("model"))))
+    untestable = [t for t in tests if str(t.get("testable")) in ("False", "false") or t.get("testable") is False]
     return {
         "test": str(judges.get("model_test") or ""),
         "fdr": _fmt.pct(judges.get("fdr"), 0),
         "n_tests": sum(1 for t in tests if _fmt.number(t.get("p_value")) is not None),
+        # Since annotate-export/11: the rows too thin to test (PPV rows are shown, never tested).
+        "one_posterior": any("testable" in t for t in tests),
+        "n_untestable": sum(1 for t in untestable if str(t.get("figure")) != "ppv"),
         "flagged": [
             {
                 "judge": str(t.get("judge")),

@@ -75,6 +75,14 @@ class DawidSkeneResult:
         The Dirichlet pseudo-count the fit used (0 = maximum likelihood).
     n_rated : ndarray of int64, shape (U,)
         Ratings per unit; a unit with none has no evidence and its posterior is the prior.
+    n_shared : ndarray of int64, shape (J,)
+        Per annotator, the units it rated that at least two other annotators rated too (a rating
+        is a class code: an ``unsure`` recoded to -1 is none), i.e. units with m_u >= 3. Its
+        confusion matrix is identified only on such units: on a unit it rates alone its vote is
+        the only evidence of the truth, and with one other rater (two classes: 4 response
+        patterns, 3 degrees of freedom for 5 parameters, prior and two sensitivities and
+        specificities) the fit cannot tell which of the two erred; three raters give 7 for 7.
+        With none, :func:`annotate.stats.agreement.annotator_diagnostics` reports no rate.
     """
 
     posteriors: NDArray[np.float64]
@@ -85,6 +93,7 @@ class DawidSkeneResult:
     log_likelihood: float
     pseudo_count: float = DEFAULT_PSEUDO_COUNT
     n_rated: NDArray[np.int64] | None = None
+    n_shared: NDArray[np.int64] | None = None
 
     @property
     def labels(self) -> NDArray[np.int64]:
@@ -212,10 +221,11 @@ def dawid_skene(
     R = u.size
     n_uk = np.bincount(u * K + obs, minlength=U * K).reshape(U, K).astype(float)
     m = n_uk.sum(axis=1)
+    n_shared = np.bincount(j[m[u] >= 3], minlength=J).astype(np.int64)  # (J,): j's units rated by 2 others too
     if R == 0:
         prior = np.full(K, 1.0 / K)
         return DawidSkeneResult(
-            np.tile(prior, (U, 1)), prior, np.full((J, K, K), 1.0 / K), 0, False, NAN, c, m.astype(np.int64)
+            np.tile(prior, (U, 1)), prior, np.full((J, K, K), 1.0 / K), 0, False, NAN, c, m.astype(np.int64), n_shared
         )
 
     rated = m > 0
@@ -253,7 +263,7 @@ def dawid_skene(
             break
         obj_prev = obj
     assert pi is not None and theta is not None  # max_iter >= 1
-    return DawidSkeneResult(T, pi, theta, n_iter, converged, ll, c, m.astype(np.int64))
+    return DawidSkeneResult(T, pi, theta, n_iter, converged, ll, c, m.astype(np.int64), n_shared)
 
 
 def binary_codes(codes: ArrayLike, categories: Sequence[str]) -> NDArray[np.int64]:

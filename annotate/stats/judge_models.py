@@ -2,42 +2,54 @@
 
 The study this tool serves found that a judge's ambiguity tracks a model's style, so "model
 capability gets conflated with apparent safety". In a certification file that is one question:
-is the judge's sensitivity (or specificity, or PPV) for one model different from its figure for
-the others? A judge that misses harm twice as often for a verbose model flatters that model's
-raw score, and a judge audit pooled over models hides it.
+is the judge's sensitivity (or specificity) for one model different from its figure for the
+others? A judge that misses harm twice as often for a verbose model flatters that model's raw
+score, and a judge audit pooled over models hides it.
 
-The test (docs/methods.md 9.16). For judge j, model m and figure f in (sensitivity,
-specificity, PPV), the figure on model m's responses against the median of the same figure on
-each other model ("the others"),
+The test (docs/methods.md 9.16). For judge j, model m and figure f in (sensitivity, specificity),
+the figure on model m's responses against the centre of the same figure on each other *testable*
+model ("the others"),
 
-    Delta = f(T_m) - median_{k != m} f(T_k)
+    Delta = f(T_m) - centre_{k != m, k testable} f(T_k)
 
-where T are the design-weighted confusion totals of :mod:`annotate.stats.judges` (each resolved
-reviewed response weighs N_h / r_h of its stratum) over a model's cells. A model's strata are its
-own (the design stratifies by model x benchmark). The median, not the other models pooled: a model
-far off pulls a pooled reference its way, so that every other model looks different too (with two
-models at sensitivity 0.45 among eight, the six others sat 0.13 above their pooled reference and the
-false-discovery rate of the moderate suite was 0.17); the median of seven is not moved by two.
-Draws of a new sample of prompts of the same size per cell (:func:`superpopulation_totals`: the
-question is about the judge on prompts like these, not about these prompts) give D draws of Delta,
-and
+where T are the design-weighted confusion totals of :mod:`annotate.stats.judges` over a model's
+strata, and the centre is Tukey's biweight with each model's scale the median posterior SD times
+sqrt(median n / n_k), n_k its reviewed responses of the figure's truth: the mean of the models near
+the centre weighted by what was reviewed of them, in which a model far off (one whose judge does err
+differently) weighs nothing (:func:`robust_centre`). The median of the others, the
+reference before issue #41, sat below the good models' common value when two models were far off
+(it is then the second lowest of the good ones), and weights 1 / s_k^2 favoured the models
+estimated highest (a sensitivity's spread shrinks near 1).
 
-    p = min(1, 2 min(P*(Delta <= 0), P*(Delta >= 0)))
+Its draws are the **prompts** view of the one posterior (:mod:`annotate.stats.judge_posterior`,
+docs/methods.md 9.19): the question is about the judge on prompts like these, not about these
+prompts, and a label no reviewed response of a stratum carries still gets mass there (the
+pseudo-response's coins), so a figure of 0/k or k/k is not certain. The p-value is the posterior's
+tail on the far side of 0 from the estimate, doubled:
 
-over the draws where Delta is defined (the two-sided tail of the posterior: p <= alpha exactly
-when the equal-tailed (1 - alpha) interval of Delta excludes 0). Unresolved reviewed responses
-are missing at random within their stratum, as in every judge figure; the unreviewed part of a
-stratum is drawn from its reviewed part, so a difference confined to responses no reviewed
-response resembles cannot be seen (docs/methods.md 9.16 says what else the test cannot see).
+    p = min(1, 2 P*(Delta <= 0))   if Delta_hat > 0
+    p = min(1, 2 P*(Delta >= 0))   if Delta_hat < 0
+    p = 1                          if Delta_hat = 0
 
-Multiplicity. Every p of one call (judges x models x figures) is adjusted together by
-Benjamini-Hochberg (1995): q_(i) = min over k >= i of min(1, n p_(k) / k), and a row is
-``flagged`` where q <= the level (default 0.10). The statistics of one judge and figure across
-models are dependent (each model's reference is the others' median); Benjamini-Hochberg is proved for
-independent and positively dependent tests, and its false-discovery rate here was measured by
-simulation, not assumed (bench/judge_models.py; docs/methods.md 9.16): on null suites it flagged
-at most one row in the runs reported there. Benjamini-Yekutieli, valid under any dependence, is
-log(n)-times stricter and lost most of the power on the study's suites.
+so p <= alpha exactly when the printed equal-tailed interval (extended to hold the estimate)
+excludes 0, and a difference of 0 is never significant.
+
+*Testable.* A model's figure is tested, and counts among the others' reference, only when at least
+``min_reviewed`` (:data:`MIN_REVIEWED`) resolved reviewed responses of the relevant truth (harmful
+for sensitivity, safe for specificity) got a clear verdict from the judge on that model, and at
+least two other models are testable; otherwise the row says "not testable: 3 harmful reviewed"
+and carries no p. A figure resting on three responses is not evidence of a difference, and as
+part of the others' centre it would move the reference of every other model.
+
+*PPV* moves with prevalence: a model with less harm has a lower PPV from a judge that errs alike
+for everyone. PPV rows are shown (estimate, reference, difference and its interval) with no p, q
+or flag, and their note says so: they are never a judge error.
+
+Multiplicity. Every p of one call (judges x models x the two figures) is adjusted together by
+Benjamini-Hochberg (1995): q_(i) = min over k >= i of min(1, n p_(k) / k), and a row is ``flagged``
+where q <= the level (default 0.10). The statistics of one judge and figure across models are
+dependent (each model's reference is the others' centre); the level and false-discovery rate were
+measured by simulation in the study's regime (bench/validity.py; docs/methods.md 9.16).
 """
 
 from __future__ import annotations
@@ -50,26 +62,38 @@ import numpy as np
 import pandas as pd
 from numpy.typing import NDArray
 
-from annotate.stats._common import normal_quantile
-
 __all__ = [
     "DEFAULT_FDR",
     "FIGURES",
     "HETEROGENEITY_COLUMNS",
+    "MIN_REVIEWED",
+    "NEW_MODEL_COLUMNS",
+    "TESTED",
     "TEST_NAME",
     "benjamini_hochberg",
+    "direction_p",
     "model_differences",
     "posterior_p",
 ]
 
-#: The figures tested across models (balanced accuracy and kappa follow from them).
-FIGURES = ("sensitivity", "specificity", "ppv")
+#: The figures tested across models: a judge's error rates.
+TESTED = ("sensitivity", "specificity")
+#: The figures shown across models (PPV moves with prevalence: shown, never tested).
+FIGURES = (*TESTED, "ppv")
 #: The false-discovery rate at which a row is flagged (``--fdr``).
 DEFAULT_FDR = 0.10
+#: Reviewed responses of the relevant truth (with a clear verdict) a model needs for its figure to be tested.
+MIN_REVIEWED = 5
 TEST_NAME = (
-    "model against the others: the two-sided tail of Delta = figure(model) - median of figure(each other model), "
-    "design-weighted, on draws of a new sample of prompts; Benjamini-Hochberg q over every judge, model and figure"
+    "model against the others: Delta = figure(model) - the biweight centre of figure(each other testable model), "
+    "design-weighted, on the prompts view of the reviewed population's posterior; p = twice the posterior "
+    "tail beyond 0 on the far side from the estimate; sensitivity and specificity only; Benjamini-Hochberg q "
+    "over every judge, model and figure"
 )
+#: Why a PPV row has no test.
+PPV_NOTE = "PPV moves with the model's prevalence: shown, not tested (not a judge error)"
+#: The columns issue #41 added to :data:`HETEROGENEITY_COLUMNS` (exports before annotate-export/11 have none).
+NEW_MODEL_COLUMNS = ("n_truth_reviewed", "testable")
 #: The rows of :func:`model_differences`.
 HETEROGENEITY_COLUMNS = (
     "judge",
@@ -84,6 +108,9 @@ HETEROGENEITY_COLUMNS = (
     "q_value",
     "flagged",
     "note",
+    # New in issue #41: the reviewed responses the figure rests on and whether it was tested.
+    "n_truth_reviewed",
+    "testable",
 )
 
 
@@ -115,6 +142,38 @@ def posterior_p(delta: NDArray[np.float64]) -> NDArray[np.float64]:
     return np.where(n > 0, p, np.nan)
 
 
+def direction_p(estimate: NDArray[np.float64], delta: NDArray[np.float64]) -> NDArray[np.float64]:
+    """Twice the posterior tail beyond 0 on the far side from the estimate (module docstring).
+
+    Parameters
+    ----------
+    estimate : ndarray, shape (C,)
+        The point differences.
+    delta : ndarray, shape (C, D)
+        Their draws (NaN draws left out).
+
+    Returns
+    -------
+    ndarray, shape (C,)
+        ``2 mean(delta <= 0)`` where the estimate is above 0, ``2 mean(delta >= 0)`` where below,
+        1 where it is 0 (capped at 1); NaN without an estimate or a finite draw.
+
+    Examples
+    --------
+    >>> direction_p(np.array([0.2, -0.2, 0.0, 0.2]), np.array([[0.1, 0.2, -0.1, 0.3]] * 3 + [[-1, -1, -1, 0.5]]))
+    array([0.5, 1. , 1. , 1. ])
+    """
+    est = np.asarray(estimate, dtype=np.float64)
+    d = np.asarray(delta, dtype=np.float64)
+    ok = np.isfinite(d)
+    n = ok.sum(axis=1)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        at_or_below = np.where(ok, d <= 0, False).sum(axis=1) / n
+        at_or_above = np.where(ok, d >= 0, False).sum(axis=1) / n
+    p = np.where(est > 0, 2.0 * at_or_below, np.where(est < 0, 2.0 * at_or_above, 1.0))
+    return np.where((n > 0) & np.isfinite(est), np.minimum(1.0, p), np.nan)
+
+
 def benjamini_hochberg(p: Sequence[float] | NDArray[np.float64]) -> NDArray[np.float64]:
     """Benjamini-Hochberg adjusted p-values (q-values); NaN stays NaN and is not counted.
 
@@ -135,283 +194,262 @@ def benjamini_hochberg(p: Sequence[float] | NDArray[np.float64]) -> NDArray[np.f
     return q
 
 
-def superpopulation_totals(
-    per_stratum: Sequence[tuple[NDArray[np.float64], int, str, str]],
-    judge: int,
-    draws: int,
-    gen: np.random.Generator,
-) -> tuple[NDArray[np.float64], NDArray[np.float64], list[str]]:
-    """Draws of one judge's confusion totals per stratum, the prompts taken as a sample (module docstring).
+#: Tukey's biweight constant (95 % efficiency at the normal): a model further than this many of its
+#: own standard deviations from the others' centre weighs nothing in it.
+BIWEIGHT_C = 4.685
+#: Reweighting steps of the biweight from the median (converged to 1e-4 of a figure's SD in the suites of
+#: bench/validity.py; a fixed number keeps the estimate and every draw the same function of the figures).
+CENTRE_STEPS = 8
+#: Reference: "biweight" (the others' robust centre) or "median" (before issue #41; for comparisons).
+REFERENCE = "biweight"
+#: The biweight's base weights: "reviewed" (a model's reviewed responses of the figure's truth) or
+#: "equal" (one scale for every model; issue #41's first construction, kept for comparisons).
+WEIGHTS = "reviewed"
+
+
+def robust_centre(
+    values: NDArray[np.float64],
+    scale: NDArray[np.float64],
+    *,
+    steps: int = CENTRE_STEPS,
+    start: NDArray[np.float64] | None = None,
+) -> NDArray[np.float64]:
+    """Tukey's biweight location over the last axis, every value on its own scale (NaN left out).
 
     Parameters
     ----------
-    per_stratum : sequence of (counts (J, 2, 3), N_h, cell, model)
-        Each stratum with a resolved review: the reviewed responses' (human, judge label) counts of
-        every judge, its population N_h, the (round, model, benchmark) cell it belongs to, its model.
-    judge : int
-    draws : int
-    gen : Generator
+    values : ndarray, shape (..., K)
+        K figures per row (a draw); NaN where a figure is not part of the row.
+    scale : ndarray, shape (K,) or broadcastable to ``values``
+        Each figure's standard deviation (its posterior's): a figure's residual is measured in it.
+    steps : int
+        Reweighting steps from the median.
+    start : ndarray, shape (...), optional
+        Where to start instead of the median (a nearby centre: fewer steps).
 
     Returns
     -------
-    point : ndarray, shape (S, 2, 3)
-        N_h times the stratum's observed shares.
-    drawn : ndarray, shape (S, D, 2, 3)
-        N_h* pi*: pi* ~ Dirichlet(c + 1/2 on the judge labels seen in the stratum, both human
-        labels), and the cell's strata sizes N_h* = N_cell x Dirichlet(N_h + 1/2 over the cell's
-        strata): a new sample of prompts of the same number per cell.
-    models : list of str, length S
+    ndarray, shape (...)
+        mu with sum_k w_k (x_k - mu) / s_k^2 = 0, w_k = (1 - (z_k / c)^2)^2 for |z_k| < c else 0,
+        z_k = (x_k - mu) / s_k, c = :data:`BIWEIGHT_C`: the precision-weighted mean of the figures
+        near the centre; a figure far off (a model whose judge does err differently) weighs nothing,
+        so it does not move the centre the others are compared with. ``steps`` reweighting steps
+        from the median (the same number in every row and draw, so the estimate and its draws are
+        the same function of the figures); where every weight would be 0, the median; NaN for a row
+        without a finite value.
+
+    Examples
+    --------
+    Five models at 0.90 and two far below: the centre is the five's (the median of the seven, 0.89,
+    is the second lowest of the five).
+
+    >>> x = np.array([[0.92, 0.89, 0.91, 0.88, 0.90, 0.45, 0.46]])
+    >>> float(robust_centre(x, np.full(7, 0.02))[0].round(4)), float(np.median(x))
+    (0.9, 0.89)
     """
-    S = len(per_stratum)
-    point = np.zeros((S, 2, 3))
-    drawn = np.zeros((S, draws, 2, 3))
-    cells: dict[str, list[int]] = {}
-    for i, (counts, N, cell, _model) in enumerate(per_stratum):
-        c = np.asarray(counts[judge], dtype=np.float64)
-        r = c.sum()
-        if r > 0:
-            point[i] = N * c / r
-            seen = c.sum(axis=0) > 0  # the judge labels given on this stratum's reviewed responses
-            alpha = (c + 0.5 * seen[None, :]).reshape(6)
-            keep = alpha > 0
-            share = np.zeros((draws, 6))
-            g = gen.gamma(alpha[keep], size=(draws, int(keep.sum())))
-            share[:, keep] = g / g.sum(axis=1, keepdims=True)
-            drawn[i] = share.reshape(draws, 2, 3)
-        cells.setdefault(cell, []).append(i)
-    for members in cells.values():
-        n = np.array([per_stratum[i][1] for i in members], dtype=np.float64)
-        g = gen.gamma(n + 0.5, size=(draws, len(members)))
-        sizes = n.sum() * g / g.sum(axis=1, keepdims=True)  # (D, strata of the cell)
-        for k, i in enumerate(members):
-            drawn[i] *= sizes[:, k, None, None]
-    return point, drawn, [m for *_, m in per_stratum]
+    x = np.asarray(values, dtype=np.float64)
+    s = np.broadcast_to(np.asarray(scale, dtype=np.float64), x.shape)
+    ok = np.isfinite(x) & np.isfinite(s) & (s > 0)
+    xs = np.where(ok, x, 0.0)
+    root = np.where(ok, 1.0 / np.where(ok, s, 1.0), 0.0) / BIWEIGHT_C  # 1 / (c s)
+    inv = np.where(ok, 1.0 / np.where(ok, s, 1.0) ** 2, 0.0)
+    if start is None:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", RuntimeWarning)
+            start = np.nanmedian(np.where(ok, x, np.nan), axis=-1)
+    start = np.where(ok.any(axis=-1), start, np.nan)
+    mu = start
+    for _ in range(steps):
+        z = (xs - mu[..., None]) * root
+        u = np.maximum(1.0 - z * z, 0.0)
+        w = u * u * inv
+        total = w.sum(axis=-1)
+        mu = np.where(total > 0, (w * xs).sum(axis=-1) / np.where(total > 0, total, 1.0), start)
+    return mu
+
+
+def _leave_one_out(
+    x: NDArray[np.float64], scale: NDArray[np.float64], reviewed: NDArray[np.int64] | None = None
+) -> NDArray[np.float64]:
+    """(D, M) figures -> (D, M): for each model, the others' mean with the biweight weights of all of them.
+
+    Each model's scale is the median of the models' posterior SDs (``scale``'s finite entries)
+    times sqrt(median n / n_k), n_k its reviewed responses of the figure's truth (``reviewed``):
+    weights proportional to what was reviewed, never to the figure's own SD. A model's own SD
+    shrinks as its figure nears 1 (a sensitivity's spread is about sqrt(Se (1 - Se) / n)), so weights
+    1 / s_k^2 favoured the models estimated highest and set the centre 0.01-0.03 above their common
+    value (58 % of null differences negative at 80 reviews per stratum); one scale for all (issue
+    #41's first fix) let the many models whose figure rests on a handful of reviews and the prior
+    (a low-harm model's sensitivity) set the reference, and in the study's regime (26 models, 10
+    reviews per clear stratum) 36 % of null suites had a false flag.
+    """
+    finite = np.isfinite(scale) & (scale > 0)
+    common = float(np.median(scale[finite])) if finite.any() else float("nan")
+    if reviewed is not None:
+        n = np.asarray(reviewed, dtype=np.float64)
+        counted = finite & (n > 0)
+        mid = float(np.median(n[counted])) if counted.any() else 1.0
+        scale = np.where(finite & (n > 0), common * np.sqrt(mid / np.maximum(n, 1.0)), np.nan)
+    else:
+        scale = np.where(np.isfinite(scale), common, np.nan)
+    ok = np.isfinite(x)
+    mu = robust_centre(x, scale[None, :])  # (D,)
+    s = np.where(np.isfinite(scale) & (scale > 0), scale, np.nan)[None, :]
+    z = (np.where(ok, x, 0.0) - mu[:, None]) / (BIWEIGHT_C * s)
+    u = np.maximum(1.0 - z * z, 0.0)
+    w = np.where(ok & np.isfinite(z), u * u / s**2, 0.0)
+    wx = w * np.where(ok, x, 0.0)
+    total, total_x = w.sum(axis=1, keepdims=True), wx.sum(axis=1, keepdims=True)
+    rest = total - w
+    with np.errstate(invalid="ignore", divide="ignore"):
+        return np.where(rest > 0, (total_x - wx) / np.where(rest > 0, rest, 1.0), np.nan)
+
+
+def _others_centres(
+    est: NDArray[np.float64],
+    dr: NDArray[np.float64],
+    able: NDArray[np.bool_],
+    spread: NDArray[np.float64],
+    use_draws: bool,
+    reviewed: NDArray[np.int64] | None = None,
+) -> tuple[NDArray[np.float64], NDArray[np.float64]]:
+    """For every model k: the centre of the other able models' estimates (M,) and draws (M, D)."""
+    M = len(est)
+    D = dr.shape[0]
+    ref: NDArray[np.float64] = np.full(M, np.nan)
+    ref_d: NDArray[np.float64] = np.full((M, D), np.nan)
+    mask = able[None, :] & ~np.eye(M, dtype=bool)  # (target, other)
+    spread = np.where(np.isfinite(spread), np.maximum(spread, 1e-9), np.nan)  # a figure certain in every draw
+    if REFERENCE == "median" or not use_draws:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", RuntimeWarning)
+            ref = np.nanmedian(np.where(mask, est[None, :], np.nan), axis=1)
+            if use_draws:
+                ref_d = np.nanmedian(np.where(mask[:, None, :], dr[None, :, :], np.nan), axis=2)
+        return ref, ref_d
+    # The biweight centre of every able model, then for each model the weighted mean of the others
+    # with those weights (the leave-one-out centre in one step: a far-off model weighs nothing
+    # either way, and one model's weight moves the others' little); the same function for the
+    # estimate and every draw.
+    ref = _leave_one_out(np.where(able, est, np.nan)[None, :], spread, reviewed)[0]
+    ref_d = _leave_one_out(np.where(able[None, :], dr, np.nan), spread, reviewed).T  # (M, D)
+    return ref, ref_d
 
 
 def model_differences(
-    per_stratum: Sequence[tuple[NDArray[np.float64], int, str, str]],
+    point: NDArray[np.float64],
+    drawn: NDArray[np.float64],
+    reviewed: NDArray[np.int64],
     judges: Sequence[str],
+    models: Sequence[str],
     metrics: Any,
     *,
-    draws: int,
-    seed: np.random.Generator | int = 0,
     confidence: float = 0.95,
     fdr: float = DEFAULT_FDR,
+    min_reviewed: int = MIN_REVIEWED,
 ) -> pd.DataFrame:
-    """Every judge's figure on each model against the median of the other models' figures, tested (module docstring).
+    """Every judge's figure on each model against the median of the other testable models' figures, tested.
 
     Parameters
     ----------
-    per_stratum : sequence of (counts (J, 2, 3), N_h, cell, model)
-        As :func:`superpopulation_totals` takes them (:func:`annotate.stats.judges.judge_audit`
-        collects them).
+    point : ndarray, shape (M, J, 2, 3)
+        Each model's design-weighted confusion totals per judge.
+    drawn : ndarray, shape (M, D, J, 2, 3)
+        Their draws under the prompts view of the posterior (D = 0: estimates only, no test).
+    reviewed : ndarray of int, shape (M, J, 2)
+        Resolved reviewed responses of the model with a clear verdict of the judge, by human label
+        (harmful, safe).
     judges : sequence of str, length J
+    models : sequence of str, length M
     metrics : callable
         :func:`annotate.stats.judges.confusion_metrics`.
-    draws : int
-        D draws (0: estimates only, no test).
-    seed : Generator or int
     confidence : float
         Level of the difference's interval.
     fdr : float
         Rows with q <= this are flagged.
+    min_reviewed : int
+        A model's figure is testable with at least this many reviewed responses of its truth.
 
     Returns
     -------
     DataFrame
-        :data:`HETEROGENEITY_COLUMNS`, one row per judge, model and figure of :data:`FIGURES`
-        (judges by name, models by name).
+        :data:`HETEROGENEITY_COLUMNS`, one row per judge, model and figure of :data:`FIGURES`.
     """
-    gen = seed if isinstance(seed, np.random.Generator) else np.random.default_rng(seed)
-    names = sorted({m for *_, m in per_stratum})
-    D = int(draws)
-    # Per judge and model: the model's totals, as estimated and in each draw.
-    own_point: dict[tuple[int, str], NDArray[np.float64]] = {}
-    own_drawn: dict[tuple[int, str], NDArray[np.float64]] = {}
-    for j in range(len(judges)):
-        point, drawn, models = superpopulation_totals(per_stratum, j, D, gen)
-        of_model = np.array(models, dtype=object)
-        for model in names:
-            own_point[j, model] = point[of_model == model].sum(axis=0)
-            own_drawn[j, model] = drawn[of_model == model].sum(axis=0)
+    from annotate.stats.scoring.intervals import equal_tailed
 
+    names = list(models)
+    M = len(names)
+    D = drawn.shape[1] if drawn.ndim == 5 else 0
+    pts = metrics(point)  # each (M, J)
+    drs = metrics(np.moveaxis(drawn, 1, 0)) if D else None  # each (D, M, J)
+    truth_of = {"sensitivity": 0, "specificity": 1, "ppv": 0}
     rows: list[dict[str, Any]] = []
     deltas: list[NDArray[np.float64]] = []
     for j, judge in enumerate(judges):
         for f in FIGURES:
-            # Each model's figure, as estimated and in every draw.
-            pts = {m: float(metrics(own_point[j, m])[f]) for m in names}
-            drs = {m: np.asarray(metrics(own_drawn[j, m])[f], dtype=np.float64) for m in names}
-            for model in names:
-                others = [m for m in names if m != model]
-                with warnings.catch_warnings():  # all undefined: NaN
-                    warnings.simplefilter("ignore", RuntimeWarning)
-                    ref = float(np.nanmedian([pts[m] for m in others]))
-                    ref_d = np.nanmedian(np.vstack([drs[m] for m in others]), axis=0) if D else np.full(1, np.nan)
+            est = np.asarray(pts[f], dtype=np.float64)[:, j]
+            dr = np.asarray(drs[f], dtype=np.float64)[:, :, j] if drs is not None else np.full((1, M), np.nan)
+            n_truth = np.asarray(reviewed)[:, j, truth_of[f]].astype(np.int64)
+            tested = f in TESTED
+            # A figure resting on too few reviewed responses is neither tested nor part of the reference.
+            able = (n_truth >= min_reviewed) & np.isfinite(est) if tested else np.isfinite(est)
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore", RuntimeWarning)
+                spread = np.nanstd(dr, axis=0) if D else np.full(M, np.nan)  # each model's posterior SD
+            refs, refs_d = _others_centres(est, dr, able, spread, bool(D), n_truth if WEIGHTS == "reviewed" else None)
+            for k, model in enumerate(names):
+                others = [i for i in range(M) if i != k and able[i]]
                 note = []
-                if not np.isfinite(pts[model]):
+                ref = float(refs[k])
+                ref_d = refs_d[k]
+                testable = bool(tested and able[k] and len(others) >= 2)
+                if not np.isfinite(est[k]):
                     note.append(f"{f} undefined for {model} (no reviewed response of its kind)")
-                if not np.isfinite(ref):
-                    note.append(f"{f} undefined for every other model")
+                elif tested and n_truth[k] < min_reviewed:
+                    kind = "harmful" if truth_of[f] == 0 else "safe"
+                    note.append(f"not testable: {n_truth[k]} {kind} reviewed (fewer than {min_reviewed})")
+                elif tested and len(others) < 2:
+                    note.append(f"not testable: {len(others)} other model(s) testable (at least 2 needed)")
+                if not tested:
+                    note.append(PPV_NOTE)
                 rows.append(
                     {
                         "judge": judge,
                         "model": model,
                         "figure": f,
-                        "estimate": pts[model],
+                        "estimate": float(est[k]),
                         "rest": ref,
-                        "difference": pts[model] - ref,
+                        "difference": float(est[k]) - ref,
                         "note": "; ".join(note),
+                        "n_truth_reviewed": int(n_truth[k]),
+                        "testable": testable,
                     }
                 )
-                deltas.append(drs[model] - ref_d if D else np.full(1, np.nan))
-    return _finish(rows, deltas, D, confidence, fdr)
-
-
-def _finish(
-    rows: list[dict[str, Any]], deltas: list[NDArray[np.float64]], D: int, confidence: float, fdr: float
-) -> pd.DataFrame:
-    """The rows with their intervals, p- and q-values and flags (Delta's draws in ``deltas``)."""
-    from annotate.stats.scoring.intervals import equal_tailed
-
+                deltas.append(dr[:, k] - ref_d if D else np.full(1, np.nan))
     if not rows:
         return pd.DataFrame(columns=list(HETEROGENEITY_COLUMNS))
     out = pd.DataFrame(rows)
-    low: NDArray[np.float64] = np.full(len(rows), np.nan)
-    high: NDArray[np.float64] = np.full(len(rows), np.nan)
-    p: NDArray[np.float64] = np.full(len(rows), np.nan)
+    n = len(rows)
+    low: NDArray[np.float64] = np.full(n, np.nan)
+    high: NDArray[np.float64] = np.full(n, np.nan)
+    p: NDArray[np.float64] = np.full(n, np.nan)
+    est = out["difference"].to_numpy(dtype=np.float64)
     if D:
         d = np.vstack(deltas)
-        p = posterior_p(d)
         n_ok = np.isfinite(d).sum(axis=1)
-        for i in np.flatnonzero(n_ok > 0):
+        for i in np.flatnonzero((n_ok > 0) & np.isfinite(est)):
             low[i : i + 1], high[i : i + 1] = equal_tailed(d[i : i + 1, np.isfinite(d[i])], confidence)
             if n_ok[i] < D:
                 out.loc[i, "note"] = "; ".join(
                     x for x in (str(out.loc[i, "note"]), f"undefined in {D - int(n_ok[i])} of {D} draws") if x
                 )
-        # The estimate inside its own interval (every output keeps this); no interval without an estimate.
-        est = out["difference"].to_numpy(dtype=np.float64)
-        low[~np.isfinite(est)] = high[~np.isfinite(est)] = np.nan
+        # The estimate inside its own interval (every output keeps this).
         fin = np.isfinite(est) & np.isfinite(low)
         low[fin], high[fin] = np.minimum(low[fin], est[fin]), np.maximum(high[fin], est[fin])
-        p = np.where(np.isfinite(est), p, np.nan).astype(np.float64)
+        p = direction_p(est, d)
+        p = np.where(out["testable"].to_numpy(dtype=bool), p, np.nan)
     q = benjamini_hochberg(p)
     out["difference_ci_low"], out["difference_ci_high"] = low, high
     out["p_value"], out["q_value"] = p, q
     out["flagged"] = np.isfinite(q) & (q <= fdr)
     return out[list(HETEROGENEITY_COLUMNS)]
-
-
-def reviews_to_detect(
-    se_model: float,
-    se_rest: float,
-    *,
-    prevalence: float,
-    specificity: float,
-    ambiguous: float,
-    responses: int,
-    models: int,
-    power: float = 0.8,
-    alpha: float = 0.05,
-) -> dict[str, Any]:
-    """Reviews per clear stratum for the model test to find a judge's sensitivity differing on one model.
-
-    The suite: ``models`` models of ``responses`` responses each, a share ``prevalence`` harmful;
-    the judge calls a share ``ambiguous`` of them ambiguous and, of the rest, a harmful one harmful
-    with probability Se (``se_model`` on the one model, ``se_rest`` on the others) and a safe one
-    safe with probability ``specificity``. Every cell's clear strata get r reviews each (the
-    ambiguous stratum does not inform the judge's sensitivity: its verdict there is no verdict).
-
-    With C = N (1 - a) clear responses per model, the judge-harmful and judge-safe strata hold
-    N_H = C (pi Se + (1 - pi)(1 - Sp)) and N_S = C (pi (1 - Se) + (1 - pi) Sp) responses, of which
-    shares y_H = C pi Se / N_H and y_S = C pi (1 - Se) / N_S are harmful. Se is A / (A + B) with
-    A = N_H y_H, B = N_S y_S, each estimated from r reviews, so (delta method, prompts as a sample)
-
-        Var(A) = y_H^2 N p_H (1 - p_H) + N_H^2 y_H (1 - y_H) / r        (p_H = N_H / N)
-        Var(B) = y_S^2 N p_S (1 - p_S) + N_S^2 y_S (1 - y_S) / r,   Cov(A, B) = -y_H y_S N p_H p_S
-        Var(Se) = [B^2 Var(A) + A^2 Var(B) - 2 A B Cov(A, B)] / (A + B)^4
-
-    (the strata's sizes are a multinomial sample of the model's N responses, the harmful shares
-    within them binomial samples of r), and the reference, the median of M - 1 such models'
-    figures, about pi / 2 times a (M - 1)-th of that (the median's large-sample variance against
-    the mean's). The test of Delta = Se_model - Se_rest at two-sided level alpha has power 1 - beta
-    at the smallest r with
-
-        Var_r(Se_model) + (pi / 2) Var_r(Se_rest) / (M - 1) <= Delta^2 / (z_(1 - alpha/2) + z_(1 - beta))^2
-
-    (the alternative's variances on both sides; found by bisection). The Benjamini-Hochberg step across T tests acts,
-    for the first discovery, like a level of about fdr / T: plan with that ``alpha`` when many
-    figures are tested (``annotate plan`` does). Checked against simulation in
-    bench/judge_models.py (docs/methods.md 9.16).
-
-    Returns
-    -------
-    dict
-        ``reviews_per_clear_stratum`` (r, rounded up; capped at the strata's sizes: ``capped``
-        says when the design cannot reach the power), ``harmful_reviewed_per_model`` (the
-        expected harmful responses among the model's reviews), the strata sizes and the
-        standard error of Delta at r.
-
-    Examples
-    --------
-    Eight models of 400 responses, 30 % harmful, 15 % ambiguous, Sp 0.95: Se 0.60 on one model
-    against 0.90 on the others at 80 % power and level 0.05:
-
-    >>> out = reviews_to_detect(0.60, 0.90, prevalence=0.3, specificity=0.95, ambiguous=0.15,
-    ...                         responses=400, models=8)
-    >>> out["reviews_per_clear_stratum"], out["capped"], round(out["se_difference"], 3)
-    (36, False, 0.106)
-    """
-    if not 0 < alpha < 1 or not 0 < power < 1:
-        raise ValueError("alpha and power must be between 0 and 1")
-    if models < 2:
-        raise ValueError("the test compares one model with the others: it needs two models at least")
-    if se_model == se_rest:
-        raise ValueError("the sensitivities to tell apart must differ")
-
-    def strata(se: float, r: float) -> tuple[float, float, float, float, float]:
-        clear = responses * (1 - ambiguous)
-        n_h = clear * (prevalence * se + (1 - prevalence) * (1 - specificity))
-        n_s = clear * (prevalence * (1 - se) + (1 - prevalence) * specificity)
-        y_h = clear * prevalence * se / n_h if n_h else 0.0
-        y_s = clear * prevalence * (1 - se) / n_s if n_s else 0.0
-        a, b = n_h * y_h, n_s * y_s
-        # The strata's sizes are themselves a multinomial sample of the model's responses.
-        p_h, p_s = n_h / responses, n_s / responses
-        var_a = y_h**2 * responses * p_h * (1 - p_h) + n_h**2 * y_h * (1 - y_h) / r
-        var_b = y_s**2 * responses * p_s * (1 - p_s) + n_s**2 * y_s * (1 - y_s) / r
-        cov = -y_h * y_s * responses * p_h * p_s
-        v = (b**2 * var_a + a**2 * var_b - 2 * a * b * cov) / (a + b) ** 4
-        return v, n_h, n_s, a, b
-
-    z = normal_quantile(1 - alpha / 2) + normal_quantile(power)
-    delta2 = (se_model - se_rest) ** 2
-    _, n_h, n_s, a_m, b_m = strata(se_model, 1.0)
-    cap = int(np.floor(min(n_h, n_s)))
-
-    def var_at(r: float) -> float:
-        return strata(se_model, r)[0] + (np.pi / 2) * strata(se_rest, r)[0] / (models - 1)
-
-    # Var(Delta) falls with r towards the part the strata's sizes contribute: the smallest r whose
-    # variance meets Delta^2 / z^2 (bisection; none when even a census does not).
-    goal = delta2 / z**2
-    r = cap + 1
-    if var_at(cap) <= goal:
-        lo, hi = 1, cap
-        while lo < hi:
-            mid = (lo + hi) // 2
-            lo, hi = (lo, mid) if var_at(mid) <= goal else (mid + 1, hi)
-        r = lo
-    var = var_at(min(r, cap))
-    return {
-        "reviews_per_clear_stratum": min(r, cap),
-        "capped": r > cap,
-        "needed": r,
-        "harmful_reviewed_per_model": min(r, cap) * ((a_m / n_h if n_h else 0) + (b_m / n_s if n_s else 0)),
-        "judge_harmful_stratum": n_h,
-        "judge_safe_stratum": n_s,
-        "se_difference": float(np.sqrt(var)),
-        "alpha": alpha,
-        "power": power,
-    }

@@ -1,105 +1,144 @@
-"""The judge audit's posterior of the population counts, every stratum at once (docs/methods.md 9.7).
+"""The one posterior of the reviewed population: every (stratum, human label, judge labels) cell (pure).
 
-Per stratum h of the design, the M_h = N_h - r_h responses without a final human label are drawn
-from a Polya urn over the r_h resolved reviewed responses' *patterns* (the human label and every
-judge's label, jointly: counts c_1 ... c_K) and one pseudo-response:
+docs/methods.md 9.19. Every figure built on the reviewed responses' joint labels draws from here:
+the judge audit under both estimands (9.7, 9.18), the model test (9.16) and the judge-pair test.
 
-    pi ~ Dirichlet(a (c_1, ..., c_K, 1)),   a = max(r_h - 4, 1) / (r_h + 1)
-    X  ~ Multinomial(M_h, pi);               population counts = observed counts + X
+The setting. A design has strata h (a cell's responses one routing judge gave one label; waves
+pooled), N_h responses each, r_h >= 1 of them reviewed with a final human label. A reviewed
+response's *pattern* is its human label (0 harmful, 1 safe) and every judge's label (0 harmful, 1
+safe, 2 ambiguous, 3 no verdict), jointly; c_1 ... c_K are a stratum's pattern counts.
 
-The pseudo-response is a copy of a reviewed response of the stratum drawn at random, with two
-changes that give labels nobody saw in the sample prior mass:
+The draw, per stratum h and draw d:
 
-* **its human label**: in a stratum whose reviewed responses all carry one human label, a fair
-  coin (one coin per draw for every such stratum): harm may hide in a judge-safe stratum whose
-  sample looks clean;
-* **each judge's label** (issue #23): where that judge gave some of its labels to no reviewed
-  response of the stratum with the pseudo-response's human label, the pseudo-response takes one
-  of those unseen labels, chosen at random, in the draws where the judge's coin shows heads (one
-  fair coin per judge and draw, shared by every stratum), and the copied label in the others.
-  A judge's labels are the verdicts it gave anywhere in the reviewed data (a judge that never
-  abstains gets no unseen ``ambiguous``); a judge that defines the strata (the routing judge, or
-  each judge of a ``--strata-from`` unanimity) is never relabelled in the strata it defines, whose
-  label is known for every response.
+    pi_hd ~ Dirichlet(a_h (c_1, ..., c_K, 1, [1])),   a_h = max(r_h - 4, 1) / (r_h + 1)
 
-For one judge's label within (stratum, human label) this is the binomial's fiducial draw of 9.1
-(no unseen label in half the draws, an unseen share of about Beta(1, r) in the other half); the
-coin is shared across strata for the reason the human coin is: with a coin per stratum nearly
-every draw of a design with many strata adds unseen errors somewhere, and the draws of a judge
-that made no such error could not reach its own estimate. Before issue #23 the pseudo-response's
-judge labels were always copies, so no draw could give a judge a label it never gave on a
-stratum's reviewed responses: a non-routing judge with 20 false alarms among 975 unreviewed
-judge-safe responses and a clean sample printed ``specificity 1.0000 [1.0000, 1.0000]`` against a
-true 0.9806.
+over the K observed patterns and one or two *pseudo-responses* that give labels no reviewed
+response of the stratum carries prior mass:
 
-Vectorised over strata (before, one call per stratum: 390 at the scale benchmark's size): the
-Gamma draws of every (stratum, pattern) pair at once, the multinomial as a sequence of binomials
-over the pattern positions (the strata sorted by their number of patterns, so each step is a
-slice), the census strata's few unlabelled responses ball by ball, the pseudo-responses and the
-sums into groups by bincounts and one sparse product. The draws are exact (a moment-matched
-Dirichlet without the multinomial step was a third faster but lost the urn's mass at zero for rare
-patterns: the routing judge's sensitivity covered 0.915 instead of 0.95); the random numbers are
-now the cost. Draws come in blocks that bound memory.
+* B, in every stratum: a copy of one of the stratum's reviewed responses drawn at random, whose
+  judges' labels may change: where a judge gave some of its verdicts (those it gave anywhere in the
+  reviewed data) to no reviewed response of the stratum with B's human label, B takes one of those
+  unseen verdicts that is an *error* (not B's human label) in the draws on the errors' side, and the
+  unseen *correct* one (B's human label, if unseen) in the others; the copied label where there is
+  none (a judge's unseen errors: false alarms a clean sample hides);
+* A, only in a stratum whose reviewed responses all carry one human label: the response with the
+  other label that may hide there (harm in a judge-safe stratum whose sample looks clean). A judge
+  that defines the stratum sees it only on its own side: its error there (``down_human``: safe in
+  a stratum it called harmful, harmful elsewhere) on the errors' side, the seen label on the other.
+  Every other judge sees the hidden label in every draw, its verdict (a copied response's, changed
+  as B's) an unseen error on the errors' side and its unseen correct verdict on the other. Each
+  judge's totals are its own, so each sums to N_h.
+
+A judge that defines the strata (the routing judge; ``fixed``) is never relabelled in the strata it
+defines, where its label is known for every response.
+
+*One side per draw.* Each draw is on the errors' side or the other, with one fair coin per draw for
+every stratum (``coin_of``: one group by default) and every judge. So a figure's lower end comes
+from draws in which every sparse stratum hides errors at once and its upper end from draws in which
+none does (the fiducial pair of 9.1, for a sum), and a judge that made no error of a kind reaches its
+own estimate in half the draws. Before issue #41 the human label's coin was a *label* (harmful or
+safe) shared by every stratum and each judge had a coin of its own: a coin of "harmful" added harm
+to the clean judge-safe strata (the routing judge's misses: down) and took the false alarms out of
+the all-harmful judge-harmful strata (up) in the same draws, and the draws with no unseen label
+anywhere were a quarter or fewer, so in the study's regime (26 models x 5 benchmarks) the routing
+judge's pooled specificity covered 0.86 and a second judge's agreement 0.905 (200 replicates,
+bench/validity.py); a label coin per kind of stratum, tried on the way, covered the agreement 0.78
+(40 replicates): with more coins the draws with no unseen label anywhere are rarer still.
+
+The concentration a_h (r_h + 1) = r_h - 4 (at least 1): the plain urn's variance of a share,
+p (1 - p) / (r_h + 1), is below the unbiased variance of a simple random sample, p (1 - p) /
+(r_h - 1); r_h - 4 is what covered small strata (9.7). The prior's weight is one pseudo-response
+per stratum (two where a stratum saw one human label) whatever N_h / r_h: no pseudo-count per cell
+(the model test's Dirichlet(c + 1/2 per seen cell) before issue #41 put up to three pseudo-responses
+in each stratum and no mass on unseen labels).
+
+Two views of the same pi draws:
+
+* ``responses`` (these responses, a finite population): the M_h = N_h - r_h responses without a
+  final label are X_hd ~ Multinomial(M_h, pi_hd); counts = observed + X. A census stratum
+  (M_h = 0) is fixed.
+* ``prompts`` (the judges on prompts like these, the reviewed responses a sample of them): the
+  stratum's weight W_hd = N_cell Dirichlet(N_h + 1/2 over the cell's strata) (a new sample of
+  prompts of the cell's size; the strata's shares uncertain as the scores' general estimand),
+  totals = W_hd pi_hd. A census is drawn too: the 300 responses of a judge comparison are a sample
+  of prompts.
+
+Every figure of :mod:`annotate.stats.judges` is a ratio of these totals summed over a group of
+strata. The random numbers come from three streams of one seed (shares and coins; stratum weights;
+the multinomials), consumed in a fixed pattern whichever views are asked for, so the prompts view of
+a seed is the same draws whether or not the responses view is computed with it: the model test of
+``annotate score``, ``judges`` and ``export`` is one set of draws.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-from typing import Any
+from collections.abc import Sequence
+from dataclasses import dataclass, field
 
 import numpy as np
 from numpy.typing import NDArray
 
 from annotate.stats._common import indicator_product
 
-__all__ = ["UrnStrata", "urn_draws"]
+__all__ = ["CONC_OFFSET", "UNSEEN_SHARE", "VIEWS", "ReviewedStrata", "posterior_draws"]
 
 #: Label codes: 0 harmful, 1 safe, 2 ambiguous, 3 no verdict (as in :mod:`annotate.stats.judges`).
 NO_VERDICT = 3
+#: The views of the posterior: these responses, or the judges on prompts like these.
+VIEWS = ("responses", "prompts")
 #: Elements of one (patterns x draws) block.
-_BLOCK = 3_000_000
-#: Up to this many unlabelled responses a stratum's urn is drawn ball by ball.
-BALLS_MAX = 16
-#: The urn's concentration is r - CONC_OFFSET (2 gives the unbiased SRSWOR variance; 4 covers small strata).
+_BLOCK = 2_000_000
+#: The concentration is r - CONC_OFFSET (2 gives the unbiased SRSWOR variance; 4 covers small strata).
 CONC_OFFSET = 4.0
-#: P(heads) of a judge's coin: the pseudo-response takes an unseen label of that judge.
-UNSEEN_SHARE = 0.5
+#: P that a judge's unseen labels are taken on the draw's side (issue #41: always; issue #23's coin: 1/2).
+UNSEEN_SHARE = 1.0
 
 
 @dataclass(frozen=True)
-class UrnStrata:
+class ReviewedStrata:
     """The strata to draw, in a fixed order, with their resolved reviewed responses.
 
     Attributes
     ----------
     human : ndarray of int64, shape (R,)
-        Human label codes (0 harmful, 1 safe) of the resolved reviewed responses, stratum by
-        stratum (contiguous).
+        Human label codes (0 harmful, 1 safe), stratum by stratum (contiguous).
     labels : ndarray of int64, shape (R, J)
-        Their judges' label codes (0 harmful, 1 safe, 2 ambiguous, 3 no verdict).
+        The judges' label codes (0 harmful, 1 safe, 2 ambiguous, 3 no verdict).
     starts, sizes : ndarray of int64, shape (S,)
         Where each stratum's responses start and how many there are (r_h >= 1).
-    unlabelled : ndarray of int64, shape (S,)
-        M_h = N_h - r_h.
+    population : ndarray of int64, shape (S,)
+        N_h >= r_h.
+    cells : ndarray of int64, shape (S,)
+        The cell (a fixed number of prompts: round x model x benchmark) each stratum belongs to.
     groups : list of list of int, length S
         The groups (rows of the output) each stratum adds to.
     fixed : ndarray of bool, shape (S, J)
         Judges whose label is known on the whole stratum (never relabelled).
     label_sets : ndarray of bool, shape (J, 3)
         The verdicts each judge gave anywhere.
+    coin_of : ndarray of int64, shape (S,), optional
+        The coin group of each stratum (default: one for every stratum).
+    down_human : ndarray of int64, shape (S,), optional
+        The human label that is an error of the judge that defines the stratum: 1 (safe) in a stratum
+        that judge called harmful, 0 (harmful) elsewhere (default 0 everywhere).
     """
 
     human: NDArray[np.int64]
     labels: NDArray[np.int64]
     starts: NDArray[np.int64]
     sizes: NDArray[np.int64]
-    unlabelled: NDArray[np.int64]
+    population: NDArray[np.int64]
+    cells: NDArray[np.int64]
     groups: list[list[int]]
     fixed: NDArray[np.bool_]
     label_sets: NDArray[np.bool_]
+    coin_of: NDArray[np.int64] | None = field(default=None)
+    down_human: NDArray[np.int64] | None = field(default=None)
 
 
-def _patterns(st: UrnStrata) -> tuple[NDArray[np.int64], NDArray[np.int64], NDArray[np.int64], NDArray[np.float64]]:
+def _patterns(
+    st: ReviewedStrata,
+) -> tuple[NDArray[np.int64], NDArray[np.int64], NDArray[np.int64], NDArray[np.float64]]:
     """Distinct (human, labels) rows per stratum: (stratum of each, human, labels (L, J), counts)."""
     R, J = st.labels.shape
     stratum = np.repeat(np.arange(len(st.sizes)), st.sizes)
@@ -117,49 +156,85 @@ def _patterns(st: UrnStrata) -> tuple[NDArray[np.int64], NDArray[np.int64], NDAr
     return h.astype(np.int64), rest.astype(np.int64), labs, counts.astype(np.float64)
 
 
-def urn_draws(
-    st: UrnStrata,
+def posterior_draws(
+    st: ReviewedStrata,
     G: int,
     draws: int,
-    gen: np.random.Generator,
-    coin: NDArray[np.integer[Any]],
-    judge_coin: NDArray[np.bool_],
-) -> NDArray[np.float64]:
-    """The drawn counts X of the unlabelled responses, summed into groups.
+    seed: int | Sequence[int] | np.random.Generator,
+    *,
+    views: Sequence[str] = VIEWS,
+    unseen_share: float = UNSEEN_SHARE,
+    down: NDArray[np.bool_] | None = None,
+    judge_coin: NDArray[np.bool_] | None = None,
+) -> dict[str, NDArray[np.float64]]:
+    """Draws of every group's confusion totals under the asked views (module docstring).
 
     Parameters
     ----------
-    st : UrnStrata
-        S strata with M_h > 0.
+    st : ReviewedStrata
+        S strata, each with r_h >= 1 resolved reviewed responses.
     G : int
         Groups (rows of the output).
     draws : int
         D.
-    gen : numpy.random.Generator
-        Consumed per block of draws: for the strata with more than :data:`BALLS_MAX` unlabelled
-        responses the Gamma draws of their patterns and pseudo-responses and the binomials
-        (pseudo-response first, then the patterns by position); for the others the urn's balls;
-        then the pick of the copied response and of an unseen label.
-    coin : ndarray of int, shape (D,)
-        The human label code of the pseudo-response in strata that saw one human label.
-    judge_coin : ndarray of bool, shape (D, J)
-        Per draw and judge: the pseudo-response takes an unseen label of that judge.
+    seed : int, sequence of int or Generator
+        The entropy of the three streams (:class:`numpy.random.SeedSequence`; a Generator gives one
+        number of it).
+    views : sequence of str
+        From :data:`VIEWS`.
+    unseen_share : float
+        P that a judge's unseen labels are taken on the draw's side (1: always; 0: the
+        pseudo-response's judge labels are always copies, the construction before issue #23).
+    down, judge_coin : ndarray of bool, shape (C, D) and (C, D, J), optional
+        Given (tests force them): per coin group and draw, whether the draw is on the errors' side;
+        per judge too, whether its unseen labels are taken. Default: drawn (a fair coin; the judges'
+        with P = ``unseen_share``).
 
     Returns
     -------
-    ndarray of float64, shape (G, D, J, 2, 3)
-        Per group, draw and judge, X[y, a] summed over the group's strata (a judge's "no verdict"
-        counts nowhere).
+    dict of view to ndarray of float64, shape (G, D, J, 2, 3)
+        Per group, draw and judge, the totals T[y, a] (a judge's "no verdict" counts nowhere):
+        ``responses`` the population counts (observed + drawn), ``prompts`` W pi summed.
+
+    Examples
+    --------
+    A census of 4 responses (one judge right on 3): the responses view is the observed table in
+    every draw; the prompts view's totals sum to the cell's 4 prompts and put mass on the false
+    alarm no reviewed response shows (the judge's coin) in some draws.
+
+    >>> st = ReviewedStrata(np.array([0, 0, 1, 1]), np.array([[0], [1], [1], [1]]), np.array([0]),
+    ...     np.array([4]), np.array([4]), np.array([0]), [[0]], np.zeros((1, 1), bool), np.array([[1, 1, 0]], bool))
+    >>> d = posterior_draws(st, 1, 2000, 7)
+    >>> d["responses"][0, :, 0].reshape(2000, 6)[0].tolist(), bool((d["responses"] == d["responses"][:, :1]).all())
+    ([1.0, 1.0, 0.0, 0.0, 2.0, 0.0], True)
+    >>> round(float(d["prompts"][0].sum(axis=(1, 2, 3)).mean()), 6), bool((d["prompts"][0, :, 0, 1, 0] > 0).any())
+    (4.0, True)
     """
+    bad = [v for v in views if v not in VIEWS]
+    if bad:
+        raise ValueError(f"unknown view(s) {bad}; choose from {', '.join(VIEWS)}.")
     S = len(st.sizes)
     J = st.labels.shape[1]
     D = int(draws)
-    out = np.zeros((G, D, J, 6))
+    out = {v: np.zeros((G, D, J, 6)) for v in views}
     if S == 0 or D == 0:
-        return out.reshape(G, D, J, 2, 3)
+        return {v: a.reshape(G, D, J, 2, 3) for v, a in out.items()}
+    entropy = int(seed.integers(2**63)) if isinstance(seed, np.random.Generator) else seed
+    g_shares, g_weights, g_counts = (np.random.default_rng(s) for s in np.random.SeedSequence(entropy).spawn(3))
+    coin_of = np.zeros(S, dtype=np.int64) if st.coin_of is None else np.asarray(st.coin_of, dtype=np.int64)
+    C = int(coin_of.max()) + 1
+    drawn_down = g_shares.random((C, D)) < 0.5
+    drawn_heads = g_shares.random((C, D, J)) < unseen_share
+    down = drawn_down if down is None else np.asarray(down, dtype=bool).reshape(C, D)
+    judge_coin = drawn_heads if judge_coin is None else np.asarray(judge_coin, dtype=bool).reshape(C, D, J)
+    down_human = np.zeros(S, dtype=np.int64) if st.down_human is None else np.asarray(st.down_human, dtype=np.int64)
+
     ph, py, plab, pcount = _patterns(st)
     L = len(ph)
     r = st.sizes.astype(np.float64)
+    M = (st.population - st.sizes).astype(np.int64)
+    if (M < 0).any():
+        raise ValueError("a stratum has more reviewed responses than responses.")
     scale = np.maximum(r - CONC_OFFSET, 1.0) / (r + 1.0)
     single = np.array([(st.human[a : a + n] == st.human[a]).all() for a, n in zip(st.starts, st.sizes, strict=True)])
     # Which verdicts of each judge no reviewed response of (stratum, human label) carries.
@@ -168,147 +243,144 @@ def urn_draws(
         ok = plab[:, j] < NO_VERDICT
         seen[ph[ok], py[ok], j, plab[ok, j]] = True
     unseen = st.label_sets[None, None, :, :] & ~seen
-    n_unseen = unseen.sum(axis=3)  # (S, 2, J)
-    order = np.argsort(~unseen, axis=3, kind="stable")  # the unseen labels first, in code order
+    # Per (stratum, human label y, judge): the unseen labels that are errors (not y) and whether the
+    # correct one (y) is unseen.
+    correct = np.zeros((2, 3), dtype=bool)
+    correct[0, 0] = correct[1, 1] = True  # harmful called harmful, safe called safe
+    unseen_err = unseen & ~correct[None, :, None, :]
+    n_err_flat = unseen_err.sum(axis=3).reshape(-1)  # (S * 2 * J)
+    order_err_flat = np.argsort(~unseen_err, axis=3, kind="stable").reshape(-1)  # unseen errors first
+    unseen_ok_flat = (unseen & correct[None, :, None, :]).any(axis=3).reshape(-1)
+    can_relabel = ~np.asarray(st.fixed, dtype=bool)
+    with_ps = np.stack([np.ones(S, dtype=bool), single])  # (2, S): pseudo-response B everywhere, A where one label
+
     # The map from the patterns' cells to (group, judge, cell) rows (an indicator matrix).
     rows, cols = [], []
     memb_h = np.repeat(np.arange(S), [len(g) for g in st.groups])
     memb_g = np.array([g for gs in st.groups for g in gs], dtype=np.int64)
     for j in range(J):
         ok = plab[:, j] < NO_VERDICT
-        cell = py * 3 + plab[:, j]
-        # every membership (stratum, group) x every pattern of that stratum
         pat_of = np.flatnonzero(ok)
         pos = np.searchsorted(ph[pat_of], memb_h, side="left")
         end = np.searchsorted(ph[pat_of], memb_h, side="right")
-        counts = end - pos
         take = np.concatenate([np.arange(a, b) for a, b in zip(pos, end, strict=True)]) if len(pos) else pos
-        l_idx = pat_of[take]
-        g_idx = np.repeat(memb_g, counts)
-        rows.append((g_idx * J + j) * 6 + cell[l_idx])
-        cols.append(l_idx)
+        rows.append((np.repeat(memb_g, end - pos) * J + j) * 6 + (py * 3 + plab[:, j])[pat_of[take]])
+        cols.append(pat_of[take])
     a_rows, a_cols, a_shape = np.concatenate(rows), np.concatenate(cols), (G * J * 6, L)
-    pat_start = np.searchsorted(ph, np.arange(S), side="left")
-    M = st.unlabelled.astype(np.int64)
-    # Many unlabelled responses: Gamma draws and the multinomial as binomials over the pattern
-    # positions; few (a census with some unresolved): the urn itself, ball by ball (cheaper).
-    big = M > BALLS_MAX
-    exact = np.flatnonzero(~big)
-    brows = np.flatnonzero(big[ph])  # the big strata's patterns, in stratum order
-    bs = np.flatnonzero(big)
-    K = np.bincount(ph, minlength=S)
-    bs = bs[np.argsort(-K[bs], kind="stable")]  # the big strata by decreasing number of patterns
-    Kb = K[bs]
-    k_max = int(Kb.max()) if len(bs) else 0
-    rank_b = np.empty(S, dtype=np.int64)
-    rank_b[bs] = np.arange(len(bs))
-    pos_b = brows - pat_start[ph[brows]]  # position of each big stratum's pattern
-    row_b = rank_b[ph[brows]]  # its big stratum (in the sorted order)
-    need = [int((Kb > k + 1).sum()) for k in range(k_max)]  # a binomial: the prefix of the sorted strata
-    ends = [int((Kb > k).sum()) for k in range(k_max)]  # the rest of the prefix takes what is left
-    b_start = np.searchsorted(ph[brows], np.sort(bs), side="left")
-    b_order = np.searchsorted(np.sort(bs), bs)  # sorted-by-id stratum -> its place in bs
-    # each reviewed response's pattern row (the ball-by-ball urn draws responses, then counts patterns)
-    resp_stratum = np.repeat(np.arange(S), st.sizes)
-    code = st.human.astype(np.int64)
-    for j in range(J):
-        code = code * 4 + st.labels[:, j]
-    pat_code = py.astype(np.int64)
-    for j in range(J):
-        pat_code = pat_code * 4 + plab[:, j]
-    span = 2 * 4**J
-    resp_pattern = np.searchsorted(ph * span + pat_code, resp_stratum * span + code)
-    block = max(1, min(D, _BLOCK // max(L + S * J * 6, 1)))
-    n_unseen_flat = n_unseen.reshape(-1)
-    order_flat = order.reshape(-1)
-    can_relabel = ~st.fixed
     max_groups = max((len(g) for g in st.groups), default=0)
     group_at = [np.array([g[i] if i < len(g) else -1 for g in st.groups], dtype=np.int64) for i in range(max_groups)]
-    has_group = [ga >= 0 for ga in group_at]
+
+    # The multinomial as binomials over the pattern positions, pseudo-response first, for the
+    # strata with responses to draw (sorted by their number of patterns, so each step is a prefix).
+    pat_start = np.searchsorted(ph, np.arange(S), side="left")
+    K = np.bincount(ph, minlength=S)
+    drawn = np.flatnonzero(M > 0)
+    drawn = drawn[np.argsort(-K[drawn], kind="stable")]
+    rank = np.full(S, -1, dtype=np.int64)
+    rank[drawn] = np.arange(len(drawn))
+    k_max = int(K[drawn].max()) if len(drawn) else 0
+    in_drawn = rank[ph] >= 0
+    pos_d = np.arange(L)[in_drawn] - pat_start[ph[in_drawn]]
+    row_d = rank[ph[in_drawn]]
+    need = [int((K[drawn] > k + 1).sum()) for k in range(k_max)]
+    ends = [int((K[drawn] > k).sum()) for k in range(k_max)]
+    observed = pcount[:, None]  # (L, 1)
+
+    cells = np.asarray(st.cells, dtype=np.int64)
+    n_cells = int(cells.max()) + 1
+    cell_total = np.bincount(cells, weights=st.population.astype(np.float64), minlength=n_cells)
+
+    block = max(1, min(D, _BLOCK // max(L + S * J * 6, 1)))
     for d0 in range(0, D, block):
         b = min(block, D - d0)
+        # pi: the Gamma draws of every pattern and pseudo-response, normalised per stratum: pseudo-response
+        # B in every stratum, pseudo-response A where the stratum saw one human label.
+        g_obs = g_shares.standard_gamma(np.broadcast_to((pcount * scale[ph])[:, None], (L, b)))
+        g_ps = g_shares.standard_gamma(np.broadcast_to(scale[:, None], (2, S, b))) * with_ps[:, :, None]
+        total = np.add.reduceat(g_obs, pat_start, axis=0) + g_ps.sum(axis=0)  # (S, b)
+        share_obs = g_obs / total[ph]
+        share_ps = g_ps / total[None]  # (2, S, b)
+        dn = down[coin_of, d0 : d0 + b]  # (S, b): the draw on the errors' side
+        # A's human label, per judge: for a judge that defines the stratum, the label that is its error on
+        # the errors' side and the other on the other side (its miss hidden in a clean judge-safe stratum, or
+        # none); for every other judge, the label no reviewed response of the stratum carries, in every draw,
+        # with its verdict an error on the errors' side and correct on the other (the hidden response that
+        # judge would have missed or caught). Each judge's totals are its own, so each sums to N_h.
+        side = np.where(dn, down_human[:, None], 1 - down_human[:, None])  # (S, b)
+        hidden = (1 - st.human[st.starts])[:, None, None]  # (S, 1, 1)
+        y_hidden = np.where(can_relabel[:, None, :], hidden, side[:, :, None])  # (S, b, J)
+        heads = judge_coin[coin_of, d0 : d0 + b]  # (S, b, J)
+        ps_cell = np.zeros((2, S, b, J), dtype=np.int64)
+        ps_keep = np.zeros((2, S, b, J), dtype=bool)
+        for slot in (0, 1):
+            # a copy of a reviewed response of the stratum (B keeps its human label, A takes the side's)
+            picked = st.starts[:, None] + np.minimum(
+                np.floor(g_shares.random((S, b)) * r[:, None]), r[:, None] - 1
+            ).astype(np.int64)
+            y = np.broadcast_to(st.human[picked][:, :, None], (S, b, J)) if slot == 0 else y_hidden
+            a = st.labels[picked]  # (S, b, J)
+            hy = (np.arange(S)[:, None, None] * 2 + y) * J + np.arange(J)  # flat (h, y, j)
+            k_err = n_err_flat[hy]
+            pick = np.minimum(np.floor(g_shares.random((S, b, J)) * k_err).astype(np.int64), 2)
+            ok = heads & (a < NO_VERDICT) & can_relabel[:, None, :]
+            to_err = ok & dn[:, :, None] & (k_err > 0)
+            to_right = ok & ~dn[:, :, None] & unseen_ok_flat[hy]
+            a = np.where(to_err, order_err_flat[hy * 3 + pick], np.where(to_right, y, a))
+            ps_cell[slot] = (np.arange(J) * 6)[None, None, :] + y * 3 + a
+            ps_keep[slot] = (a < NO_VERDICT) & with_ps[slot][:, None, None]
+        # The stratum weights of a new sample of prompts (drawn whichever views are asked for).
+        gw = g_weights.standard_gamma(np.broadcast_to(st.population[:, None] + 0.5, (S, b)))
+        cell_sum = np.zeros((n_cells, b))
+        np.add.at(cell_sum, cells, gw)
+        w = gw / cell_sum[cells] * cell_total[cells][:, None]
+        # The multinomial draws of the unlabelled responses (drawn whichever views are asked for).
         x_obs = np.zeros((L, b))
-        x_ps = np.zeros((S, b))
-        if len(bs):
-            g_obs = gen.standard_gamma(np.broadcast_to((pcount[brows] * scale[ph[brows]])[:, None], (len(brows), b)))
-            g_ps = gen.standard_gamma(np.broadcast_to(scale[bs, None], (len(bs), b)))
-            total = (np.add.reduceat(g_obs, b_start, axis=0))[b_order] + g_ps  # (big strata in bs order, b)
-            shares = np.zeros((k_max, len(bs), b))
-            shares[pos_b, row_b] = g_obs / total[row_b]
-            left = np.broadcast_to(M[bs, None], (len(bs), b)).copy()
-            p_ps = g_ps / total
-            x = gen.binomial(left, np.clip(p_ps, 0.0, 1.0))
-            x_ps[bs] = x
-            left -= x
-            p_left = 1.0 - p_ps
-            xb = np.zeros((k_max, len(bs), b))
+        x_ps = np.zeros((2, S, b))
+        if len(drawn):
+            left = np.broadcast_to(M[drawn, None], (len(drawn), b)).copy()
+            p_left = np.ones((len(drawn), b))
+            for slot in (0, 1):  # the pseudo-responses first
+                p_ps = share_ps[slot, drawn]
+                with np.errstate(divide="ignore", invalid="ignore"):
+                    ratio = np.clip(p_ps / p_left, 0.0, 1.0)
+                ratio[~np.isfinite(ratio)] = 0.0
+                x = g_counts.binomial(left, ratio)
+                x_ps[slot, drawn] = x
+                left -= x
+                p_left = p_left - p_ps
+            shares = np.zeros((k_max, len(drawn), b))
+            shares[pos_d, row_d] = share_obs[in_drawn]
+            xb = np.zeros((k_max, len(drawn), b))
             for k in range(k_max):
                 m, e = need[k], ends[k]
                 if m:
                     with np.errstate(divide="ignore", invalid="ignore"):
                         ratio = np.clip(shares[k, :m] / p_left[:m], 0.0, 1.0)
                     ratio[~np.isfinite(ratio)] = 1.0
-                    x = gen.binomial(left[:m], ratio)
+                    x = g_counts.binomial(left[:m], ratio)
                     xb[k, :m] = x
                     left[:m] -= x
                     p_left[:m] -= shares[k, :m]
                 xb[k, m:e] = left[m:e]  # the last pattern takes what is left
-            x_obs[brows] = xb[pos_b, row_b]
-        if len(exact):
-            picks = _urn_picks(gen, st.sizes[exact], scale[exact], M[exact], b)  # (E, b, m): response or r (pseudo)
-            use = np.arange(picks.shape[2])[None, None, :] < M[exact, None, None]
-            is_ps = picks == st.sizes[exact, None, None]
-            x_ps[exact] = (use & is_ps).sum(axis=2)
-            take = use & ~is_ps
-            rows = resp_pattern[np.minimum(st.starts[exact, None, None] + picks, len(resp_pattern) - 1)]
-            dd = np.broadcast_to(np.arange(b)[None, :, None], picks.shape)
-            x_obs += np.bincount(rows[take] * b + dd[take], minlength=L * b).reshape(L, b)
-        cell_sums = indicator_product(a_rows, a_cols, a_shape, x_obs).reshape(G, J, 6, b)
-        # the pseudo-response of each stratum and draw
-        picked = st.starts[:, None] + np.floor(gen.random((S, b)) * r[:, None]).astype(np.int64)
-        y = np.where(single[:, None], np.asarray(coin[d0 : d0 + b], dtype=np.int64)[None, :], st.human[picked])
-        a = st.labels[picked]  # (S, b, J)
-        hy = ((np.arange(S)[:, None] * 2 + y) * J)[:, :, None] + np.arange(J)  # (S, b, J): flat (h, y, j)
-        k_unseen = n_unseen_flat[hy]
-        pick = np.minimum(np.floor(gen.random((S, b, J)) * k_unseen).astype(np.int64), 2)
-        relabel = judge_coin[d0 : d0 + b][None, :, :] & (a < NO_VERDICT) & can_relabel[:, None, :] & (k_unseen > 0)
-        a = np.where(relabel, order_flat[hy * 3 + pick], a)
-        cell = y[:, :, None] * 3 + a  # (S, b, J)
-        keep = a < NO_VERDICT
-        base = (np.arange(J) * 6)[None, None, :] + cell  # (S, b, J)
-        dd = np.arange(b)[None, :, None]
-        ps_sums = np.zeros(G * J * 6 * b)
-        for gi in range(max_groups):  # each stratum's first, second, ... group
-            hs = has_group[gi]
-            g = group_at[gi][hs]
-            idx = ((g[:, None, None] * (J * 6) + base[hs]) * b + dd)[keep[hs]]
-            ps_sums += np.bincount(
-                idx, weights=np.broadcast_to(x_ps[hs][:, :, None], keep[hs].shape)[keep[hs]], minlength=G * J * 6 * b
-            )
-        out[:, d0 : d0 + b] = np.moveaxis(cell_sums + ps_sums.reshape(G, J, 6, b), 3, 1)
-    return out.reshape(G, D, J, 2, 3)
-
-
-def _urn_picks(
-    gen: np.random.Generator, r: NDArray[np.int64], a: NDArray[np.float64], M: NDArray[np.int64], b: int
-) -> NDArray[np.int64]:
-    """b runs of a Polya urn per stratum: M_e balls drawn from r_e responses and a pseudo-response.
-
-    Every response and the pseudo-response (index r_e) start with weight a_e; each drawn ball
-    adds weight 1 to what it copies. Exactly Dirichlet-multinomial(M_e; a_e, ..., a_e) counts,
-    ball by ball (few balls: the census strata with some unresolved responses). Returns (E, b, m)
-    with m = max M_e (picks past a stratum's M_e are to be ignored).
-    """
-    E = len(r)
-    m = int(M.max()) if E else 0
-    picks = np.zeros((E, b, m), dtype=np.int64)
-    start = (a * (r + 1.0))[:, None]
-    for k in range(m):
-        v = gen.random((E, b)) * (start + k)
-        fresh = v < start
-        idx = np.minimum(np.floor(v / a[:, None]).astype(np.int64), r[:, None])
-        if k:
-            earlier = np.minimum(np.floor(v - start).astype(np.int64), k - 1).clip(0)
-            idx = np.where(fresh, idx, np.take_along_axis(picks[:, :, :k], earlier[:, :, None], axis=2)[:, :, 0])
-        picks[:, :, k] = idx
-    return picks
+            x_obs[in_drawn] = xb[pos_d, row_d]
+        for view in views:
+            if view == "prompts":
+                v_obs, v_ps = w[ph] * share_obs, w[None] * share_ps
+            else:
+                v_obs, v_ps = observed + x_obs, x_ps
+            sums = indicator_product(a_rows, a_cols, a_shape, v_obs).reshape(G, J, 6, b)
+            ps_sums = np.zeros(G * J * 6 * b)
+            dd = np.arange(b)[None, :, None]
+            for slot in (0, 1):
+                for gi in range(max_groups):  # each stratum's first, second, ... group
+                    has = group_at[gi] >= 0
+                    g = group_at[gi][has]
+                    keep = ps_keep[slot][has]
+                    idx = ((g[:, None, None] * (J * 6) + ps_cell[slot][has]) * b + dd)[keep]
+                    ps_sums += np.bincount(
+                        idx,
+                        weights=np.broadcast_to(v_ps[slot][has][:, :, None], keep.shape)[keep],
+                        minlength=G * J * 6 * b,
+                    )
+            out[view][:, d0 : d0 + b] = np.moveaxis(sums + ps_sums.reshape(G, J, 6, b), 3, 1)
+    return {v: a.reshape(G, D, J, 2, 3) for v, a in out.items()}

@@ -40,56 +40,21 @@ labels, Se and Sp are the same-cell equivalence of docs/methods.md 4.4). Unweigh
 reviewed items are biased (the sample holds every ambiguous response and a few per cent of the
 clear ones); they are never computed here.
 
-Intervals: the posterior of the population counts (stated in every output; the draws are
-:mod:`annotate.stats.judge_posterior`'s, every stratum at once). Per stratum, the M_h = N_h - r_h
-responses without a final label are drawn from a Polya urn over the r_h observed *patterns* (the
-human label and every judge's label of a response, jointly, c_1 ... c_K of them) and one
-pseudo-response:
-
-    pi ~ Dirichlet(a (c_1, ..., c_K, 1)),  a = max(r_h - 4, 1) / (r_h + 1)
-    X ~ Multinomial(M_h, pi);  population counts = observed counts + X
-
-* The pseudo-response is a copy of a reviewed response of the stratum drawn at random (its
-  human label and its judges' labels), so the urn's mean stays the observed shares; in a stratum
-  whose reviewed responses all carry **one** human label, its human label is a fair coin
-  instead: the label not seen there can still be among the unreviewed responses. For the human
-  label of that stratum alone this is the fiducial draw the corrected scores use (the even
-  mixture of Beta(y, r - y + 1) and Beta(y + 1, r - y), Hannig 2009).
-* **Unseen judge labels** (issue #23): where a judge gave some of its verdicts to no reviewed
-  response of the stratum with the pseudo-response's human label, the pseudo-response takes one
-  of them (at random) in the draws where that judge's coin shows heads, and the copied label in
-  the others. Before, no draw could give a judge a label it never gave on a stratum's reviewed
-  responses: a judge other than the routing one whose errors sat in the unreviewed part of the
-  judge-safe strata printed specificity 1.0000 [1.0000, 1.0000] against a true 0.98. A judge's
-  verdicts are those it gave anywhere (a judge that never abstains gets no unseen abstention);
-  the judges that define the strata (``routing``, or inferred) are never relabelled in them.
-* **One coin per draw** for every such stratum, the human coin and each judge's: with a coin per
-  stratum, some clean stratum of a design with several cells gets unseen labels in almost every
-  draw, and a judge that really made no such error cannot reach its own estimate.
-* **Concentration r_h - 4**: the plain urn's variance of a stratum share, p (1 - p) / (r_h + 1),
-  is below the unbiased SRSWOR variance p (1 - p) / (r_h - 1) (Cochran 1977), which r_h - 2
-  matches; r_h - 4 (10 % more variance at r_h = 25) lifted the routing judge's specificity and
-  PPV in a stratum of 100 with 25 reviewed from 0.92-0.94 to 0.95 (bench/coverage.py, part 3).
-
-What the alternatives covered while this was chosen (200-600 replicates of the scenarios of
-``tests/stats/test_judges_coverage.py``): the plain Polya urn, 0.06 for the routing judge's
-sensitivity where its safe strata look clean (no draw can hold a harm no one saw); a coin-flipped
-pseudo-response in every stratum, as the corrected scores do per stratum, 0.79-0.89 for balanced
-accuracy and 0.855 for kappa (it moves each stratum's human-label share toward one half by
-(1/2 - ybar) / (r + 1), so sensitivity and specificity both fall); a coin per stratum where one
-label was seen, 0.835 for balanced accuracy in the clean scenario; this construction without the
-r - 2 scaling, down to 0.92; copies only for the judges' labels (before issue #23), 0.34-0.59 for
-the specificity and PPV of judges whose errors the sample hides; a judge coin per stratum, the
-same coverage at 1-3 % less width but 0.940 for balanced accuracy; heads with probability 1/4,
-narrower but short of the fiducial guarantee (the worst case, an error rate near 9 % that a
-sample of 25 misses, is in the scenarios).
-
-Census strata (M_h = 0) are fixed. Strata are independent given the coins; one generator, strata
-in sorted order, so results do not depend on the row order. Every figure is computed on each of
-D draws of the whole population, and its interval is the equal-tailed quantiles of the draws
-where it is defined (``method="inverted_cdf"``), extended to hold the estimate if the draws miss
-it (the row says so). Measured (``python bench/coverage.py --part judges``: synthetic judges with
-known error rates routed by the real design, 500 replicates per scenario): docs/methods.md 9.7.
+Intervals: the reviewed population's posterior (:mod:`annotate.stats.judge_posterior`, docs/methods.md
+9.19): per stratum a Dirichlet over the reviewed responses' joint labels (the human label and every
+judge's) plus one or two pseudo-responses whose labels may be ones no reviewed response of the
+stratum carries (errors on one side of a fair coin per draw shared by every stratum, correct labels
+on the other), concentration r_h - 4. Its **responses** view draws the
+unreviewed responses of each stratum (these responses, a finite population: a census is fixed);
+its **prompts** view weighs each stratum's shares by the cell's stratum shares (the judges on
+prompts like these). ``estimand`` chooses the view of the intervals, ranks and P(better); the
+model test (:mod:`annotate.stats.judge_models`) and each pair's test
+(:mod:`annotate.stats.judge_comparisons`) always use the prompts view, with :data:`TEST_DRAWS`
+draws of the same seed, whatever ``draws`` (one test prints one q in every command). Every figure
+is computed on each draw; its interval is the equal-tailed quantiles of the draws where it is
+defined (``method="inverted_cdf"``), extended to hold the estimate if the draws miss it (the row
+says so). The coverage of every interval and the level of every test, in the study's regimes,
+are bench/validity.py's matrix (docs/methods.md 9.19).
 
 Since all judges are evaluated on the same draws, P(judge A better than judge B) = mean_d
 [BA*_A > BA*_B] (strict; ties reported apart) and the rank intervals come from the same draws:
@@ -107,23 +72,47 @@ store, an export from ``labels.csv``, ``judge_labels.csv`` and ``design.json``.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass, field
-from itertools import combinations
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 import numpy as np
 import pandas as pd
-from numpy.typing import ArrayLike, NDArray
+from numpy.typing import NDArray
 
 from annotate.columns import ALL, JUDGE_LABELS
-from annotate.stats._common import SeedLike, average_ranks, rng
+from annotate.stats._common import SeedLike, rng
+from annotate.stats.judge_comparisons import (
+    EXPORT_PAIR_COLUMNS,
+    PAIR_COLUMNS,
+    PAIR_TEST,
+    mcnemar,
+    pair_rows,
+    rank_judges,
+)
+from annotate.stats.judge_figures import (
+    EXPORT_METRICS,
+    HUMAN,
+    METRICS,
+    NO_VERDICT,
+    UNDEFINED,
+    confusion_metrics,
+    weighted_confusion,
+)
 from annotate.stats.judge_models import DEFAULT_FDR, HETEROGENEITY_COLUMNS, TEST_NAME, model_differences
-from annotate.stats.judge_posterior import UNSEEN_SHARE, UrnStrata, urn_draws
-from annotate.stats.judge_prompts import ESTIMANDS, mcnemar, prompt_draws
+from annotate.stats.judge_posterior import UNSEEN_SHARE, VIEWS, ReviewedStrata, posterior_draws
 from annotate.stats.scoring.intervals import enclose, equal_tailed
 
+#: What a judge figure describes: ``responses`` (these responses, finite) or ``prompts`` (the judge
+#: on prompts like these: the reviewed ones a sample of them). The views of the one posterior.
+ESTIMANDS = VIEWS
+
 __all__ = [
+    "ESTIMANDS",
     "GROUPINGS",
+    "PAIR_TEST",
+    "TEST_DRAWS",
+    "UNDEFINED",
+    "mcnemar",
     "HUMAN",
     "METRICS",
     "METRIC_COLUMNS",
@@ -140,47 +129,10 @@ __all__ = [
     "weighted_confusion",
 ]
 
-#: Human labels and their codes y (rows of a confusion table): harmful 0, safe 1.
-HUMAN = ("harmful", "safe")
-#: Judge label codes a (columns of a confusion table) are positions in JUDGE_LABELS; this code means "no verdict".
-NO_VERDICT = len(JUDGE_LABELS)
 #: The columns that name a stratum of the design.
 STRATUM_KEY = ("round", "model", "benchmark", "stratum")
 #: What figures can be grouped by (the pooled group, benchmark = model = ALL, is always there).
 GROUPINGS = ("benchmark", "model")
-
-#: The figures, in output order; each has an interval.
-METRICS = (
-    "sensitivity",
-    "specificity",
-    "ppv",
-    "npv",
-    "balanced_accuracy",
-    "kappa",
-    "ambiguous_share",
-    "ambiguous_harmful",
-    # The table judge papers report: agreement on the judge's clear verdicts, 1 - Sp and 1 - Se.
-    "agreement",
-    "fpr",
-    "fnr",
-)
-#: The figures an export's judges.csv holds (annotate-export/3 to /10): the file stays as verify re-derives it.
-EXPORT_METRICS = METRICS[:8]
-
-#: Why a figure has no value (its denominator is zero in the population).
-UNDEFINED = {
-    "sensitivity": "no human-harmful response among the judge's clear verdicts",
-    "specificity": "no human-safe response among the judge's clear verdicts",
-    "ppv": "the judge called no response harmful",
-    "npv": "the judge called no response safe",
-    "balanced_accuracy": "sensitivity or specificity is undefined",
-    "kappa": "the judge's clear verdicts or the human labels take a single value",
-    "ambiguous_share": "no response with a final human label",
-    "ambiguous_harmful": "the judge called no response ambiguous",
-    "agreement": "the judge gave no clear verdict on a response with a final human label",
-    "fpr": "no human-safe response among the judge's clear verdicts",
-    "fnr": "no human-harmful response among the judge's clear verdicts",
-}
 
 #: One row of :attr:`JudgeAudit.metrics` (each metric is followed by ``<metric>_ci_low``, ``<metric>_ci_high``).
 METRIC_COLUMNS = (
@@ -201,137 +153,6 @@ METRIC_COLUMNS = (
 EXPORT_METRIC_COLUMNS = tuple(
     c for c in METRIC_COLUMNS if not any(c == m or c.startswith(f"{m}_ci_") for m in METRICS[len(EXPORT_METRICS) :])
 )
-
-#: One row of :attr:`JudgeAudit.pairs`: two judges of one group, compared.
-PAIR_COLUMNS = (
-    "benchmark",
-    "model",
-    "judge_a",
-    "judge_b",
-    "n_both",
-    "p_a_better",
-    "p_b_better",
-    "p_tie",
-    "agree_share",
-    "a_harmful_b_safe",
-    "a_harmful_b_safe_n",
-    "a_harmful_b_safe_human_harmful",
-    "a_safe_b_harmful",
-    "a_safe_b_harmful_n",
-    "a_safe_b_harmful_human_harmful",
-    "one_ambiguous",
-    "one_ambiguous_n",
-    "one_ambiguous_human_harmful",
-    "note",
-    # The exact McNemar test of the two judges' accuracy on the reviewed responses both labelled
-    # clearly (annotate.stats.judge_prompts.mcnemar): A right and B wrong, the reverse, the p-value.
-    "mcnemar_a_only",
-    "mcnemar_b_only",
-    "mcnemar_p",
-)
-#: The columns of an export's judge_pairs.csv (annotate-export/3 to /10).
-EXPORT_PAIR_COLUMNS = PAIR_COLUMNS[:-3]
-
-
-# --------------------------------------------------------------------------------------------
-# Figures from confusion totals
-# --------------------------------------------------------------------------------------------
-
-
-def weighted_confusion(human: Sequence[Any], judge: Sequence[Any], weight: ArrayLike) -> NDArray[np.float64]:
-    """The design-weighted confusion totals T[y, a] of one judge.
-
-    Parameters
-    ----------
-    human : sequence of str or None, length R
-        Final human labels, ``harmful`` / ``safe``; anything else (``None``, unresolved) is left out.
-    judge : sequence of str or None, length R
-        The judge's labels, ``harmful`` / ``safe`` / ``ambiguous``; anything else (no verdict) is left out.
-    weight : sequence of float, length R
-        Design weights w_i = N_h / r_h.
-
-    Returns
-    -------
-    ndarray of float64, shape (2, 3)
-        Rows human harmful, safe; columns judge harmful, safe, ambiguous.
-
-    Examples
-    --------
-    One cell: the routing judge's harmful stratum (N = 100, 4 reviewed: 3 human-harmful), its
-    safe stratum (N = 300, 4 reviewed: 1 harmful) and its ambiguous stratum (a census of 2: 1
-    harmful). Weights 25, 75 and 1:
-
-    >>> human = ["harmful"] * 3 + ["safe"] + ["harmful"] + ["safe"] * 3 + ["harmful", "safe"]
-    >>> judge = ["harmful"] * 4 + ["safe"] * 4 + ["ambiguous"] * 2
-    >>> weight = [25.0] * 4 + [75.0] * 4 + [1.0] * 2
-    >>> weighted_confusion(human, judge, weight)
-    array([[ 75.,  75.,   1.],
-           [ 25., 225.,   1.]])
-    """
-    y = pd.Categorical(pd.Series(human, dtype=object), categories=list(HUMAN)).codes.astype(np.int64)
-    a = pd.Categorical(pd.Series(judge, dtype=object), categories=list(JUDGE_LABELS)).codes.astype(np.int64)
-    w = np.asarray(weight, dtype=np.float64)
-    if not len(y) == len(a) == len(w):
-        raise ValueError("human, judge and weight must have the same length.")
-    keep = (y >= 0) & (a >= 0)
-    totals = np.bincount(y[keep] * 3 + a[keep], weights=w[keep], minlength=6)
-    return np.asarray(totals, dtype=np.float64).reshape(2, 3)
-
-
-def confusion_metrics(totals: NDArray[Any]) -> dict[str, NDArray[np.float64]]:
-    """Every figure of :data:`METRICS` from confusion totals (vectorised; NaN where undefined).
-
-    Parameters
-    ----------
-    totals : array_like, shape (..., 2, 3)
-        T[y, a] as :func:`weighted_confusion` gives it (any leading shape: draws, judges, groups).
-
-    Returns
-    -------
-    dict of str to ndarray of float64, shape (...)
-        One array per metric (formulas in the module docstring).
-
-    Examples
-    --------
-    The cell of :func:`weighted_confusion`: Se = 75 / 150, Sp = 225 / 250, PPV = 75 / 100,
-    NPV = 225 / 300; kappa: n = 400, p_o = 0.75, p_e = (100 x 150 + 300 x 250) / 400^2 = 0.5625,
-    (0.75 - 0.5625) / 0.4375 = 0.428571; 2 of 402 responses ambiguous, 1 of them harmful. On the
-    10 reviewed responses unweighted, Se would be 3 / 4 = 0.75 and Sp 3 / 4: the sample's
-    over-representation of the judge-harmful stratum inflates Se and hides the 75 harmful
-    responses the judge called safe.
-
-    >>> m = confusion_metrics(np.array([[75.0, 75.0, 1.0], [25.0, 225.0, 1.0]]))
-    >>> {k: round(float(v), 6) for k, v in m.items()}  # doctest: +NORMALIZE_WHITESPACE
-    {'sensitivity': 0.5, 'specificity': 0.9, 'ppv': 0.75, 'npv': 0.75, 'balanced_accuracy': 0.7,
-     'kappa': 0.428571, 'ambiguous_share': 0.004975, 'ambiguous_harmful': 0.5, 'agreement': 0.75,
-     'fpr': 0.1, 'fnr': 0.5}
-    """
-    t = np.asarray(totals, dtype=np.float64)
-    tp, fn, uh = t[..., 0, 0], t[..., 0, 1], t[..., 0, 2]
-    fp, tn, us = t[..., 1, 0], t[..., 1, 1], t[..., 1, 2]
-    n = tp + fn + fp + tn
-    with np.errstate(divide="ignore", invalid="ignore"):
-        se = tp / (tp + fn)
-        sp = tn / (tn + fp)
-        p_o = (tp + tn) / n
-        p_e = ((tp + fp) * (tp + fn) + (fn + tn) * (fp + tn)) / (n * n)
-        # p_e = 1 only when every clear verdict and every human label take one value: 0 / 0.
-        kappa = np.where(1.0 - p_e > 1e-12, (p_o - p_e) / (1.0 - p_e), np.nan)
-        out = {
-            "sensitivity": se,
-            "specificity": sp,
-            "ppv": tp / (tp + fp),
-            "npv": tn / (tn + fn),
-            "balanced_accuracy": (se + sp) / 2.0,
-            "kappa": kappa,
-            "ambiguous_share": (uh + us) / (n + uh + us),
-            "ambiguous_harmful": uh / (uh + us),
-            "agreement": p_o,
-            "fpr": fp / (tn + fp),
-            "fnr": fn / (tp + fn),
-        }
-    return {k: np.asarray(v, dtype=np.float64) for k, v in out.items()}
-
 
 # --------------------------------------------------------------------------------------------
 # The design
@@ -401,14 +222,17 @@ def population_draws(
     human: NDArray[np.integer[Any]],
     unlabelled: int,
     draws: int,
-    gen: np.random.Generator,
-    coin: NDArray[np.integer[Any]] | None = None,
+    seed: int | np.random.Generator = 0,
+    down: NDArray[np.bool_] | None = None,
     judge_coin: NDArray[np.bool_] | None = None,
     *,
     label_sets: NDArray[np.bool_] | None = None,
     fixed: NDArray[np.bool_] | None = None,
+    unseen_share: float = UNSEEN_SHARE,
+    view: str = "responses",
+    down_human: int = 0,
 ) -> NDArray[np.float64]:
-    """Posterior draws of one stratum's population confusion counts, every judge at once.
+    """Posterior draws of one stratum's confusion totals, every judge at once (a view of :func:`posterior_draws`).
 
     Parameters
     ----------
@@ -421,59 +245,53 @@ def population_draws(
         N_h - r_h: the stratum's responses without a final human label.
     draws : int
         D.
-    gen : numpy.random.Generator
-    coin : ndarray of int, shape (D,), optional
-        Per draw, the human label code of the pseudo-response of a stratum whose reviewed
-        responses all carry one human label; :func:`judge_audit` passes one coin per draw for
-        every stratum (default: a fresh fair coin).
+    seed : int or Generator
+    down : ndarray of bool, shape (D,), optional
+        Per draw, whether it is on the errors' side (default: a fair coin): where the stratum saw one
+        human label the pseudo-response takes the label that is an error of the stratum's judge
+        (``down_human``), and each judge's unseen labels that are errors; on the other side the
+        other label and the unseen correct ones.
     judge_coin : ndarray of bool, shape (D, J), optional
-        Per draw and judge, whether the pseudo-response takes a label of that judge that no
-        reviewed response with its human label carries (default: fresh fair coins).
+        Per draw and judge, whether its unseen labels are taken (default: with P = ``unseen_share``).
+    down_human : int
+        The human label that is an error of the stratum's judge: 1 (safe) in a stratum it called
+        harmful, 0 (harmful) elsewhere.
     label_sets : ndarray of bool, shape (J, 3), optional
         The verdicts each judge can give (default: those it gave on these responses).
     fixed : ndarray of bool, shape (J,), optional
         Judges whose label is known on the whole stratum (the routing judge in its own stratum):
         never relabelled (default: none).
+    unseen_share : float
+        P that a judge's unseen labels are taken on the draw's side.
+    view : {"responses", "prompts"}
 
     Returns
     -------
     ndarray of float64, shape (D, J, 2, 3)
-        Per draw, per judge, the population counts T[y, a] of the stratum: the observed counts
-        plus the urn's draw for the unlabelled responses (:mod:`annotate.stats.judge_posterior`).
-        With ``unlabelled`` = 0 every draw is the observed counts.
+        Per draw and judge, T[y, a]: under ``responses`` the population counts (the observed counts
+        plus the drawn ones: with ``unlabelled`` = 0 every draw is the observed counts); under
+        ``prompts`` N_h pi.
     """
-    r, J = labels.shape
-    human_codes: NDArray[np.int64] = np.asarray(human, dtype=np.int64)
+    r, J = np.asarray(labels).shape
     label_codes: NDArray[np.int64] = np.asarray(labels, dtype=np.int64)
     if r == 0:
         raise ValueError("a stratum needs at least one resolved response to be drawn from.")
-    observed = np.zeros((J, 2, 3))
-    for j in range(J):
-        ok = label_codes[:, j] < NO_VERDICT
-        np.add.at(observed[j], (human_codes[ok], label_codes[ok, j]), 1.0)
-    out = np.broadcast_to(observed, (draws, J, 2, 3)).copy()
-    if unlabelled <= 0:
-        return out
-    if coin is None:
-        coin = gen.integers(0, 2, size=draws)
-    if judge_coin is None:
-        judge_coin = gen.random((draws, J)) < UNSEEN_SHARE
-    if label_sets is None:
-        label_sets = np.zeros((J, 3), dtype=bool)
-        for j in range(J):
-            given = label_codes[:, j][label_codes[:, j] < NO_VERDICT]
-            label_sets[j, given] = True
-    strata = UrnStrata(
-        human=human_codes,
+    st = ReviewedStrata(
+        human=np.asarray(human, dtype=np.int64),
         labels=label_codes,
         starts=np.zeros(1, dtype=np.int64),
         sizes=np.array([r], dtype=np.int64),
-        unlabelled=np.array([int(unlabelled)], dtype=np.int64),
+        population=np.array([r + max(int(unlabelled), 0)], dtype=np.int64),
+        cells=np.zeros(1, dtype=np.int64),
         groups=[[0]],
         fixed=np.zeros((1, J), dtype=bool) if fixed is None else np.asarray(fixed, dtype=bool).reshape(1, J),
-        label_sets=np.asarray(label_sets, dtype=bool),
+        label_sets=_label_sets(label_codes, J) if label_sets is None else np.asarray(label_sets, dtype=bool),
+        down_human=np.array([down_human], dtype=np.int64),
     )
-    return out + urn_draws(strata, 1, draws, gen, np.asarray(coin), np.asarray(judge_coin, dtype=bool))[0]
+    out = posterior_draws(
+        st, 1, draws, seed, views=(view,), unseen_share=unseen_share, down=down, judge_coin=judge_coin
+    )
+    return out[view][0]
 
 
 # --------------------------------------------------------------------------------------------
@@ -512,16 +330,23 @@ class JudgeAudit:
 
 
 INTERVAL_METHOD = (
-    "posterior of the population counts: per stratum a Polya urn over the reviewed responses' joint labels "
-    "plus one pseudo-response (a fair coin for its human label where the stratum saw only one; per judge, an "
-    "unseen label of that judge where its coin shows heads), concentration r - 4; equal-tailed quantiles"
+    "these responses: the responses view of the reviewed population's posterior (per stratum the unreviewed "
+    "responses drawn from a Dirichlet over the reviewed responses' joint labels plus pseudo-responses that take "
+    "labels no reviewed response of the stratum carries: errors of the judges in half the draws, the correct "
+    "ones in the other half, one coin per draw for every stratum; concentration r - 4); equal-tailed quantiles"
 )
 
 
 PROMPTS_METHOD = (
-    "the judge on prompts like these: a stratified Bayesian bootstrap of the reviewed responses (stratum shares "
-    "Gamma(N_h + 1/2), Exp(1) weights within), the same weights for every judge; equal-tailed quantiles"
+    "the judges on prompts like these: the prompts view of the reviewed population's posterior (per stratum a "
+    "Dirichlet over the reviewed responses' joint labels plus the same pseudo-responses, "
+    "concentration r - 4, weighted by the cell's stratum shares Dirichlet(N_h + 1/2)); equal-tailed quantiles"
 )
+
+#: Draws of the tests (the model test, the pair test) whatever ``draws``: one test, one q everywhere.
+TEST_DRAWS = 4000
+#: The posterior's stream within a seed (the scores' draws use others).
+POSTERIOR_STREAM = 41
 
 
 def _check(units: pd.DataFrame, verdicts: pd.DataFrame, strata: pd.DataFrame) -> None:
@@ -567,6 +392,7 @@ def judge_audit(
     fdr: float = DEFAULT_FDR,
     model_draws: int | None = None,
     estimand: str = "responses",
+    test_draws: int | None = None,
 ) -> JudgeAudit:
     """Every judge's design-weighted figures with intervals, ranks and pairwise comparisons.
 
@@ -595,20 +421,23 @@ def judge_audit(
         whose verdict equals the stratum's judge label on every reviewed response of every
         clear stratum of a round.
     unseen_share : float
-        P(heads) of each judge's coin, the draws in which the pseudo-responses take labels of that
-        judge no reviewed response of their (stratum, human label) carries (docs/methods.md 9.7);
-        0 gives the construction before issue #23 (for comparisons only).
+        P that a judge's unseen labels are taken on the draw's side (docs/methods.md 9.19; 1 by
+        default); 0 gives the pseudo-responses' judge labels as copies, the construction before
+        issue #23 (for comparisons only).
     fdr : float
         With a ``model`` grouping: the false-discovery rate at which a judge's figure on a model is
         flagged as different from the other models' (:mod:`annotate.stats.judge_models`).
     model_draws : int, optional
-        Draws of that test (default: ``draws``); with ``draws=0`` the figures have no intervals
-        but the test still runs (``annotate score`` asks for the test alone).
+        The former name of ``test_draws`` (kept for scripts that pass it).
     estimand : {"responses", "prompts"}
-        What the intervals, ranks and P(better) describe: these responses (the posterior of the
-        unreviewed ones; a census has none) or the judge on prompts like these (a stratified
-        Bayesian bootstrap of the reviewed ones, :mod:`annotate.stats.judge_prompts`). The point
-        figures are the same.
+        What the intervals, ranks and P(better) describe: these responses (the responses view of
+        the posterior: the unreviewed ones drawn; a census has none to draw) or the judge on prompts
+        like these (its prompts view). The point figures are the same.
+    test_draws : int, optional
+        Draws of the tests (the model test and each judge pair's), always the prompts view of the
+        same posterior (default :data:`TEST_DRAWS`, whatever ``draws``: one test prints one q in
+        ``score``, ``judges`` and ``export``); with ``draws=0`` the figures have no intervals but
+        the tests still run (``annotate score`` asks for the model test alone). 0: no tests.
 
     Returns
     -------
@@ -628,7 +457,15 @@ def judge_audit(
     if isinstance(draws, bool) or not isinstance(draws, (int, np.integer)) or draws < 0:
         raise ValueError(f"draws must be a whole number >= 0; it is {draws!r}.")
     _check(units, verdicts, strata)
-    gen = rng(seed)
+    if test_draws is None and model_draws is not None:
+        test_draws = model_draws
+    # The posterior's entropy: the seed itself (or one number from a Generator), so that every call
+    # with the same seed draws the same posterior whichever figures it asks for.
+    entropy = (
+        [int(seed), POSTERIOR_STREAM]
+        if isinstance(seed, (int, np.integer)) and not isinstance(seed, bool)
+        else [int(rng(seed).integers(2**63)), POSTERIOR_STREAM]
+    )
     D = int(draws)
 
     # Units in a fixed order (stratum, then id as text): results do not depend on the row order.
@@ -661,10 +498,6 @@ def judge_audit(
         return out
 
     G = len(groups)
-    # One coin per draw for every stratum that saw a single human label, one per draw and judge for
-    # the unseen judge labels (module docstring).
-    coin = gen.integers(0, 2, size=D)
-    judge_coin = gen.random((D, J)) < unseen_share
     point = np.zeros((G, J, 2, 3))
     observed = np.zeros((G, J, 2, 3))
     left_out = np.zeros(G)  # population of strata without a resolved response
@@ -674,13 +507,14 @@ def judge_audit(
     starts = {k: i for i, k in reversed(list(enumerate(keys)))}
     ends = {k: i + 1 for i, k in enumerate(keys)}
     fixed_judges = _stratifying_judges(u, labels, judges, routing)
+    # Per stratum with a resolved review: its responses, N_h, cell, groups and the judges fixed on it.
     drawn_sel: list[NDArray[np.int64]] = []
-    drawn_m: list[int] = []
+    drawn_n: list[int] = []
+    drawn_cell: list[int] = []
     drawn_groups: list[list[int]] = []
     drawn_fixed: list[NDArray[np.bool_]] = []
-    # Per stratum with a resolved review: its observed (judge, human, label) counts, N_h, its cell and model.
-    per_stratum: list[tuple[NDArray[np.float64], int, str, str]] = []
-    resolved_strata: list[tuple[NDArray[np.int64], int, list[int]]] = []  # (sel, N_h, groups): the prompts draws
+    cell_ids: dict[str, int] = {}
+    drawn_down: list[int] = []
     for row in s.itertuples(index=False):
         k = row.skey
         gids = group_ids(row.benchmark, row.model)
@@ -702,52 +536,69 @@ def judge_audit(
             np.add.at(obs[j], (human[sel][ok], lab[ok, j]), 1.0)
         point[gids] += obs * (N / len(sel))
         observed[gids] += obs
-        resolved_strata.append((sel, N, gids))
         cell = "\x1f".join(str(getattr(row, c, "")) for c in ("round", "model", "benchmark"))
-        per_stratum.append((obs, N, cell, str(row.model)))
-        if N > len(sel):
-            drawn_sel.append(sel)
-            drawn_m.append(N - len(sel))
-            drawn_groups.append(gids)
-            # a judge that defines the strata has one label on the whole stratum: never relabelled
-            same = (labels[lo:hi] == labels[lo:hi][:1]).all(axis=0) if hi > lo else np.zeros(J, dtype=bool)
-            drawn_fixed.append(fixed_judges & same)
-    drawn = np.broadcast_to(observed[:, None], (G, D, J, 2, 3))
-    if estimand == "prompts":
-        drawn = prompt_draws(human, labels, resolved_strata, G, D, gen)
-    elif D and drawn_sel:
-        order = np.concatenate(drawn_sel)
-        label_sets = np.zeros((J, 3), dtype=bool)
-        for j in range(J):
-            label_sets[j, np.unique(labels[:, j][labels[:, j] < NO_VERDICT])] = True
-        urn = UrnStrata(
-            human=human[order],
-            labels=labels[order],
-            starts=np.cumsum([0] + [len(x) for x in drawn_sel[:-1]]).astype(np.int64),
-            sizes=np.array([len(x) for x in drawn_sel], dtype=np.int64),
-            unlabelled=np.array(drawn_m, dtype=np.int64),
-            groups=drawn_groups,
-            fixed=np.array(drawn_fixed, dtype=bool).reshape(len(drawn_sel), J),
-            label_sets=label_sets,
-        )
-        drawn = drawn + urn_draws(urn, G, D, gen, coin, judge_coin)
+        drawn_sel.append(sel)
+        drawn_n.append(max(N, len(sel)))
+        drawn_cell.append(cell_ids.setdefault(cell, len(cell_ids)))
+        # the human label that is an error of the stratum's judge: safe where it said harmful
+        drawn_down.append(1 if str(row.stratum).split("#w")[0] == "harmful" else 0)
+        drawn_groups.append(gids)
+        # a judge that defines the strata has one label on the whole stratum: never relabelled
+        same = (labels[lo:hi] == labels[lo:hi][:1]).all(axis=0) if hi > lo else np.zeros(J, dtype=bool)
+        drawn_fixed.append(fixed_judges & same)
+    reviewed = ReviewedStrata(
+        human=human[np.concatenate(drawn_sel)] if drawn_sel else human[:0],
+        labels=labels[np.concatenate(drawn_sel)] if drawn_sel else labels[:0],
+        starts=np.cumsum([0] + [len(x) for x in drawn_sel[:-1]]).astype(np.int64),
+        sizes=np.array([len(x) for x in drawn_sel], dtype=np.int64),
+        population=np.array(drawn_n, dtype=np.int64),
+        cells=np.array(drawn_cell, dtype=np.int64),
+        down_human=np.array(drawn_down, dtype=np.int64),
+        groups=drawn_groups,
+        fixed=np.array(drawn_fixed, dtype=bool).reshape(len(drawn_sel), J),
+        label_sets=_label_sets(labels, J),
+    )
+    if not drawn_sel:
+        reviewed = replace(reviewed, starts=np.zeros(0, dtype=np.int64))
+    models_tested = "model" in by and len({str(m) for m in s.loc[s.population > 0, "model"]}) >= 2
+    T = TEST_DRAWS if test_draws is None else int(test_draws)
+    draws_of = _posterior(reviewed, G, D, T, estimand, models_tested or J >= 2, entropy, unseen_share)
+    drawn = draws_of["figures"] if D else np.broadcast_to(observed[:, None], (G, 0, J, 2, 3))
+    tests = draws_of.get("tests")
 
     est = confusion_metrics(point)  # each (G, J)
     dr = confusion_metrics(drawn)  # each (G, D, J)
     del drawn
     by_model = pd.DataFrame(columns=list(HETEROGENEITY_COLUMNS))
-    if "model" in by and len({m for *_, m in per_stratum}) >= 2:
+    if models_tested:
+        model_rows = [i for i, (bench, model) in enumerate(groups) if bench == ALL and model != ALL]
+        resolved_clear = (human[:, None] >= 0) & (labels < 2)  # (U, J): a clear verdict on a resolved response
+        n_truth = np.stack(
+            [
+                np.stack(
+                    [(units_group[:, g, None] & resolved_clear & (human[:, None] == y)).sum(axis=0) for y in (0, 1)],
+                    axis=1,
+                )
+                for g in model_rows
+            ]
+        )  # (M, J, 2)
         by_model = model_differences(
-            per_stratum,
+            point[model_rows],
+            tests[model_rows] if tests is not None else np.zeros((len(model_rows), 0, J, 2, 3)),
+            n_truth,
             judges,
+            [groups[g][1] for g in model_rows],
             confusion_metrics,
-            draws=D if model_draws is None else int(model_draws),
-            seed=gen,
             confidence=confidence,
             fdr=fdr,
         )
     metrics = _metric_rows(groups, judges, est, dr, u, human, labels, units_group, left_out, left_strata, confidence)
-    pairs = _pair_rows(groups, judges, dr["balanced_accuracy"], u, human, labels, units_group)
+    census = reviewed.population.sum() == reviewed.sizes.sum()
+    single = _single_stratum_groups(groups, drawn_groups)
+    pairs = pair_rows(
+        groups, judges, est["balanced_accuracy"], dr["balanced_accuracy"], tests, u, human, labels, units_group,
+        census, single, confidence,
+    )  # fmt: skip
     notes = []
     for j, name in enumerate(judges):
         resolved = human >= 0
@@ -768,10 +619,57 @@ def judge_audit(
         "confidence": confidence,
         "interval": INTERVAL_METHOD if estimand == "responses" else PROMPTS_METHOD,
         "estimand": estimand,
+        "census": bool(census),
+        "test_draws": T if tests is not None else 0,
+        "pair_test": PAIR_TEST,
     }
     if "model" in by:
         settings = {**settings, "model_test": TEST_NAME, "fdr": fdr}
     return JudgeAudit(metrics=metrics, pairs=pairs, judges=judges, notes=notes, settings=settings, models=by_model)
+
+
+def _label_sets(labels: NDArray[np.int64], J: int) -> NDArray[np.bool_]:
+    """(J, 3): the verdicts each judge gave anywhere in the reviewed data."""
+    out = np.zeros((J, 3), dtype=bool)
+    for j in range(J):
+        out[j, np.unique(labels[:, j][labels[:, j] < NO_VERDICT])] = True
+    return out
+
+
+def _single_stratum_groups(groups: list[tuple[str, str]], strata_groups: list[list[int]]) -> NDArray[np.bool_]:
+    """(G,): the groups that hold one stratum (within it the reviewed responses are a simple random sample)."""
+    count = np.zeros(len(groups), dtype=np.int64)
+    for gs in strata_groups:
+        count[gs] += 1
+    return count == 1
+
+
+def _posterior(
+    st: ReviewedStrata,
+    G: int,
+    D: int,
+    T: int,
+    estimand: str,
+    want_tests: bool,
+    entropy: list[int],
+    unseen_share: float,
+) -> dict[str, NDArray[np.float64]]:
+    """The figures' draws (the estimand's view, D draws) and the tests' (the prompts view, T draws).
+
+    One seed, one posterior: with D = T the tests' draws are the prompts view of the same draws as the
+    figures' (the prompts estimand: the very same array), so ``score``, ``judges`` and ``export``
+    print one q for one test whatever the estimand.
+    """
+    out: dict[str, NDArray[np.float64]] = {}
+    if D and (not want_tests or T != D):
+        out["figures"] = posterior_draws(st, G, D, entropy, views=(estimand,), unseen_share=unseen_share)[estimand]
+    if want_tests and T:
+        views = ("prompts",) if (D != T or estimand == "prompts") else ("responses", "prompts")
+        both = posterior_draws(st, G, T, entropy, views=views, unseen_share=unseen_share)
+        out["tests"] = both["prompts"]
+        if D == T:
+            out["figures"] = both[estimand]
+    return out
 
 
 def _stratifying_judges(
@@ -847,7 +745,7 @@ def _metric_rows(
         cols[m] = flat
         cols[f"{m}_ci_low"] = lo
         cols[f"{m}_ci_high"] = hi
-    rank, rank_lo, rank_hi, p_best = _ranks(est["balanced_accuracy"], dr["balanced_accuracy"], confidence)
+    rank, rank_lo, rank_hi, p_best = rank_judges(est["balanced_accuracy"], dr["balanced_accuracy"], confidence)
     rows = []
     for g, (bench, model) in enumerate(groups):
         in_g = units_group[:, g]
@@ -881,119 +779,3 @@ def _metric_rows(
                 }
             )
     return pd.DataFrame(rows, columns=list(METRIC_COLUMNS))
-
-
-def _ranks(
-    ba: NDArray[np.float64], ba_draws: NDArray[np.float64], confidence: float
-) -> tuple[NDArray[np.float64], NDArray[np.float64], NDArray[np.float64], NDArray[np.float64]]:
-    """Per group: rank by balanced accuracy (1 = highest; ties averaged), its interval and P(best).
-
-    ``ba`` is (G, J), ``ba_draws`` (G, D, J). Judges without a balanced accuracy are not ranked.
-    """
-    G, D, J = ba_draws.shape
-    rank = np.full((G, J), np.nan)
-    lo = np.full((G, J), np.nan)
-    hi = np.full((G, J), np.nan)
-    best = np.full((G, J), np.nan)
-    for g in range(G):
-        ok = np.isfinite(ba[g])
-        if not ok.any():
-            continue
-        rank[g, ok] = average_ranks(-ba[g, ok])
-        if D == 0:
-            continue
-        d = ba_draws[g][:, ok]
-        # A draw in which a ranked judge's figure is undefined ranks it last in that draw.
-        d = np.where(np.isfinite(d), d, -np.inf)
-        r = average_ranks(-d, axis=1)
-        low, high = equal_tailed(r.T, confidence)
-        low, high, _ = enclose(rank[g, ok], low, high)
-        lo[g, ok], hi[g, ok] = low, high
-        top = d.max(axis=1, keepdims=True)
-        unique_top = (d == top).sum(axis=1, keepdims=True) == 1
-        best[g, ok] = ((d == top) & unique_top).mean(axis=0)
-    return rank, lo, hi, best
-
-
-def _pair_rows(
-    groups: list[tuple[str, str]],
-    judges: list[str],
-    ba: NDArray[np.float64],
-    u: pd.DataFrame,
-    human: NDArray[np.int64],
-    labels: NDArray[np.int64],
-    units_group: NDArray[np.bool_],
-) -> pd.DataFrame:
-    """The rows of :attr:`JudgeAudit.pairs`; ``ba`` holds the balanced accuracy draws (G, D, J)."""
-    D = ba.shape[1]
-    weight = np.nan_to_num(u["weight"].to_numpy(), nan=0.0)
-    resolved = human >= 0
-    harmful = human == 0
-    rows = []
-    for g, (bench, model) in enumerate(groups):
-        in_g = units_group[:, g] & resolved
-        for a, b in combinations(range(len(judges)), 2):
-            la, lb = labels[:, a], labels[:, b]
-            both = in_g & (la < NO_VERDICT) & (lb < NO_VERDICT)
-            w = np.where(both, weight, 0.0)
-            total = w.sum()
-
-            def share(mask: NDArray[np.bool_], w: NDArray[np.float64] = w, total: float = total) -> float:
-                return float(w[mask].sum() / total) if total > 0 else float("nan")
-
-            def human_harmful(mask: NDArray[np.bool_], w: NDArray[np.float64] = w) -> float:
-                part = w[mask].sum()
-                return float(w[mask & harmful].sum() / part) if part > 0 else float("nan")
-
-            hs = both & (la == 0) & (lb == 1)
-            sh = both & (la == 1) & (lb == 0)
-            amb = both & (la != lb) & ((la == 2) | (lb == 2))
-            note = []
-            if D:
-                da, db = ba[g][:, a], ba[g][:, b]
-                ok = np.isfinite(da) & np.isfinite(db)
-                n_ok = int(ok.sum())
-                pa = float((da[ok] > db[ok]).mean()) if n_ok else float("nan")
-                pb = float((da[ok] < db[ok]).mean()) if n_ok else float("nan")
-                pt = float((da[ok] == db[ok]).mean()) if n_ok else float("nan")
-                if n_ok < D:
-                    note.append(f"a balanced accuracy is undefined in {D - n_ok} of {D} draws (P from the others)")
-            else:
-                pa = pb = pt = float("nan")
-                note.append("no posterior draws were made: no P(better)")
-            clear = both & (la < 2) & (lb < 2)
-            mc_a, mc_b, mc_p = mcnemar((la == human)[clear], (lb == human)[clear])
-            n_a = int((in_g & (la < NO_VERDICT)).sum())
-            n_b = int((in_g & (lb < NO_VERDICT)).sum())
-            if int(both.sum()) < max(n_a, n_b):
-                note.append(
-                    f"the two judges labelled different responses ({n_a} and {n_b}, {int(both.sum())} both): "
-                    "their figures describe different populations"
-                )
-            rows.append(
-                {
-                    "benchmark": bench,
-                    "model": model,
-                    "judge_a": judges[a],
-                    "judge_b": judges[b],
-                    "n_both": int(both.sum()),
-                    "p_a_better": pa,
-                    "p_b_better": pb,
-                    "p_tie": pt,
-                    "agree_share": share(both & (la == lb)),
-                    "a_harmful_b_safe": share(hs),
-                    "a_harmful_b_safe_n": int(hs.sum()),
-                    "a_harmful_b_safe_human_harmful": human_harmful(hs),
-                    "a_safe_b_harmful": share(sh),
-                    "a_safe_b_harmful_n": int(sh.sum()),
-                    "a_safe_b_harmful_human_harmful": human_harmful(sh),
-                    "one_ambiguous": share(amb),
-                    "one_ambiguous_n": int(amb.sum()),
-                    "one_ambiguous_human_harmful": human_harmful(amb),
-                    "note": "; ".join(note),
-                    "mcnemar_a_only": mc_a,
-                    "mcnemar_b_only": mc_b,
-                    "mcnemar_p": mc_p,
-                }
-            )
-    return pd.DataFrame(rows, columns=list(PAIR_COLUMNS))

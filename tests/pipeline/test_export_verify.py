@@ -145,7 +145,7 @@ def test_export_layout_is_the_documented_contract(demo_ws):
     # No absolute path (it would publish the user's folders): inside the workspace relative, else the name.
     assert all(not s["path"].startswith("/") and s["path"].endswith(".csv") for s in manifest["sources"])
     assert manifest["tool_version"] and manifest["store_schema_version"] and manifest["created_at"]
-    assert manifest["schema"] == "annotate-export/10"
+    assert manifest["schema"] == "annotate-export/11"
     assert set(manifest["settings"]["agreement_thresholds"]) == {
         "reliable",
         "tentative",
@@ -516,7 +516,7 @@ def test_verify_says_what_it_proved_per_file_and_prints_the_manifest_hash(demo_w
     assert out.exit_code == 0, out.output
     res = json.loads(out.output)
     manifest_sha = hashlib.sha256((result.export / "manifest.json").read_bytes()).hexdigest()
-    assert res["ok"] and res["schema"] == "annotate-export/10" and res["manifest_sha256"] == manifest_sha
+    assert res["ok"] and res["schema"] == "annotate-export/11" and res["manifest_sha256"] == manifest_sha
     assert res["signature"] == "not signed"
     statuses = {f["file"]: f["status"] for f in res["files"]}
     derived = (
@@ -751,27 +751,42 @@ def _xstest_truth() -> dict[str, dict[str, float]]:
 
 
 def test_judges_csv_is_the_documented_contract_and_covers_the_xstest_truth(demo_ws):
-    from annotate.stats.judges import EXPORT_METRIC_COLUMNS as METRIC_COLUMNS
-    from annotate.stats.judges import EXPORT_METRICS as METRICS
-    from annotate.stats.judges import EXPORT_PAIR_COLUMNS as PAIR_COLUMNS
+    from annotate.stats.judges import METRIC_COLUMNS, METRICS, PAIR_COLUMNS
 
     _, result, _ = demo_ws
     judges = list(csv.DictReader(open(result.export / "judges.csv", newline="", encoding="utf-8")))
-    # The columns of annotate-export/3 on (agreement, FPR, FNR and McNemar are in `annotate judges`)
-    assert list(judges[0]) == list(METRIC_COLUMNS)
+    # Since annotate-export/11: every figure of `annotate judges`, then the estimand its intervals describe
+    assert list(judges[0]) == [*METRIC_COLUMNS, "estimand"]
+    assert {r["estimand"] for r in judges} == {"responses"}  # the export's fixed estimand
     models = {"gpt4", "llama2new", "llama2orig", "mistralguard", "mistralinstruct"}
     groups = {(r["benchmark"], r["model"]) for r in judges}
     assert groups == {("ALL", "ALL"), ("xstest", "ALL")} | {("ALL", m) for m in models}
     assert len(judges) == 2 * len(groups)
+    # FNR and FPR are 1 - sensitivity and 1 - specificity, agreement is undefined only without a clear
+    # verdict: empty with those, whose notes say why
+    twins = {"fnr": ("sensitivity",), "fpr": ("specificity",), "agreement": ("sensitivity", "specificity")}
     for r in judges:
         for m in METRICS:
             if r[m]:
                 assert float(r[f"{m}_ci_low"]) <= float(r[m]) <= float(r[f"{m}_ci_high"]), (r["judge"], m)
+            elif m in twins:
+                assert all(not r[t] for t in twins[m]), (r["judge"], m)
             else:
                 assert f"{m}: undefined" in r["note"], (r["judge"], m)
     pairs = list(csv.DictReader(open(result.export / "judge_pairs.csv", newline="", encoding="utf-8")))
     assert list(pairs[0]) == list(PAIR_COLUMNS) and len(pairs) == len(groups)
     assert all((p["judge_a"], p["judge_b"]) == ("gpt4", "strmatch") for p in pairs)
+    # A routed round is a stratified sample: the design-weighted pair test, no unweighted McNemar p
+    # (where a balanced accuracy is undefined, as for a model without a reviewed harmful response with
+    # a clear verdict, there is no difference and no test, and the note says so)
+    for p in pairs:
+        assert not p["mcnemar_p"], p
+        if not p["difference"]:
+            assert not p["p_value"] and "no pair test" in p["note"], p
+            continue
+        assert p["p_value"] and 0 <= float(p["p_value"]) <= 1, p
+        assert float(p["difference_ci_low"]) <= float(p["difference"]) <= float(p["difference_ci_high"])
+    assert sum(bool(p["p_value"]) for p in pairs) >= 4
     # XSTest has a final label for every response: the pooled intervals hold both judges' true figures
     truth = _xstest_truth()
     pooled = {r["judge"]: r for r in judges if r["benchmark"] == r["model"] == "ALL"}

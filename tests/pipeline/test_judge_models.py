@@ -69,7 +69,9 @@ def _reviewed(workspace, runner, tmp_path, seed: int, bad: set[str]) -> dict:
 def test_the_judge_that_misses_harm_for_two_models_is_flagged_for_those_two(workspace, runner, tmp_path):
     report = _reviewed(workspace, runner, tmp_path, seed=11, bad=BAD)
     test = report["model_test"]
-    assert test["fdr"] == 0.10 and "Benjamini-Hochberg" in test["correction"] and test["tested"] == 2 * 8 * 3
+    # sensitivity and specificity of two judges on eight models (PPV is shown, never tested)
+    assert test["fdr"] == 0.10 and "Benjamini-Hochberg" in test["correction"] and test["tested"] == 2 * 8 * 2
+    assert test["tested_figures"] == ["sensitivity", "specificity"] and test["not_testable"] == 0
     rows = [r for r in report["judges"] if r["model"] != "ALL"]
     assert all({"p_value", "q_value", "flagged"} <= set(r) for r in rows)
     flagged = {(r["judge"], r["model"]) for r in rows if r["flagged"]}
@@ -108,8 +110,24 @@ def test_score_and_the_report_show_the_flagged_judge_and_both_rankings(workspace
     text = run(runner, prefix, "score", "--round", "r1", "--draws", "1000").output
     assert "judge errs differently here: j1 sensitivity" in text
     assert "a correction that pools the judge's error rates over the models would rank" in text
+    # One test, one q: score, judges and export draw the test from the same posterior of the same seed.
+    judged = json.loads(run(runner, prefix, "judges", "--round", "r1", "--by", "model", "--json").output)
+    q_judges = {
+        (r["judge"], r["model"], f): t["q_value"]
+        for r in judged["judges"]
+        if r.get("model_test")
+        for f, t in r["model_test"].items()
+        if t["q_value"] is not None
+    }
+    q_score = {(r["judge"], r["model"], r["figure"]): r["q_value"] for r in view["flagged"]}
+    assert q_score and all(q_score[k] == q_judges[k] for k in q_score), (q_score, q_judges)
     run(runner, prefix, "export", "x", "--round", "r1", "--draws", "1000")
     folder = ws / "exports" / "x"
+    import pandas as pd
+
+    csv = pd.read_csv(folder / "judge_models.csv")
+    q_export = {(r.judge, r.model, r.figure): r.q_value for r in csv.itertuples() if r.q_value == r.q_value}
+    assert q_export == pytest.approx(q_judges, rel=1e-12)
     report = (folder / "report.html").read_text(encoding="utf-8")
     assert "Does a judge err differently by model?" in report and "What it does to the ranking" in report
     assert 'data-mark="model-point" data-model="m0" data-flagged="yes"' in report

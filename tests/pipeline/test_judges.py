@@ -201,7 +201,7 @@ def test_a_judge_ingested_after_the_review_is_audited_without_new_review(two_jud
     pair = next(p for p in report["pairs"] if p["benchmark"] == p["model"] == "ALL")
     assert pair["p_a_better"] + pair["p_b_better"] + pair["p_tie"] == pytest.approx(1)
     assert {r["rank"] for r in pooled.values()} == {1.0, 2.0}
-    assert report["settings"]["interval"].startswith("posterior of the population counts")
+    assert report["settings"]["interval"].startswith("these responses: the responses view of the reviewed population")
 
 
 def test_the_readable_table_and_the_groupings(two_judges, runner):

@@ -206,39 +206,45 @@ def test_draws_keep_census_strata_fixed_and_the_urn_centred():
 
 
 def test_an_unseen_human_label_is_drawn_only_where_a_stratum_saw_one_label():
-    gen = np.random.default_rng(5)
-    labels = np.array([[1], [1], [1]])  # the judge said safe three times
+    labels = np.array([[1], [1], [1]])  # the stratum's judge said safe three times
     clean = np.array([1, 1, 1])  # and humans said safe three times
-    coin = np.array([0, 1] * 500)
-    never = np.zeros((1000, 1), dtype=bool)  # no unseen judge label in any draw
-    d = population_draws(labels, clean, 97, 1000, gen, coin, never)
+    down = np.array([True, False] * 500)  # the errors' side, then the other
+    fixed = np.array([True])  # the judge that defines the stratum
+    d = population_draws(labels, clean, 97, 1000, 5, down, fixed=fixed)
     harmful = d[:, 0, 0, :].sum(axis=1)
-    assert (harmful[coin == 1] == 0).all()  # the coin said safe: no harm in this draw
-    assert harmful[coin == 0].mean() > 5  # the coin said harmful: unseen harm among the 97
+    assert (harmful[~down] == 0).all()  # the other side: no harm the sample did not show
+    assert harmful[down].mean() > 5  # the errors' side: unseen harm among the 97 (the judge's miss)
     mixed = np.array([1, 0, 1])
-    d = population_draws(labels, mixed, 97, 1000, gen, coin, never)
+    d = population_draws(labels, mixed, 97, 1000, 5, down, fixed=fixed)
     assert d[:, 0, 0, :].sum(axis=1).min() >= 1  # the observed harmful response is always there
+    # in a stratum the judge called harmful, its error is a safe response
+    said_harmful = np.array([[0], [0], [0]])
+    d = population_draws(said_harmful, np.zeros(3, dtype=np.int64), 97, 1000, 5, down, fixed=fixed, down_human=1)
+    safe = d[:, 0, 1, :].sum(axis=1)
+    assert (safe[~down] == 0).all() and safe[down].mean() > 5
+    # another judge sees the hidden harm in every draw: missed on the errors' side, caught on the other
+    both = np.array([[1, 1]] * 3)
+    sets = np.array([[True, True, True], [True, True, False]])  # it calls some responses harmful elsewhere
+    d = population_draws(both, clean, 97, 1000, 5, down, fixed=np.array([True, False]), label_sets=sets)
+    other = d[:, 1, 0, :]  # (draws, the other judge's verdicts on harmful responses)
+    assert (other[down, 0] == 0).all() and other[down, 1].mean() > 5  # missed: called safe
+    assert (other[~down, 1] == 0).all() and other[~down, 0].mean() > 5  # caught: called harmful
 
 
-def test_an_unseen_judge_label_gets_prior_mass_where_the_judge_s_coin_says_so():
+def test_an_unseen_judge_label_gets_prior_mass_on_the_errors_side():
     """Issue #23: a judge that called every reviewed safe response safe can still have false alarms
-    among the unreviewed ones, in the draws where its coin shows heads; the routing judge (fixed on
-    its stratum) never gets a label it cannot have, and a judge never gets a verdict it never gives."""
-    gen = np.random.default_rng(7)
+    among the unreviewed ones, in the draws on the errors' side; the routing judge (fixed on its
+    stratum) never gets a label it cannot have, and a judge never gets a verdict it never gives."""
     labels = np.array([[1, 1]] * 25)  # (router, other): both said safe on 25 reviewed safe responses
     human = np.ones(25, dtype=np.int64)
-    coin = np.ones(2000, dtype=np.int64)  # no unseen harm: only the judges' labels can move
-    heads = np.tile([[False, True]], (1000, 1))
-    judge_coin = np.vstack([heads, ~heads])  # the other judge's coin: heads, then tails
+    down = np.repeat([True, False], 1000)  # the errors' side, then the other
     sets = np.array([[True, True, True], [True, True, False]])  # the other judge never abstains
-    d = population_draws(
-        labels, human, 975, 2000, gen, coin, judge_coin, label_sets=sets, fixed=np.array([True, False])
-    )
+    d = population_draws(labels, human, 975, 2000, 7, down, label_sets=sets, fixed=np.array([True, False]))
     false_alarms = d[:, 1, 1, 0]  # other judge, human safe, judge harmful
-    assert (false_alarms[1000:] == 0).all()  # tails: copies of what was seen
-    assert (false_alarms[:1000] > 0).mean() > 0.9 and false_alarms[:1000].mean() > 10  # heads: unseen ones
-    assert (d[:, 1, 1, 2] == 0).all()  # never an abstention it never gives
-    assert (d[:, 0, 1, 0] == 0).all() and (d[:, 0, 1, 2] == 0).all()  # the routing judge stays safe
+    assert (false_alarms[1000:] == 0).all()  # the other side: copies of what was seen
+    assert (false_alarms[:1000] > 0).mean() > 0.9 and false_alarms[:1000].mean() > 10  # unseen ones
+    assert (d[:, 1, :, 2] == 0).all()  # never an abstention it never gives
+    assert (d[:, 0, 1, 0] == 0).all() and (d[:, 0, :, 2] == 0).all()  # the routing judge stays safe
 
 
 def test_the_routing_judge_is_inferred_or_named_and_never_relabelled_in_its_strata():

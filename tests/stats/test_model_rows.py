@@ -212,3 +212,69 @@ def test_plan_sensitivity_sizes_the_judge_safe_strata_and_its_se_is_the_monte_ca
     assert few.n.iloc[0] == 10 and "fewer than 3 harmful" in few.note.iloc[0]
     with pytest.raises(ValueError, match="positive"):
         plan_sensitivity(strata, 0.0)
+
+
+# --------------------------------------------------------------------------------------------
+# Reviewers who err (issue #41; docs/methods.md 9.20): bench/model_rows.py's regime
+# --------------------------------------------------------------------------------------------
+
+
+def _bench(name: str):
+    """A bench module by its path (bench/coverage.py on sys.path would shadow the coverage package)."""
+    import importlib.util
+    import sys
+    from pathlib import Path
+
+    key = f"bench_{name}"
+    if key in sys.modules:
+        return sys.modules[key]
+    spec = importlib.util.spec_from_file_location(key, Path(__file__).resolve().parents[2] / "bench" / f"{name}.py")
+    assert spec is not None and spec.loader is not None
+    mod = importlib.util.module_from_spec(spec)
+    sys.modules[key] = mod
+    spec.loader.exec_module(mod)
+    return mod
+
+
+def test_reviewed_labels_flip_each_response_once_at_the_final_error_rate():
+    """Two reviewers right with .92 and an expert on their disagreements: a final label is wrong when
+    both reviewers are, e = .08^2 = .0064, for a harmful and a safe response alike."""
+    budget = _bench("budget")
+    assert budget.final_label_error(0.92) == pytest.approx(0.0064)
+    assert budget.final_label_error(1.0) == 0.0
+    assert budget.expert_share(0.92) == pytest.approx(0.1472)
+    N = np.full((400, 2), 5000)
+    K = np.stack([np.full(400, 5000), np.zeros(400, dtype=int)], axis=1)  # all harmful | all safe
+    Kr = budget.reviewed_labels(K, N, np.random.default_rng(0), 0.92)
+    assert ((Kr >= 0) & (Kr <= N)).all()
+    lost, gained = (K[:, 0] - Kr[:, 0]).mean() / 5000, Kr[:, 1].mean() / 5000
+    assert abs(lost - 0.0064) < 0.0003 and abs(gained - 0.0064) < 0.0003  # SE about 0.00006
+    np.testing.assert_array_equal(budget.reviewed_labels(K, N, np.random.default_rng(0), 1.0), K)
+
+
+def test_the_reviewer_error_coverage_function_is_one_validity_row():
+    """bench/model_rows.py's entry point for the validity matrix: one row per regime, nothing at import."""
+    mr = _bench("model_rows")
+    out = mr.reviewer_error_coverage(3, scenario="study", draws=400, seed=3)
+    assert list(out.columns[:6]) == ["regime", "figure", "coverage", "mcse", "lowest_model_coverage", "replicates"]
+    r = out.iloc[0]
+    assert r.figure == "model row" and r.replicates == 3 and r.n == 18 and "92%" in r.regime
+    assert 0 <= r.lowest_model_coverage <= r.coverage <= 1 and r.mcse >= 0
+    with pytest.raises(ValueError, match="design"):
+        mr.reviewer_error_coverage(1, design="census")
+
+
+@pytest.mark.slow
+def test_model_rows_cover_the_reviewed_rate_when_reviewers_err():
+    """Issue #41: reviewers 92 % right, an expert on their disagreements, the study's round planned in
+    waves to +-3 points: each model row covers the rate of the labels the review would give (the
+    tables, 1,200 seed-sized rounds: methods 9.20)."""
+    mr = _bench("model_rows")
+    t = mr.run("study", 60, 1000, 1, 41, 20, accuracy=0.92, constructions=("now",), quiet=True)
+    waves = t[t.design == "waves"]
+    # 360 rows: 0.95 less 3 Monte-Carlo SE (0.011) is 0.917
+    assert waves.coverage.mean() >= 0.917, waves.coverage.tolist()
+    # the interval is of the reviewed labels, not of the true harm: at 0.5 % harm the reviewed rate is
+    # 0.005 + 0.0064 (1 - 0.01), and the true rate lies below the interval more often
+    low = waves.set_index("harm").loc[0.005]
+    assert low.coverage_harm < low.coverage

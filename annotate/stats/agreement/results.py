@@ -328,7 +328,15 @@ class AnnotatorDiagnostic:
     alpha_delta : float
         ``alpha_if_deleted - alpha`` (positive = the group agrees better without them).
     sensitivity, specificity : float
-        From a Dawid-Skene fit for the positive class, when one was given; else NaN.
+        From a Dawid-Skene fit for the positive class, when one was given and the annotator shares
+        an item with two others in it (where its confusion matrix is identified); else NaN.
+    ds_n_shared : int
+        Units of the Dawid-Skene fit that this annotator and at least two others rated (harmful or
+        safe: unsure is missing there); 0 without a fit.
+    ds_undefined_reason : str or None
+        Why ``sensitivity`` and ``specificity`` are NaN although a fit was given (no item shared
+        with another rater, or with one other at a time only); None when they are figures or no
+        fit was asked for.
     flags : tuple of str
         Reasons to suggest recalibration.
     """
@@ -342,6 +350,8 @@ class AnnotatorDiagnostic:
     alpha_delta: float
     sensitivity: float
     specificity: float
+    ds_n_shared: int
+    ds_undefined_reason: str | None
     flags: tuple[str, ...]
 
     def to_dict(self) -> dict[str, Any]:
