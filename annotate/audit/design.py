@@ -38,6 +38,9 @@ __all__ = [
 ]
 
 DESIGN_SCHEMA = "annotate-design/1"
+#: How an imported round's labels stand for their strata: every response (census) or those the
+#: file labelled, missing at random within their stratum (given).
+IMPORTED_DESIGNS = ("census", "given")
 #: design.json's ``strata_rule`` of a round with ``strata_from`` whose ambiguous stratum is a census
 #: (``--ambiguous all``, or routed before it existed): what its strata' judge labels mean.
 STRATA_FROM_RULE = (
@@ -158,6 +161,14 @@ class RoundDesign:
     order: Mapping[str, Any] | None = None
     #: Whether the design records ``order`` at all (annotate-export/8 on, null included).
     records_order: bool = False
+    #: A round of labels a team already had (``annotate import-labels``): how it came in (the file's
+    #: name and sha256, its design ``census`` or ``given``, the column and value maps). None: a
+    #: round annotate routed (only imported rounds carry the key, so every other design is unchanged).
+    origin: Mapping[str, Any] | None = None
+
+    @property
+    def imported(self) -> bool:
+        return bool(self.origin and self.origin.get("imported"))
 
     def judge_for(self, benchmark: str) -> str | None:
         """The routing judge of one benchmark (None: a benchmark this round across suites did not route)."""
@@ -186,6 +197,8 @@ class RoundDesign:
             doc["blinding"] = self.blinding
         if self.records_adjudication:
             doc["adjudication"] = None if self.adjudication is None else dict(self.adjudication)
+        if self.origin is not None:
+            doc["origin"] = dict(self.origin)
         doc |= {
             "label_config_sha256": self.label_config_sha256,
             "waves": [w.to_json() for w in self.waves],
@@ -296,6 +309,7 @@ class Design:
                 ambiguous=r.get("ambiguous"),
                 order=r.get("order"),
                 records_order="order" in r,
+                origin=r.get("origin"),
             )
             for r in doc["rounds"]
         )
@@ -394,6 +408,12 @@ def _round_problems(rnd: dict[str, Any], where: str) -> list[str]:
         problems.append(f"{where}.annotators must be a list of pseudonyms.")
     elif len(set(annotators)) != len(annotators):
         problems.append(f"{where}.annotators lists a pseudonym twice.")
+    origin = rnd.get("origin")
+    imported = isinstance(origin, dict) and origin.get("imported") is True
+    if origin is not None and not (imported and origin.get("design") in IMPORTED_DESIGNS):
+        problems.append(
+            f"{where}.origin must say imported: true and a design of {', '.join(map(repr, IMPORTED_DESIGNS))}."
+        )
     strata = rnd.get("strata")
     if not isinstance(strata, list):
         return [*problems, f"{where}.strata must be a list."]
@@ -414,6 +434,20 @@ def _round_problems(rnd: dict[str, Any], where: str) -> list[str]:
         wave: int = s["wave"]
         if s["judge_label"] not in JUDGE_LABELS:
             found.append(f"{at}.judge_label {s['judge_label']!r} is not one of {', '.join(JUDGE_LABELS)}.")
+        if imported:
+            # An imported round has one wave, 0, and its strata are the judge's labels on what the
+            # file labelled: each stratum's sample is what the file labelled of it (a census: all).
+            if wave != 0 or s["stratum"] != stratum_key(s["judge_label"], 0):
+                found.append(f"{at}.stratum {s['stratum']!r} is not an imported round's (wave 0).")
+            if not 0 <= s["sample"] <= s["population"]:
+                found.append(f"{at}: sample {s['sample']} is not between 0 and its population {s['population']}.")
+            elif isinstance(origin, dict) and origin.get("design") == "census" and s["sample"] != s["population"]:
+                found.append(f"{at}: sample {s['sample']} of {s['population']} in a census.")
+            key = (s["model"], s["benchmark"], s["stratum"])
+            if key in seen:
+                found.append(f"{at}: {key[0]} x {key[1]} x {key[2]} appears twice.")
+            seen.add(key)
+            continue
         if wave < 1 or s["stratum"] != stratum_key(s["judge_label"], wave):
             found.append(f"{at}.stratum {s['stratum']!r} does not match its judge label and wave.")
         nxt = s.get("of_wave") is not None or s.get("sampled_before") is not None

@@ -325,7 +325,7 @@ def check_decisions(labels: pd.DataFrame, lines: list[int], design: Design) -> l
         reviewers = list(rnd.annotators)
         votes = votes_long(rows, reviewers)
         answers = rows.reindex(columns=reviewers)
-        waiting = waiting_for(answers, reviewers)
+        waiting = {} if rnd.imported else waiting_for(answers, reviewers)  # an imported file is complete
         no_verdict = [
             int(i)
             for i, any_vote in zip(answers.index, answers.isin(VERDICTS).any(axis=1), strict=True)
@@ -360,7 +360,8 @@ def check_decisions(labels: pd.DataFrame, lines: list[int], design: Design) -> l
                 "verdict": sent["expert_verdict"].to_numpy(),
             }
         )
-        decisions = decide(proposals, votes, expert, rules, waiting=waiting)
+        settled = bool(rnd.imported and rnd.origin and rnd.origin.get("settled"))
+        decisions = decide(proposals, votes, expert, rules, waiting=waiting, settled=settled)
         # The stored record of every decided item as plain tuples (one .loc, not four .at per item).
         kept = ["final_status", "final_label", "final_method", "adjudicator"]
         record = rows.loc[[d.round_item_id for d in decisions], kept]

@@ -126,15 +126,26 @@ def check_order(order: pd.DataFrame, lines: list[int], labels: pd.DataFrame, des
         keys = sorted(items.get(rnd.round, {}))
         for who in rnd.annotators:
             mine = rows.get((rnd.round, who), {})
-            if len(mine) != len(keys):
+            # A routed round gives every response to every reviewer; an imported one gives each rater
+            # the items the file has them rate (its own pairing: rotating pairs of a team).
+            if not rnd.imported and len(mine) != len(keys):
                 found.append(
                     f"order.csv: {who} has {len(mine)} task(s) of round {rnd.round}; labels.csv has {len(keys)} "
                     "reviewed responses, each given to every reviewer."
                 )
                 continue
             positions = sorted(v[0] for v in mine.values())
-            if positions != list(range(1, len(keys) + 1)):
-                found.append(f"order.csv: {who}'s positions in round {rnd.round} are not 1 to {len(keys)}, each once.")
+            if positions != list(range(1, len(mine) + 1)):
+                found.append(f"order.csv: {who}'s positions in round {rnd.round} are not 1 to {len(mine)}, each once.")
+        if rnd.imported:
+            rated = {k for who in rnd.annotators for k in rows.get((rnd.round, who), {})}
+            unrated = [k for k in keys if k not in rated]
+            if unrated:
+                k = unrated[0]
+                found.append(
+                    f"order.csv: {k[0]} x {k[1]}, prompt {k[2]!r} of imported round {rnd.round} is nobody's task "
+                    f"({len(unrated)} response(s) so); each came in with its raters."
+                )
         priorities: dict[tuple[str, ...], set[float | None]] = {}
         for who in rnd.annotators:
             for k, (_, _, _, p) in rows.get((rnd.round, who), {}).items():

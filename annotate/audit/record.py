@@ -95,6 +95,15 @@ class AuditRecord:
                     "design.json",
                     [f"design.json: round(s) {', '.join(without)} do not say how they were blinded ({schema.name})."],
                 )
+        imported = [r.round for r in design.rounds if r.origin is not None]
+        if imported and not schema.imported_rounds:
+            raise RecordProblem(
+                "design.json",
+                [
+                    f"design.json: round(s) {', '.join(imported)} are imported (origin), which {schema.name} exports "
+                    "cannot hold (annotate-export/12 on)."
+                ],
+            )
         across = [r.round for r in design.rounds if r.judges is not None]
         if across and not schema.judges_per_benchmark:
             raise RecordProblem(

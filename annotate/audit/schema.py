@@ -58,6 +58,10 @@ Rows:
   Otherwise as /10. Since /11, the judge files and the report of /5 to /10 are checked for their
   hashes only (their draws were the urn of 9.7 and the test's own Dirichlet, which this version
   replaced); their scores, rankings and agreement are still re-derived.
+* ``annotate-export/12``: a round of design.json may be imported (issue #42: ``origin``, wave 0,
+  each rater's own items in order.csv, settled final labels as the settlers' answers); the
+  report's judge-pair table shows the difference and its interval on two lines. Otherwise as /11,
+  whose report is checked for its hash since (its pair table's layout changed).
 * ``annotate-export/7``: a round's ambiguous strata may be sampled: design.json's round records its
   rule (``ambiguous``: ``all``, a size or a fraction) and verify re-derives every stratum's sample
   size from it and ``clear_per_cell``; strata of a next wave (``route --next-wave``) carry
@@ -114,6 +118,12 @@ _METHODS_OF_41 = (
     "one posterior of the reviewed population, so the judge figures, pair comparisons, model test and the "
     "report that shows them are no longer what this version computes; the scores, rankings and agreement are "
     "re-derived"
+)
+#: Why the report of /11 is checked for its hash only.
+_REPORT_OF_42 = (
+    "issue #42 changed the report's judge-pair table (the difference in balanced accuracy and its interval on "
+    "two lines, p below 0.001 as '< 0.001'), so its report.html is no longer what this version renders; every "
+    "other file is re-derived"
 )
 #: The files of /5 to /10 this version re-derives (everything but the judge audit and the report).
 _REDERIVED_5 = tuple(f for f in _DERIVED if f not in (*_JUDGES, "report.html"))
@@ -187,6 +197,9 @@ class ExportSchema:
     #: The judge audit of issue #41 (methods 9.19): judges.csv with every figure and its estimand,
     #: judge_pairs.csv with the pair test, judge_models.csv with testability; the report says the estimand.
     one_posterior: bool = False
+    #: Since annotate-export/12: a round of design.json may be an imported one (``origin``); an older
+    #: schema holding one is refused (no version that wrote it could export such a round).
+    imported_rounds: bool = False
 
     @property
     def files(self) -> tuple[str, ...]:
@@ -383,7 +396,8 @@ SCHEMAS: dict[str, ExportSchema] = {
             "annotate-export/11",
             inputs=_INPUTS_8,
             derived=_DERIVED_9,
-            rederived=_DERIVED_9,
+            rederived=tuple(f for f in _DERIVED_9 if f != "report.html"),
+            not_rederived=_REPORT_OF_42,
             neutralised=True,
             blinding=True,
             summary="every judge figure from one posterior of the reviewed population: judges.csv with its estimand "
@@ -400,10 +414,32 @@ SCHEMAS: dict[str, ExportSchema] = {
             fiducial_component="model",
             one_posterior=True,
         ),
+        ExportSchema(
+            "annotate-export/12",
+            inputs=_INPUTS_8,
+            derived=_DERIVED_9,
+            rederived=_DERIVED_9,
+            neutralised=True,
+            blinding=True,
+            summary="labels a team already had: an imported round in design.json (origin: the file's name and "
+            "sha256, census or given, settled final labels), each rater's own items in order.csv; the report's "
+            "judge-pair difference and interval on two lines",
+            label_columns=LABEL_COLUMNS,
+            decisions=True,
+            judges_per_benchmark=True,
+            sampled_design=True,
+            ordered=True,
+            skips=True,
+            round_state=True,
+            model_test=True,
+            fiducial_component="model",
+            one_posterior=True,
+            imported_rounds=True,
+        ),
     )
 }
 #: The schema ``annotate export`` writes.
-CURRENT = SCHEMAS["annotate-export/11"]
+CURRENT = SCHEMAS["annotate-export/12"]
 
 
 def schema_named(name: object) -> ExportSchema | None:

@@ -45,7 +45,8 @@ def round_states(labels: pd.DataFrame, design: Design) -> list[dict[str, Any]]:
         rows = labels.loc[labels["round"] == rnd.round]
         status = rows["final_status"].astype(object).value_counts().to_dict() if len(rows) else {}
         reviewers = list(rnd.annotators)
-        missing = waiting_for(rows.reindex(columns=reviewers), reviewers) if len(rows) else {}
+        # an imported round's items wait for nobody: its file is complete (pipeline/_decisions.py)
+        missing = waiting_for(rows.reindex(columns=reviewers), reviewers) if len(rows) and not rnd.imported else {}
         per_reviewer = {who: sum(who in m for m in missing.values()) for who in reviewers}
         state = {
             "round": rnd.round,

@@ -99,6 +99,10 @@ def adjudicate(
         if out.counts.get(status_name):
             click.echo(f"  {status_name:10s} {out.counts[status_name]}")
     click.echo("  by method: " + ", ".join(f"{k} {v}" for k, v in sorted(out.methods.items())))
+    if out.by_votes:
+        click.echo(
+            "  by votes:  " + ", ".join(f"{n} vote{'' if n == '1' else 's'} {c}" for n, c in out.by_votes.items())
+        )
     if out.escalation_reasons:
         click.echo("  escalated because: " + ", ".join(f"{k} ({v})" for k, v in out.escalation_reasons.items()))
     if out.settings_behind:

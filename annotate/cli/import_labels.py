@@ -19,9 +19,23 @@ from annotate.cli._options import echo_json, open_session, workspace_options
     "key",
     multiple=True,
     metavar="FIELD=COLUMN,...",
-    help="The table's columns of the response key: prompt_id (needed), and model, benchmark, epoch where it has them.",
+    help="The table's columns of the response key: prompt_id (needed), and model, benchmark, epoch where it has them; "
+    "a key made of several columns as prompt_id=case_id+prompt_type (joined with ':', as ingest --map does).",
 )
-@click.option("--raters", default=None, metavar="COL,COL,...", help="Wide table: one label column per rater.")
+@click.option(
+    "--names",
+    "names",
+    multiple=True,
+    metavar="FIELD:RAW=NAME,...",
+    help="A model's or benchmark's name for an id the table holds (--names model:0=Llama-2-7b-chat-hf), as ingest's.",
+)
+@click.option(
+    "--raters",
+    default=None,
+    metavar="COL[:NAME_COL],...",
+    help="Wide table: one label column per rater; COL:NAME_COL when a column of names says who wrote each "
+    "label (annot1_label:annot1_name): the raters are then those people, not the columns.",
+)
 @click.option(
     "--long",
     "long_columns",
@@ -49,6 +63,26 @@ from annotate.cli._options import echo_json, open_session, workspace_options
 @click.option(
     "--judge", default=None, help="The judge whose labels are the round's strata (default: the only one, or the first)."
 )
+@click.option(
+    "--final",
+    "final",
+    default=None,
+    metavar="COLUMN[:BY_COLUMN]",
+    help="The file's settled final label (e.g. final_label:expert_id): each settler becomes an expert and "
+    "`adjudicate` keeps the settled labels (method settled) before any majority.",
+)
+@click.option(
+    "--encoding",
+    default=None,
+    help="The text encoding of the file when not UTF-8 (e.g. latin-1, cp1252, mac_roman for Excel on a Mac).",
+)
+@click.option(
+    "--max-raters",
+    type=click.IntRange(min=1),
+    default=100,
+    show_default=True,
+    help="Refuse a table that names more raters than this (a column of ids read as raters); raise it for a large team.",
+)
 @click.option("--json", "as_json", is_flag=True, help="Print the outcome as JSON.")
 @workspace_options
 def import_labels(
@@ -63,6 +97,10 @@ def import_labels(
     model: str | None,
     benchmark: str | None,
     judge: str | None,
+    final: str | None,
+    names: tuple[str, ...],
+    encoding: str | None,
+    max_raters: int,
     as_json: bool,
 ) -> None:
     """Import existing human labels (CSV, TSV, JSONL, Parquet) as a round of their own.
@@ -84,6 +122,8 @@ def import_labels(
       annotate adjudicate --round jbb --policy majority && annotate judges --round jbb
       annotate import-labels earlier.csv --key prompt_id=id,model=model,benchmark=suite --raters ann_a,ann_b
       annotate import-labels votes.jsonl --key prompt_id=item --long who,label --model m1 --benchmark hb
+      annotate import-labels wide.csv --key prompt_id=id --raters annot1_label:annot1_name,annot2_label:annot2_name \\
+          --values '1.*=safe,0.*=harmful' --encoding latin-1 --model m1 --benchmark mm
     """
     from annotate.errors import InputError
     from annotate.pipeline.import_labels import import_labels as do_import
@@ -97,13 +137,17 @@ def import_labels(
         if len(parts) != 2 or not all(parts):
             raise InputError(f"--long takes RATER_COLUMN,LABEL_COLUMN; got {long_columns!r}")
         rater_column, label_column = parts
+    wide = [r.strip() for r in raters.split(",") if r.strip()] if raters else []
     with open_session(ctx) as s:
         out = do_import(
             s,
             path,
             round_name=round_name,
             key=parse_pairs(key, "--key") or None,
-            raters=[r.strip() for r in raters.split(",") if r.strip()] if raters else (),
+            raters=[r.partition(":")[0].strip() for r in wide],
+            rater_names={
+                col.strip(): name.strip() for col, _, name in (r.partition(":") for r in wide) if name.strip()
+            },
             rater_column=rater_column,
             label_column=label_column,
             values=parse_pairs(values, "--values"),
@@ -111,6 +155,10 @@ def import_labels(
             model=model,
             benchmark=benchmark,
             judge=judge,
+            encoding=encoding,
+            max_raters=max_raters,
+            names=names,
+            final=(final.partition(":")[0].strip(), final.partition(":")[2].strip() or None) if final else None,
         )
     if as_json:
         echo_json(vars(out))
@@ -138,6 +186,11 @@ def import_labels(
         else "given: the labelled responses were not sampled by annotate"
     )
     click.echo(f"  design: {design}; strata: judge {_shown(out.judge)}'s labels; file sha256 {out.sha256[:12]}.")
+    if out.settled:
+        who = ", ".join(f"{_shown(r)} = {p}" for r, p in out.settlers.items())
+        click.echo(
+            f"  settled: {out.settled} final labels from the file ({who}); `adjudicate` keeps them (method settled)."
+        )
     for note in out.notes:
         click.echo(f"  {_shown(note)}")
     click.echo(

@@ -94,7 +94,16 @@ class _IngestCommand(click.Command):
     help="Read any table (CSV, JSONL, Parquet): the file's column that holds each field of the generic schema "
     "(model, benchmark, prompt_id, prompt, response, judge_label, judge, judge_score, category, epoch, messages), "
     "e.g. --map prompt=forbidden_prompt,response=answer; over [ingest.map] of annotate.toml. Without a prompt_id, "
-    "one is made from the prompt's hash.",
+    "one is made from the prompt's hash. A field made of several columns: --map prompt_id=case_id+prompt_type "
+    "(their values joined with ':').",
+)
+@click.option(
+    "--names",
+    "names",
+    multiple=True,
+    metavar="FIELD:RAW=NAME,...",
+    help="A model's or benchmark's name for an id the file holds, e.g. --names model:0=Llama-2-7b-chat-hf; "
+    "what was renamed, and any id never seen, is said on the ingest line.",
 )
 @click.option(
     "--rubric",
@@ -161,6 +170,7 @@ def ingest(
     max_values: int | None = None,
     keep_degenerate: bool = False,
     encoding: str | None = None,
+    names: tuple[str, ...] = (),
 ) -> None:
     """Read benchmark results into the store, mapping every verdict under one rubric.
 
@@ -227,6 +237,7 @@ def ingest(
                 max_values=max_values,
                 keep_degenerate=keep_degenerate,
                 encoding=encoding,
+                names=names,
             )
     finally:
         for bar in bars:

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 import pandas as pd
@@ -16,9 +16,95 @@ from annotate.db.store_base import Component
 from annotate.errors import StoreError
 
 
+def _register(conn: Any, email: str, name: str | None, role: str = "annotator") -> tuple[str, bool]:
+    """(pseudonym, created) within the caller's transaction. An e-mail already registered keeps its pseudonym."""
+    t = m.ANNOTATOR
+    prefix = "E" if role == "expert" else "A"
+    row = conn.execute(select(t.c.pseudonym).where(func.lower(t.c.email) == email.lower())).first()
+    if row:
+        return row[0], False
+    taken = conn.execute(select(t.c.pseudonym).where(t.c.pseudonym.like(f"{prefix}%"))).scalars().all()
+    numbers = [int(p[1:]) for p in taken if p[1:].isdigit()]
+    pseudonym = f"{prefix}{max(numbers, default=0) + 1}"
+    conn.execute(
+        t.insert(), {"pseudonym": pseudonym, "email": email, "name": name, "role": role, "created_at": utcnow()}
+    )
+    return pseudonym, True
+
+
 def _whole(value: Any) -> int | None:
     """An optional count of a strata frame (NaN or None: absent)."""
     return None if value is None or pd.isna(value) else int(value)
+
+
+def _write_round_wave(
+    conn: Any,
+    *,
+    round_row: dict[str, Any] | None,
+    new_round: dict[str, Any] | None,
+    wave: int,
+    max_response_id: int,
+    items: Any,
+    strata: Any,
+    strata_from: Sequence[str] | None = None,
+    judges: Mapping[str, str] | None = None,
+) -> int:
+    """A round (when new) and one wave of its design, within the caller's transaction; the round id."""
+    now, per_benchmark = utcnow(), judges
+    if round_row is None:
+        assert new_round is not None, "a new round needs its row"
+        t = m.REVIEW_ROUND
+        row = {
+            **new_round,
+            "created_at": now,
+            "strata_from": None if strata_from is None else json.dumps(list(strata_from)),
+            "judges": None if per_benchmark is None else json.dumps(dict(sorted(per_benchmark.items()))),
+        }
+        round_id = conn.execute(t.insert().returning(t.c.id), row).scalar_one()
+    else:
+        round_id = round_row["id"]
+    conn.execute(
+        m.ROUND_WAVE.insert(),
+        {"round_id": round_id, "wave": wave, "max_response_id": max_response_id, "routed_at": now},
+    )
+    if len(strata):
+        conn.execute(
+            m.ROUND_STRATUM.insert(),
+            [
+                {
+                    "round_id": round_id,
+                    "wave": wave,
+                    "model": s.model,
+                    "benchmark": s.benchmark,
+                    "stratum": s.stratum,
+                    "population": int(s.population),
+                    "sample": int(s.sample),
+                    # A next wave's stratum: the wave whose remainder it samples, and how many
+                    # earlier waves took from it (None for a wave of new responses).
+                    "of_wave": _whole(getattr(s, "of_wave", None)),
+                    "sampled_before": _whole(getattr(s, "sampled_before", None)),
+                }
+                for s in strata.itertuples()
+            ],
+        )
+    if len(items):
+        bulk_insert(
+            conn,
+            m.ROUND_ITEM,
+            ("round_id", "response_id", "wave", "stratum", "inclusion_prob", "ext_id"),
+            list(
+                zip(
+                    [round_id] * len(items),
+                    items.response_id.astype(int).tolist(),
+                    [wave] * len(items),
+                    items.stratum.tolist(),
+                    items.inclusion_prob.astype(float).tolist(),
+                    items.ext_id.tolist(),
+                    strict=True,
+                )
+            ),
+        )
+    return round_id
 
 
 class ReviewTables(Component):
@@ -32,19 +118,8 @@ class ReviewTables(Component):
 
     def add_annotator(self, email: str, name: str | None, role: str = "annotator") -> tuple[str, bool]:
         """(pseudonym, created). An e-mail already registered keeps its pseudonym."""
-        t = m.ANNOTATOR
-        prefix = "E" if role == "expert" else "A"
         with self.engine.begin() as conn:
-            row = conn.execute(select(t.c.pseudonym).where(func.lower(t.c.email) == email.lower())).first()
-            if row:
-                return row[0], False
-            taken = conn.execute(select(t.c.pseudonym).where(t.c.pseudonym.like(f"{prefix}%"))).scalars().all()
-            numbers = [int(p[1:]) for p in taken if p[1:].isdigit()]
-            pseudonym = f"{prefix}{max(numbers, default=0) + 1}"
-            conn.execute(
-                t.insert(), {"pseudonym": pseudonym, "email": email, "name": name, "role": role, "created_at": utcnow()}
-            )
-            return pseudonym, True
+            return _register(conn, email, name, role)
 
     def set_annotator_user(self, pseudonym: str, ls_user_id: int) -> None:
         t = m.ANNOTATOR
@@ -86,134 +161,100 @@ class ReviewTables(Component):
         --strata-from``); None: the routing judge's own labels. ``judges``: a new round across
         suites' judge per benchmark ({benchmark: judge}); None: one judge for all.
         """
-        now, per_benchmark = utcnow(), judges
         with self.engine.begin() as conn:
-            if round_row is None:
-                assert new_round is not None, "a new round needs its row"
-                t = m.REVIEW_ROUND
-                row = {
-                    **new_round,
-                    "created_at": now,
-                    "strata_from": None if strata_from is None else json.dumps(list(strata_from)),
-                    "judges": None if per_benchmark is None else json.dumps(dict(sorted(per_benchmark.items()))),
-                }
-                round_id = conn.execute(t.insert().returning(t.c.id), row).scalar_one()
-            else:
-                round_id = round_row["id"]
-            conn.execute(
-                m.ROUND_WAVE.insert(),
-                {"round_id": round_id, "wave": wave, "max_response_id": max_response_id, "routed_at": now},
+            return _write_round_wave(
+                conn,
+                round_row=round_row,
+                new_round=new_round,
+                wave=wave,
+                max_response_id=max_response_id,
+                items=items,
+                strata=strata,
+                strata_from=strata_from,
+                judges=judges,
             )
-            if len(strata):
-                conn.execute(
-                    m.ROUND_STRATUM.insert(),
-                    [
-                        {
-                            "round_id": round_id,
-                            "wave": wave,
-                            "model": s.model,
-                            "benchmark": s.benchmark,
-                            "stratum": s.stratum,
-                            "population": int(s.population),
-                            "sample": int(s.sample),
-                            # A next wave's stratum: the wave whose remainder it samples, and how many
-                            # earlier waves took from it (None for a wave of new responses).
-                            "of_wave": _whole(getattr(s, "of_wave", None)),
-                            "sampled_before": _whole(getattr(s, "sampled_before", None)),
-                        }
-                        for s in strata.itertuples()
-                    ],
-                )
-            if len(items):
-                bulk_insert(
-                    conn,
-                    m.ROUND_ITEM,
-                    ("round_id", "response_id", "wave", "stratum", "inclusion_prob", "ext_id"),
-                    list(
-                        zip(
-                            [round_id] * len(items),
-                            items.response_id.astype(int).tolist(),
-                            [wave] * len(items),
-                            items.stratum.tolist(),
-                            items.inclusion_prob.astype(float).tolist(),
-                            items.ext_id.tolist(),
-                            strict=True,
-                        )
-                    ),
-                )
-        return round_id
 
     def record_imported_round(
         self,
         *,
-        new_round: dict[str, Any],
+        raters: Mapping[str, tuple[str, str]],
+        build: Callable[
+            [dict[str, str], dict[str, str], dict[str, int]], tuple[dict[str, Any], Sequence[dict[str, Any]]]
+        ],
         max_response_id: int,
         items: Any,
         strata: Any,
-        projects: Sequence[dict[str, Any]],
-    ) -> int:
-        """An imported round whole, in one transaction: the round, its one wave and design, and per
-        rater a file-mode project with its tasks and annotations (``annotate import-labels``).
+        experts: Mapping[str, tuple[str, str]] | None = None,
+    ) -> tuple[int, dict[str, str], dict[str, str]]:
+        """An imported round whole, in **one** transaction: its raters registered as annotators, the
+        round, its one wave and design, and per rater a file-mode project with its tasks and
+        annotations (``annotate import-labels``). Killed at any point, nothing of it stays (no rater
+        registered either), so a re-run imports it all.
 
-        ``projects``: ``annotator_id``, ``title``, ``tasks`` (round item index in ``items`` ->
-        ext_id, position) and ``annotations`` (dicts of the annotation columns, ``item`` the
-        index in ``items`` instead of ``round_item_id``). Returns the round id.
+        ``raters``: {rater: (email, name)}; ``experts``: {settler: (email, name)}, registered as experts
+        (a file's settled final labels). ``build(pseudonyms, expert_pseudonyms, annotator_ids)`` -> (the
+        round's row, projects), called once they have pseudonyms ({rater: pseudonym}, {settler:
+        pseudonym}, {pseudonym: id}); a
+        project is ``annotator_id``, ``title``, ``tasks`` (round item index in ``items`` -> ext_id,
+        position) and ``annotations`` (dicts of the annotation columns, ``item`` the index in
+        ``items`` instead of ``round_item_id``). Returns (round id, {rater: pseudonym}, {settler: pseudonym}).
         """
-        round_id = self.create_round_wave(
-            round_row=None, new_round=new_round, wave=0, max_response_id=max_response_id, items=items, strata=strata
-        )
         now = utcnow()
-        try:
-            with self.engine.begin() as conn:
-                ids = dict(
-                    conn.execute(
-                        select(m.ROUND_ITEM.c.response_id, m.ROUND_ITEM.c.id).where(m.ROUND_ITEM.c.round_id == round_id)
-                    ).all()
-                )
-                item_ids = [int(ids[int(r)]) for r in items.response_id]
-                for p in projects:
-                    t = m.LS_PROJECT
-                    pid = conn.execute(
-                        t.insert().returning(t.c.id),
-                        {
-                            "round_id": round_id,
-                            "annotator_id": p["annotator_id"],
-                            "title": p["title"],
-                            "project_id": None,
-                            "created_at": now,
-                        },
-                    ).scalar_one()
-                    tasks = [(pid, item_ids[i], ext, pos, None, None) for i, (ext, pos) in sorted(p["tasks"].items())]
-                    cols = ("ls_project_id", "round_item_id", "ext_id", "position", "text_sha", "prior_votes")
-                    if tasks:
-                        bulk_insert(conn, m.LS_TASK, cols, tasks)
-                    rows = [
-                        {
-                            **{k: v for k, v in a.items() if k != "item"},
-                            "ls_project_id": pid,
-                            "round_item_id": item_ids[a["item"]],
-                            "pulled_at": now,
-                        }
-                        for a in p["annotations"]
-                    ]
-                    if rows:
-                        conn.execute(m.ANNOTATION.insert(), rows)
-        except BaseException:
-            # The round and its wave were committed first (create_round_wave): take them back.
-            self.delete_round(round_id)
-            raise
-        return round_id
-
-    def delete_round(self, round_id: int) -> None:
-        """Remove a round that never left this process (an import that failed half-way)."""
         with self.engine.begin() as conn:
-            projects = select(m.LS_PROJECT.c.id).where(m.LS_PROJECT.c.round_id == round_id)
-            conn.execute(m.ANNOTATION.delete().where(m.ANNOTATION.c.ls_project_id.in_(projects)))
-            conn.execute(m.LS_TASK.delete().where(m.LS_TASK.c.ls_project_id.in_(projects)))
-            conn.execute(m.LS_PROJECT.delete().where(m.LS_PROJECT.c.round_id == round_id))
-            for t in (m.ROUND_ITEM, m.ROUND_STRATUM, m.ROUND_WAVE):
-                conn.execute(t.delete().where(t.c.round_id == round_id))
-            conn.execute(m.REVIEW_ROUND.delete().where(m.REVIEW_ROUND.c.id == round_id))
+            pseudonyms = {rater: _register(conn, email, name)[0] for rater, (email, name) in raters.items()}
+            settlers = {
+                who: _register(conn, email, name, role="expert")[0] for who, (email, name) in (experts or {}).items()
+            }
+            t = m.ANNOTATOR
+            everyone = [*pseudonyms.values(), *settlers.values()]
+            ids = {
+                str(p): int(i)
+                for p, i in conn.execute(select(t.c.pseudonym, t.c.id).where(t.c.pseudonym.in_(everyone))).all()
+            }
+            new_round, projects = build(pseudonyms, settlers, ids)
+            round_id = _write_round_wave(
+                conn,
+                round_row=None,
+                new_round=new_round,
+                wave=0,
+                max_response_id=max_response_id,
+                items=items,
+                strata=strata,
+            )
+            item_of = dict(
+                conn.execute(
+                    select(m.ROUND_ITEM.c.response_id, m.ROUND_ITEM.c.id).where(m.ROUND_ITEM.c.round_id == round_id)
+                ).all()
+            )
+            item_ids = [int(item_of[int(r)]) for r in items.response_id]
+            for p in projects:
+                t = m.LS_PROJECT
+                pid = conn.execute(
+                    t.insert().returning(t.c.id),
+                    {
+                        "round_id": round_id,
+                        "annotator_id": p["annotator_id"],
+                        "title": p["title"],
+                        "project_id": None,
+                        "created_at": now,
+                    },
+                ).scalar_one()
+                tasks = [(pid, item_ids[i], ext, pos, None, None) for i, (ext, pos) in sorted(p["tasks"].items())]
+                cols = ("ls_project_id", "round_item_id", "ext_id", "position", "text_sha", "prior_votes")
+                if tasks:
+                    bulk_insert(conn, m.LS_TASK, cols, tasks)
+                rows = [
+                    {
+                        **{k: v for k, v in a.items() if k != "item"},
+                        "ls_project_id": pid,
+                        "round_item_id": item_ids[a["item"]],
+                        "pulled_at": now,
+                    }
+                    for a in p["annotations"]
+                ]
+                if rows:
+                    conn.execute(m.ANNOTATION.insert(), rows)
+        return round_id, pseudonyms, settlers
 
     def round_strata_from(self, round_id: int) -> list[str] | None:
         """The judges whose unanimity made the round's strata (``route --strata-from``), in the order given.

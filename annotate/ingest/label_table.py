@@ -20,11 +20,13 @@ from __future__ import annotations
 import math
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
+from fnmatch import fnmatchcase
 from pathlib import Path
 from typing import Any
 
+from annotate.ingest.formats.column_map import composite_parts, composite_value
 from annotate.ingest.formats.generic import TableRows, is_table, read_table
-from annotate.ingest.records import Problem, ReadContext
+from annotate.ingest.records import Problem, ReadContext, renamed_value
 
 #: Raw label values (compared lower-cased and stripped) -> a reviewer's verdict.
 DEFAULT_VALUES: dict[str, str] = {
@@ -44,6 +46,8 @@ DEFAULT_VALUES: dict[str, str] = {
     "ambiguous": "unsure",
 }
 VERDICTS = ("harmful", "safe", "unsure")
+#: The settler of a final label when the file does not name one (``--final COLUMN`` alone).
+SETTLED_BY_FILE = "final"
 KEY_FIELDS = ("prompt_id", "model", "benchmark", "epoch")
 
 
@@ -57,10 +61,23 @@ class LabelSpec:
     rater_column: str | None = None
     label_column: str | None = None
     values: Mapping[str, str] = field(default_factory=lambda: dict(DEFAULT_VALUES))
+    #: Wide shape: the column naming who wrote each label column (``annot1_label`` by
+    #: ``annot1_name``), so that the raters are people, not column positions.
+    rater_names: Mapping[str, str] = field(default_factory=dict)
+    #: The file's settled final label (``import-labels --final COLUMN[:BY_COLUMN]``), and the column
+    #: naming who settled it (None: one settler, the file).
+    final_column: str | None = None
+    final_by: str | None = None
 
     def columns(self) -> list[str]:
         long = [c for c in (self.rater_column, self.label_column) if c]
-        return [*self.key.values(), *self.raters, *long]
+        final = [c for c in (self.final_column, self.final_by) if c]
+        return [*self.key.values(), *self.raters, *self.rater_names.values(), *long, *final]
+
+
+def is_pattern(raw: str) -> bool:
+    """A ``--values`` entry that is a shell-style pattern (``1.*=safe``), not one value."""
+    return any(ch in raw for ch in "*?[")
 
 
 @dataclass(slots=True)
@@ -71,6 +88,8 @@ class LabelRow:
     key: dict[str, Any]
     votes: list[tuple[str, str | None, str]]
     end_line: int | None = None
+    #: The settled final label: (settler, verdict, raw value); None where the row has none.
+    final: tuple[str, str, str] | None = None
 
 
 def _text(value: Any) -> str:
@@ -88,10 +107,26 @@ class _LabelRows(TableRows):
     def __init__(self, ctx: ReadContext, spec: LabelSpec) -> None:
         super().__init__(ctx, None)
         self.spec = spec
-        self.values = {str(k).strip().lower(): v for k, v in spec.values.items()}
+        given = {str(k).strip().lower(): v for k, v in spec.values.items()}
+        self.values = {k: v for k, v in given.items() if not is_pattern(k)}
+        self.patterns = [(k, v) for k, v in given.items() if is_pattern(k)]
+        #: pattern -> {raw value: cells} it matched (reported: every match is said)
+        self.matched: dict[str, dict[str, int]] = {}
+
+    def verdict(self, text: str) -> str | None:
+        """A raw value's verdict: the value map's own entry, else the first pattern that matches it."""
+        low = text.lower()
+        if low in self.values:
+            return self.values[low]
+        for pattern, verdict in self.patterns:
+            if fnmatchcase(low, pattern):
+                seen = self.matched.setdefault(pattern, {})
+                seen[text] = seen.get(text, 0) + 1
+                return verdict
+        return None
 
     def header(self, names: list[str]) -> Problem | None:
-        missing = [c for c in self.spec.columns() if c not in names]
+        missing = [c for c in self.spec.columns() if c not in names and composite_parts(c, names) is None]
         if missing:
             return Problem(
                 1, f"missing column(s) {', '.join(map(repr, missing))} (header: {', '.join(names)})", fatal=True
@@ -99,10 +134,15 @@ class _LabelRows(TableRows):
         return None
 
     def item(self, obj: dict[str, Any], line: int, *, cells: bool = False) -> Any:  # LabelRow | Problem
-        missing = [c for c in self.spec.columns() if c not in obj]
+        missing = [c for c in self.spec.columns() if c not in obj and composite_parts(c, obj) is None]
         if missing:
             return Problem(line, f"missing field(s) {', '.join(map(repr, missing))}")
-        key: dict[str, Any] = {f: _text(obj[c]) for f, c in self.spec.key.items()}
+        key: dict[str, Any] = {}
+        for f, c in self.spec.key.items():
+            parts = None if c in obj else composite_parts(c, obj)
+            key[f] = _text(obj[c]) if parts is None else (composite_value([_text(obj[p]) for p in parts]) or "")
+            if f in ("model", "benchmark"):
+                key[f] = renamed_value(self.ctx, f, key[f])
         if not key.get("prompt_id"):
             return Problem(line, f"the key column {self.spec.key['prompt_id']!r} is empty")
         if "epoch" in key:
@@ -110,35 +150,61 @@ class _LabelRows(TableRows):
                 key["epoch"] = int(key["epoch"] or 0)
             except ValueError:
                 return Problem(line, f"epoch {key['epoch']!r} is not a whole number")
-        pairs = (
-            [(c, obj[c]) for c in self.spec.raters]
-            if self.spec.raters
-            else [(_text(obj[self.spec.rater_column or ""]), obj[self.spec.label_column or ""])]
-        )
+        names = self.spec.rater_names
+        if self.spec.raters:
+            # wide: each label column's rater is the column, or the person its name column names
+            pairs = [(_text(obj[names[c]]) if c in names else c, obj[c], names.get(c)) for c in self.spec.raters]
+        else:
+            column = self.spec.rater_column or ""
+            pairs = [(_text(obj[column]), obj[self.spec.label_column or ""], column)]
         votes: list[tuple[str, str | None, str]] = []
-        for rater, raw in pairs:
+        for rater, raw, name_column in pairs:
             text = _text(raw)
             if not rater:
-                return Problem(line, f"the rater column {self.spec.rater_column!r} is empty")
+                if text == "" and name_column in names.values():
+                    continue  # a wide row's unused rater slot: no name, no label
+                return Problem(line, f"the rater column {name_column!r} is empty")
             if text == "":
                 votes.append((rater, None, text))
                 continue
-            verdict = self.values.get(text.lower())
+            verdict = self.verdict(text)
             if verdict is None:
+                known = sorted(self.values) + [p for p, _ in self.patterns]
                 return Problem(
                     line,
                     f"rater {rater!r}: label {text[:40]!r} is not one the value map knows "
-                    f"({', '.join(sorted(self.values))}); map it with --values {text[:20]}=harmful|safe|unsure",
+                    f"({', '.join(known)}); map it with --values {text[:20]}=harmful|safe|unsure "
+                    "(or a pattern: --values '1.*=safe')",
                 )
             votes.append((rater, verdict, text))
-        return LabelRow(line, key, votes)
+        final = None
+        if self.spec.final_column:
+            text = _text(obj[self.spec.final_column])
+            if text:
+                verdict = self.verdict(text)
+                if verdict is None:
+                    return Problem(
+                        line,
+                        f"final label {text[:40]!r} ({self.spec.final_column!r}) is not one the value map knows; "
+                        f"map it with --values {text[:20]}=harmful|safe|unsure",
+                    )
+                settler = _text(obj[self.spec.final_by]) if self.spec.final_by else SETTLED_BY_FILE
+                if not settler:
+                    return Problem(line, f"the final label has no settler: the column {self.spec.final_by!r} is empty")
+                final = (settler, verdict, text)
+        return LabelRow(line, key, votes, final=final)
 
     def finish(self) -> None:
         return None
 
 
-def read_label_table(path: Path, ctx: ReadContext, spec: LabelSpec) -> Iterator[LabelRow | Problem]:
-    """The table's rows as :class:`LabelRow` (or a Problem per bad row; a fatal one stops)."""
+def read_label_table(
+    path: Path, ctx: ReadContext, spec: LabelSpec, matched: dict[str, dict[str, int]] | None = None
+) -> Iterator[LabelRow | Problem]:
+    """The table's rows as :class:`LabelRow` (or a Problem per bad row; a fatal one stops).
+
+    ``matched``, when given, receives what each ``--values`` pattern matched ({pattern: {raw: cells}}).
+    """
     if not is_table(path):
         yield Problem(1, "not a table this command reads (.csv, .tsv, .jsonl, .json lines, .parquet)", fatal=True)
         return
@@ -146,5 +212,8 @@ def read_label_table(path: Path, ctx: ReadContext, spec: LabelSpec) -> Iterator[
     if bad:
         yield Problem(1, f"the value map gives {bad[0]!r}; labels are harmful, safe or unsure", fatal=True)
         return
+    rows = _LabelRows(ctx, spec)
+    if matched is not None:
+        rows.matched = matched
     # _LabelRows.item gives a LabelRow where the generic reader's gives a Record
-    yield from read_table(path, ctx, _LabelRows(ctx, spec))  # type: ignore[misc]
+    yield from read_table(path, ctx, rows)  # type: ignore[misc]

@@ -41,13 +41,14 @@ import os
 import re
 import stat
 import sys
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import IO, TYPE_CHECKING, Any, Protocol
 
 from annotate.columns import RESERVED_NAMES
+from annotate.errors import InputError
 from annotate.fileio import InputFile, open_input
 from annotate.json_bound import (
     MAX_DOCUMENT_VALUES,
@@ -57,7 +58,7 @@ from annotate.json_bound import (
 )
 
 if TYPE_CHECKING:
-    from annotate.ingest.formats.generic import ColumnMap
+    from annotate.ingest.formats.column_map import ColumnMap
 
 BOM = b"\xef\xbb\xbf"
 #: The longest JSONL line and the largest CSV field read (the same limit for both formats).
@@ -137,7 +138,7 @@ class ReadContext:
     ``max_values`` (``ingest --max-values``): the most values one JSON text may parse to, instead of
     ``MAX_SAMPLE_VALUES`` / ``MAX_DOCUMENT_VALUES`` (``value_limit``).
     ``column_map`` (``ingest --map``, annotate.toml's ``[ingest.map]``): the file's column that
-    holds each field, for the readers of tables (``annotate.ingest.formats.generic.ColumnMap``).
+    holds each field, for the readers of tables (``annotate.ingest.formats.column_map.ColumnMap``).
     """
 
     model: str | None = None
@@ -155,6 +156,10 @@ class ReadContext:
     #: which ASCII is ASCII (latin-1, cp1252, mac_roman, shift_jis, ...) are accepted
     #: (:func:`check_encoding`), so that lines, quotes and delimiters are found in the bytes.
     encoding: str | None = None
+    #: ``--names model:0=Llama-2-7b-chat-hf``: a model's or benchmark's name for each raw value (an id)
+    #: the file holds ({field: {raw: name}}); ``renamed`` counts what was renamed ("model 0": rows).
+    value_names: dict[str, dict[str, str]] = field(default_factory=dict)
+    renamed: dict[str, int] = field(default_factory=dict)
 
     @property
     def text_encoding(self) -> str:
@@ -832,3 +837,60 @@ def object_field(obj: dict[str, Any], key: str) -> dict[str, Any]:
     """``obj[key]`` when it is a JSON object, else an empty dict (a missing or malformed optional part)."""
     value = obj.get(key)
     return value if isinstance(value, dict) else {}
+
+
+#: The fields whose values ``--names`` may rename (ids in a file for the names a store keeps).
+NAMED_FIELDS = ("model", "benchmark")
+
+
+def parse_names_option(texts: Sequence[str]) -> dict[str, dict[str, str]]:
+    """``--names FIELD:RAW=NAME[,...]`` (repeatable) as {field: {raw: name}}; InputError listing every problem.
+
+    >>> parse_names_option(["model:0=Llama-2-7b-chat-hf,model:1=Mistral-7B", "benchmark:mm=mm-safety"])
+    {'model': {'0': 'Llama-2-7b-chat-hf', '1': 'Mistral-7B'}, 'benchmark': {'mm': 'mm-safety'}}
+    """
+    out: dict[str, dict[str, str]] = {}
+    problems: list[str] = []
+    for text in texts:
+        for part in text.split(","):
+            if not part.strip():
+                continue
+            head, eq, name = part.partition("=")
+            fld, colon, raw = head.partition(":")
+            fld, raw, name = fld.strip(), raw.strip(), name.strip()
+            if not (eq and colon and raw and name):
+                problems.append(
+                    f"--names {part.strip()!r}: write FIELD:RAW=NAME, e.g. --names model:0=Llama-2-7b-chat-hf"
+                )
+            elif fld not in NAMED_FIELDS:
+                problems.append(f"--names {part.strip()!r}: {fld!r} is not one of {', '.join(NAMED_FIELDS)}")
+            elif out.get(fld, {}).get(raw, name) != name:
+                problems.append(f"--names gives {fld} {raw!r} two names ({out[fld][raw]!r} and {name!r})")
+            else:
+                out.setdefault(fld, {})[raw] = name
+    if problems:
+        raise InputError(f"--names was not used ({len(problems)} problem(s)); fix it and run again.", problems)
+    return out
+
+
+def renamed_value(ctx: ReadContext, fld: str, value: Any) -> Any:
+    """``value`` under its ``--names`` name (counted in ``ctx.renamed``), or as it is."""
+    names = ctx.value_names.get(fld)
+    if not names or value is None or isinstance(value, bool):
+        return value
+    raw = str(int(value)) if isinstance(value, float) and value.is_integer() else str(value).strip()
+    if raw not in names:
+        return value
+    key = f"{fld} {raw}"
+    ctx.renamed[key] = ctx.renamed.get(key, 0) + 1
+    return names[raw]
+
+
+def renamed_note(ctx: ReadContext) -> str | None:
+    """The ingest line's note on ``--names``: what was renamed, how often, and what never matched."""
+    if not ctx.value_names:
+        return None
+    done = [f"{k} -> {ctx.value_names[k.split(' ', 1)[0]][k.split(' ', 1)[1]]} ({n:,})" for k, n in ctx.renamed.items()]
+    unused = [f"{f} {raw}" for f, names in ctx.value_names.items() for raw in names if f"{f} {raw}" not in ctx.renamed]
+    text = "names: " + (", ".join(done) if done else "nothing renamed")
+    return text + (f"; never in the file: {', '.join(unused)}" if unused else "")

@@ -52,7 +52,7 @@ if TYPE_CHECKING:
     from annotate.db import Store
     from annotate.db.ingest_tx import IngestTransaction
     from annotate.fileio import InputFile
-    from annotate.ingest.formats.generic import ColumnMaps
+    from annotate.ingest.formats.column_map import ColumnMaps
 
 MAX_PROBLEMS_SHOWN = 20
 #: Why a row whose prompt and response are both empty (or blank) and that has no transcript is set aside.
@@ -329,6 +329,7 @@ def ingest_file(
     max_values: int | None = None,
     keep_degenerate: bool = False,
     encoding: str | None = None,
+    value_names: dict[str, dict[str, str]] | None = None,
 ) -> IngestOutcome:
     """Validate and ingest one file inside the command's transaction.
 
@@ -372,6 +373,7 @@ def ingest_file(
             column_map=column_map if takes_map else None,
             max_values=max_values,
             encoding=encoding,
+            value_names=dict(value_names or {}),
         )
         if column_map is not None and column_map.explicit and not takes_map:
             ctx.notes.append(

@@ -107,7 +107,11 @@ def round_decisions(
     annotations = store.annotations(round_id)
     votes = current_labels(annotations, set(reviewers))
     answers = reviewer_answers(annotations, items.round_item_id.astype(int).tolist(), reviewers)
-    waiting = waiting_for(answers, reviewers)
+    # An imported round is complete as the file is: each item was rated by whom the file says, and
+    # nobody will add a vote to it, so no item waits (a rotating pair of 18 raters is not 16 missing).
+    origin = json.loads(round_row.get("origin") or "null") or {}
+    imported = bool(origin.get("imported"))
+    waiting = {} if imported else waiting_for(answers, reviewers)
     complete = ~answers.index.isin(list(waiting))
     no_verdict = answers.index[complete & ~answers.isin(VERDICTS).any(axis=1).to_numpy()].astype(int).tolist()
     team = store.annotators()
@@ -119,7 +123,12 @@ def round_decisions(
     escal = store.escalations(round_id)
     checks = set(escal.loc[escal.kind == "check", "round_item_id"].astype(int)) if len(escal) else set()
     decisions = decide(
-        proposals, votes, expert_labels.loc[~expert_labels.round_item_id.isin(checks)], rules, waiting=waiting
+        proposals,
+        votes,
+        expert_labels.loc[~expert_labels.round_item_id.isin(checks)],
+        rules,
+        waiting=waiting,
+        settled=imported and bool(origin.get("settled")),  # the file's final labels (import-labels --final)
     )
     held = {d.round_item_id for d in decisions if d.status == "waiting"}
     resolved = pd.Index([d.round_item_id for d in decisions if d.method == "majority"])

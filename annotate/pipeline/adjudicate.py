@@ -79,6 +79,9 @@ class AdjudicationOutcome:
     #: Whether this adjudication waited for every routed vote (the rules' ``wait_for_votes``).
     waited: bool = True
     files: list[Path] = field(default_factory=list)
+    #: Items by how many reviewer verdicts they have ({"2": 388, "1": 12}): an imported round's
+    #: raters rotate, and each item counts by the votes its file gave it.
+    by_votes: dict[str, int] = field(default_factory=dict)
     #: ``--ds-with-judges``: the diagnostic (a JSON-ready dict), None without the option.
     ds_with_judges: dict[str, Any] | None = None
 
@@ -180,6 +183,8 @@ def _adjudicate(
     outcome.escalation_reasons = reasons.str.replace(r" [0-9.]+ < [0-9.]+$", "", regex=True).value_counts().to_dict()
     outcome.settings_behind = settings_behind(list(reasons.dropna().unique()), rules)
     outcome.awaiting_review = plan.no_vote_yet
+    per_item = votes.groupby("round_item_id").size().value_counts() if len(votes) else pd.Series(dtype=int)
+    outcome.by_votes = {str(int(n)): int(c) for n, c in sorted(per_item.items())}
     outcome.waiting = len(held)
     outcome.waited = rules.wait_for_votes
     outcome.decided_early = 0 if rules.wait_for_votes else sum(int(i) in plan.waiting for i in proposals.index)

@@ -34,7 +34,7 @@ from annotate.errors import InputError, StateError
 from annotate.fileio import open_input
 from annotate.ingest.formats import jbb_judges
 from annotate.ingest.label_table import DEFAULT_VALUES, LabelRow, LabelSpec, read_label_table
-from annotate.ingest.records import Problem, ReadContext
+from annotate.ingest.records import Problem, ReadContext, check_encoding, parse_names_option, renamed_note
 from annotate.ingest.rubric import Rubric
 from annotate.ingest.run import ingest_paths
 from annotate.labelstudio.labelconfig import parse_label_config, single_response_config
@@ -45,6 +45,9 @@ if TYPE_CHECKING:
     from annotate.pipeline.session import Session
 
 MAX_PROBLEMS_SHOWN = 20
+#: More raters than this in one table is refused unless ``--max-raters`` says so (issue #42: a 40 KB
+#: table whose id column was read as raters registered 3,000 annotators).
+MAX_RATERS = 100
 IMPORTED_DOMAIN = "imported.invalid"
 
 
@@ -63,6 +66,9 @@ class ImportOutcome:
     ingested: list[dict[str, Any]] = field(default_factory=list)  # the responses ingested first (JBB)
     strata: list[dict[str, Any]] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
+    #: Items whose final label the file settled (``--final``), and who settled them (-> pseudonym).
+    settled: int = 0
+    settlers: dict[str, str] = field(default_factory=dict)
 
 
 def parse_pairs(texts: Sequence[str], option: str) -> dict[str, str]:
@@ -93,8 +99,24 @@ def import_labels(
     model: str | None = None,
     benchmark: str | None = None,
     judge: str | None = None,
+    rater_names: Mapping[str, str] | None = None,
+    encoding: str | None = None,
+    max_raters: int = MAX_RATERS,
+    final: tuple[str, str | None] | None = None,
+    names: Sequence[str] = (),
 ) -> ImportOutcome:
-    """Validate the whole table, then record the round in one go (see the module docstring)."""
+    """Validate the whole table, then record the round in one go (see the module docstring).
+
+    ``rater_names``: a wide table's label column -> the column naming its rater on each row.
+    ``encoding``: the file's text encoding when not UTF-8. ``max_raters``: more raters than this
+    is refused before anything is written (a mislabelled column of names would register thousands).
+    ``final``: (the column of the file's settled final label, the column naming who settled it or
+    None): each settler is registered as an expert and each settled label is that expert's answer,
+    which ``adjudicate`` keeps (method ``settled``).
+    """
+    if encoding is not None and (why := check_encoding(encoding)) is not None:
+        raise InputError(why)
+    value_names = parse_names_option(list(names))
     path = Path(path)
     with open_input(path) as source:
         head = source.stream.read(64 * 1024)
@@ -137,14 +159,33 @@ def import_labels(
             "the table's responses need a model and a benchmark: map their columns (--key "
             "model=COLUMN,benchmark=COLUMN) or pass --model and --benchmark"
         )
+    unnamed = sorted(set(rater_names or {}) - set(raters))
+    if unnamed:
+        raise InputError(f"--raters: {', '.join(unnamed)} named with a rater column but not a label column")
     spec = LabelSpec(
         key=dict(key),
         raters=tuple(raters),
         rater_column=rater_column,
         label_column=label_column,
         values={**DEFAULT_VALUES, **{k.lower(): v for k, v in (values or {}).items()}},
+        rater_names=dict(rater_names or {}),
+        final_column=final[0] if final else None,
+        final_by=final[1] if final else None,
     )
-    rows, sha = _read(path, spec)
+    matched: dict[str, dict[str, int]] = {}
+    rows, sha, renamed = _read(path, spec, encoding=encoding, matched=matched, value_names=value_names)
+    count = len({rater for r in rows for rater, _v, _raw in r.votes})
+    if count > max_raters:
+        raise InputError(
+            f"{path}: the table names {count} raters, more than {max_raters}: is a column of names or ids read as "
+            f"raters? If they are people, pass --max-raters {count}; nothing was imported"
+        )
+    pattern_notes = [
+        f"--values {pattern}={spec.values[pattern]} matched "
+        + ", ".join(f"{raw!r} ({n})" for raw, n in sorted(seen.items())[:12])
+        + (f" and {len(seen) - 12} more" if len(seen) > 12 else "")
+        for pattern, seen in matched.items()
+    ]
     fixed = {"model": model, "benchmark": benchmark}
     keyed = [({**{k: v for k, v in fixed.items() if v is not None}, "epoch": 0, **r.key}, r) for r in rows]
     name = round_name or f"imported-{sha[:8]}"
@@ -158,7 +199,9 @@ def import_labels(
             + (f" (imported from {origin.get('file')})" if origin else " (routed by annotate)")
             + "; import into a new round with --round NAME"
         )
-    return _record(s, path, sha, name, spec, keyed, judge, ingested, annotators or {})
+    outcome = _record(s, path, sha, name, spec, keyed, judge, ingested, annotators or {})
+    outcome.notes[:0] = pattern_notes + ([renamed] if renamed else [])
+    return outcome
 
 
 def _csv_header(path: Path) -> list[str]:
@@ -168,13 +211,21 @@ def _csv_header(path: Path) -> list[str]:
     return [c.strip() for c in next(csv.reader([first]), [])]
 
 
-def _read(path: Path, spec: LabelSpec) -> tuple[list[LabelRow], str]:
-    """Every row of the table, or InputError listing each bad row as FILE:LINE: ...; and the sha256 read."""
+def _read(
+    path: Path,
+    spec: LabelSpec,
+    *,
+    encoding: str | None = None,
+    matched: dict[str, dict[str, int]] | None = None,
+    value_names: dict[str, dict[str, str]] | None = None,
+) -> tuple[list[LabelRow], str, str | None]:
+    """Every row of the table, or InputError listing each bad row as FILE:LINE: ...; the sha256 read;
+    and what ``--names`` renamed (a note, or None)."""
     problems: list[str] = []
     rows: list[LabelRow] = []
     with open_input(path) as source:
-        ctx = ReadContext(source=source)
-        for item in read_label_table(path, ctx, spec):
+        ctx = ReadContext(source=source, encoding=encoding, value_names=dict(value_names or {}))
+        for item in read_label_table(path, ctx, spec, matched):
             if isinstance(item, Problem):
                 problems.append(f"{path}:{item.line}: {item.message}")
                 if item.fatal:
@@ -189,6 +240,16 @@ def _read(path: Path, spec: LabelSpec) -> tuple[list[LabelRow], str]:
             if k in seen and verdict is not None:
                 problems.append(f"{path}:{r.line}: rater {rater!r} labels this response again (line {seen[k]})")
             seen.setdefault(k, r.line)
+    finals: dict[tuple[Any, ...], tuple[int, tuple[str, str, str]]] = {}
+    for r in rows:
+        if r.final is None:
+            continue
+        first = finals.setdefault(tuple(sorted(r.key.items())), (r.line, r.final))
+        if first[1][:2] != r.final[:2]:
+            problems.append(
+                f"{path}:{r.line}: final label {r.final[2]!r} by {r.final[0]!r}; line {first[0]} settled this "
+                f"response as {first[1][2]!r} by {first[1][0]!r}"
+            )
     if not rows and not problems:
         problems.append(f"{path}:1: the table holds no labels")
     if problems:
@@ -196,7 +257,7 @@ def _read(path: Path, spec: LabelSpec) -> tuple[list[LabelRow], str]:
         if len(problems) > len(shown):
             shown.append(f"... and {len(problems) - len(shown)} more")
         raise InputError("nothing was imported: fix the table (or its --key / --raters / --values).", shown)
-    return rows, sha
+    return rows, sha, renamed_note(ctx)
 
 
 def _record(
@@ -280,24 +341,46 @@ def _record(
     )
     position = {int(r): i for i, r in enumerate(items.response_id)}
     item_of_row = {int(row): position[int(rid)] for row, rid in zip(mine.row, mine.id, strict=True)}
+    item_of_line = {keyed[row][1].line: i for row, i in item_of_row.items()}
     # The raters: registered annotators (an e-mail given, else one under the reserved .invalid domain).
     rater_names: list[str] = []
     for _, r in keyed:
         for rater, _v, _raw in r.votes:
             if rater not in rater_names:
                 rater_names.append(rater)
-    unknown = sorted(set(emails) - set(rater_names))
+    settlers: list[str] = []
+    for _, r in keyed:
+        if r.final is not None and r.final[0] not in settlers:
+            settlers.append(r.final[0])
+    unknown = sorted(set(emails) - set(rater_names) - set(settlers))
     if unknown:
         raise InputError(f"--annotator names rater(s) the table does not have: {', '.join(unknown)}")
     address = {rater: emails.get(rater) or f"{_slug(rater)}@{IMPORTED_DOMAIN}" for rater in rater_names}
+    # Two raters are two people only if their addresses differ (registration ignores case): "Alice"
+    # and "alice", or "a.b" and "a-b", would be one annotator with both their votes.
+    owner: dict[str, str] = {}
+    for rater, email in address.items():
+        other = owner.setdefault(email.lower(), rater)
+        if other != rater:
+            raise InputError(
+                f"raters {other!r} and {rater!r} would be one annotator ({email}): give each an address with "
+                f"--annotator {other}=EMAIL --annotator {rater}=EMAIL, or map their labels to one rater"
+            )
     team = store.annotators()
     experts = set(team.email[team.role == "expert"].str.lower()) if len(team) else set()
     for email in address.values():
         if email.lower() in experts:
             raise InputError(f"{email} is registered as an expert; a rater of imported labels is an annotator")
-    pseudonyms = {rater: store.add_annotator(email, rater)[0] for rater, email in address.items()}
-    team = store.annotators()
-    annotator_id = dict(zip(team.pseudonym, team.id.astype(int), strict=True))
+    # Who settled the file's final labels: each an expert (a rater who also settled is registered twice,
+    # once per role, as a routed round's expert is not one of its reviewers).
+    settler_address = {who: emails.get(who) or f"{_slug(who)}.settled@{IMPORTED_DOMAIN}" for who in settlers}
+    annotators_now = set(team.email[team.role != "expert"].str.lower()) if len(team) else set()
+    for who, email in settler_address.items():
+        if email.lower() in annotators_now or email.lower() in {a.lower() for a in address.values()}:
+            raise InputError(
+                f"{email} (who settled the final labels, {who!r}) is a rater's address; an expert is registered "
+                f"apart: give the settler another with --annotator {who}=EMAIL"
+            )
     secret = new_task_secret()
     config = parse_label_config(single_response_config(load_label_config(s.ws).xml), source="imported round")
     origin = {
@@ -307,66 +390,110 @@ def _record(
         "design": design,
         "key": dict(spec.key),
         "raters": list(spec.raters) or None,
+        "rater_names": dict(spec.rater_names) or None,
         "long": [spec.rater_column, spec.label_column] if spec.rater_column else None,
         "values": dict(sorted(spec.values.items())),
         "strata_judge": judge,
+        "settled": {"column": spec.final_column, "by": spec.final_by} if spec.final_column else None,
     }
-    new_round = {
-        "name": name,
-        "kind": "review",
-        "judge": judge,
-        "seed": 0,
-        "clear_per_cell": 0,
-        "ambiguous": "all",
-        "annotators": json.dumps([pseudonyms[r] for r in rater_names]),
-        "label_config_sha": config.sha256,
-        "label_config": config.xml,
-        "task_secret": secret,
-        "task_order": None,
-        "origin": json.dumps(origin, sort_keys=True),
-    }
-    projects = []
-    votes = empty = 0
-    for rater in rater_names:
-        pseud = pseudonyms[rater]
-        tasks: dict[int, tuple[str, int]] = {}
-        annotations = []
-        for row_index, (_, r) in enumerate(keyed):
-            i = item_of_row[row_index]
-            for who, verdict, raw in r.votes:
-                if who != rater:
+    counts = {"votes": 0, "empty": 0, "settled": 0}
+
+    def build(
+        pseudonyms: dict[str, str], settled_by: dict[str, str], annotator_id: dict[str, int]
+    ) -> tuple[dict, list[dict]]:
+        """The round's row and each rater's project, once the raters have pseudonyms (in the transaction)."""
+        new_round = {
+            "name": name,
+            "kind": "review",
+            "judge": judge,
+            "seed": 0,
+            "clear_per_cell": 0,
+            "ambiguous": "all",
+            "annotators": json.dumps([pseudonyms[r] for r in rater_names]),
+            "label_config_sha": config.sha256,
+            "label_config": config.xml,
+            "task_secret": secret,
+            "task_order": None,
+            "origin": json.dumps(origin, sort_keys=True),
+        }
+        projects = []
+        counts["votes"] = counts["empty"] = counts["settled"] = 0
+        for rater in rater_names:
+            pseud = pseudonyms[rater]
+            tasks: dict[int, tuple[str, int]] = {}
+            annotations = []
+            for row_index, (_, r) in enumerate(keyed):
+                i = item_of_row[row_index]
+                for who, verdict, raw in r.votes:
+                    if who != rater:
+                        continue
+                    tasks.setdefault(i, (task_ext_id(secret, pseud, str(items.ext_id[i])), len(tasks)))
+                    if verdict is None:
+                        counts["empty"] += 1
+                        continue
+                    counts["votes"] += 1
+                    annotations.append(
+                        {
+                            "item": i,
+                            "annotator_id": annotator_id[pseud],
+                            "ls_annotation_id": r.line,
+                            "verdict": verdict,
+                            "skipped": False,
+                            "deleted": False,
+                            "result": json.dumps({"imported": {"file": path.name, "line": r.line, "value": raw}}),
+                        }
+                    )
+            projects.append(
+                {
+                    "annotator_id": annotator_id[pseud],
+                    "title": f"imported: {path.name}",
+                    "tasks": tasks,
+                    "annotations": annotations,
+                }
+            )
+        for who in settlers:
+            pseud = settled_by[who]
+            tasks, answers = {}, []
+            for _, r in keyed:
+                if r.final is None or r.final[0] != who:
                     continue
-                tasks.setdefault(i, (task_ext_id(secret, pseud, str(items.ext_id[i])), len(tasks)))
-                if verdict is None:
-                    empty += 1
+                i = item_of_line[r.line]
+                if i in tasks:
                     continue
-                votes += 1
-                annotations.append(
+                tasks[i] = (task_ext_id(secret, pseud, str(items.ext_id[i])), len(tasks))
+                counts["settled"] += 1
+                answers.append(
                     {
                         "item": i,
                         "annotator_id": annotator_id[pseud],
                         "ls_annotation_id": r.line,
-                        "verdict": verdict,
+                        "verdict": r.final[1],
                         "skipped": False,
                         "deleted": False,
-                        "result": json.dumps({"imported": {"file": path.name, "line": r.line, "value": raw}}),
+                        "result": json.dumps(
+                            {"imported": {"file": path.name, "line": r.line, "value": r.final[2], "final": True}}
+                        ),
                     }
                 )
-        projects.append(
-            {
-                "annotator_id": annotator_id[pseud],
-                "title": f"imported: {path.name}",
-                "tasks": tasks,
-                "annotations": annotations,
-            }
-        )
-    store.record_imported_round(
-        new_round=new_round,
+            projects.append(
+                {
+                    "annotator_id": annotator_id[pseud],
+                    "title": f"imported final labels: {path.name}",
+                    "tasks": tasks,
+                    "annotations": answers,
+                }
+            )
+        return new_round, projects
+
+    _, pseudonyms, settled_by = store.record_imported_round(
+        raters={rater: (email, rater) for rater, email in address.items()},
+        experts={who: (email, who) for who, email in settler_address.items()},
+        build=build,
         max_response_id=store.max_response_id(),
         items=items[["response_id", "stratum", "inclusion_prob", "ext_id"]],
         strata=strata[["model", "benchmark", "stratum", "population", "sample"]],
-        projects=projects,
     )
+    votes, empty = counts["votes"], counts["empty"]
     return ImportOutcome(
         round=name,
         path=str(path),
@@ -380,6 +507,8 @@ def _record(
         ingested=ingested,
         strata=strata.to_dict(orient="records"),
         notes=notes,
+        settled=counts["settled"],
+        settlers={who: settled_by[who] for who in settlers},
     )
 
 

@@ -9,7 +9,7 @@ skipped and reported through ``on_skip`` with the reason; hidden files and folde
 on the command line is never skipped: it is ingested or refused, as before; so is a folder with
 no results file in it.
 
-Column maps (``--map`` and annotate.toml's ``[ingest.map]``, ``generic.column_maps``) are read
+Column maps (``--map`` and annotate.toml's ``[ingest.map]``, ``column_map.column_maps``) are read
 and checked before any file is: a table no reader claims is read through the map in force for it,
 in a walked folder too.
 """
@@ -26,8 +26,8 @@ from typing import TYPE_CHECKING, Any
 
 from annotate.errors import InputError
 from annotate.ingest import detect_file, reader_module
-from annotate.ingest.formats.generic import ColumnMaps, column_maps, parse_map_option
-from annotate.ingest.records import check_encoding
+from annotate.ingest.formats.column_map import ColumnMaps, column_maps, parse_map_option
+from annotate.ingest.records import check_encoding, parse_names_option
 from annotate.ingest.rubric import Rubric
 from annotate.ingest.run import IngestOutcome, check_name_option, ingest_paths
 
@@ -194,6 +194,7 @@ def ingest(
     max_values: int | None = None,
     keep_degenerate: bool = False,
     encoding: str | None = None,
+    names: Iterable[str] = (),
 ) -> list[IngestOutcome]:
     """Validate and ingest the files all-or-nothing (see ``annotate.ingest.run.ingest_paths``).
 
@@ -206,8 +207,10 @@ def ingest(
     ``[ingest.map]``; both are checked before any file is read. ``max_values`` (``--max-values``):
     the most values one JSON text of the files may parse to (``annotate.json_bound``).
     ``keep_degenerate`` (``--keep-degenerate``): keep empty and error responses as responses
-    (``annotate.ingest.degenerate``) instead of setting them aside.
+    (``annotate.ingest.degenerate``) instead of setting them aside. ``names``: the texts of
+    ``--names`` (``FIELD:RAW=NAME,...``): a model's or benchmark's name for an id the files hold.
     """
+    value_names = parse_names_option(list(names))
     if fmt != "auto":
         reader_module(fmt)  # validates the name before anything else
     if encoding is not None:
@@ -247,4 +250,5 @@ def ingest(
         max_values=max_values,
         keep_degenerate=keep_degenerate,
         encoding=encoding,
+        value_names=value_names,
     )

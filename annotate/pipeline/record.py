@@ -14,6 +14,7 @@ writes it, so ``verify`` re-derives everything from the export's own files witho
 from __future__ import annotations
 
 import json
+from pathlib import PurePath
 from typing import TYPE_CHECKING
 
 import numpy as np
@@ -185,6 +186,18 @@ def judge_labels_frame(store: Store, round_names: list[str]) -> pd.DataFrame:
     return out.sort_values(["round", "model", "benchmark", "prompt_id", "epoch", "judge"]).reset_index(drop=True)
 
 
+def exported_origin(text: str | None) -> dict | None:
+    """An imported round's origin as an export may say it: the file's name (never its folder) and
+    sha256, the design, the key and value maps and the judge whose labels made the strata. The raters'
+    column names stay in the store: a column may be named after a person."""
+    origin = json.loads(text) if text else None
+    if not isinstance(origin, dict) or not origin.get("imported"):
+        return None
+    keep = ("sha256", "design", "key", "values", "strata_judge", "settled")
+    out = {"imported": True, "file": PurePath(str(origin.get("file") or "")).name}
+    return out | {k: origin[k] for k in keep if k in origin}
+
+
 def design_from_store(store: Store, round_names: list[str], *, label_config_sha: str | None = None) -> Design:
     """design.json: rounds, seeds, waves, and per (model, benchmark, stratum) N_h and n_h."""
     rounds = []
@@ -227,6 +240,7 @@ def design_from_store(store: Store, round_names: list[str], *, label_config_sha:
                 ambiguous=row.get("ambiguous"),
                 order=json.loads(row["task_order"]) if row.get("task_order") else None,
                 records_order=True,
+                origin=exported_origin(row.get("origin")),
             )
         )
     runs = store.ingest_runs()

@@ -135,7 +135,7 @@ def judges_context(judges: Mapping[str, Any]) -> dict[str, Any]:
             "difference_ci": _fmt.interval(p.get("difference_ci_low"), p.get("difference_ci_high"))
             if _fmt.number(p.get("difference_ci_low")) is not None
             else None,
-            "p": _fmt.fixed(p.get("p_value"), 3) if "p_value" in p else None,
+            "p": _fmt.p_value(p.get("p_value")) if "p_value" in p else None,
             "mcnemar": f"{_fmt.count(p.get('mcnemar_a_only'))}:{_fmt.count(p.get('mcnemar_b_only'))}, "
             f"p {_fmt.fixed(p.get('mcnemar_p'), 3)}"
             if _fmt.number(p.get("mcnemar_p")) is not None

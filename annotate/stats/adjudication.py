@@ -503,8 +503,13 @@ def decide(
     expert: pd.DataFrame,
     rules: Rules,
     waiting: Mapping[int, Sequence[str]] | None = None,
+    settled: bool = False,
 ) -> list[Decision]:
     """The final record per item.
+
+    ``settled``: the expert's labels are a file's final labels, settled before it was imported
+    (``import-labels --final``): every item the file settled takes that label first (method
+    ``settled``), whatever its votes say; the others are decided as below.
 
     With ``rules.wait_for_votes``, an item still waiting for a routed vote (``waiting``) and not
     answered by the expert waits (status ``waiting``); otherwise a majority stands, an escalated
@@ -570,6 +575,21 @@ def decide(
         item = int(key)
         v = by_item.get(item, {})
         tally = f"{int(n_harmful)} harmful, {int(n_safe)} safe, {int(n_unsure)} unsure"
+        if settled and item in expert_by_item:
+            who, verdict = expert_by_item[item]
+            sure = verdict in ("harmful", "safe")
+            out.append(
+                Decision(
+                    item,
+                    "resolved" if sure else "unresolved",
+                    verdict if sure else None,
+                    "settled",
+                    who,
+                    f"settled in the imported file ({verdict}); {tally}",
+                    v,
+                )
+            )
+            continue
         missing = held.get(item)
         if missing and item not in expert_by_item:
             out.append(

@@ -53,7 +53,8 @@ from pathlib import Path
 from typing import Any
 
 from annotate.ingest.formats import generic
-from annotate.ingest.formats.generic import ColumnMap, TableRows, prompt_hash_id
+from annotate.ingest.formats.column_map import ColumnMap
+from annotate.ingest.formats.generic import TableRows, prompt_hash_id
 from annotate.ingest.records import Item, ReadContext
 
 NAME = "strongreject"

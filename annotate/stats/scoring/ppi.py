@@ -95,7 +95,7 @@ from annotate.stats._common import rng as make_rng
 from annotate.stats.scoring._arrays import group_sum
 from annotate.stats.scoring.intervals import enclose, equal_tailed
 from annotate.stats.scoring.predictions import judge_predictions, score_direction
-from annotate.stats.scoring.strata import prepare_strata, strata_table
+from annotate.stats.scoring.strata import prepare_strata, shared_cell, strata_table
 
 __all__ = [
     "PPI_INTERVAL",
@@ -907,13 +907,9 @@ def ppi_scores(
         A cell covered by more than one round, and what :func:`ppi_cells` raises.
     """
     strata = strata_table(labels, design_strata)
-    if len(strata):
-        dup = strata.groupby(["model", "benchmark", "stratum"]).round.nunique()
-        if (dup > 1).any():
-            cell = dup[dup > 1].index[0]
-            raise ValueError(
-                f"cell {cell[0]} x {cell[1]} is covered by more than one round; score one round at a time."
-            )
+    shared = shared_cell(strata)
+    if shared:
+        raise ValueError(shared)
     key = ["round", "model", "benchmark", "prompt_id", "epoch"]
     lab = labels[key + ["stratum", "final_label"]].copy()
     lab["outcome"] = np.where(

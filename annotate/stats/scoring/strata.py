@@ -408,3 +408,28 @@ def prepare_strata(strata: pd.DataFrame) -> Strata:
         y_ds=df["harmful_ds"].to_numpy() if has_ds else None,
         r_ds=df["resolved_ds"].to_numpy() if has_ds else None,
     )
+
+
+def shared_cell(strata: pd.DataFrame) -> str | None:
+    """The first cell that more than one round covers, as an error message; None when each cell has one round.
+
+    A cell's responses are one population: two rounds over it (a routed round and an imported one, or
+    two imports) would count every response twice and average the two, whatever their strata are
+    called (an imported round's are ``harmful#w0``, a routed one's ``harmful``).
+
+    >>> t = pd.DataFrame({"round": ["r1", "r1", "jbb"], "model": ["m"] * 3, "benchmark": ["b"] * 3,
+    ...                   "stratum": ["harmful", "safe", "harmful#w0"]})
+    >>> shared_cell(t)[:58]
+    'cell m x b is covered by more than one round (jbb, r1): it'
+    """
+    if not len(strata):
+        return None
+    rounds = strata.groupby(["model", "benchmark"]).round.unique()
+    shared = rounds[rounds.map(len) > 1]
+    if shared.empty:
+        return None
+    (model, bench), names = shared.index[0], sorted(map(str, shared.iloc[0]))
+    return (
+        f"cell {model} x {bench} is covered by more than one round ({', '.join(names)}): its responses would be "
+        "counted twice; score one round at a time (--round)."
+    )

@@ -30,7 +30,7 @@ from annotate.columns import ALL, RANKING_COLUMNS, REFERENCE_TREATMENT, SCORE_CO
 from annotate.stats.ranking import BenchmarkSet, rank_stability, shared_benchmarks
 from annotate.stats.scoring.ppi import ppi_overall, ppi_scores
 from annotate.stats.scoring.scores import ScoreResult, corrected_scores
-from annotate.stats.scoring.strata import strata_table
+from annotate.stats.scoring.strata import shared_cell, strata_table
 
 __all__ = ["PPI_COLUMNS", "PPIOutput", "ScoreOutput", "ppi_tables", "score_tables"]
 
@@ -135,10 +135,9 @@ def score_tables(
     if estimand not in ("fixed", "general"):
         raise ValueError("estimand must be 'fixed' or 'general'")
     strata = strata_table(labels, design_strata)
-    dup = strata.groupby(["model", "benchmark", "stratum"]).round.nunique()
-    if (dup > 1).any():
-        cell = dup[dup > 1].index[0]
-        raise ValueError(f"cell {cell[0]} x {cell[1]} is covered by more than one round; score one round at a time.")
+    shared = shared_cell(strata)
+    if shared:
+        raise ValueError(shared)
     present = strata[pd.to_numeric(strata.population, errors="coerce") > 0] if len(strata) else strata
     coverage = {m: set(g.benchmark) for m, g in present.groupby("model", sort=False)} if len(present) else {}
     if not isinstance(benchmarks, str):
