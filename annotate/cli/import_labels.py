@@ -122,8 +122,8 @@ def import_labels(
       annotate adjudicate --round jbb --policy majority && annotate judges --round jbb
       annotate import-labels earlier.csv --key prompt_id=id,model=model,benchmark=suite --raters ann_a,ann_b
       annotate import-labels votes.jsonl --key prompt_id=item --long who,label --model m1 --benchmark hb
-      annotate import-labels wide.csv --key prompt_id=id --raters annot1_label:annot1_name,annot2_label:annot2_name \\
-          --values '1.*=safe,0.*=harmful' --encoding latin-1 --model m1 --benchmark mm
+      annotate import-labels wide.csv --key prompt_id=id --raters a1:a1_name,a2:a2_name --model m1 --benchmark mm
+      annotate import-labels codes.csv --key prompt_id=id --raters a,b --values '1.*=harmful' --final final:expert
     """
     from annotate.errors import InputError
     from annotate.pipeline.import_labels import import_labels as do_import
