@@ -500,8 +500,9 @@ _INPUT_STATUS = {
     "re-derived from the annotator columns, is equal",
     "judge_labels.csv": "an input: every judge's verdict on the reviewed responses; its rows are labels.csv's "
     "responses, with the routing judge's verdicts as labels.csv has them",
-    "order.csv": "an input: each reviewer's task order; its rows are labels.csv's responses for every reviewer, "
-    "and every position, re-derived from design.json's order design, is equal",
+    "order.csv": "an input: each reviewer's task order; its rows are labels.csv's responses for every reviewer "
+    "(an imported round: the items its file gave each rater), and every position, re-derived from design.json's "
+    "order design, is equal",
 }
 
 

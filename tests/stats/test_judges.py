@@ -167,7 +167,7 @@ def test_every_sample_of_a_small_design_enumerated():
         sample = pop.loc[[*h, *s, *U]].assign(model="m", benchmark="b")
         verdicts = sample.melt(id_vars=["unit"], value_vars=["router", "other"], var_name="judge")
         verdicts = verdicts.rename(columns={"value": "judge_label"})
-        audit = judge_audit(sample, verdicts, strata, by=(), draws=0)
+        audit = judge_audit(sample, verdicts, strata, by=(), draws=0, test_draws=0)
         w = design_weights(sample, strata).to_numpy()
         for j in truth:
             totals[j].append(weighted_confusion(sample.human.tolist(), sample[j].tolist(), w))

@@ -212,8 +212,16 @@ def replicate(
         sample["human"] = sample["human"].where(~lost, None)
     verdicts = sample.melt(id_vars=["unit"], value_vars=judges, var_name="judge", value_name="judge_label")
     run = audit or judge_audit
+    # the intervals only: the tests' own draws (pair test, model test) are not what this measures
+    tests_off = {"test_draws": 0} if audit is None else {}
     result = run(
-        sample[["unit", "model", "benchmark", "stratum", "human"]], verdicts, strata, by=(), draws=draws, seed=seed
+        sample[["unit", "model", "benchmark", "stratum", "human"]],
+        verdicts,
+        strata,
+        by=(),
+        draws=draws,
+        seed=seed,
+        **tests_off,
     )
     weights = design_weights(sample, strata).to_numpy()
     totals = {j: weighted_confusion(sample.human.tolist(), sample[j].tolist(), weights) for j in judges}
