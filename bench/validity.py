@@ -44,6 +44,7 @@ from typing import Any
 
 import numpy as np
 import pandas as pd
+from numpy.typing import NDArray
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))  # run from a checkout, uninstalled
@@ -55,6 +56,8 @@ from annotate.stats.judges import METRICS, confusion_metrics, judge_audit  # noq
 
 #: Replicates and draws of the small matrix the fast test lane runs (tests/test_validity_matrix.py).
 QUICK = (24, 300)
+#: The figure name of the model test's rows.
+MODEL_TEST = "model test (sensitivity, specificity)"
 #: Columns of the matrix.
 COLUMNS = ("part", "figure", "regime", "measure", "value", "mcse", "promise", "holds", "detail", "replicates", "n")
 
@@ -287,6 +290,17 @@ def _bench_module(name: str) -> Any:
     return mod
 
 
+def _level_row(label: str, null_p: NDArray[np.float64], R: int, detail: str) -> dict:
+    """The model test's level in a regime: the share of its true-null p-values at or below 0.05."""
+    level = float((null_p <= 0.05).mean()) if len(null_p) else float("nan")
+    return row("tests", MODEL_TEST, label, "level", level, len(null_p), "level <= 0.05", detail=detail, replicates=R)
+
+
+def _fdr_row(label: str, fdp: list[float], R: int) -> dict:
+    """The model test's false-discovery rate in a regime: the mean false-discovery proportion over R suites."""
+    return row("tests", MODEL_TEST, label, "fdr", float(np.mean(fdp)), R, "fdr <= 0.10", replicates=R)
+
+
 def _model_test(
     R: int, test_draws: int, seed: int, label: str, make: Callable, bad: Callable | None = None
 ) -> list[dict]:
@@ -308,32 +322,12 @@ def _model_test(
         fdp.append(false / max(int(h.flagged.sum()), 1))
         hits += h.loc[true, "flagged"].astype(bool).tolist()
     p = np.asarray(null_p)
-    level = float((p <= 0.05).mean()) if len(p) else float("nan")
     out = [
+        _level_row(label, p, R, f"{len(p)} true-null tests"),
+        _fdr_row(label, fdp, R),
         row(
             "tests",
-            "model test (sensitivity, specificity)",
-            label,
-            "level",
-            level,
-            len(p),
-            "level <= 0.05",
-            detail=f"{len(p)} true-null tests",
-            replicates=R,
-        ),
-        row(
-            "tests",
-            "model test (sensitivity, specificity)",
-            label,
-            "fdr",
-            float(np.mean(fdp)),
-            R,
-            "fdr <= 0.10",
-            replicates=R,
-        ),
-        row(
-            "tests",
-            "model test (sensitivity, specificity)",
+            MODEL_TEST,
             label,
             "any false flag",
             float(np.mean(any_false)),
@@ -346,7 +340,7 @@ def _model_test(
         out.append(
             row(
                 "tests",
-                "model test (sensitivity, specificity)",
+                MODEL_TEST,
                 label,
                 "power",
                 float(np.mean(hits)),
@@ -382,7 +376,7 @@ def _power(R: int, test_draws: int, seed: int, se_bad: float, label: str, promis
     return [
         row(
             "tests",
-            "model test (sensitivity, specificity)",
+            MODEL_TEST,
             label,
             "power",
             float(np.mean(hits)),
@@ -391,27 +385,8 @@ def _power(R: int, test_draws: int, seed: int, se_bad: float, label: str, promis
             detail="each bad model's sensitivity flagged at q <= 0.10",
             replicates=R,
         ),
-        row(
-            "tests",
-            "model test (sensitivity, specificity)",
-            label,
-            "level",
-            float((p <= 0.05).mean()),
-            len(p),
-            "level <= 0.05",
-            detail="the rows that are true nulls",
-            replicates=R,
-        ),
-        row(
-            "tests",
-            "model test (sensitivity, specificity)",
-            label,
-            "fdr",
-            float(np.mean(fdp)),
-            R,
-            "fdr <= 0.10",
-            replicates=R,
-        ),
+        _level_row(label, p, R, "the rows that are true nulls"),
+        _fdr_row(label, fdp, R),
     ]
 
 

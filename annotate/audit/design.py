@@ -434,34 +434,30 @@ def _round_problems(rnd: dict[str, Any], where: str) -> list[str]:
         wave: int = s["wave"]
         if s["judge_label"] not in JUDGE_LABELS:
             found.append(f"{at}.judge_label {s['judge_label']!r} is not one of {', '.join(JUDGE_LABELS)}.")
+        nxt = False
         if imported:
             # An imported round has one wave, 0, and its strata are the judge's labels on what the
             # file labelled: each stratum's sample is what the file labelled of it (a census: all).
             if wave != 0 or s["stratum"] != stratum_key(s["judge_label"], 0):
                 found.append(f"{at}.stratum {s['stratum']!r} is not an imported round's (wave 0).")
-            if not 0 <= s["sample"] <= s["population"]:
-                found.append(f"{at}: sample {s['sample']} is not between 0 and its population {s['population']}.")
-            elif isinstance(origin, dict) and origin.get("design") == "census" and s["sample"] != s["population"]:
-                found.append(f"{at}: sample {s['sample']} of {s['population']} in a census.")
-            key = (s["model"], s["benchmark"], s["stratum"])
-            if key in seen:
-                found.append(f"{at}: {key[0]} x {key[1]} x {key[2]} appears twice.")
-            seen.add(key)
-            continue
-        if wave < 1 or s["stratum"] != stratum_key(s["judge_label"], wave):
-            found.append(f"{at}.stratum {s['stratum']!r} does not match its judge label and wave.")
-        nxt = s.get("of_wave") is not None or s.get("sampled_before") is not None
-        if nxt and not all(
-            isinstance(s.get(k), int) and not isinstance(s.get(k), bool) for k in ("of_wave", "sampled_before")
-        ):
-            found.append(f"{at}: of_wave and sampled_before must both be whole numbers (a next wave's stratum).")
-            continue
-        if nxt and not 1 <= s["of_wave"] < wave:
-            found.append(f"{at}: of_wave {s['of_wave']} must be an earlier wave than {wave}.")
-        if nxt:
-            chains.setdefault((s["model"], s["benchmark"], s["judge_label"], s["of_wave"]), []).append(s)
+        else:
+            if wave < 1 or s["stratum"] != stratum_key(s["judge_label"], wave):
+                found.append(f"{at}.stratum {s['stratum']!r} does not match its judge label and wave.")
+            nxt = s.get("of_wave") is not None or s.get("sampled_before") is not None
+            if nxt and not all(
+                isinstance(s.get(k), int) and not isinstance(s.get(k), bool) for k in ("of_wave", "sampled_before")
+            ):
+                found.append(f"{at}: of_wave and sampled_before must both be whole numbers (a next wave's stratum).")
+                continue
+            if nxt and not 1 <= s["of_wave"] < wave:
+                found.append(f"{at}: of_wave {s['of_wave']} must be an earlier wave than {wave}.")
+            if nxt:
+                chains.setdefault((s["model"], s["benchmark"], s["judge_label"], s["of_wave"]), []).append(s)
         if not 0 <= s["sample"] <= s["population"]:
             found.append(f"{at}: sample {s['sample']} is not between 0 and its population {s['population']}.")
+        elif imported:
+            if isinstance(origin, dict) and origin.get("design") == "census" and s["sample"] != s["population"]:
+                found.append(f"{at}: sample {s['sample']} of {s['population']} in a census.")
         elif rule_ok and not nxt and isinstance(rnd.get("clear_per_cell"), int):
             # The round's rules re-derive every stratum's sample size from its population.
             if s["judge_label"] in AMBIGUOUS_STRATA:

@@ -341,7 +341,6 @@ def _record(
     )
     position = {int(r): i for i, r in enumerate(items.response_id)}
     item_of_row = {int(row): position[int(rid)] for row, rid in zip(mine.row, mine.id, strict=True)}
-    item_of_line = {keyed[row][1].line: i for row, i in item_of_row.items()}
     # The raters: registered annotators (an e-mail given, else one under the reserved .invalid domain).
     rater_names: list[str] = []
     for _, r in keyed:
@@ -374,9 +373,10 @@ def _record(
     # Who settled the file's final labels: each an expert (a rater who also settled is registered twice,
     # once per role, as a routed round's expert is not one of its reviewers).
     settler_address = {who: emails.get(who) or f"{_slug(who)}.settled@{IMPORTED_DOMAIN}" for who in settlers}
-    annotators_now = set(team.email[team.role != "expert"].str.lower()) if len(team) else set()
+    rater_addresses = set(team.email[team.role != "expert"].str.lower()) if len(team) else set()
+    rater_addresses |= {a.lower() for a in address.values()}
     for who, email in settler_address.items():
-        if email.lower() in annotators_now or email.lower() in {a.lower() for a in address.values()}:
+        if email.lower() in rater_addresses:
             raise InputError(
                 f"{email} (who settled the final labels, {who!r}) is a rater's address; an expert is registered "
                 f"apart: give the settler another with --annotator {who}=EMAIL"
@@ -454,10 +454,10 @@ def _record(
         for who in settlers:
             pseud = settled_by[who]
             tasks, answers = {}, []
-            for _, r in keyed:
+            for row_index, (_, r) in enumerate(keyed):
                 if r.final is None or r.final[0] != who:
                     continue
-                i = item_of_line[r.line]
+                i = item_of_row[row_index]
                 if i in tasks:
                     continue
                 tasks[i] = (task_ext_id(secret, pseud, str(items.ext_id[i])), len(tasks))
