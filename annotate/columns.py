@@ -21,7 +21,12 @@ JUDGE_LABELS = ("harmful", "safe", "ambiguous")
 CLEAR_LABELS = ("harmful", "safe")  # the judge strata sampled (not reviewed in full)
 # Why a response got its judge label: the tool's own reasons; a rubric may add reasons of its own
 # (e.g. "refusal-wording detector", "refusal detector", "over-refusal").
-LABEL_REASONS = ("mapped", "unparsed", "score-band", "missing")
+LABEL_REASONS = ("mapped", "unparsed", "score-band", "missing", "unjudged")
+#: The judge of responses no judge labelled (a table of responses without verdicts, ``ingest
+#: --no-judge``): stored as ``ambiguous`` with the reason ``unjudged``, so that routing reviews them
+#: all; every judge figure leaves it out (``judges`` says a round has no judge) and the judge-only
+#: treatments of its cells are not estimable. Reserved: no file's judge may be called so.
+NO_JUDGE = "(no judge)"
 #: What a judge's verdict is about (schema v11, ``response.judge_kind``), said per judge at ingest:
 #: ``safety``, its failures are harm (a red-team grader, a harm classifier); ``refusal``, it says
 #: whether the model refused (garak's refusal detectors, promptfoo's is-refusal, AgentHarm's
@@ -55,6 +60,33 @@ BLINDING_NOTES = {
     "none could reach another's projects, votes or e-mail",
     BLINDING_INSTRUCTIONS: "one Label Studio server for everyone (or task files): reviewers could have opened "
     "each other's projects; independence rests on their instructions",
+}
+
+#: How a label arrived (schema v15, ``annotation.channel``; labels.csv ``channels``, design.json
+#: ``channels`` since annotate-export/13): pulled from a Label Studio server, read from a Label
+#: Studio export file (``pull --from-file``, its sha256 kept), or imported from a table of labels
+#: (``import-labels``, its sha256 kept). ``unrecorded``: stored before channels were (v15).
+CHANNEL_SERVER = "server"
+CHANNEL_FILE = "file"
+CHANNEL_IMPORT = "import"
+CHANNEL_UNRECORDED = "unrecorded"
+CHANNELS = (CHANNEL_SERVER, CHANNEL_FILE, CHANNEL_IMPORT, CHANNEL_UNRECORDED)
+#: Each channel in words (the report).
+CHANNEL_NAMES = {
+    CHANNEL_SERVER: "Label Studio server",
+    CHANNEL_FILE: "Label Studio export files",
+    CHANNEL_IMPORT: "imported table",
+    CHANNEL_UNRECORDED: "not recorded",
+}
+#: The blinding each channel's labels had, in words (the report and design.json say it per round).
+#: A server's is the round's own (``BLINDING_NOTES``).
+CHANNEL_BLINDING = {
+    CHANNEL_FILE: "task files: the tasks carried no model, judge or other reviewer's vote (as on a server), but "
+    "they were labelled outside annotate's servers, so independence rests on the reviewers' instructions",
+    CHANNEL_IMPORT: "an imported table: labelled outside annotate; what the raters saw and whether they worked "
+    "independently is not known to annotate (the table is identified by its sha256)",
+    CHANNEL_UNRECORDED: "stored before annotate recorded how labels arrived (store schema 15): a server or an "
+    "export file, not known which",
 }
 
 # -- treatments of ambiguous responses (docs/methods.md section 4) ---------------------------------
@@ -159,9 +191,12 @@ LABEL_COLUMNS = (
     "gold_label",
     "expert",
     "expert_verdict",
+    "channels",
 )
 #: labels.csv before annotate-export/5 (without the expert's answer the final label was decided on).
 LABEL_COLUMNS_V3 = LABEL_COLUMNS[: LABEL_COLUMNS.index("expert")]
+#: labels.csv of annotate-export/5 to /12 (without how each answer arrived, ``channels``).
+LABEL_COLUMNS_V12 = LABEL_COLUMNS[: LABEL_COLUMNS.index("channels")]
 
 #: scores.csv of an export and `annotate score --json`.
 SCORE_COLUMNS = (

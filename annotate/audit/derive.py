@@ -378,6 +378,8 @@ def _report_data(
             | ({"strata_from": list(r.strata_from)} if r.strata_from else {})
             # Only in exports that record it (annotate-export/4 on): older reports stay as they were.
             | ({"blinding": r.blinding} if r.blinding else {})
+            # How the labels arrived (annotate-export/13 on).
+            | ({"channels": {c: dict(e) for c, e in r.channels.items()}} if r.channels is not None else {})
             for r in design.rounds
         ],
         "cells": cells[["model", "benchmark", "n_responses", "share_harmful", "share_safe", "share_ambiguous"]].to_dict(

@@ -19,8 +19,9 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from annotate.audit.channels import channel_doc_problems
 from annotate.audit.schema import listed
-from annotate.columns import BLINDINGS, JUDGE_LABELS, describe_judges, judge_of
+from annotate.columns import BLINDINGS, JUDGE_LABELS, NO_JUDGE, describe_judges, judge_of
 from annotate.stats.adjudication import rules_from_record
 from annotate.stats.ordering import OrderDesign
 from annotate.stats.sampling import AMBIGUOUS_STRATA, ambiguous_rule, ambiguous_sample_size
@@ -165,6 +166,9 @@ class RoundDesign:
     #: name and sha256, its design ``census`` or ``given``, the column and value maps). None: a
     #: round annotate routed (only imported rounds carry the key, so every other design is unchanged).
     origin: Mapping[str, Any] | None = None
+    #: How the round's labels arrived (``annotate.audit.channels``: per channel, answers per person,
+    #: blinding, files); None in designs written before annotate-export/13.
+    channels: Mapping[str, Any] | None = None
 
     @property
     def imported(self) -> bool:
@@ -199,6 +203,8 @@ class RoundDesign:
             doc["adjudication"] = None if self.adjudication is None else dict(self.adjudication)
         if self.origin is not None:
             doc["origin"] = dict(self.origin)
+        if self.channels is not None:
+            doc["channels"] = {c: dict(e) for c, e in self.channels.items()}
         doc |= {
             "label_config_sha256": self.label_config_sha256,
             "waves": [w.to_json() for w in self.waves],
@@ -240,11 +246,12 @@ class Design:
         estimators ``labels`` through :meth:`pooled`.
         """
         rows = [
-            (r.round, s.model, s.benchmark, s.judge_label, s.wave, s.stratum, s.population, sample)
+            (r.round, s.model, s.benchmark, s.judge_label, s.wave, s.stratum, s.population, sample, r.judge != NO_JUDGE)
             for r in self.rounds
             for s, sample in pooled_strata(r.strata)
         ]
-        return pd.DataFrame(rows, columns=list(DESIGN_STRATA_COLUMNS))
+        # ``judged``: False for a round of responses no judge labelled (its judge-only treatments are not estimable).
+        return pd.DataFrame(rows, columns=[*DESIGN_STRATA_COLUMNS, "judged"])
 
     def pooled(self, labels: pd.DataFrame) -> pd.DataFrame:
         """``labels`` (round, stratum, ...) with each next wave's items in their root stratum (4.9).
@@ -310,6 +317,7 @@ class Design:
                 order=r.get("order"),
                 records_order="order" in r,
                 origin=r.get("origin"),
+                channels=r.get("channels"),
             )
             for r in doc["rounds"]
         )
@@ -414,6 +422,8 @@ def _round_problems(rnd: dict[str, Any], where: str) -> list[str]:
         problems.append(
             f"{where}.origin must say imported: true and a design of {', '.join(map(repr, IMPORTED_DESIGNS))}."
         )
+    if "channels" in rnd:
+        problems += channel_doc_problems(where, rnd["channels"])
     strata = rnd.get("strata")
     if not isinstance(strata, list):
         return [*problems, f"{where}.strata must be a list."]

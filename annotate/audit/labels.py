@@ -24,7 +24,7 @@ import pandas as pd
 
 from annotate.audit.safecsv import parse_csv
 from annotate.audit.schema import listed
-from annotate.columns import HUMAN_LABELS, JUDGE_LABELS, LABEL_COLUMNS, SKIPPED, VERDICTS
+from annotate.columns import HUMAN_LABELS, JUDGE_LABELS, LABEL_COLUMNS, NO_JUDGE, SKIPPED, VERDICTS
 from annotate.stats.adjudication import decide, propose, rules_from_record, waiting_for
 from annotate.stats.aggregation import dawid_skene_labels
 
@@ -274,6 +274,9 @@ def check_judge_labels(judge_labels: pd.DataFrame, lines: list[int], labels: pd.
         if not rec["judge"]:
             found.append(f"{line(i)}: the judge is empty.")
             continue
+        if rec["judge"] == NO_JUDGE:
+            found.append(f"{line(i)}: judge {NO_JUDGE!r} is the mark of responses no judge labelled, not a judge.")
+            continue
         if rec["judge_label"] not in JUDGE_LABELS:
             found.append(f"{line(i)}: judge_label {rec['judge_label']!r} is not one of {', '.join(JUDGE_LABELS)}.")
         if rec["same_response"] not in ("yes", "no"):
@@ -295,7 +298,7 @@ def check_judge_labels(judge_labels: pd.DataFrame, lines: list[int], labels: pd.
         f"judge_labels.csv: no row of the routing judge {reviewed[k][0]!r} on {k[1]} x {k[2]}, prompt {k[3]!r}, "
         f"epoch {k[4]} of round {k[0]} (labels.csv has it)."
         for k in reviewed
-        if k not in routed
+        if k not in routed and reviewed[k][0] != NO_JUDGE  # unjudged responses: no judge, no row
     ]
     problems: list[str] = []
     listed(problems, found, "rows of judge_labels.csv that do not fit labels.csv")

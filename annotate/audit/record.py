@@ -16,6 +16,7 @@ from dataclasses import dataclass
 
 import pandas as pd
 
+from annotate.audit.channels import check_channels
 from annotate.audit.design import Design, DesignError
 from annotate.audit.labels import (
     JUDGE_LABEL_COLUMNS,
@@ -28,6 +29,7 @@ from annotate.audit.labels import (
 from annotate.audit.order import check_order, empty_order, read_order
 from annotate.audit.safecsv import CsvProblem, frame_to_csv
 from annotate.audit.schema import CURRENT, ExportSchema
+from annotate.columns import NO_JUDGE
 from annotate.stats._common import jsonable
 
 __all__ = ["AuditRecord", "RecordProblem", "json_bytes"]
@@ -104,6 +106,27 @@ class AuditRecord:
                     "cannot hold (annotate-export/12 on)."
                 ],
             )
+        counted = [r.round for r in design.rounds if r.channels is not None]
+        unjudged = [r.round for r in design.rounds if NO_JUDGE in r.routing_judges]
+        if (counted or unjudged) and not schema.channels:
+            raise RecordProblem(
+                "design.json",
+                [
+                    f"design.json: round(s) {', '.join(counted or unjudged)} "
+                    f"{'count their labels by channel' if counted else 'have no judge'}, which {schema.name} "
+                    "exports cannot hold (annotate-export/13 on)."
+                ],
+            )
+        if schema.channels:
+            without = [r.round for r in design.rounds if r.channels is None]
+            if without:
+                raise RecordProblem(
+                    "design.json",
+                    [
+                        f"design.json: round(s) {', '.join(without)} do not count their labels by channel "
+                        f"({schema.name})."
+                    ],
+                )
         across = [r.round for r in design.rounds if r.judges is not None]
         if across and not schema.judges_per_benchmark:
             raise RecordProblem(
@@ -153,6 +176,8 @@ class AuditRecord:
         problems = check_labels(labels, lines, design, schema.label_columns, skips=schema.skips)
         if not problems and schema.decisions:
             problems = check_decisions(labels, lines, design)
+        if not problems and schema.channels:
+            problems = check_channels(labels, lines, design)
         if problems:
             raise RecordProblem("labels.csv", problems)
         judge_labels = None

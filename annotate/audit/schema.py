@@ -62,6 +62,12 @@ Rows:
   each rater's own items in order.csv, settled final labels as the settlers' answers); the
   report's judge-pair table shows the difference and its interval on two lines. Otherwise as /11,
   whose report is checked for its hash since (its pair table's layout changed).
+* ``annotate-export/13``: how every label arrived (issue #42): labels.csv's ``channels`` (each
+  answer's ``WHO=CHANNEL``: a Label Studio server, an export file, an imported table) and each
+  round of design.json's ``channels`` (per channel: answers, per person, the blinding those
+  answers had, the files' sha256), re-derived by verify from labels.csv; a round may hold
+  responses no judge labelled (judge ``(no judge)``: its judge-only treatments not estimable, no
+  judge audited). Otherwise as /12.
 * ``annotate-export/7``: a round's ambiguous strata may be sampled: design.json's round records its
   rule (``ambiguous``: ``all``, a size or a fraction) and verify re-derives every stratum's sample
   size from it and ``clear_per_cell``; strata of a next wave (``route --next-wave``) carry
@@ -76,7 +82,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from annotate.columns import LABEL_COLUMNS, LABEL_COLUMNS_V3
+from annotate.columns import LABEL_COLUMNS, LABEL_COLUMNS_V3, LABEL_COLUMNS_V12
 
 __all__ = [
     "CURRENT",
@@ -200,6 +206,10 @@ class ExportSchema:
     #: Since annotate-export/12: a round of design.json may be an imported one (``origin``); an older
     #: schema holding one is refused (no version that wrote it could export such a round).
     imported_rounds: bool = False
+    #: Since annotate-export/13: labels.csv says how each answer arrived (``channels``) and every round
+    #: of design.json counts them per channel and person with each channel's blinding (``channels``),
+    #: which verify re-derives from labels.csv (``annotate.audit.channels``); a round may have no judge.
+    channels: bool = False
 
     @property
     def files(self) -> tuple[str, ...]:
@@ -299,7 +309,7 @@ SCHEMAS: dict[str, ExportSchema] = {
             blinding=True,
             summary="each round's adjudication rules in design.json and the expert's answers in labels.csv: every "
             "final label re-derived from the votes; the intervals of issue #23",
-            label_columns=LABEL_COLUMNS,
+            label_columns=LABEL_COLUMNS_V12,
             decisions=True,
             fiducial_component="label",
         ),
@@ -312,7 +322,7 @@ SCHEMAS: dict[str, ExportSchema] = {
             neutralised=True,
             blinding=True,
             summary="a round across suites: each benchmark routed on its own judge (design.json's judges)",
-            label_columns=LABEL_COLUMNS,
+            label_columns=LABEL_COLUMNS_V12,
             decisions=True,
             judges_per_benchmark=True,
             fiducial_component="label",
@@ -327,7 +337,7 @@ SCHEMAS: dict[str, ExportSchema] = {
             blinding=True,
             summary="sampled ambiguous strata (each round's ambiguous rule, its sample sizes re-derived) and next "
             "waves from the strata's remainders (of_wave, sampled_before; scored given the past)",
-            label_columns=LABEL_COLUMNS,
+            label_columns=LABEL_COLUMNS_V12,
             decisions=True,
             judges_per_benchmark=True,
             sampled_design=True,
@@ -343,7 +353,7 @@ SCHEMAS: dict[str, ExportSchema] = {
             blinding=True,
             summary="a round in time: each reviewer's task order (order.csv, re-derived from design.json's order), "
             "skips and waiting items in labels.csv, interim or final in the manifest and the report",
-            label_columns=LABEL_COLUMNS,
+            label_columns=LABEL_COLUMNS_V12,
             decisions=True,
             judges_per_benchmark=True,
             sampled_design=True,
@@ -362,7 +372,7 @@ SCHEMAS: dict[str, ExportSchema] = {
             blinding=True,
             summary="each judge's figures on each model tested against the other models' (judge_models.csv, "
             "Benjamini-Hochberg q, flagged), in the report too",
-            label_columns=LABEL_COLUMNS,
+            label_columns=LABEL_COLUMNS_V12,
             decisions=True,
             judges_per_benchmark=True,
             sampled_design=True,
@@ -382,7 +392,7 @@ SCHEMAS: dict[str, ExportSchema] = {
             blinding=True,
             summary="model rows that cover with rare harm over many sparse strata: the fiducial component shared by "
             "all of a model's strata (scores.json's interval says so)",
-            label_columns=LABEL_COLUMNS,
+            label_columns=LABEL_COLUMNS_V12,
             decisions=True,
             judges_per_benchmark=True,
             sampled_design=True,
@@ -403,7 +413,7 @@ SCHEMAS: dict[str, ExportSchema] = {
             summary="every judge figure from one posterior of the reviewed population: judges.csv with its estimand "
             "(the export's), each judge pair's design-weighted test, the model test on sensitivity and specificity "
             "with testability",
-            label_columns=LABEL_COLUMNS,
+            label_columns=LABEL_COLUMNS_V12,
             decisions=True,
             judges_per_benchmark=True,
             sampled_design=True,
@@ -424,7 +434,7 @@ SCHEMAS: dict[str, ExportSchema] = {
             summary="labels a team already had: an imported round in design.json (origin: the file's name and "
             "sha256, census or given, settled final labels), each rater's own items in order.csv; the report's "
             "judge-pair difference and interval on two lines",
-            label_columns=LABEL_COLUMNS,
+            label_columns=LABEL_COLUMNS_V12,
             decisions=True,
             judges_per_benchmark=True,
             sampled_design=True,
@@ -436,10 +446,33 @@ SCHEMAS: dict[str, ExportSchema] = {
             one_posterior=True,
             imported_rounds=True,
         ),
+        ExportSchema(
+            "annotate-export/13",
+            inputs=_INPUTS_8,
+            derived=_DERIVED_9,
+            rederived=_DERIVED_9,
+            neutralised=True,
+            blinding=True,
+            summary="how every label arrived: labels.csv's channels (server, export file, imported table) and "
+            "design.json's count per round, channel and person with each channel's blinding and files' sha256; "
+            "rounds of responses no judge labelled (judge-only treatments not estimable, no judge audited)",
+            label_columns=LABEL_COLUMNS,
+            decisions=True,
+            judges_per_benchmark=True,
+            sampled_design=True,
+            ordered=True,
+            skips=True,
+            round_state=True,
+            model_test=True,
+            fiducial_component="model",
+            one_posterior=True,
+            imported_rounds=True,
+            channels=True,
+        ),
     )
 }
 #: The schema ``annotate export`` writes.
-CURRENT = SCHEMAS["annotate-export/12"]
+CURRENT = SCHEMAS["annotate-export/13"]
 
 
 def schema_named(name: object) -> ExportSchema | None:

@@ -449,7 +449,10 @@ def _rederive(
             out.fail(exc.file, p)
         return skip(_UNUSABLE.get(exc.file, f"{exc.file} is unusable"))
     for name in schema.inputs:
-        out.status(name, HASH, _INPUT_STATUS[name])
+        said = _INPUT_STATUS[name]
+        if name == "labels.csv" and schema.channels:
+            said += "; its channels column names every answer's channel, counted as design.json's channels say"
+        out.status(name, HASH, said)
     if schema.round_state:
         _check_state(out, manifest, record)
     diagnostics = None

@@ -164,6 +164,7 @@ def import_labels(
         echo_json(vars(out))
         return
     from annotate.cli.ingest import _shown
+    from annotate.columns import NO_JUDGE
 
     for o in out.ingested:
         click.echo(
@@ -185,7 +186,12 @@ def import_labels(
         if out.design == "census"
         else "given: the labelled responses were not sampled by annotate"
     )
-    click.echo(f"  design: {design}; strata: judge {_shown(out.judge)}'s labels; file sha256 {out.sha256[:12]}.")
+    strata = (
+        "one per cell (no judge labelled these responses)"
+        if out.judge == NO_JUDGE
+        else f"judge {_shown(out.judge)}'s labels"
+    )
+    click.echo(f"  design: {design}; strata: {strata}; file sha256 {out.sha256[:12]}.")
     if out.settled:
         who = ", ".join(f"{_shown(r)} = {p}" for r, p in out.settlers.items())
         click.echo(

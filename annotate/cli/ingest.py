@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING, Any
 import click
 
 from annotate.cli._options import echo_json, open_session, workspace_options
-from annotate.columns import JUDGE_LABELS
+from annotate.columns import JUDGE_LABELS, NO_JUDGE
 
 if TYPE_CHECKING:
     from annotate.ingest.run import IngestOutcome
@@ -151,6 +151,13 @@ class _IngestCommand(click.Command):
     help="The text encoding of the files when not UTF-8 (e.g. mac_roman for Excel on a Mac, cp1252, latin-1); "
     "recorded in the run.",
 )
+@click.option(
+    "--no-judge",
+    "no_judge",
+    is_flag=True,
+    help="No judge labelled the responses (a table of human labels, or completions): store them unjudged (review "
+    "alone labels them; no judge is invented); a verdict column the file has is kept as metadata.",
+)
 @click.option("--json", "as_json", is_flag=True, help="Print the outcome as JSON.")
 @workspace_options
 def ingest(
@@ -171,6 +178,7 @@ def ingest(
     keep_degenerate: bool = False,
     encoding: str | None = None,
     names: tuple[str, ...] = (),
+    no_judge: bool = False,
 ) -> None:
     """Read benchmark results into the store, mapping every verdict under one rubric.
 
@@ -238,6 +246,7 @@ def ingest(
                 keep_degenerate=keep_degenerate,
                 encoding=encoding,
                 names=names,
+                no_judge=no_judge,
             )
     finally:
         for bar in bars:
@@ -343,6 +352,8 @@ def kind_lines(kinds: dict[tuple[str, str], tuple[str, str]]) -> list[str]:
 
     grouped: dict[tuple[str, str], list[str]] = {}
     for (_benchmark, judge), said in sorted(kinds.items()):
+        if judge == NO_JUDGE:  # no judge: the reader's note says so
+            continue
         names = grouped.setdefault(said, [])
         if judge not in names:
             names.append(judge)

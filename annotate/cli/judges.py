@@ -92,6 +92,14 @@ def judges(
         echo_json(report)
         return
     records = report["judges"]
+    if not records and not report.get("judge_kinds"):
+        # Unjudged responses (ingest --no-judge): the answer is that there is no judge, not an empty table.
+        click.echo(
+            f"No judge: no judge labelled the reviewed responses of round {', '.join(report['rounds'])} (they were "
+            "ingested without verdicts), so there is nothing to audit; `annotate score` gives the human-labelled "
+            "rates. To audit a judge, ingest its verdicts on the same responses (annotate ingest FILE)."
+        )
+        return
     click.echo(
         f"Judges of round {', '.join(report['rounds'])} against the final human label: population figures, each "
         "reviewed response with a final label weighing N_h / r_h of its routing stratum."

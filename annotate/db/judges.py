@@ -7,6 +7,7 @@ from typing import Any
 import pandas as pd
 from sqlalchemy import ColumnElement, and_, case, select
 
+from annotate.columns import NO_JUDGE
 from annotate.db import tables as m
 from annotate.db.engine import frame
 from annotate.db.store_base import Component
@@ -51,6 +52,7 @@ class JudgeTables(Component):
             ``round_item_id, response_id, judge, judge_verdict, judge_label, label_reason,
             same_text`` (1 or 0), one row per round item and judge with a row for its key (the
             routing judge's own row included, with ``same_text`` 1), ordered by item and judge.
+            Rows stored unjudged (judge ``NO_JUDGE``) are no judge's and are left out.
         """
         i = m.ROUND_ITEM
         routed = m.RESPONSE.alias("routed")
@@ -66,7 +68,8 @@ class JudgeTables(Component):
                 case((same_text(routed, other), 1), else_=0).label("same_text"),
             )
             .select_from(i.join(routed, routed.c.id == i.c.response_id).join(other, same_key(routed, other)))
-            .where(i.c.round_id == round_id)
+            # No judge's "verdict" on a response stored unjudged: no judge figure, no judge rating.
+            .where(i.c.round_id == round_id, other.c.judge != NO_JUDGE)
             .order_by(i.c.id, other.c.judge)
         )
         with self.engine.connect() as conn:

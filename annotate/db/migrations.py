@@ -6,6 +6,7 @@ ones in order and refuses a database written by a newer annotate.
 
 from __future__ import annotations
 
+import json
 import secrets
 from collections.abc import Callable
 
@@ -16,7 +17,7 @@ from annotate.db import tables as m
 from annotate.db.engine import utcnow
 from annotate.errors import StoreError
 
-SCHEMA_VERSION = 14
+SCHEMA_VERSION = 15
 
 
 def _create(conn: Connection, tables: list[Table]) -> None:
@@ -156,6 +157,24 @@ def _v14(conn: Connection) -> None:
     _add_columns(conn, m.REVIEW_ROUND, ("origin",))
 
 
+def _v15(conn: Connection) -> None:
+    # annotation.channel, source_sha256: NULL for labels pulled earlier (not recorded), except an
+    # imported round's, which all came from its table (review_round.origin keeps the table's sha256).
+    _add_columns(conn, m.ANNOTATION, ("channel", "source_sha256"))
+    a, p, r = m.ANNOTATION, m.LS_PROJECT, m.REVIEW_ROUND
+    for round_id, origin in conn.execute(select(r.c.id, r.c.origin).where(r.c.origin.is_not(None))).all():
+        try:
+            sha = json.loads(origin).get("sha256")
+        except (ValueError, AttributeError):
+            sha = None
+        projects = select(p.c.id).where(p.c.round_id == round_id)
+        conn.execute(
+            a.update()
+            .where(a.c.channel.is_(None), a.c.ls_project_id.in_(projects))
+            .values(channel="import", source_sha256=sha if isinstance(sha, str) else None)
+        )
+
+
 # (version, description, apply). Later schema changes append here; never edit a shipped step.
 MIGRATIONS: list[tuple[int, str, Callable[[Connection], None]]] = [
     (1, "responses, source files, ingest runs, response history", _v1),
@@ -172,6 +191,7 @@ MIGRATIONS: list[tuple[int, str, Callable[[Connection], None]]] = [
     (12, "ambiguous strata sampled (route --ambiguous) and next waves from the strata's remainders", _v12),
     (13, "the order design of a round's tasks (route --order) and the priorities items were ordered by", _v13),
     (14, "rows set aside at ingest (empty and error responses); rounds of imported labels", _v14),
+    (15, "how each label arrived: a server, an export file or an imported table (annotation.channel)", _v15),
 ]
 assert MIGRATIONS[-1][0] == SCHEMA_VERSION
 

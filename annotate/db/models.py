@@ -291,6 +291,11 @@ class Annotation(SQLModel, table=True):
     result: str = Field(sa_column=Column(Text, nullable=False))  # JSON, verbatim
     pulled_at: datetime
     completed_by: int | None = None  # v5: the Label Studio user who made it (None: pulled before v5)
+    # v15: how the label in force arrived (annotate.columns.CHANNELS): "server" (pulled from a Label
+    # Studio server), "file" (a Label Studio export file, pull --from-file), "import" (a table of
+    # labels, import-labels); None: stored before v15. ``source_sha256``: the file's, for a file.
+    channel: str | None = None
+    source_sha256: str | None = None
 
 
 class AnnotationHistory(SQLModel, table=True):

@@ -600,6 +600,8 @@ class ReviewTables(Component):
                 a.c.lead_time,
                 a.c.created_at,
                 a.c.updated_at,
+                a.c.channel,
+                a.c.source_sha256,
             )
             .join(p, p.c.id == a.c.ls_project_id)
             .join(an, an.c.id == a.c.annotator_id)

@@ -265,6 +265,8 @@ ANNOTATION = Table(
     Column("result", Text(), nullable=False),
     Column("pulled_at", UTCDateTime(), nullable=False),
     Column("completed_by", Integer(), nullable=True),
+    Column("channel", String(), nullable=True),
+    Column("source_sha256", String(), nullable=True),
     UniqueConstraint("ls_project_id", "ls_annotation_id"),
 )
 

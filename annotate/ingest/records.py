@@ -47,7 +47,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import IO, TYPE_CHECKING, Any, Protocol
 
-from annotate.columns import RESERVED_NAMES
+from annotate.columns import NO_JUDGE, RESERVED_NAMES
 from annotate.errors import InputError
 from annotate.fileio import InputFile, open_input
 from annotate.json_bound import (
@@ -160,6 +160,11 @@ class ReadContext:
     #: the file holds ({field: {raw: name}}); ``renamed`` counts what was renamed ("model 0": rows).
     value_names: dict[str, dict[str, str]] = field(default_factory=dict)
     renamed: dict[str, int] = field(default_factory=dict)
+    #: ``ingest --no-judge``: the responses are stored unjudged (judge ``NO_JUDGE``, label ambiguous
+    #: for the reason ``unjudged``); a verdict column the file has is kept as metadata.
+    #: ``unjudged_rows`` counts them.
+    unjudged: bool = False
+    unjudged_rows: int = 0
 
     @property
     def text_encoding(self) -> str:
@@ -255,6 +260,7 @@ _RENAME = {
     "judge": "pass --judge NAME to ingest the file under another name, or rename it in the file",
     "category": "rename it in the file, or leave the category empty",
 }
+_NO_JUDGE_FOLDED = NO_JUDGE.casefold()
 _RESERVED = {kind: frozenset(n.casefold() for n in names) for kind, names in RESERVED_NAMES.items()}
 if not _RESERVED["benchmark"] == _RESERVED["model"] == _RESERVED["judge"]:  # record_problem's one cache
     raise ImportError("annotate.columns.RESERVED_NAMES must reserve the same names for benchmarks, models and judges")
@@ -336,7 +342,15 @@ def record_problem(rec: Record, names_ok: set[str]) -> str | None:
     on every row); a name the outputs reserve (:func:`reserved_name_problem`) is not valid, and the
     three kinds reserve the same names, so one cache serves them all.
     """
-    for field_name, name in (("model", rec.model), ("benchmark", rec.benchmark), ("judge", rec.judge)):
+    judge = rec.judge
+    if judge == NO_JUDGE and rec.verdict is None and rec.score is None:
+        judge = rec.model  # an unjudged response (checked as the model's name: nothing more to check)
+    elif judge not in names_ok and judge.strip().casefold() == _NO_JUDGE_FOLDED:
+        return (
+            f"the judge name {judge!r} is reserved for responses no judge labelled (ingest --no-judge, or a table "
+            f"without a verdict column); {_RENAME['judge']}"
+        )
+    for field_name, name in (("model", rec.model), ("benchmark", rec.benchmark), ("judge", judge)):
         if name not in names_ok:
             problem = name_problem(field_name, name) or reserved_name_problem(field_name, name)
             if problem is not None:

@@ -29,7 +29,7 @@ from pathlib import Path
 from types import ModuleType
 from typing import TYPE_CHECKING, Any, NamedTuple
 
-from annotate.columns import RESPONSE_COLUMNS
+from annotate.columns import NO_JUDGE, RESPONSE_COLUMNS
 from annotate.errors import InputError
 from annotate.fileio import open_input, write_atomic
 from annotate.ingest import HEAD_BYTES, detect_format, encoding_problem, reader_module
@@ -57,6 +57,8 @@ if TYPE_CHECKING:
 MAX_PROBLEMS_SHOWN = 20
 #: Why a row whose prompt and response are both empty (or blank) and that has no transcript is set aside.
 EMPTY_ROW_REASON = "empty prompt and empty response: nothing to review"
+#: The judge label and reason of a response no judge labelled (``ingest --no-judge``).
+UNJUDGED = ("ambiguous", "unjudged")
 BATCH_ROWS = 5000
 
 
@@ -330,6 +332,7 @@ def ingest_file(
     keep_degenerate: bool = False,
     encoding: str | None = None,
     value_names: dict[str, dict[str, str]] | None = None,
+    no_judge: bool = False,
 ) -> IngestOutcome:
     """Validate and ingest one file inside the command's transaction.
 
@@ -357,7 +360,12 @@ def ingest_file(
     # The column map in force for the file (ingest --map, annotate.toml's [ingest.map]), if any.
     column_map = column_maps.for_path(path) if column_maps is not None else None
     with open_input(path) as source:
-        chosen, module = _reader_for(path, source, fmt, mapped=column_map is not None)
+        chosen, module = _reader_for(path, source, fmt, mapped=column_map is not None or no_judge)
+        if no_judge and not getattr(module, "TAKES_COLUMN_MAP", False):
+            raise InputError(
+                f"{path}: --no-judge reads a table of responses (CSV, JSONL, Parquet) as unjudged; this file is read "
+                f"as {chosen}, whose judge is part of the format"
+            )
         takes_map = getattr(module, "TAKES_COLUMN_MAP", False)
         fmt_rubric = rubric.for_format(chosen, module.DEFAULT_RUBRIC)
         # The sha256 is that of the bytes the reader actually reads, hashed in the same pass; the
@@ -374,6 +382,7 @@ def ingest_file(
             max_values=max_values,
             encoding=encoding,
             value_names=dict(value_names or {}),
+            unjudged=no_judge,
         )
         if column_map is not None and column_map.explicit and not takes_map:
             ctx.notes.append(
@@ -409,8 +418,9 @@ def ingest_file(
         problems.add(
             1,
             f"no row has a verdict ({outcome.reasons['missing']:,} rows: judge_label and judge_score empty): a table "
-            "of responses without verdicts (completions); ingest the judged file, or map the column that holds "
-            "the verdict with --map judge_label=COLUMN",
+            "of responses without verdicts (completions); ingest the judged file, map the column that holds "
+            "the verdict with --map judge_label=COLUMN, or, if no judge labelled these responses, store them "
+            "unjudged with --no-judge",
             fatal=True,
         )
     refused = problems.refusal(path)
@@ -693,7 +703,10 @@ def _read_rows(
             _set_aside_record(item, degenerate, outcome, set_aside, aside_by_key)
             continue
         spec = fmt_rubric.spec(item.judge, item.benchmark)
-        classified = spec.classify(item.verdict, item.score, item.context, item.meta)
+        if item.judge == NO_JUDGE and item.verdict is None and item.score is None:
+            classified: tuple[str, str] | str = UNJUDGED  # no judge: review alone labels it
+        else:
+            classified = spec.classify(item.verdict, item.score, item.context, item.meta)
         if isinstance(classified, str):
             problems.add(item.line, classified, _record_dict(item), end_line=item.end_line)
             continue

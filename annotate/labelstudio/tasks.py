@@ -54,6 +54,7 @@ import hmac
 import json
 import re
 from collections import Counter
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from functools import lru_cache
 from pathlib import Path
@@ -458,6 +459,11 @@ def read_export_file(path: Path) -> list[dict[str, Any]]:
     Any problem is one ``InputError`` naming the file: missing, too large, not JSON, a key
     repeated in an object, or not the structure of a JSON export.
     """
+    return read_export_file_sha(path)[0]
+
+
+def read_export_file_sha(path: Path) -> tuple[list[dict[str, Any]], str]:
+    """:func:`read_export_file`, and the sha256 of the bytes it read (the labels' source, recorded with them)."""
     try:
         size = path.stat().st_size
         if size > MAX_EXPORT_BYTES:
@@ -466,6 +472,7 @@ def read_export_file(path: Path) -> list[dict[str, Any]]:
                 "export the project in parts (by task ids) and pull each part."
             )
         raw = path.read_bytes()
+        sha = hashlib.sha256(raw).hexdigest()
         if (count := json_values_over(raw, MAX_DOCUMENT_VALUES)) is not None:
             advice = "Export the project in parts (by task ids) and pull each part."
             raise InputError(f"{path}: {too_many_values(count, MAX_DOCUMENT_VALUES, 'the export', advice)}")
@@ -479,7 +486,7 @@ def read_export_file(path: Path) -> list[dict[str, Any]]:
     except (ValueError, UnicodeDecodeError, RecursionError) as exc:
         detail = "nested too deeply" if isinstance(exc, RecursionError) else str(exc)[:200]
         raise InputError(f"{path}: not a Label Studio JSON export ({detail})") from None
-    return check_export_structure(data, str(path))
+    return check_export_structure(data, str(path)), sha
 
 
 def check_export_structure(tasks: Any, source: str) -> list[dict[str, Any]]:
@@ -665,8 +672,14 @@ def reconcile(
     exported: list[dict[str, Any]],
     *,
     source: str,
+    channel: str = "server",
+    file_of: Mapping[int, str] | None = None,
 ) -> PullPlan:
     """Compare a checked export with what the store holds for one project (pure).
+
+    ``channel`` (``annotate.columns.CHANNELS``) is how the export arrived, recorded with every label
+    it adds or changes, with the sha256 of the file each task came from (``file_of``: ``id(task)``
+    to sha256, for export files).
 
     Returns the writes for ``Store.apply_pull`` (inserts, updates, deletions, quarantine, authors
     of annotations stored before completed_by was) and the counts. Tasks are matched by their
@@ -823,6 +836,8 @@ def reconcile(
             "created_at": ann.get("created_at"),
             "updated_at": ann.get("updated_at"),
             "result": json.dumps(result, sort_keys=True),
+            "channel": channel,
+            "source_sha256": file_of.get(id(task)) if file_of else None,
         }
         if skipped:
             counts.skips += 1

@@ -13,7 +13,8 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 import pandas as pd
 
-from annotate.errors import StateError
+from annotate.columns import NO_JUDGE
+from annotate.errors import InputError, StateError
 from annotate.pipeline._features import FEATURES_VERSION, features_for, fit
 from annotate.pipeline._resolve import resolve_judge
 from annotate.stats.correlates import compare_with_study, fit_human_harmful_model
@@ -74,6 +75,11 @@ def diagnose(
     """
 
     judge = resolve_judge(store, judge)
+    if judge == NO_JUDGE:
+        raise InputError(
+            "the responses have no judge (ingested unjudged): the ambiguity model explains a judge's 'ambiguous' "
+            "verdicts, and there are none; ingest a judge's verdicts on them first"
+        )
     frame = features_for(store, judge)
     try:
         result = {

@@ -30,6 +30,7 @@ from typing import TYPE_CHECKING, Any
 
 import pandas as pd
 
+from annotate.columns import CHANNEL_IMPORT, NO_JUDGE
 from annotate.errors import InputError, StateError
 from annotate.fileio import open_input
 from annotate.ingest.formats import jbb_judges
@@ -295,7 +296,8 @@ def _record(
             lines[:MAX_PROBLEMS_SHOWN]
             + ([f"... and {len(lines) - MAX_PROBLEMS_SHOWN} more"] if len(lines) > MAX_PROBLEMS_SHOWN else []),
         )
-    judges = sorted(set(hits.judge))
+    # A judge's labels make the strata; responses stored unjudged as well only when no judge labelled them.
+    judges = sorted(set(hits.judge) - {NO_JUDGE}) or [NO_JUDGE]
     cells = hits[["model", "benchmark"]].drop_duplicates()
     notes: list[str] = []
     if judge is None:
@@ -441,6 +443,8 @@ def _record(
                             "skipped": False,
                             "deleted": False,
                             "result": json.dumps({"imported": {"file": path.name, "line": r.line, "value": raw}}),
+                            "channel": CHANNEL_IMPORT,
+                            "source_sha256": sha,
                         }
                     )
             projects.append(
@@ -473,6 +477,8 @@ def _record(
                         "result": json.dumps(
                             {"imported": {"file": path.name, "line": r.line, "value": r.final[2], "final": True}}
                         ),
+                        "channel": CHANNEL_IMPORT,
+                        "source_sha256": sha,
                     }
                 )
             projects.append(

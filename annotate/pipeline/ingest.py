@@ -195,6 +195,7 @@ def ingest(
     keep_degenerate: bool = False,
     encoding: str | None = None,
     names: Iterable[str] = (),
+    no_judge: bool = False,
 ) -> list[IngestOutcome]:
     """Validate and ingest the files all-or-nothing (see ``annotate.ingest.run.ingest_paths``).
 
@@ -209,6 +210,8 @@ def ingest(
     ``keep_degenerate`` (``--keep-degenerate``): keep empty and error responses as responses
     (``annotate.ingest.degenerate``) instead of setting them aside. ``names``: the texts of
     ``--names`` (``FIELD:RAW=NAME,...``): a model's or benchmark's name for an id the files hold.
+    ``no_judge`` (``--no-judge``): the files' responses are stored unjudged (``annotate.columns.NO_JUDGE``),
+    any verdict column kept as metadata (without it, a table with no verdict column is refused).
     """
     value_names = parse_names_option(list(names))
     if fmt != "auto":
@@ -220,6 +223,8 @@ def ingest(
         encoding = None if codecs.lookup(encoding).name == "utf-8" else encoding
     for option, value in (("--model", model), ("--benchmark", benchmark), ("--judge", judge)):
         check_name_option(option, value)
+    if no_judge and judge is not None:
+        raise InputError("--judge names the judge of a file's verdicts and --no-judge says it has none: give one")
     rubric_file: Path | None = rubric_path
     if rubric_file is None and s.ws.setting("rubric", "file"):
         rubric_file = Path(s.ws.setting("rubric", "file"))
@@ -251,4 +256,5 @@ def ingest(
         keep_degenerate=keep_degenerate,
         encoding=encoding,
         value_names=value_names,
+        no_judge=no_judge,
     )

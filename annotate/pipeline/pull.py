@@ -27,6 +27,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from annotate.columns import CHANNEL_FILE, CHANNEL_SERVER
 from annotate.errors import InputError
 from annotate.labelstudio import own_server
 from annotate.labelstudio.labelconfig import parse_label_config
@@ -42,7 +43,7 @@ from annotate.labelstudio.tasks import (
     StoredTask,
     check_export_structure,
     export_ext_ids,
-    read_export_file,
+    read_export_file_sha,
     reconcile,
 )
 from annotate.pipeline._resolve import resolve_round, round_lock
@@ -108,13 +109,23 @@ def _pull(
             )
         project = chosen.iloc[0].to_dict()
         exported: list[dict[str, Any]] = []
+        file_of: dict[int, str] = {}  # id(task) -> the sha256 of its file, recorded with its labels
         for path in from_files:
-            tasks = read_export_file(Path(path))
+            tasks, sha = read_export_file_sha(Path(path))
             _check_file_belongs(store, project, round_row["name"], tasks, Path(path))
             exported += tasks
+            file_of.update((id(task), sha) for task in tasks)
         source = ", ".join(str(p) for p in from_files)
         plan = _plan_project(
-            store, config, project, exported, source=source, ls_user=ls_user, allow_deletions=allow_deletions
+            store,
+            config,
+            project,
+            exported,
+            source=source,
+            ls_user=ls_user,
+            allow_deletions=allow_deletions,
+            channel=CHANNEL_FILE,
+            file_of=file_of,
         )
         _apply(store, project, plan, outcome, server_time=None)
         return outcome
@@ -232,8 +243,12 @@ def _plan_project(
     source: str,
     ls_user: int | None,
     allow_deletions: bool,
+    channel: str = CHANNEL_SERVER,
+    file_of: dict[int, str] | None = None,
 ) -> PullPlan:
-    """Reconcile one project's export with the store (reads only); refusals raise ``InputError``."""
+    """Reconcile one project's export with the store (reads only); refusals raise ``InputError``.
+
+    ``channel`` and ``file_of``: how the export arrived, recorded with its labels (``reconcile``)."""
     who = str(project["pseudonym"])
     tasks = store.ls_tasks(int(project["id"]))
     recorded = _int_or_none(project.get("pinned_user_id"))
@@ -262,7 +277,7 @@ def _plan_project(
         annotations=store.annotations_of_project(int(project["id"])),
         pinned_user=pinned,
     )
-    plan = reconcile(config, state, exported, source=source)
+    plan = reconcile(config, state, exported, source=source, channel=channel, file_of=file_of)
     if recorded is None and pinned is not None:
         plan.pin = pinned  # the server's user of the annotator, or --ls-user: recorded on this pull
     deleted = len(plan.writes["deletions"])

@@ -20,11 +20,12 @@ from typing import TYPE_CHECKING
 import numpy as np
 import pandas as pd
 
+from annotate.audit.channels import channel_cell, channel_summary
 from annotate.audit.design import Design, RoundDesign, Stratum, Wave
 from annotate.audit.labels import JUDGE_LABEL_COLUMNS, LABEL_COLUMNS, ds_labels
 from annotate.audit.order import ORDER_COLUMNS, empty_order, order_rows
 from annotate.audit.record import AuditRecord
-from annotate.columns import BLINDING_INSTRUCTIONS
+from annotate.columns import BLINDING_INSTRUCTIONS, CHANNEL_UNRECORDED
 from annotate.errors import InputError
 from annotate.ingest.records import reserved_names_held
 from annotate.pipeline._resolve import resolve_round, round_judges, round_order
@@ -92,7 +93,8 @@ def labels_frame(store: Store, round_names: list[str]) -> pd.DataFrame:
         df["final_status"] = df["final_status"].fillna("awaiting review")
         # The expert's answer each escalated item is decided on, exactly as `adjudicate` takes it
         # (checks of the majority excluded): verify re-derives the final labels from it.
-        answers = _expert_answers(store, rid, annotations, experts)
+        decided = _expert_rows(store, rid, annotations, experts) if experts else None
+        answers = expert_answers(decided) if decided is not None else {}
         df["expert"] = df.round_item_id.map({i: who for i, (who, _) in answers.items()})
         df["expert_verdict"] = df.round_item_id.map({i: verdict for i, (_, verdict) in answers.items()})
         # Each reviewer's answer: a verdict, "skipped" (their vote is in, without a label) or empty.
@@ -101,6 +103,8 @@ def labels_frame(store: Store, round_names: list[str]) -> pd.DataFrame:
             df[p] = answers[p].to_numpy()
             if p not in pseudonyms:
                 pseudonyms.append(p)
+        # How each of those answers (and the expert's) arrived (annotate.audit.channels).
+        df["channels"] = round_channels(annotations, df.round_item_id.astype(int).tolist(), reviewers, decided)[0]
         frames.append(df)
     if not frames:
         return pd.DataFrame(columns=list(LABEL_COLUMNS))
@@ -116,15 +120,43 @@ def labels_frame(store: Store, round_names: list[str]) -> pd.DataFrame:
     return out
 
 
-def _expert_answers(
-    store: Store, round_id: int, annotations: pd.DataFrame, experts: set[str]
-) -> dict[int, tuple[str, str]]:
-    if not experts:
-        return {}
+def _expert_rows(store: Store, round_id: int, annotations: pd.DataFrame, experts: set[str]) -> pd.DataFrame:
+    """The experts' current answers that decide items (their checks of a majority left out)."""
     labels = current_labels(annotations, experts)
     escal = store.escalations(round_id)
     checks = set(escal.loc[escal.kind == "check", "round_item_id"]) if len(escal) else set()
-    return expert_answers(labels.loc[~labels.round_item_id.isin(checks)])
+    return labels.loc[~labels.round_item_id.isin(checks)]
+
+
+def round_channels(
+    annotations: pd.DataFrame, item_ids: list[int], reviewers: list[str], expert_rows: pd.DataFrame | None
+) -> tuple[list[str], dict[str, set[str]]]:
+    """labels.csv's ``channels`` cell of each item (in ``item_ids`` order) and the sha256 of the files
+    the answers came from, per channel: the reviewers' answers as labels.csv takes them, then the
+    expert's answer the item is decided on (``expert_rows``, as :func:`_expert_rows`)."""
+    if "channel" not in annotations:  # an empty frame
+        annotations = annotations.assign(channel=None, source_sha256=None)
+    known = annotations.assign(channel=annotations.channel.fillna(CHANNEL_UNRECORDED))
+    channel = reviewer_answers(known, item_ids, reviewers, of="channel")
+    sha = reviewer_answers(known, item_ids, reviewers, of="source_sha256")
+    expert: dict[int, tuple[str, str, str | None]] = {}
+    if expert_rows is not None and len(expert_rows):
+        rows = known.set_index("annotation_id").loc[expert_rows.annotation_id]
+        for i, who, ch, digest in zip(
+            rows.round_item_id, rows.annotator, rows.channel, rows.source_sha256, strict=True
+        ):
+            expert[int(i)] = (str(who), str(ch), None if pd.isna(digest) else str(digest))  # the last row wins
+    cells: list[str] = []
+    files: dict[str, set[str]] = {}
+    for k, item in enumerate(item_ids):
+        answers = [(p, channel[p].iat[k], sha[p].iat[k]) for p in reviewers if channel[p].iat[k] is not None]
+        if item in expert:
+            answers.append(expert[item])
+        for _, ch, digest in answers:
+            if digest is not None:
+                files.setdefault(ch, set()).add(digest)
+        cells.append(channel_cell((who, ch) for who, ch, _ in answers))
+    return cells, files
 
 
 def order_frame(store: Store, round_names: list[str]) -> pd.DataFrame:
@@ -199,12 +231,23 @@ def exported_origin(text: str | None) -> dict | None:
 
 
 def design_from_store(store: Store, round_names: list[str], *, label_config_sha: str | None = None) -> Design:
-    """design.json: rounds, seeds, waves, and per (model, benchmark, stratum) N_h and n_h."""
+    """design.json: rounds, seeds, waves, and per (model, benchmark, stratum) N_h and n_h; how the labels arrived."""
     rounds = []
+    team = store.annotators()
+    experts = set(team.loc[team.role == "expert", "pseudonym"]) if len(team) else set()
     for name in round_names:
         row = resolve_round(store, name)
         rid = int(row["id"])
         strata_from = store.round_strata_from(rid)
+        # How the round's labels arrived, counted as labels.csv's channels column says it.
+        reviewers = json.loads(row["annotators"])
+        annotations = store.annotations(rid)
+        item_ids = store.round_items(rid).round_item_id.astype(int).tolist()
+        decided = _expert_rows(store, rid, annotations, experts) if experts else None
+        cells, files = round_channels(annotations, item_ids, reviewers, decided)
+        # How the reviewers were kept apart (columns.BLINDINGS): a round never sent to a server
+        # (task files) is said to be blinded by instructions only.
+        blinding = row.get("blinding") or BLINDING_INSTRUCTIONS
         rounds.append(
             RoundDesign(
                 round=name,
@@ -231,9 +274,7 @@ def design_from_store(store: Store, round_names: list[str], *, label_config_sha:
                 ),
                 label_config_sha256=row["label_config_sha"],
                 strata_from=tuple(strata_from) if strata_from is not None else None,
-                # How the reviewers were kept apart (columns.BLINDINGS): a round never sent to a
-                # server (task files) is said to be blinded by instructions only.
-                blinding=row.get("blinding") or BLINDING_INSTRUCTIONS,
+                blinding=blinding,
                 adjudication=json.loads(row["adjudication"]) if row.get("adjudication") else None,
                 records_adjudication=True,
                 judges=round_judges(row),
@@ -241,6 +282,7 @@ def design_from_store(store: Store, round_names: list[str], *, label_config_sha:
                 order=json.loads(row["task_order"]) if row.get("task_order") else None,
                 records_order=True,
                 origin=exported_origin(row.get("origin")),
+                channels=channel_summary(cells, blinding, files),
             )
         )
     runs = store.ingest_runs()

@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING, Any
 
 import pandas as pd
 
+from annotate.columns import NO_JUDGE
 from annotate.errors import InputError
 from annotate.ingest import reader_module
 from annotate.ingest.degenerate import reason_family
@@ -68,6 +69,8 @@ def summary(s: Session, *, judge: str | None = None, benchmarks: Any = "shared")
     if judge:
         kinds = kinds[kinds.judge == judge].reset_index(drop=True)
     shares = with_kinds(cell_shares(counts), kinds)
+    # Responses no judge labelled: shown as such, never ranked (nothing but "ambiguous" to rank by).
+    shares.loc[shares.judge == NO_JUDGE, "kind"] = UNJUDGED_KIND
     # Only judges whose failures are harm are ranked by a harmful rate: never a quality judge's.
     ranked = ranking_sensitivity(shares[shares.kind.isin(RANKED_KINDS)].reset_index(drop=True), benchmarks)
     return Summary(
@@ -111,6 +114,8 @@ def models_without_responses(set_aside: pd.DataFrame, counts: pd.DataFrame) -> l
     return sorted(set(set_aside.model) - have - {"(unnamed)"})
 
 
+#: The kind shown for responses stored unjudged (``annotate.columns.NO_JUDGE``).
+UNJUDGED_KIND = "none"
 #: The kinds whose "harmful" label is harm, so whose rates are ranked.
 RANKED_KINDS = ("safety", "refusal")
 MIXED = "mixed"

@@ -26,7 +26,9 @@ fractions in [0, 1] (shown as per cent)::
       "rounds": [{"round": str, "judge": str, "seed": int, "clear_per_cell": int,
                   "annotators": [pseudonym, ...],
                   "strata_from": [judge, ...],                   # only with route --strata-from
-                  "blinding": "technical" | "instructions only"}],  # only in exports that record it
+                  "blinding": "technical" | "instructions only",   # only in exports that record it
+                  "channels": {channel: {"answers": int, "by": {pseudonym: int},   # annotate-export/13 on
+                                         "blinding": str, "sha256": [str, ...]}}}],
       "cells": [{"model", "benchmark", "n_responses",
                  "share_harmful", "share_safe", "share_ambiguous"}],      # the judge's labels
       "agreement": [{"group": str,            # e.g. "pooled (mixture)", "stratum=ambiguous"

@@ -26,7 +26,7 @@ from typing import Any, NamedTuple
 from jinja2 import Environment, PackageLoader, StrictUndefined, Template
 from markupsafe import Markup, escape
 
-from annotate.columns import BLINDING_NOTES, TREATMENT_NOTES
+from annotate.columns import BLINDING_NOTES, CHANNEL_NAMES, NO_JUDGE, TREATMENT_NOTES
 from annotate.report import _fmt
 from annotate.report._judges import judges_section
 from annotate.report._view import ReportView, as_dict, as_list, flagged, not_estimable, records
@@ -465,6 +465,24 @@ def _rubric(rubric: Any) -> dict[str, Any]:
     }
 
 
+def _channels(doc: Any) -> list[dict[str, Any]]:
+    """A round's channels (annotate-export/13 on) as the design section lists them: one line each."""
+    out = []
+    for channel, entry in as_dict(doc).items():
+        entry = as_dict(entry)
+        by = as_dict(entry.get("by"))
+        out.append(
+            {
+                "channel": CHANNEL_NAMES.get(str(channel), _text(channel)),
+                "answers": _fmt.count(entry.get("answers")),
+                "by": ", ".join(f"{_text(who)} {_fmt.count(n)}" for who, n in by.items()),
+                "blinding": _text(entry.get("blinding") or ""),
+                "files": [_text(sha)[:16] for sha in as_list(entry.get("sha256"))],
+            }
+        )
+    return out
+
+
 def _design(view: ReportView) -> dict[str, Any]:
     data = view.data
     design = as_dict(data.get("design"))
@@ -480,8 +498,13 @@ def _design(view: ReportView) -> dict[str, Any]:
                 "n_annotators": _fmt.count(len(as_list(r.get("annotators")))),
                 "annotators": [_text(a) for a in as_list(r.get("annotators"))],
                 "strata_from": [_text(j) for j in as_list(r.get("strata_from"))],
-                "blinding": _text(r.get("blinding")) if r.get("blinding") else None,
+                # The round's blinding is its server's: a round whose labels all came otherwise says theirs.
+                "blinding": _text(r.get("blinding"))
+                if r.get("blinding") and (r.get("channels") is None or "server" in as_dict(r.get("channels")))
+                else None,
                 "blinding_note": BLINDING_NOTES.get(str(r.get("blinding")), ""),
+                "unjudged": r.get("judge") == NO_JUDGE,
+                "channels": _channels(r.get("channels")),
             }
             for r in records(data.get("rounds"))
         ],

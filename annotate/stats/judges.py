@@ -329,6 +329,13 @@ class JudgeAudit:
     models: pd.DataFrame = field(default_factory=lambda: pd.DataFrame(columns=list(HETEROGENEITY_COLUMNS)))
 
 
+#: The judge audit of responses no judge labelled (``annotate.columns.NO_JUDGE``).
+NO_JUDGE_NOTE = (
+    "no judge labelled the reviewed responses (they were ingested without verdicts): there is no judge to "
+    "audit; the scores rest on the human labels alone"
+)
+
+
 INTERVAL_METHOD = (
     "these responses: the responses view of the reviewed population's posterior (per stratum the unreviewed "
     "responses drawn from a Dirichlet over the reviewed responses' joint labels plus pseudo-responses that take "
@@ -475,6 +482,15 @@ def judge_audit(
     human = pd.Categorical(u["human"].astype(object), categories=list(HUMAN)).codes.astype(np.int64)
     judges = sorted({str(j) for j in verdicts["judge"]})
     J = len(judges)
+    if J == 0:  # responses no judge labelled (ingested unjudged): nothing to audit, and said so
+        return JudgeAudit(
+            metrics=pd.DataFrame(columns=list(METRIC_COLUMNS)),
+            pairs=pd.DataFrame(columns=list(PAIR_COLUMNS)),
+            judges=[],
+            notes=[NO_JUDGE_NOTE],
+            settings={"draws": draws, "seed": seed if isinstance(seed, int) else None, "confidence": confidence,
+                      "estimand": estimand, "census": False},
+        )  # fmt: skip
     pos = pd.Series(np.arange(len(u)), index=u["unit"].to_numpy())
     labels = np.full((len(u), J), NO_VERDICT, dtype=np.int64)
     if len(verdicts):

@@ -133,8 +133,10 @@ def test_a_table_without_verdicts_is_refused_whether_its_column_is_missing_or_em
     _, prefix = workspace
     missing = _run(runner, prefix, "ingest", str(_table(tmp_path / "a.csv", None)), "--format", "generic", ok=False)
     assert "missing required column(s): judge_label" in missing.stderr, missing.stderr
+    assert "if no judge labelled these responses, ingest them unjudged with --no-judge" in missing.stderr
     empty = _run(runner, prefix, "ingest", str(_table(tmp_path / "b.csv", ["", "", ""])), ok=False)
     assert "no row has a verdict (3 rows: judge_label and judge_score empty)" in empty.stderr, empty.stderr
+    assert "store them unjudged with --no-judge" in empty.stderr
     assert _models(prefix) == {}
     some = _run(runner, prefix, "ingest", str(_table(tmp_path / "c.csv", ["harmful", "", "safe"]))).output
     assert "3 added" in some and "1 ambiguous" in some, some  # one judge abstaining is no verdict, kept

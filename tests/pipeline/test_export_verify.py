@@ -145,7 +145,7 @@ def test_export_layout_is_the_documented_contract(demo_ws):
     # No absolute path (it would publish the user's folders): inside the workspace relative, else the name.
     assert all(not s["path"].startswith("/") and s["path"].endswith(".csv") for s in manifest["sources"])
     assert manifest["tool_version"] and manifest["store_schema_version"] and manifest["created_at"]
-    assert manifest["schema"] == "annotate-export/12"
+    assert manifest["schema"] == "annotate-export/13"
     assert set(manifest["settings"]["agreement_thresholds"]) == {
         "reliable",
         "tentative",
@@ -516,7 +516,7 @@ def test_verify_says_what_it_proved_per_file_and_prints_the_manifest_hash(demo_w
     assert out.exit_code == 0, out.output
     res = json.loads(out.output)
     manifest_sha = hashlib.sha256((result.export / "manifest.json").read_bytes()).hexdigest()
-    assert res["ok"] and res["schema"] == "annotate-export/12" and res["manifest_sha256"] == manifest_sha
+    assert res["ok"] and res["schema"] == "annotate-export/13" and res["manifest_sha256"] == manifest_sha
     assert res["signature"] == "not signed"
     statuses = {f["file"]: f["status"] for f in res["files"]}
     derived = (
@@ -1017,3 +1017,49 @@ def test_the_plan_never_plans_nothing_for_a_model_above_its_target(demo_ws, runn
     everything = json_of("--budget", "100000")
     assert everything["reviews"] < 100000 and everything["models"][0]["target"] > 0.01
     assert all(m["reachable"] and m["expected_halfwidth"] <= m["target"] + 1e-9 for m in everything["models"])
+
+
+def test_every_answer_says_how_it_arrived_and_verify_holds_the_counts(demo_ws, runner, tmp_path):
+    """Issue #42: labels.csv names each answer's channel (the offline demo's came as Label Studio export
+    files), design.json counts them per person with the files' sha256 and the blinding they had, and
+    verify re-derives the counts from labels.csv: a changed cell or a changed count fails."""
+    _, result, _ = demo_ws
+    rows = list(csv.DictReader(open(result.export / "labels.csv", newline="", encoding="utf-8")))
+    design = json.loads((result.export / "design.json").read_text())
+    (rnd,) = design["rounds"]
+    counted: dict[str, int] = {}
+    for r in rows:
+        answered = [a for a in rnd["annotators"] if r[a]] + ([r["expert"]] if r["expert"] else [])
+        parts = [p.split("=") for p in r["channels"].split(";")] if r["channels"] else []
+        assert [who for who, _ in parts] == answered and all(ch == "file" for _, ch in parts), r
+        for who, _ in parts:
+            counted[who] = counted.get(who, 0) + 1
+    files = rnd["channels"]["file"]
+    assert set(rnd["channels"]) == {"file"} and files["by"] == dict(sorted(counted.items()))
+    assert files["answers"] == sum(counted.values()) and "E1" in counted
+    assert files["sha256"] and all(len(x) == 64 for x in files["sha256"])
+    assert "independence rests on the reviewers' instructions" in files["blinding"]
+    assert "how the labels arrived" in (result.export / "report.html").read_text()
+
+    recell = _tampered_copy(result.export, tmp_path / "recell")
+    target = next(r for r in rows if r["channels"])
+    edited = [dict(r) for r in rows]
+    edited[rows.index(target)]["channels"] = target["channels"].replace("=file", "=server", 1)
+    with open(recell / "labels.csv", "w", newline="", encoding="utf-8") as fh:
+        w = csv.DictWriter(fh, fieldnames=list(rows[0]))
+        w.writeheader()
+        w.writerows(edited)
+    _rehash(recell, "labels.csv")
+    out = runner.invoke(cli, ["verify", str(recell)])
+    assert out.exit_code == 1 and "channels" in out.stderr, out.stderr
+
+    recount = _tampered_copy(result.export, tmp_path / "recount")
+    doc = json.loads((recount / "design.json").read_text())
+    entry = doc["rounds"][0]["channels"]["file"]
+    entry["answers"] -= 1
+    entry["by"]["A1"] -= 1
+    doc["rounds"][0]["channels"]["server"] = {"answers": 1, "by": {"A1": 1}, "blinding": "technical"}
+    (recount / "design.json").write_text(json.dumps(doc))
+    _rehash(recount, "design.json")
+    out = runner.invoke(cli, ["verify", str(recount)])
+    assert out.exit_code == 1 and "channels" in out.stderr and "labels.csv's channels give" in out.stderr, out.stderr

@@ -11,6 +11,7 @@ imported ones carry ``#w0``), counting each response twice.
 from __future__ import annotations
 
 import csv
+import hashlib
 import json
 import os
 import subprocess
@@ -18,8 +19,11 @@ import sys
 from pathlib import Path
 
 import numpy as np
+import pandas as pd
+import pytest
 
 from annotate.cli import cli
+from annotate.columns import CHANNEL_BLINDING
 from tests.pipeline.test_import_labels import JBB, run
 
 
@@ -382,3 +386,91 @@ def test_a_composite_key_and_model_ids_need_no_converter_script(workspace, runne
     # a name given twice differently is refused before anything is read
     err = run(runner, prefix, "ingest", resp, "--names", "model:0=a,model:0=b", code=2).stderr
     assert "--names gives model '0' two names ('a' and 'b')" in err, err
+
+
+def _two_raters_no_judge(tmp_path: Path) -> Path:
+    """A text-only table of two raters and no judge (as the 800-response sibling set): no verdict column."""
+    rng = np.random.default_rng(7)
+    path = tmp_path / "two_raters.csv"
+    with open(path, "w", newline="", encoding="utf-8") as fh:
+        w = csv.writer(fh)
+        w.writerow(["id", "model", "prompt", "response", "rater_1", "rater_2"])
+        for i in range(60):
+            harmful = rng.random() < (0.2 if i % 2 else 0.5)
+            first = "unsafe" if harmful else "safe"
+            second = first if rng.random() < 0.85 else ("safe" if harmful else "unsafe")
+            w.writerow([f"q{i}", "m-small" if i % 2 else "m-large", f"prompt {i}", f"answer {i}", first, second])
+    return path
+
+
+def test_a_table_without_a_judge_is_scored_exported_and_verified_from_the_humans_alone(workspace, runner, tmp_path):
+    ws, prefix = workspace
+    table = _two_raters_no_judge(tmp_path)
+    refused = run(runner, prefix, "ingest", table, "--map", "prompt_id=id", "--benchmark", "text", code=2)
+    assert "ingest them unjudged with --no-judge" in refused.stderr  # never unjudged by accident
+    ingested = run(runner, prefix, "ingest", table, "--no-judge", "--map", "prompt_id=id", "--benchmark", "text").output
+    assert "60 added" in ingested and "no judge: 60 response(s) stored unjudged" in ingested, ingested
+    assert "judge (no judge)" not in ingested  # no judge kind is invented for it
+    run(
+        runner, prefix, "import-labels", table, "--key", "prompt_id=id,model=model", "--raters", "rater_1,rater_2",
+        "--benchmark", "text", "--round", "h1",
+    )  # fmt: skip
+    decided = run(runner, prefix, "adjudicate", "--round", "h1", "--policy", "majority").output
+    assert "waiting" not in decided and "by votes:  2 votes 60" in decided, decided
+    judges = run(runner, prefix, "judges", "--round", "h1").output
+    assert judges.startswith("No judge: no judge labelled the reviewed responses of round h1"), judges
+    scores = json.loads(run(runner, prefix, "score", "--round", "h1", "--json").output)
+    rows = scores["scores"] if isinstance(scores, dict) else scores
+    judge_only = [r for r in rows if r["treatment"] in ("ambiguous_as_safe", "ambiguous_as_harmful")]
+    assert judge_only and all(r["estimate"] is None for r in judge_only)
+    assert all(r["flag"].endswith("no judge labelled these responses") for r in judge_only)
+    # the corrected rate is the human majority of a census: exact
+    labels = pd.read_csv(table)
+    for model, group in labels.groupby("model"):
+        (row,) = [r for r in rows if r["treatment"] == "corrected" and r["model"] == model and r["benchmark"] == "text"]
+        both = ((group.rater_1 == "unsafe") & (group.rater_2 == "unsafe")).sum()
+        resolved = (group.rater_1 == group.rater_2).sum()
+        assert row["estimate"] == pytest.approx(both / resolved)
+
+    run(runner, prefix, "export", "h1-audit", "--round", "h1", "--draws", "200")
+    out = ws / "exports" / "h1-audit"
+    verified = run(runner, prefix, "verify", out).output
+    assert verified.startswith("OK") and "its channels column names every answer's channel" in verified, verified
+    assert (out / "judge_labels.csv").read_text().count("\n") == 1  # the header: no judge's row invented
+    assert (out / "judges.csv").read_text().count("\n") == 1
+    (rnd,) = json.loads((out / "design.json").read_text())["rounds"]
+    assert rnd["judge"] == "(no judge)" and {s["stratum"] for s in rnd["strata"]} == {"ambiguous#w0"}
+    sha = hashlib.sha256(table.read_bytes()).hexdigest()
+    assert rnd["channels"] == {
+        "import": {
+            "answers": 120, "by": {"A1": 60, "A2": 60}, "sha256": [sha],
+            "blinding": CHANNEL_BLINDING["import"],
+        }
+    }  # fmt: skip
+    page = (out / "report.html").read_text()
+    assert "no judge labelled these responses" in page and "blinding: <b>" not in page
+
+
+def test_a_judge_named_as_the_mark_of_no_judge_is_refused_and_no_judge_keeps_verdicts_as_metadata(
+    workspace, runner, tmp_path
+):
+    ws, prefix = workspace
+    named = tmp_path / "named.jsonl"
+    row = {"model": "m", "benchmark": "b", "prompt_id": "p", "prompt": "q", "response": "r", "judge_label": "safe"}
+    named.write_text(json.dumps({**row, "judge": "(No Judge)"}) + "\n")
+    refused = run(runner, prefix, "ingest", named, code=2)
+    said = refused.output + refused.stderr
+    assert "is reserved for responses no judge labelled" in said and "Traceback" not in said
+    # a JSON Lines row without a verdict is an error that names the way out
+    bare = tmp_path / "bare.jsonl"
+    bare.write_text(json.dumps({k: v for k, v in row.items() if k != "judge_label"}) + "\n")
+    missing = run(runner, prefix, "ingest", bare, "--format", "generic", code=2)
+    assert "--no-judge" in missing.output + missing.stderr
+    # --no-judge: the verdict column is kept as metadata, never read as a judge's
+    kept = run(runner, prefix, "ingest", named, "--no-judge", "--json").output
+    (outcome,) = json.loads(kept)
+    assert outcome["added"] == 1 and outcome["labels"] == {"ambiguous": 1}, outcome
+    summary = run(runner, prefix, "summary").output
+    assert "(no judge)  none" in summary
+    both = runner.invoke(cli, [*prefix, "ingest", str(named), "--no-judge", "--judge", "j"])
+    assert both.exit_code == 2 and "--no-judge" in both.output + both.stderr

@@ -63,6 +63,7 @@ from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
+from annotate.columns import NO_JUDGE
 from annotate.ingest import parquet
 from annotate.ingest.csv_reader import csv_records
 from annotate.ingest.formats.column_map import KNOWN, ColumnMap, _Plan, _type
@@ -185,6 +186,7 @@ class TableRows:
         self._plans: dict[tuple[str, ...], _Plan] = {}
         self.used: ColumnMap | None = None  # the map actually applied (the last plan's)
         self.hashed = 0  # rows whose prompt_id was made from their prompt
+        self.unjudged_kept = False  # --no-judge: a verdict column of the file kept as metadata
         self.hashed_from = "prompt"
         cls = type(self)
         self._plain = cmap is None and cls.prepare is TableRows.prepare and cls.mapping is TableRows.mapping
@@ -222,11 +224,15 @@ class TableRows:
         missing = [c for c in ("model", "benchmark") if c not in fields and not _supplied(c, self.ctx)]
         if "messages" not in fields:
             missing += [c for c in ("prompt", "response") if c not in fields]
-        if "judge_label" not in fields and "judge_score" not in fields:
+        # Responses no judge labelled come in only when the user says so (--no-judge): a verdict column
+        # the map forgot must not turn a judged file into an unjudged one.
+        if "judge_label" not in fields and "judge_score" not in fields and not self.ctx.unjudged:
             missing.append("judge_label (or judge_score)")
         if not missing:
             return None
         hint = "" if plan.cmap else "; name them in the file, or map the file's columns to them with --map FIELD=COLUMN"
+        if missing[-1] == "judge_label (or judge_score)":
+            hint += "; if no judge labelled these responses, ingest them unjudged with --no-judge"
         return Problem(
             1,
             f"missing required column(s): {', '.join(missing)} (header: {', '.join(names)}){hint}",
@@ -276,7 +282,25 @@ class TableRows:
             if type(prompt) is str:
                 obj["prompt_id"] = prompt_hash_id(prompt)
                 self.hashed += 1
+        if self.ctx.unjudged:
+            obj, extra = self._unjudged(obj, extra)
         return _row_to_item(obj, line, self.ctx, extra, transcript)
+
+    def _unjudged(
+        self, obj: dict[str, Any], extra: dict[str, Any] | None
+    ) -> tuple[dict[str, Any], dict[str, Any] | None]:
+        """A row of responses no judge labelled: a verdict the file has (``--no-judge``) moves to the
+        metadata under its own name, never read as one."""
+        self.ctx.unjudged_rows += 1
+        verdicts = [k for k in _VERDICT_FIELDS if k in obj]
+        if not verdicts:
+            return obj, extra
+        kept = {k: obj[k] for k in verdicts if obj[k] is not None}
+        rest = {k: v for k, v in obj.items() if k not in _VERDICT_FIELDS}
+        if kept:
+            self.unjudged_kept = True
+            extra = {**(extra if extra is not None else {k: v for k, v in rest.items() if k not in KNOWN}), **kept}
+        return rest, extra
 
     def map_note(self, used: ColumnMap) -> str:
         """The ingest line's note on the map applied."""
@@ -291,6 +315,13 @@ class TableRows:
         if (note := renamed_note(self.ctx)) is not None:
             self.ctx.notes.append(note)
             self.ctx.recorded["names"] = self.ctx.value_names
+        if self.ctx.unjudged_rows:
+            self.ctx.notes.append(
+                f"no judge: {self.ctx.unjudged_rows:,} response(s) stored unjudged (judge {NO_JUDGE!r}, ambiguous "
+                "for the reason 'unjudged'), their labels to come from review alone (route, or import-labels)"
+                + ("; the file's verdict columns kept as metadata" if self.unjudged_kept else "")
+            )
+            self.ctx.recorded["unjudged"] = {"rows": self.ctx.unjudged_rows, "verdicts_kept": self.unjudged_kept}
         if self.hashed:
             self.ctx.notes.append(
                 f"prompt_id: none in the file; made from the {self.hashed_from} text for {self.hashed:,} row(s) "
@@ -416,7 +447,7 @@ def _row_to_item(
         and (verdict is None or type(verdict) is str)
         and (score is None or type(score) is float)
         and (epoch is None or type(epoch) is int)
-        and "judge_label" in obj
+        and ("judge_label" in obj or ctx.unjudged)
     ):
         checked = _checked_fields(obj, line, ctx)
         if isinstance(checked, Problem):
@@ -433,7 +464,7 @@ def _row_to_item(
         if type(category) is not int:
             return Problem(line, f"field 'category' must be text, got {_type(category)}")
         category = str(category)
-    judge = ctx.judge if ctx.judge is not None else obj.get("judge")
+    judge = NO_JUDGE if ctx.unjudged else ctx.judge if ctx.judge is not None else obj.get("judge")
     if judge is None or judge == "":
         judge = "unspecified"
     elif type(judge) is not str:
@@ -458,6 +489,8 @@ def _row_to_item(
 
 
 _INF = float("inf")
+#: What an unjudged row does not read as a verdict (``TableRows._unjudged``).
+_VERDICT_FIELDS = ("judge_label", "judge_score", "judge")
 
 
 def _checked_fields(obj: dict[str, Any], line: int, ctx: ReadContext) -> tuple[Any, ...] | Problem:
@@ -466,8 +499,10 @@ def _checked_fields(obj: dict[str, Any], line: int, ctx: ReadContext) -> tuple[A
         if col not in obj and not _supplied(col, ctx):
             also = "--model or " if col == "model" else "--benchmark or " if col == "benchmark" else ""
             return Problem(line, f"missing required field {col!r} (give it with {also}--map {col}=COLUMN)")
-    if "judge_label" not in obj and "judge_score" not in obj:
-        return Problem(line, "missing required field 'judge_label' (or 'judge_score')")
+    if "judge_label" not in obj and "judge_score" not in obj and not ctx.unjudged:
+        return Problem(
+            line, "missing required field 'judge_label' (or 'judge_score'); responses no judge labelled: --no-judge"
+        )
     for col in ("prompt", "response"):
         if not isinstance(obj[col], str):
             got = "null" if obj[col] is None else type(obj[col]).__name__

@@ -115,8 +115,13 @@ def current_labels(annotations: Any, reviewers: set[str] | None = None) -> Any:
     return df.drop_duplicates(["round_item_id", "annotator"], keep="last")
 
 
-def reviewer_answers(annotations: Any, item_ids: Sequence[int], reviewers: Sequence[str]) -> pd.DataFrame:
+def reviewer_answers(
+    annotations: Any, item_ids: Sequence[int], reviewers: Sequence[str], of: str = "verdict"
+) -> pd.DataFrame:
     """Each reviewer's answer on each item: their current verdict, ``"skipped"`` or None (not in yet).
+
+    ``of``: another column of the annotation that is the answer (e.g. ``channel``, how it arrived)
+    instead of its verdict; a skip then gives that column's value, not ``"skipped"``.
 
     Parameters
     ----------
@@ -136,10 +141,14 @@ def reviewer_answers(annotations: Any, item_ids: Sequence[int], reviewers: Seque
     """
     index = pd.Index([int(i) for i in item_ids], name="round_item_id")
     mine = annotations.loc[annotations.annotator.isin(list(reviewers))]
-    skips = mine.loc[~mine.deleted.astype(bool) & mine.skipped.astype(bool), ["round_item_id", "annotator"]]
-    votes = current_labels(mine, set(reviewers))[["round_item_id", "annotator", "verdict"]]
+    skip_rows = mine.loc[~mine.deleted.astype(bool) & mine.skipped.astype(bool)]
+    if of == "verdict":
+        skips = skip_rows[["round_item_id", "annotator"]].assign(verdict="skipped")
+    else:
+        skips = skip_rows[["round_item_id", "annotator", of]].rename(columns={of: "verdict"})
+    votes = current_labels(mine, set(reviewers))[["round_item_id", "annotator", of]].rename(columns={of: "verdict"})
     # The verdicts after the skips: where a reviewer has both, the verdict is kept.
-    long = pd.concat([skips.assign(verdict="skipped"), votes], ignore_index=True)
+    long = pd.concat([skips, votes], ignore_index=True)
     long = long.assign(round_item_id=long.round_item_id.astype(int)).drop_duplicates(
         ["round_item_id", "annotator"], keep="last"
     )

@@ -84,7 +84,8 @@ def strata_table(labels: pd.DataFrame, design_strata: pd.DataFrame) -> pd.DataFr
         label (escalated, unresolved or awaiting review). Dawid-Skene counts use the
         ``ds_label`` column (``unsure`` counts as unresolved).
     """
-    strata = design_strata.reindex(columns=list(DESIGN_STRATA_COLUMNS))
+    keep = [*DESIGN_STRATA_COLUMNS, *(["judged"] if "judged" in design_strata else [])]
+    strata = design_strata.reindex(columns=keep)
     if strata.empty:
         return strata.assign(reviewed=[], harmful=[], unresolved=[], harmful_ds=[], resolved_ds=[])
     lab = labels.assign(
@@ -298,6 +299,9 @@ class Strata:
         Sorted benchmark names.
     y_ds, r_ds : ndarray of float64, shape (S,), or None
         ``harmful_ds`` and ``resolved_ds`` when the input has ``harmful_ds``.
+    judged : ndarray of bool, shape (C,)
+        Whether a judge labelled the cell's responses (the input's optional ``judged``, default
+        True; False for responses ingested unjudged: their judge-only treatments are not estimable).
     """
 
     frame: pd.DataFrame
@@ -314,6 +318,7 @@ class Strata:
     benchmarks: pd.Index
     y_ds: NDArray[np.float64] | None
     r_ds: NDArray[np.float64] | None
+    judged: NDArray[np.bool_]
 
     @property
     def C(self) -> int:
@@ -333,8 +338,8 @@ def prepare_strata(strata: pd.DataFrame) -> Strata:
     ----------
     strata : DataFrame
         Columns :data:`annotate.columns.STRATA_COLUMNS` (+ optional ``harmful_ds``,
-        ``resolved_ds``; ``resolved_ds`` defaults to ``reviewed``). Rows with population 0 are
-        dropped.
+        ``resolved_ds``; ``resolved_ds`` defaults to ``reviewed``; optional ``judged``). Rows with
+        population 0 are dropped.
 
     Returns
     -------
@@ -350,7 +355,7 @@ def prepare_strata(strata: pd.DataFrame) -> Strata:
     missing = [c for c in STRATA_COLUMNS if c not in strata]
     if missing:
         raise ValueError(f"The strata frame lacks column(s) {missing}; required: {list(STRATA_COLUMNS)}.")
-    df = strata.loc[:, [c for c in strata.columns if c in STRATA_COLUMNS or c in _DS_COLUMNS]].copy()
+    df = strata.loc[:, [c for c in strata.columns if c in STRATA_COLUMNS or c in _DS_COLUMNS or c == "judged"]].copy()
     if df[list(STRATA_COLUMNS)].isna().any().any():
         raise ValueError("The strata frame has missing values in required columns.")
     jl = df["judge_label"].astype(str).map(lambda v: ALIASES.get(v, v))
@@ -392,6 +397,7 @@ def prepare_strata(strata: pd.DataFrame) -> Strata:
     N = df["population"].to_numpy()
     bench_codes, benchmarks = pd.factorize(cells["benchmark"], sort=True)
     has_ds = "harmful_ds" in df
+    judged = df["judged"].astype(bool).to_numpy() if "judged" in df else np.ones(len(df), dtype=bool)
     return Strata(
         frame=df,
         cell=cell,
@@ -407,6 +413,7 @@ def prepare_strata(strata: pd.DataFrame) -> Strata:
         benchmarks=pd.Index(benchmarks),
         y_ds=df["harmful_ds"].to_numpy() if has_ds else None,
         r_ds=df["resolved_ds"].to_numpy() if has_ds else None,
+        judged=np.minimum.reduceat(judged, starts) if len(judged) else np.zeros(0, dtype=bool),
     )
 
 

@@ -191,6 +191,10 @@ def _label_totals(st: Strata) -> tuple[NDArray[np.float64], NDArray[np.float64],
     return NH, NS, N - NH - NS
 
 
+#: The flag of a judge-only treatment in a cell no judge labelled (responses ingested unjudged).
+NO_JUDGE_FLAG = "not estimable: no judge labelled these responses"
+
+
 def judge_only_treatments(st: Strata, mar: EstimatorRun, confidence: float) -> tuple[dict[str, Columns], Draws]:
     """``ambiguous_as_safe``, ``ambiguous_as_harmful``, ``ambiguous_excluded``: judge labels only.
 
@@ -207,7 +211,7 @@ def judge_only_treatments(st: Strata, mar: EstimatorRun, confidence: float) -> t
     frames : dict of str to Columns
         p = x / n with (x, n) = (N_H, N), (N_H + N_U, N), (N_H, N_H + N_S); se = sqrt(p (1 - p)/n);
         Wilson intervals (the same numbers in the ``_general`` columns); ``n_reviewed`` = 0;
-        not estimable where n = 0.
+        not estimable where n = 0 and in cells no judge labelled (``st.judged`` False).
     draws : dict of str to ndarray, shape (C, D)
         W*_H, W*_H + W*_U, W*_H / (W*_H + W*_S); empty without draws.
     """
@@ -216,16 +220,20 @@ def judge_only_treatments(st: Strata, mar: EstimatorRun, confidence: float) -> t
     no_notes = np.full(C, "", dtype=object)
     frames: dict[str, Columns] = {}
     draws: Draws = {}
+    judged = st.judged
     for name, x, n in (
         ("ambiguous_as_safe", NH, N),
         ("ambiguous_as_harmful", NH + NU, N),
         ("ambiguous_excluded", NH, NH + NS),
     ):
+        n = np.where(judged, n, 0.0)  # responses no judge labelled: no judge-only treatment
         with np.errstate(divide="ignore", invalid="ignore"):
             p = np.where(n > 0, x / n, np.nan)
             se = np.sqrt(p * (1 - p) / n)
         lo, hi = wilson_interval(x, n, confidence)
-        flag = np.where(n > 0, "ok", "not estimable: no clear (harmful or safe) responses").astype(object)
+        flag = np.where(
+            n > 0, "ok", np.where(judged, "not estimable: no clear (harmful or safe) responses", NO_JUDGE_FLAG)
+        ).astype(object)
         frames[name] = treatment_frame(
             st,
             name,
@@ -246,8 +254,9 @@ def judge_only_treatments(st: Strata, mar: EstimatorRun, confidence: float) -> t
     if mar.draws is not None and mar.draws.general is not None:
         wh, ws, wu = mar.draws.general.shares
         with np.errstate(divide="ignore", invalid="ignore"):
-            draws["ambiguous_as_safe"] = wh
-            draws["ambiguous_as_harmful"] = wh + wu
+            unjudged = ~judged[:, None]
+            draws["ambiguous_as_safe"] = np.where(unjudged, np.nan, wh)
+            draws["ambiguous_as_harmful"] = np.where(unjudged, np.nan, wh + wu)
             draws["ambiguous_excluded"] = np.where((NH + NS)[:, None] > 0, wh / (wh + ws), np.nan)
     return frames, draws
 
