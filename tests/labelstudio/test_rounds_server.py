@@ -181,6 +181,8 @@ def test_round_trip_on_a_real_server(ls_env, sqlite_ws, runner, tmp_path):
     assert bool(ann.loc[a1[2], "skipped"])
     assert a1[3] not in ann.index  # quarantined, never counted
     assert set(history.change) == {"updated", "deleted"}
+    # every label records that it came from a server (no file behind it)
+    assert set(ann.channel) == {"server"} and ann.source_sha256.isna().all()
 
     status = json.loads(run(runner, prefix, "status", "--round", "r1", "--json").stdout)
     a1_rows = [r for r in status["progress"] if r["annotator"] == "A1"]
