@@ -162,6 +162,7 @@ RESPONSE_COLUMNS = (
     "judge_kind",
     "meta",
     "transcript",
+    "image",
     "content_sha",
     "source_id",
     "ingested_at",
@@ -192,10 +193,12 @@ LABEL_COLUMNS = (
     "expert",
     "expert_verdict",
     "channels",
+    "image",
 )
 #: labels.csv before annotate-export/5 (without the expert's answer the final label was decided on).
 LABEL_COLUMNS_V3 = LABEL_COLUMNS[: LABEL_COLUMNS.index("expert")]
-#: labels.csv of annotate-export/5 to /12 (without how each answer arrived, ``channels``).
+#: labels.csv of annotate-export/5 to /12 (without how each answer arrived, ``channels``, and the
+#: item's image, ``image``: its ``<sha256>.<ext>`` in the workspace's media/, empty when none).
 LABEL_COLUMNS_V12 = LABEL_COLUMNS[: LABEL_COLUMNS.index("channels")]
 
 #: scores.csv of an export and `annotate score --json`.

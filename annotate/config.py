@@ -64,6 +64,11 @@ class Workspace:
         return self.root / "rejects"
 
     @property
+    def media_dir(self) -> Path:
+        """Items' images, each under the sha256 of its bytes (``annotate.ingest.media``)."""
+        return self.root / "media"
+
+    @property
     def label_config_path(self) -> Path:
         return self.root / LABEL_CONFIG_NAME
 

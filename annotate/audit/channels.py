@@ -21,6 +21,7 @@ that is not the one its channel and the round's blinding give.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
@@ -41,6 +42,8 @@ __all__ = [
     "parse_channel_cell",
 ]
 
+#: An item's image in labels.csv: ``<sha256>.<ext>`` (annotate.ingest.media).
+_IMAGE_NAME = re.compile(r"[0-9a-f]{64}\.(png|jpg|gif|webp)")
 #: The channels whose answers come from a file (its sha256 listed).
 _FILED = ("file", "import")
 
@@ -227,8 +230,13 @@ def check_channels(labels: pd.DataFrame, lines: Sequence[int], design: Design) -
 
     Every round's rows (``lines``: their line numbers) are checked by :func:`channel_problems`: a
     row's answers are its reviewers' non-empty columns in the round's order, then its ``expert``.
+    The ``image`` column (same schema) names an item's image by its hash or is empty.
     """
-    problems: list[str] = []
+    problems: list[str] = [
+        f"labels.csv:{line}: image {name!r} is not <sha256>.<png|jpg|gif|webp> (the item's image by its hash)."
+        for name, line in zip(labels["image"], lines, strict=False)
+        if name is not None and not _IMAGE_NAME.fullmatch(str(name))
+    ][:20]
     for rnd in design.rounds:
         mask = (labels["round"] == rnd.round).to_numpy()
         rows = labels.loc[mask]

@@ -67,7 +67,7 @@ Rows:
   round of design.json's ``channels`` (per channel: answers, per person, the blinding those
   answers had, the files' sha256), re-derived by verify from labels.csv; a round may hold
   responses no judge labelled (judge ``(no judge)``: its judge-only treatments not estimable, no
-  judge audited). Otherwise as /12.
+  judge audited); labels.csv's ``image`` names each item's image by its hash. Otherwise as /12.
 * ``annotate-export/7``: a round's ambiguous strata may be sampled: design.json's round records its
   rule (``ambiguous``: ``all``, a size or a fraction) and verify re-derives every stratum's sample
   size from it and ``clear_per_cell``; strata of a next wave (``route --next-wave``) carry
@@ -455,7 +455,8 @@ SCHEMAS: dict[str, ExportSchema] = {
             blinding=True,
             summary="how every label arrived: labels.csv's channels (server, export file, imported table) and "
             "design.json's count per round, channel and person with each channel's blinding and files' sha256; "
-            "rounds of responses no judge labelled (judge-only treatments not estimable, no judge audited)",
+            "rounds of responses no judge labelled (judge-only treatments not estimable, no judge audited); each "
+            "item's image by its hash (labels.csv image)",
             label_columns=LABEL_COLUMNS,
             decisions=True,
             judges_per_benchmark=True,

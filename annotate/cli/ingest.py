@@ -13,7 +13,7 @@ from annotate.cli._options import echo_json, open_session, workspace_options
 from annotate.columns import JUDGE_LABELS, NO_JUDGE
 
 if TYPE_CHECKING:
-    from annotate.ingest.run import IngestOutcome
+    from annotate.ingest.outcome import IngestOutcome
 
 
 def _ingest_epilog() -> str:
@@ -158,6 +158,13 @@ class _IngestCommand(click.Command):
     help="No judge labelled the responses (a table of human labels, or completions): store them unjudged (review "
     "alone labels them; no judge is invented); a verdict column the file has is kept as metadata.",
 )
+@click.option(
+    "--fetch-images",
+    "fetch_images",
+    is_flag=True,
+    help="Download the items' images named by http(s) URL (the image field) into the workspace; without it a "
+    "URL is refused (paths beside the file are always copied).",
+)
 @click.option("--json", "as_json", is_flag=True, help="Print the outcome as JSON.")
 @workspace_options
 def ingest(
@@ -179,6 +186,7 @@ def ingest(
     encoding: str | None = None,
     names: tuple[str, ...] = (),
     no_judge: bool = False,
+    fetch_images: bool = False,
 ) -> None:
     """Read benchmark results into the store, mapping every verdict under one rubric.
 
@@ -247,6 +255,7 @@ def ingest(
                 encoding=encoding,
                 names=names,
                 no_judge=no_judge,
+                fetch_images=fetch_images,
             )
     finally:
         for bar in bars:
@@ -316,6 +325,8 @@ def _describe_outcome(o: IngestOutcome) -> str:
     if o.set_aside:
         line += f"\n  set aside: {set_aside_reasons(o)}"
     line += f"\n  labels: {labels}" + (f" (ambiguous because: {', '.join(extra)})" if extra else "")
+    if o.images:
+        line += f"\n  images: {o.images} row(s) with an image, copied into media/ under the sha256 of its bytes"
     line += "".join(f"\n  {_shown(text)}" for text in o.notes)  # what the reader said about the file
     line += "".join(f"\n  {_shown(text)}" for text in kind_lines(o.kinds))
     line += "".join(f"\n  {text}" for text in _rubric_lines(o))

@@ -210,7 +210,10 @@ class IngestTransaction:
         ``"transcript (none stored)"`` alone: the stored row is the same response without its
         transcript (ingested before transcripts were kept).
         """
-        fields = ("prompt", "response", "judge_verdict", "judge_score", "judge_label", "judge_kind", "transcript")
+        fields = (
+            *("prompt", "response", "judge_verdict", "judge_score", "judge_label", "judge_kind", "transcript"),
+            "image",
+        )
         stored = self._conn.execute(
             text(f"SELECT {', '.join(fields)} FROM response WHERE id = :id"), {"id": response_id}
         ).one()
@@ -220,7 +223,7 @@ class IngestTransaction:
             if old != new[name]:
                 if name == "transcript" and old is None:
                     diffs.append("transcript (none stored)")
-                elif name in ("prompt", "response", "transcript"):
+                elif name in ("prompt", "response", "transcript", "image"):
                     diffs.append(name)
                 else:
                     diffs.append(f"{name} ({old!r} stored, {new[name]!r} here)")
@@ -240,6 +243,7 @@ class IngestTransaction:
             "category",
             "meta",
             "transcript",
+            "image",
             "content_sha",
             "source_id",
             "ingested_at",

@@ -161,6 +161,9 @@ def _v15(conn: Connection) -> None:
     # annotation.channel, source_sha256: NULL for labels pulled earlier (not recorded), except an
     # imported round's, which all came from its table (review_round.origin keeps the table's sha256).
     _add_columns(conn, m.ANNOTATION, ("channel", "source_sha256"))
+    # response.image (and its history): NULL for every earlier response (none had an image).
+    _add_columns(conn, m.RESPONSE, ("image",))
+    _add_columns(conn, m.RESPONSE_HISTORY, ("image",))
     a, p, r = m.ANNOTATION, m.LS_PROJECT, m.REVIEW_ROUND
     for round_id, origin in conn.execute(select(r.c.id, r.c.origin).where(r.c.origin.is_not(None))).all():
         try:
@@ -191,7 +194,7 @@ MIGRATIONS: list[tuple[int, str, Callable[[Connection], None]]] = [
     (12, "ambiguous strata sampled (route --ambiguous) and next waves from the strata's remainders", _v12),
     (13, "the order design of a round's tasks (route --order) and the priorities items were ordered by", _v13),
     (14, "rows set aside at ingest (empty and error responses); rounds of imported labels", _v14),
-    (15, "how each label arrived: a server, an export file or an imported table (annotation.channel)", _v15),
+    (15, "how each label arrived (annotation.channel: a server, an export file, a table); items' images", _v15),
 ]
 assert MIGRATIONS[-1][0] == SCHEMA_VERSION
 

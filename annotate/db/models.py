@@ -84,6 +84,9 @@ class Response(SQLModel, table=True):
     # v6: the whole conversation of a multi-turn or agentic sample (JSON list of turns, the
     # contract of ``annotate.ingest.records.transcript_problem``); None for a single-turn one.
     transcript: str | None = Field(default=None, sa_column=Column(Text))
+    # v15: the item's image, ``<sha256>.<ext>`` of its copy in the workspace's media/ folder
+    # (``annotate.ingest.media``); None: none.
+    image: str | None = None
 
 
 class ResponseHistory(SQLModel, table=True):
@@ -108,6 +111,7 @@ class ResponseHistory(SQLModel, table=True):
     replaced_at: datetime
     replaced_by_source_id: int
     transcript: str | None = Field(default=None, sa_column=Column(Text))  # v6
+    image: str | None = None  # v15
 
 
 # -- schema version 2: review rounds in Label Studio --------------------------------------------

@@ -229,11 +229,20 @@ class ResponseTables(Component):
         self, judge: str, after_id: int, up_to_id: int, judges: Mapping[str, str] | None = None
     ) -> int:
         """How many responses of one judge with after_id < id <= up_to_id have a transcript."""
+        return self._count_having(m.RESPONSE.c.transcript, judge, after_id, up_to_id, judges)
+
+    def image_count(self, judge: str, after_id: int, up_to_id: int, judges: Mapping[str, str] | None = None) -> int:
+        """How many responses of one judge with after_id < id <= up_to_id have an image."""
+        return self._count_having(m.RESPONSE.c.image, judge, after_id, up_to_id, judges)
+
+    def _count_having(
+        self, column: Any, judge: str, after_id: int, up_to_id: int, judges: Mapping[str, str] | None
+    ) -> int:
         r = m.RESPONSE
         stmt = (
             select(func.count())
             .select_from(r)
-            .where(_routed_by(r, judge, judges), r.c.id > after_id, r.c.id <= up_to_id, r.c.transcript.is_not(None))
+            .where(_routed_by(r, judge, judges), r.c.id > after_id, r.c.id <= up_to_id, column.is_not(None))
         )
         with self.engine.connect() as conn:
             return int(conn.execute(stmt).scalar_one())

@@ -304,7 +304,8 @@ class ReviewTables(Component):
             return frame(conn, select(t).where(t.c.round_id == round_id).order_by(t.c.id))
 
     def round_items(self, round_id: int, *, with_text: bool = False) -> pd.DataFrame:
-        """Items of a round joined with their response (model, benchmark, prompt_id, ...).
+        """Items of a round joined with their response (model, benchmark, prompt_id, ..., image: its name
+        in the workspace's media/, None without one).
 
         ``with_text``: also prompt, response and transcript (JSON text, None for single-turn).
         """
@@ -326,6 +327,7 @@ class ReviewTables(Component):
             r.c.category,
             r.c.judge_label,
             r.c.judge_verdict,
+            r.c.image,
         ]
         if with_text:
             cols += [r.c.prompt, r.c.response, r.c.transcript]
@@ -455,21 +457,22 @@ class ReviewTables(Component):
             return pd.DataFrame(columns=["ext_id", "ls_project_id", "round", "pseudonym"])
         return pd.concat(parts, ignore_index=True)
 
-    def item_texts(self, round_item_ids: Sequence[int]) -> dict[int, tuple[str, str, str | None, str]]:
-        """round_item_id -> (prompt, response, transcript, model), for building tasks batch by batch.
+    def item_texts(self, round_item_ids: Sequence[int]) -> dict[int, tuple[str, str, str | None, str, str | None]]:
+        """round_item_id -> (prompt, response, transcript, model, image), for building tasks batch by batch.
 
         The transcript is JSON text (None for a single-turn response); the model is what the
-        dialogue must not show (``labelstudio.tasks.task_dialogue``).
+        dialogue must not show (``labelstudio.tasks.task_dialogue``); the image is its name in the
+        workspace's media/ (None without one).
         """
         i, r = m.ROUND_ITEM, m.RESPONSE
-        out: dict[int, tuple[str, str, str | None, str]] = {}
+        out: dict[int, tuple[str, str, str | None, str, str | None]] = {}
         ids = [int(x) for x in round_item_ids]
-        cols = (i.c.id, r.c.prompt, r.c.response, r.c.transcript, r.c.model)
+        cols = (i.c.id, r.c.prompt, r.c.response, r.c.transcript, r.c.model, r.c.image)
         with self.engine.connect() as conn:
             for start in range(0, len(ids), 900):
                 chunk = ids[start : start + 900]
                 rows = conn.execute(select(*cols).join(r, r.c.id == i.c.response_id).where(i.c.id.in_(chunk))).all()
-                out.update({row[0]: (row[1], row[2], row[3], row[4]) for row in rows})
+                out.update({row[0]: (row[1], row[2], row[3], row[4], row[5]) for row in rows})
         return out
 
     def set_task_ids(self, ls_project_id: int, mapping: dict[str, int]) -> None:

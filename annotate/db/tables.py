@@ -114,6 +114,7 @@ RESPONSE = Table(
     Column("source_id", Integer(), ForeignKey("source_file.id"), nullable=False, index=True),
     Column("ingested_at", UTCDateTime(), nullable=False),
     Column("transcript", Text(), nullable=True),
+    Column("image", String(), nullable=True),
     UniqueConstraint("benchmark", "model", "prompt_id", "epoch", "judge", name="uq_response_key"),
 )
 
@@ -137,6 +138,7 @@ RESPONSE_HISTORY = Table(
     Column("replaced_at", UTCDateTime(), nullable=False),
     Column("replaced_by_source_id", Integer(), nullable=False),
     Column("transcript", Text(), nullable=True),
+    Column("image", String(), nullable=True),
 )
 
 ANNOTATOR = Table(

@@ -98,6 +98,9 @@ class Record:
     # What the reader reads the judge as (annotate.columns.JUDGE_KINDS: safety, refusal, quality);
     # None: the reader does not say (safety, unless the rubric says otherwise: annotate.ingest.rubric).
     kind: str | None = None
+    # The item's image as the file names it (a path beside the file, or a URL): copied into the
+    # workspace at ingest (annotate.ingest.media), which stores its content-addressed name.
+    image: str | None = None
 
 
 @dataclass(slots=True)

@@ -21,7 +21,6 @@ from __future__ import annotations
 
 import hashlib
 import json
-from collections import Counter
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
@@ -34,6 +33,8 @@ from annotate.errors import InputError
 from annotate.fileio import open_input, write_atomic
 from annotate.ingest import HEAD_BYTES, detect_format, encoding_problem, reader_module
 from annotate.ingest.degenerate import degenerate_reason
+from annotate.ingest.media import ImageStore
+from annotate.ingest.outcome import IngestOutcome, unparsed_hint
 from annotate.ingest.records import (
     ENCODING_HINT,
     Problem,
@@ -46,7 +47,7 @@ from annotate.ingest.records import (
     reserved_name_problem,
     text_problem,
 )
-from annotate.ingest.rubric import FormatRubric, Rubric, rubric_lines
+from annotate.ingest.rubric import FormatRubric, Rubric
 
 if TYPE_CHECKING:
     from annotate.db import Store
@@ -86,6 +87,7 @@ class ResponseRow(NamedTuple):
     judge_kind: str  # safety / refusal / quality (annotate.columns.JUDGE_KINDS): what the verdict is about
     meta: str | None  # the record's metadata as JSON text (_meta_json)
     transcript: str | None  # the conversation as JSON text (transcript_json); None for a single turn
+    image: str | None  # the item's image in the workspace's media/ (annotate.ingest.media): <sha256>.<ext>
     content_sha: str  # the content's identity (content_sha): a stored key with another one is a conflict
     source_id: int
     ingested_at: Any  # the transaction's timestamp, as the store's dialect takes it (tx.timestamp)
@@ -103,6 +105,7 @@ def content_sha(
     label: str,
     transcript: str | None = None,
     kind: str = "safety",
+    image: str | None = None,
 ) -> str:
     """The identity of a response's content: a key with another content_sha is a conflict.
 
@@ -120,6 +123,8 @@ def content_sha(
     joined = f"{prompt}\x00{response}\x00{verdict!r}\x00{score!r}\x00{label}"
     if transcript is not None:
         joined += f"\x00transcript\x00{transcript}"
+    if image is not None:  # an item with an image is another item than the same text without it
+        joined += f"\x00image\x00{image}"
     if kind != "safety":
         joined += f"\x00kind\x00{kind}"
     return hashlib.sha1(joined.encode("utf-8", "surrogatepass")).hexdigest()
@@ -134,140 +139,6 @@ def transcript_json(transcript: list[dict[str, Any]] | None) -> str | None:
     if transcript is None:
         return None
     return json.dumps(transcript, ensure_ascii=False, sort_keys=True, separators=(",", ":"))
-
-
-@dataclass
-class IngestOutcome:
-    path: Path
-    format: str
-    sha256: str
-    rows_read: int = 0
-    added: int = 0
-    duplicates: int = 0
-    replaced: int = 0
-    rejected: int = 0
-    set_aside: int = 0
-    labels: Counter[str] = field(default_factory=Counter)  # of the rows read and accepted
-    reasons: Counter[str] = field(default_factory=Counter)
-    ambiguous_reasons: Counter[str] = field(default_factory=Counter)
-    # Per judge: the raw verdicts that became unparsed (bounded), the presets in force, and what
-    # would map the unparsed ones (``unparsed_hints``: filled once the file is read).
-    unparsed: dict[str, UnparsedVerdicts] = field(default_factory=dict)
-    presets: dict[str, list[str]] = field(default_factory=dict)
-    unparsed_hints: list[dict[str, Any]] = field(default_factory=list)
-    notes: list[str] = field(default_factory=list)  # what the reader says about the file (ReadContext.notes)
-    # Per (benchmark, judge): its kind (JUDGE_KINDS) and who said it (FormatRubric.judge_kind)
-    kinds: dict[tuple[str, str], tuple[str, str]] = field(default_factory=dict)
-    rubric_source: str | None = None
-    rejects_path: Path | None = None
-    set_aside_path: Path | None = None
-    judge_option: str | None = None  # ingest --judge: the judge's name came from the command line
-    pending_files: dict[Path, list[dict[str, Any]]] = field(default_factory=dict, repr=False)
-
-    def to_dict(self) -> dict[str, Any]:
-        return {
-            "path": str(self.path),
-            "format": self.format,
-            "sha256": self.sha256,
-            "rows_read": self.rows_read,
-            "added": self.added,
-            "duplicates": self.duplicates,
-            "replaced": self.replaced,
-            "rejected": self.rejected,
-            "set_aside": self.set_aside,
-            "labels": dict(self.labels),
-            "label_reasons": dict(self.reasons),
-            "rubric": self.rubric_source,
-            "presets": {judge: list(names) for judge, names in sorted(self.presets.items())},
-            "unparsed_verdicts": self.unparsed_hints,
-            "notes": list(self.notes),
-            "judge_kinds": [
-                {"benchmark": b, "judge": j, "kind": kind, "source": source}
-                for (b, j), (kind, source) in sorted(self.kinds.items())
-            ],
-            "rejects_file": str(self.rejects_path) if self.rejects_path else None,
-            "set_aside_file": str(self.set_aside_path) if self.set_aside_path else None,
-        }
-
-    def count(self, rec: Record, label: str, reason: str, presets: tuple[str, ...]) -> None:
-        """Count an accepted record's label and its reason; note its judge's presets in force (the
-        first time) and its verdict when the rubric read it as unparsed."""
-        self.labels[label] += 1
-        self.reasons[reason] += 1
-        if label == "ambiguous":
-            self.ambiguous_reasons[reason] += 1
-        if presets and rec.judge not in self.presets:
-            self.presets[rec.judge] = list(presets)
-        if reason == "unparsed" and not (rec.meta and rec.meta.get("parse_failure")):
-            # (a grade the scorer itself says it could not parse is no verdict to map: no hint)
-            seen = self.unparsed.get(rec.judge)
-            if seen is None:
-                seen = self.unparsed[rec.judge] = UnparsedVerdicts(rec.benchmark)
-            seen.add(rec.verdict)
-
-
-#: Distinct unparsed verdicts kept per judge (free-text judges write a new one per row), and the
-#: longest kept whole: a longer one is shown cut and never offered as a rubric line.
-MAX_UNPARSED_KINDS = 1000
-MAX_UNPARSED_CHARS = 200
-#: The unparsed verdicts shown per judge, most frequent first.
-TOP_UNPARSED = 5
-
-
-@dataclass
-class UnparsedVerdicts:
-    """The raw verdicts of one judge that the rubric read as unparsed, counted."""
-
-    benchmark: str
-    counts: Counter[str] = field(default_factory=Counter)
-    other: int = 0  # beyond MAX_UNPARSED_KINDS distinct values
-    long: int = 0  # longer than MAX_UNPARSED_CHARS: free text, not a verdict to map
-
-    def add(self, verdict: str | None) -> None:
-        text = verdict if verdict is not None else ""
-        if len(text) > MAX_UNPARSED_CHARS:
-            self.long += 1
-        elif text in self.counts or len(self.counts) < MAX_UNPARSED_KINDS:
-            self.counts[text] += 1
-        else:
-            self.other += 1
-
-
-def unparsed_hint(
-    fmt_rubric: FormatRubric,
-    defaults: dict[str, Any],
-    judge: str,
-    seen: UnparsedVerdicts,
-    in_force: list[str] | None = None,
-) -> dict[str, Any]:
-    """What to show for one judge's unparsed verdicts: the top values, the presets that map them
-    (not in force) and the rubric lines that would map them (with a preset's targets where one maps them).
-
-    ``in_force``: the presets that were in force for the judge (default: those of ``fmt_rubric``).
-    """
-    top = seen.counts.most_common(TOP_UNPARSED)
-    if in_force is None:
-        in_force = list(fmt_rubric.spec(judge, seen.benchmark).presets)
-    in_force = [p for p in in_force if p != "garak-refusal"]
-    # With a preset in force, unparsed is its reading (e.g. a judge's parse failure): the lines
-    # leave the choice to the user. Otherwise a preset that maps this scorer fills them in.
-    suggested = [] if in_force else fmt_rubric.suggestions(judge, seen.benchmark)
-    known: dict[str, Any] = {}
-    for preset in suggested[:1]:
-        spec = Rubric.preset(preset.name).for_format(fmt_rubric.format, defaults).spec(judge, seen.benchmark)
-        wanted = {t.strip().lower() for t, _ in top}
-        known = {k: v for k, v in spec.verdicts.items() if k in wanted and v != ("ambiguous", "unparsed")}
-    return {
-        "judge": judge,
-        "format": fmt_rubric.format,
-        "presets_in_force": in_force,
-        "verdicts": [{"verdict": v, "n": n} for v, n in top],
-        "distinct": len(seen.counts) + (1 if seen.other else 0),
-        "total": sum(seen.counts.values()) + seen.other + seen.long,
-        "free_text": seen.long,
-        "presets_suggested": [p.name for p in suggested],
-        "rubric_lines": rubric_lines(fmt_rubric.format, judge, [(v, n) for v, n in top if v.strip()], known),
-    }
 
 
 #: Test hook, None in normal use: called with the file's path after each batch of rows is
@@ -333,6 +204,7 @@ def ingest_file(
     encoding: str | None = None,
     value_names: dict[str, dict[str, str]] | None = None,
     no_judge: bool = False,
+    images: ImageStore | None = None,
 ) -> IngestOutcome:
     """Validate and ingest one file inside the command's transaction.
 
@@ -406,7 +278,15 @@ def ingest_file(
             ctx=ctx,
         )
         set_aside = _read_rows(
-            module.read(path, ctx), fmt_rubric, outcome, problems, writer, stamp, keep_degenerate=keep_degenerate
+            module.read(path, ctx),
+            fmt_rubric,
+            outcome,
+            problems,
+            writer,
+            stamp,
+            keep_degenerate=keep_degenerate,
+            images=images,
+            base=path.parent,
         )
         outcome.notes = ctx.notes
         # Before any problem is reported: a file that changed while it was read explains them all.
@@ -666,6 +546,8 @@ def _read_rows(
     stamp: Any,
     *,
     keep_degenerate: bool = False,
+    images: ImageStore | None = None,
+    base: Path | None = None,
 ) -> list[dict[str, Any]]:
     """Read every item of the file: a problem is gathered, a set-aside row kept for its file, and
     a record validated, its verdict classified by the rubric, counted and written as a
@@ -673,7 +555,9 @@ def _read_rows(
 
     A record whose response has nothing to review (``annotate.ingest.degenerate``: empty,
     whitespace only, an error text) is set aside unless ``keep_degenerate``: one set-aside row
-    per response (benchmark, model, prompt_id, epoch), naming every judge that scored it."""
+    per response (benchmark, model, prompt_id, epoch), naming every judge that scored it.
+    A record's image is copied into the workspace (``images``, paths relative to ``base``); one
+    that cannot be is the row's problem."""
     set_aside: list[dict[str, Any]] = []
     aside_by_key: dict[str, dict[str, Any]] = {}  # a response set aside: its row, once per key
     names_ok: set[str] = set()
@@ -724,8 +608,18 @@ def _read_rows(
                 end_line=item.end_line,
             )
             continue
+        image = None
+        if item.image is not None:
+            if images is None or base is None:
+                problems.add(item.line, "this reader takes no images", _record_dict(item), end_line=item.end_line)
+                continue
+            image, why = images.add(item.image, base)
+            if why is not None:
+                problems.add(item.line, why, _record_dict(item), end_line=item.end_line)
+                continue
+            outcome.images += 1
         outcome.count(item, label, reason, spec.presets)
-        writer.add(_response_row(item, label, reason, kind, meta, source_id, stamp), item)
+        writer.add(_response_row(item, label, reason, kind, meta, source_id, stamp, image), item)
     writer.flush()
     for (benchmark, judge), stored in writer.tx.stored_kinds(list(outcome.kinds)).items():
         kind = outcome.kinds[(benchmark, judge)][0]
@@ -793,7 +687,14 @@ def _set_aside_row(row: dict[str, Any]) -> dict[str, Any]:
 
 
 def _response_row(
-    rec: Record, label: str, reason: str, kind: str, meta: str | None, source_id: int, stamp: Any
+    rec: Record,
+    label: str,
+    reason: str,
+    kind: str,
+    meta: str | None,
+    source_id: int,
+    stamp: Any,
+    image: str | None = None,
 ) -> ResponseRow:
     """The row a valid, classified record becomes: its transcript as JSON text, its content identity.
 
@@ -818,7 +719,8 @@ def _response_row(
         kind,  # judge_kind
         meta,
         transcript,
-        content_sha(rec.prompt, rec.response, rec.verdict, rec.score, label, transcript, kind),
+        image,
+        content_sha(rec.prompt, rec.response, rec.verdict, rec.score, label, transcript, kind, image),
         source_id,
         stamp,  # ingested_at
     )

@@ -19,12 +19,20 @@ element of class ``ls-dialogue``), a round with transcripts the whole config, an
 it a dialogue. The default config's ``<Style>`` hides its ``ls-single`` parts (the separate prompt
 and response, the verdict's heading about the response) when the dialogue is drawn, so that the
 verdict reads as one on the whole conversation.
+
+It may show ``$image``, the item's image (``annotate.ingest.media``), with ``<Image>`` only and
+only that variable (no model text is ever handed to the browser as an image URL); the task carries
+it as a ``data:`` URI, so the reviewer's browser fetches nothing. As with dialogues, a round whose
+items have no image gets the config without it (:func:`round_label_config`: the ``<Image>`` and
+every element of class ``ls-media``), and every task of a round that shows images carries one (a
+blank pixel for an item without).
 """
 
 from __future__ import annotations
 
 import hashlib
 import xml.etree.ElementTree as ET
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -35,6 +43,8 @@ VERDICTS = ("harmful", "safe", "unsure")
 #: The task data key of the dialogue, and the keys of its turns (Label Studio's defaults).
 DIALOGUE_VAR = "dialogue"
 DIALOGUE_KEYS = {"nameKey": "author", "textKey": "text"}
+#: The task data key of the item's image.
+IMAGE_VAR = "image"
 # Tag -> kind; the kind is also the ``type`` Label Studio writes into each result region.
 CONTROL_TAGS = {"Choices": "choices", "Rating": "rating", "TextArea": "textarea", "Number": "number"}
 
@@ -57,6 +67,7 @@ class LabelConfig:
     variables: tuple[str, ...]  # $-variables the tasks must carry in data
     controls: dict[str, Control] = field(default_factory=dict)
     dialogue: str | None = None  # the name of the <Paragraphs> showing $dialogue; None: no dialogue
+    image: str | None = None  # the name of the <Image> showing $image; None: no image
 
     def validate_result(self, result: Any) -> tuple[dict[str, Any], list[str]]:
         """Parse one annotation's ``result`` list.
@@ -169,6 +180,7 @@ def parse_label_config(xml: str, *, source: str = "label_config.xml") -> LabelCo
     controls: dict[str, Control] = {}
     problems: list[str] = []
     dialogue: str | None = None
+    image: str | None = None
     shown = ("$prompt", "$response", f"${DIALOGUE_VAR}")
     for el in root.iter():
         name = el.get("name")
@@ -185,7 +197,19 @@ def parse_label_config(xml: str, *, source: str = "label_config.xml") -> LabelCo
                 f"<{el.tag} name={name!r} valueType=\"url\"> would make the reviewer's browser fetch the model's "
                 "output as a URL; remove valueType"
             )
-        if el.tag in ("Text", "HyperText", "Paragraphs"):
+        if el.tag == "Image":
+            value = el.get("value", "")
+            if value != f"${IMAGE_VAR}":
+                problems.append(
+                    f'<Image name={name!r} value={value!r}>: an image shows only the item\'s image (value="$image"), '
+                    "never model text as a URL"
+                )
+            else:
+                variables.append(IMAGE_VAR)
+                image = name or image
+            if name:
+                names[name] = el.tag
+        elif el.tag in ("Text", "HyperText", "Paragraphs"):
             value = el.get("value", "")
             if el.tag == "HyperText" and value in ("$prompt", "$response", f"${DIALOGUE_VAR}"):
                 problems.append(f"<HyperText name={name!r}> would render model output as HTML; use <Text>")
@@ -245,6 +269,7 @@ def parse_label_config(xml: str, *, source: str = "label_config.xml") -> LabelCo
         variables=tuple(dict.fromkeys(variables)),
         controls=controls,
         dialogue=dialogue,
+        image=image,
     )
 
 
@@ -285,16 +310,21 @@ def single_response_config(xml: str) -> str:
     verdict's heading for a conversation), and every enclosing ``<View>`` left holding nothing
     but headers. A config that shows no dialogue is returned as it is, byte for byte.
     """
+    return _without(xml, DIALOGUE_CLASS, _dialogues)
+
+
+def _without(xml: str, cls: str, objects: Callable[[ET.Element], list[ET.Element]]) -> str:
+    """``xml`` without the elements of class ``cls`` and the ``objects`` (and the Views they leave empty)."""
     parser = ET.XMLParser(target=ET.TreeBuilder(insert_comments=True))
     try:
         root = ET.fromstring(xml, parser=parser)
     except ET.ParseError:
         return xml  # parse_label_config names the problem
-    if not _dialogues(root):
+    if not objects(root):
         return xml
-    for marked in (True, False):  # the marked elements first, then any dialogue left outside them
+    for marked in (True, False):  # the marked elements first, then any object left outside them
         parents = {child: parent for parent in root.iter() for child in parent}
-        found = [el for el in parents if DIALOGUE_CLASS in _classes(el)] if marked else _dialogues(root)
+        found = [el for el in parents if cls in _classes(el)] if marked else objects(root)
         for el in found:
             if not any(el is e for e in root.iter()):
                 continue  # removed with an element that held it
@@ -305,6 +335,25 @@ def single_response_config(xml: str) -> str:
                     break
                 node, parent = parent, parents.get(parent)
     return ET.tostring(root, encoding="unicode")
+
+
+def round_label_config(xml: str, *, dialogue: bool, image: bool) -> str:
+    """The config a round sends: without its dialogue (no transcripts) and without its image (no images).
+
+    The image part is removed as the dialogue is (:func:`single_response_config`): the ``<Image>`` of
+    ``$image``, every element of class ``ls-media``, and every enclosing ``<View>`` left holding only
+    headers. What is kept is returned as it is, byte for byte, when nothing is removed.
+    """
+    out = xml if dialogue else single_response_config(xml)
+    return out if image else _without(out, MEDIA_CLASS, _images)
+
+
+def _images(root: ET.Element) -> list[ET.Element]:
+    return [el for el in root.iter("Image") if el.get("value") == f"${IMAGE_VAR}"]
+
+
+#: The class of every element of the default config that belongs to the image.
+MEDIA_CLASS = "ls-media"
 
 
 def _dialogues(root: ET.Element) -> list[ET.Element]:

@@ -178,24 +178,37 @@ def task_text_sha(data: dict[str, Any]) -> str:
     return hashlib.sha256(canonical.encode("utf-8", "surrogatepass")).hexdigest()
 
 
-def task_payload(text: tuple[str, str], ext_id: str, *, dialogue: list[dict[str, Any]] | None = None) -> dict[str, Any]:
-    """A reviewer's task: the prompt, the response, the dialogue (rounds that show one) and the opaque id."""
-    # Blinding: nothing but the texts and the opaque id. No model, benchmark, judge, prediction.
+def task_payload(
+    text: tuple[str, str], ext_id: str, *, dialogue: list[dict[str, Any]] | None = None, image: str | None = None
+) -> dict[str, Any]:
+    """A reviewer's task: the prompt, the response, the dialogue (rounds that show one), the image (rounds
+    that show images: a ``data:`` URI) and the opaque id."""
+    # Blinding: nothing but the texts, the image and the opaque id. No model, benchmark, judge, prediction.
     prompt, response = text
     data: dict[str, Any] = {"prompt": prompt, "response": response}
     if dialogue is not None:
         data["dialogue"] = dialogue
+    if image is not None:
+        data["image"] = image
     data["ext_id"] = ext_id
     return {"data": data, "meta": {"ext_id": ext_id}}
 
 
 def expert_task_payload(
-    prompt: str, response: str, ext_id: str, prior_votes: str, *, dialogue: list[dict[str, Any]] | None = None
+    prompt: str,
+    response: str,
+    ext_id: str,
+    prior_votes: str,
+    *,
+    dialogue: list[dict[str, Any]] | None = None,
+    image: str | None = None,
 ) -> dict[str, Any]:
     """An expert's task: the review task plus the reviewers' verdicts (pseudonyms only)."""
     data: dict[str, Any] = {"prompt": prompt, "response": response}
     if dialogue is not None:
         data["dialogue"] = dialogue
+    if image is not None:
+        data["image"] = image
     data.update({"ext_id": ext_id, "prior_votes": prior_votes})
     return {"data": data, "meta": {"ext_id": ext_id}}
 

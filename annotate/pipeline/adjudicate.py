@@ -33,6 +33,7 @@ import pandas as pd
 
 from annotate.columns import BINARY_VERDICTS
 from annotate.errors import InputError, StateError
+from annotate.ingest.media import image_uri
 from annotate.labelstudio.labelconfig import expert_label_config, parse_label_config
 from annotate.labelstudio.tasks import (
     DIALOGUE_INSTRUCTIONS,
@@ -357,15 +358,21 @@ def _record_expert_tasks(
     tasks = store.ls_tasks(int(project["id"]))
     start = int(tasks.position.max()) + 1 if len(tasks) else 0
     by_item = items.set_index("round_item_id")
-    shows_dialogue = parse_label_config(round_row["label_config"]).dialogue is not None
+    shown = parse_label_config(round_row["label_config"])
 
     def payload_of(item_id: int, ext_id: str, prior: str) -> dict[str, Any]:
         row = by_item.loc[item_id]
         transcript = row["transcript"] if isinstance(row["transcript"], str) else None
         dialogue = (
-            task_dialogue(row["prompt"], row["response"], transcript, str(row["model"])) if shows_dialogue else None
+            task_dialogue(row["prompt"], row["response"], transcript, str(row["model"]))
+            if shown.dialogue is not None
+            else None
         )
-        return expert_task_payload(row["prompt"], row["response"], ext_id, prior, dialogue=dialogue)
+        # The item's image, as the reviewers saw it (a round that shows images).
+        image = None
+        if shown.image is not None:
+            image = image_uri(s.ws.media_dir, row["image"] if isinstance(row.get("image"), str) else None)
+        return expert_task_payload(row["prompt"], row["response"], ext_id, prior, dialogue=dialogue, image=image)
 
     fresh = sorted(new)
     rows = []

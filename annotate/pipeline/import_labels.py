@@ -38,7 +38,7 @@ from annotate.ingest.label_table import DEFAULT_VALUES, LabelRow, LabelSpec, rea
 from annotate.ingest.records import Problem, ReadContext, check_encoding, parse_names_option, renamed_note
 from annotate.ingest.rubric import Rubric
 from annotate.ingest.run import ingest_paths
-from annotate.labelstudio.labelconfig import parse_label_config, single_response_config
+from annotate.labelstudio.labelconfig import parse_label_config, round_label_config
 from annotate.labelstudio.tasks import new_task_secret, task_ext_id
 from annotate.pipeline._resolve import load_label_config
 
@@ -384,7 +384,9 @@ def _record(
                 f"apart: give the settler another with --annotator {who}=EMAIL"
             )
     secret = new_task_secret()
-    config = parse_label_config(single_response_config(load_label_config(s.ws).xml), source="imported round")
+    config = parse_label_config(
+        round_label_config(load_label_config(s.ws).xml, dialogue=False, image=False), source="imported round"
+    )
     origin = {
         "imported": True,
         "file": str(path),

@@ -27,9 +27,11 @@ from typing import TYPE_CHECKING, Any
 from annotate.errors import InputError
 from annotate.ingest import detect_file, reader_module
 from annotate.ingest.formats.column_map import ColumnMaps, column_maps, parse_map_option
+from annotate.ingest.media import ImageStore
+from annotate.ingest.outcome import IngestOutcome
 from annotate.ingest.records import check_encoding, parse_names_option
 from annotate.ingest.rubric import Rubric
-from annotate.ingest.run import IngestOutcome, check_name_option, ingest_paths
+from annotate.ingest.run import check_name_option, ingest_paths
 
 if TYPE_CHECKING:
     from annotate.pipeline.session import Session
@@ -196,6 +198,7 @@ def ingest(
     encoding: str | None = None,
     names: Iterable[str] = (),
     no_judge: bool = False,
+    fetch_images: bool = False,
 ) -> list[IngestOutcome]:
     """Validate and ingest the files all-or-nothing (see ``annotate.ingest.run.ingest_paths``).
 
@@ -212,6 +215,8 @@ def ingest(
     ``--names`` (``FIELD:RAW=NAME,...``): a model's or benchmark's name for an id the files hold.
     ``no_judge`` (``--no-judge``): the files' responses are stored unjudged (``annotate.columns.NO_JUDGE``),
     any verdict column kept as metadata (without it, a table with no verdict column is refused).
+    ``fetch_images`` (``--fetch-images``): an ``image`` that is an http(s) URL is downloaded; the
+    images are copied into the workspace's media/ folder (``annotate.ingest.media``).
     """
     value_names = parse_names_option(list(names))
     if fmt != "auto":
@@ -257,4 +262,5 @@ def ingest(
         encoding=encoding,
         value_names=value_names,
         no_judge=no_judge,
+        images=ImageStore(s.ws.media_dir, fetch=fetch_images),
     )

@@ -41,14 +41,15 @@ from collections.abc import Callable, Sequence
 from contextlib import nullcontext
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 import numpy as np
 import pandas as pd
 
 from annotate.errors import InputError, StateError
+from annotate.ingest.media import image_uri
 from annotate.labelstudio import INSTRUCTIONS_ONLY
-from annotate.labelstudio.labelconfig import parse_label_config, single_response_config
+from annotate.labelstudio.labelconfig import parse_label_config, round_label_config
 from annotate.labelstudio.tasks import (
     DIALOGUE_INSTRUCTIONS,
     INSTRUCTIONS,
@@ -411,7 +412,12 @@ def _plan(
     up_to = store.max_response_id()
     population, cells, without_verdict = _wave_population(store, judge, judges, strata_from, after, up_to)
     config = _round_config(
-        s, round_name, existing, workspace_config, transcripts=store.transcript_count(judge, after, up_to, judges)
+        s,
+        round_name,
+        existing,
+        workspace_config,
+        transcripts=store.transcript_count(judge, after, up_to, judges),
+        images=store.image_count(judge, after, up_to, judges),
     )
     ambiguous = DEFAULT_AMBIGUOUS if ambiguous is None else str(ambiguous).strip().lower()
     selected, strata = select_for_review(
@@ -590,20 +596,32 @@ def _round_strata_from(
 
 
 def _round_config(
-    s: Session, round_name: str, existing: dict[str, Any] | None, workspace: LabelConfig, *, transcripts: int
+    s: Session,
+    round_name: str,
+    existing: dict[str, Any] | None,
+    workspace: LabelConfig,
+    *,
+    transcripts: int,
+    images: int = 0,
 ) -> LabelConfig:
     """The config the round records and sends: with the dialogue when its responses have transcripts.
 
     ``transcripts``: how many responses of the wave being routed have one. A new round shows
     dialogues when any has; a routed round keeps what it was routed with (the workspace's config
-    must still give exactly that).
+    must still give exactly that). ``images``: likewise for the items' images.
     """
     path = s.ws.label_config_path
     if existing is None:
-        dialogue = transcripts > 0
+        dialogue, image = transcripts > 0, images > 0
     else:
         recorded = parse_label_config(existing["label_config"], source=f"round {round_name} label config")
-        dialogue = recorded.dialogue is not None
+        dialogue, image = recorded.dialogue is not None, recorded.image is not None
+        if not image and images:
+            raise StateError(
+                f"{images} of the responses ingested since round {round_name!r} was last routed have an image, but "
+                "the round was routed without images and keeps its label config; route them in a new round, "
+                "whose tasks will show the images."
+            )
         if not dialogue and transcripts:
             raise StateError(
                 f"{transcripts} of the responses ingested since round {round_name!r} was last routed have whole "
@@ -617,7 +635,14 @@ def _round_config(
             "so reviewers would see only the first prompt and the final answer. Add the ls-dialogue block of "
             "annotate's default config (label_config.xml in a workspace made by `annotate init`) and route again.",
         )
-    xml = workspace.xml if dialogue else single_response_config(workspace.xml)
+    if image and workspace.image is None:
+        raise InputError(
+            f"{path}: {images} responses to route have an image, but the label config shows none "
+            '(<Image name="image" value="$image"/>), so reviewers would judge them without it. Add the ls-media '
+            "block of annotate's default config (label_config.xml in a workspace made by `annotate init`) and "
+            "route again.",
+        )
+    xml = round_label_config(workspace.xml, dialogue=dialogue, image=image)
     config = parse_label_config(xml, source=str(path))
     if existing is not None and existing["label_config_sha"] != config.sha256:
         raise StateError(
@@ -741,7 +766,7 @@ def _new_task_rows(
     secret: str,
     seed: int,
     priority: dict[int, float] | None,
-    dialogue: bool,
+    dialogue: Shown,
     order_design: OrderDesign | None = None,
 ) -> list[dict[str, Any]]:
     """The round's items this project lacks, as task rows in the reviewer's place of the round's order.
@@ -788,14 +813,27 @@ def _new_task_rows(
     return rows
 
 
-def _payload(text: tuple[str, str, str | None, str], ext_id: str, dialogue: bool) -> dict[str, Any]:
-    """One reviewer task from (prompt, response, transcript, model); the dialogue when the round shows one."""
-    prompt, response, transcript, model = text
-    shown = task_dialogue(prompt, response, transcript, model) if dialogue else None
-    return task_payload((prompt, response), ext_id, dialogue=shown)
+class Shown(NamedTuple):
+    """What a round's tasks show besides the texts: the dialogue, the items' images (from ``media``)."""
+
+    dialogue: bool
+    media: Path | None = None  # the workspace's media/ when the round shows images
+
+    @classmethod
+    def of(cls, s: Session, config: LabelConfig) -> Shown:
+        return cls(config.dialogue is not None, s.ws.media_dir if config.image is not None else None)
 
 
-def _payload_builder(store: Store, dialogue: bool) -> Callable[[pd.DataFrame], list[dict[str, Any]]]:
+def _payload(text: tuple[str, str, str | None, str, str | None], ext_id: str, shown: Shown) -> dict[str, Any]:
+    """One reviewer task from (prompt, response, transcript, model, image); the dialogue and the image when
+    the round shows them."""
+    prompt, response, transcript, model, image = text
+    dialogue = task_dialogue(prompt, response, transcript, model) if shown.dialogue else None
+    uri = image_uri(shown.media, image) if shown.media is not None else None
+    return task_payload((prompt, response), ext_id, dialogue=dialogue, image=uri)
+
+
+def _payload_builder(store: Store, dialogue: Shown) -> Callable[[pd.DataFrame], list[dict[str, Any]]]:
     def build(chunk: pd.DataFrame) -> list[dict[str, Any]]:
         texts = store.item_texts(chunk.round_item_id.tolist())
         return [_payload(texts[int(i)], e, dialogue) for i, e in zip(chunk.round_item_id, chunk.ext_id, strict=True)]
@@ -818,13 +856,13 @@ def _send_to_annotator(
     order: OrderDesign | None = None,
 ) -> dict[str, int]:
     store = s.store
-    dialogue = parse_label_config(round_row["label_config"]).dialogue is not None
+    dialogue = Shown.of(s, parse_label_config(round_row["label_config"]))
     spec = ProjectSpec(
         round_id=int(round_row["id"]),
         annotator=ann,
         title=f"{round_row['name']} - {ann.pseudonym}",
         label_config=round_row["label_config"],
-        instructions=INSTRUCTIONS + (DIALOGUE_INSTRUCTIONS if dialogue else ""),
+        instructions=INSTRUCTIONS + (DIALOGUE_INSTRUCTIONS if dialogue.dialogue else ""),
     )
     project = ensure_project(store, gw, spec, own_server=own_server)
     tasks = store.ls_tasks(int(project["id"]))

@@ -19,8 +19,8 @@ from annotate.columns import NO_JUDGE
 from annotate.errors import InputError
 from annotate.ingest import reader_module
 from annotate.ingest.degenerate import reason_family
+from annotate.ingest.outcome import UnparsedVerdicts, unparsed_hint
 from annotate.ingest.rubric import Rubric
-from annotate.ingest.run import UnparsedVerdicts, unparsed_hint
 from annotate.stats.ranking import BENCHMARK_MODES
 from annotate.stats.shares import cell_shares, ranking_sensitivity
 

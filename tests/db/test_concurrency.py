@@ -27,7 +27,24 @@ def _ingest_one(store, prompt_id: str = "p1") -> None:
 
     with store.ingest_transaction() as tx:
         tx.use_source(sha256=prompt_id.ljust(64, "0"), path="x.jsonl", fmt="generic", size_bytes=1)
-        row = ("b", "m", prompt_id, 0, "j", None, "prompt", "r", "safe", None, "safe", "mapped", "safety", None, None)
+        row = (
+            "b",
+            "m",
+            prompt_id,
+            0,
+            "j",
+            None,
+            "prompt",
+            "r",
+            "safe",
+            None,
+            "safe",
+            "mapped",
+            "safety",
+            None,
+            None,
+            None,
+        )
         row += (content_sha("prompt", "r", "safe", None, "safe"), tx.source_id, tx.timestamp(utcnow()))
         tx.insert_batch([row])
 

@@ -28,8 +28,9 @@ def _row(i: int, response: str = "r", source_id: int = 1, label: str = "safe"):
         label,
         "mapped",
         "safety",
-        None,
-        None,
+        None,  # meta
+        None,  # transcript
+        None,  # image
         content_sha("prompt", response, label, None, label),
         source_id,
         None,

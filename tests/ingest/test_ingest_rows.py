@@ -32,7 +32,8 @@ def test_every_field_carries_its_record_value() -> None:
         category="cat-c",
         transcript=turns,
     )
-    row = _response_row(rec, "harmful", "mapped", "quality", '{"k":1}', 41, "2026-01-01 00:00:00")
+    image = "ab" * 32 + ".png"
+    row = _response_row(rec, "harmful", "mapped", "quality", '{"k":1}', 41, "2026-01-01 00:00:00", image)
     transcript = transcript_json(turns)
     expected = {
         "benchmark": "bench-b",
@@ -50,7 +51,10 @@ def test_every_field_carries_its_record_value() -> None:
         "judge_kind": "quality",
         "meta": '{"k":1}',
         "transcript": transcript,
-        "content_sha": content_sha("the prompt", "the response", "Unsafe", 0.25, "harmful", transcript, "quality"),
+        "image": image,
+        "content_sha": content_sha(
+            "the prompt", "the response", "Unsafe", 0.25, "harmful", transcript, "quality", image
+        ),
         "source_id": 41,
         "ingested_at": "2026-01-01 00:00:00",
     }

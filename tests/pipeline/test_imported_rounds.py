@@ -474,3 +474,36 @@ def test_a_judge_named_as_the_mark_of_no_judge_is_refused_and_no_judge_keeps_ver
     assert "(no judge)  none" in summary
     both = runner.invoke(cli, [*prefix, "ingest", str(named), "--no-judge", "--judge", "j"])
     assert both.exit_code == 2 and "--no-judge" in both.output + both.stderr
+
+
+def test_a_v14_store_s_imported_labels_migrate_with_their_channel_and_file(workspace, runner, tmp_path):
+    """Schema 15 records how each label arrived: an imported round's labels, stored before it, came from its
+    table (its sha256 on the round); every other earlier label's channel is unrecorded."""
+    import sqlite3
+
+    from annotate.config import open_workspace
+    from annotate.db.store import SCHEMA_VERSION, open_store
+
+    ws, prefix = workspace
+    run(runner, prefix, "import-labels", JBB, "--round", "jbb")
+    config = open_workspace(prefix[1], prefix[3])
+    db = config.db_url.removeprefix("sqlite:///")
+    if config.db_url == db:  # the PostgreSQL lane: the SQLite step below does not apply
+        return
+    with sqlite3.connect(db) as conn:  # the store as schema v14 left it
+        for table, column in (("annotation", "channel"), ("annotation", "source_sha256"), ("response", "image"),
+                              ("response_history", "image")):  # fmt: skip
+            conn.execute(f"ALTER TABLE {table} DROP COLUMN {column}")
+        conn.execute("DELETE FROM schema_version WHERE version >= 15")
+    store = open_store(config.db_url)
+    try:
+        assert store.schema_version() == SCHEMA_VERSION == 15
+        labels = store.annotations()
+        assert set(labels.channel) == {"import"}
+        assert set(labels.source_sha256) == {hashlib.sha256(JBB.read_bytes()).hexdigest()}
+        assert store.responses(["image"]).image.isna().all()
+    finally:
+        store.close()
+    run(runner, prefix, "adjudicate", "--round", "jbb", "--policy", "majority")
+    run(runner, prefix, "export", "jbb", "--round", "jbb", "--draws", "200")
+    assert run(runner, prefix, "verify", ws / "exports" / "jbb").output.startswith("OK")

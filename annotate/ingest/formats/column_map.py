@@ -39,6 +39,7 @@ TARGETS = (
     "category",
     "epoch",
     "messages",
+    "image",
 )
 KNOWN = frozenset(TARGETS)
 #: Short names a column map also takes for a field (``--map score=score`` reads ``judge_score``).

@@ -20,6 +20,9 @@ category        no        the prompt's category
 epoch           no        sample index for repeated sampling (integer, default 0)
 messages        no        the conversation, a list of OpenAI-style chat messages (JSON text in
                           a CSV cell): it becomes the transcript reviewers see as a dialogue
+image           no        an image shown to reviewers beside the prompt: a path relative to the
+                          file's folder, or an http(s) URL with ``--fetch-images``
+                          (:mod:`annotate.ingest.media`)
 (anything else) no        kept as metadata
 ==============  ========  ====================================================================
 
@@ -471,6 +474,9 @@ def _row_to_item(
         return Problem(line, f"field 'judge' must be text, got {_type(judge)}")
     if extra is None:
         extra = {k: v for k, v in obj.items() if k not in KNOWN}
+    image = obj.get("image")
+    if image is not None and type(image) is not str:
+        return Problem(line, f"field 'image' must be a path or URL (text), got {_type(image)}")
     return Record(
         line=line,
         model=str(model).strip(),
@@ -485,6 +491,7 @@ def _row_to_item(
         category=category,
         meta=extra or None,
         transcript=transcript,
+        image=image or None,
     )
 
 
