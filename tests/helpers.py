@@ -6,6 +6,8 @@ import json
 from pathlib import Path
 from typing import Any
 
+import pytest
+
 
 def generic_row(i: int, **over: Any) -> dict[str, Any]:
     row = {
@@ -94,3 +96,11 @@ def pull_task_files(
         args = [*prefix, "pull", "--round", round_name, "--from-file", str(path), "--annotator", who]
         result = runner.invoke(cli, args)
         assert result.exit_code == 0, (args, result.output, result.stderr)
+
+
+@pytest.fixture(name="db_url")
+def sqlite_only_db_url(tmp_path: Path) -> str:
+    """One real SQLite store, for a module whose subject is not the store (hostile input, statistics,
+    signatures): imported there, it replaces conftest's two lanes. The store's own tests, and the
+    transactional paths of ingest, pull, import and adjudication, keep running on PostgreSQL too."""
+    return f"sqlite:///{tmp_path / 'store.db'}"

@@ -20,6 +20,7 @@ import pytest
 from annotate.cli import cli
 from annotate.config import open_workspace
 from annotate.db.store import open_store
+from tests.helpers import sqlite_only_db_url  # noqa: F401  (fixture: one SQLite store; the subject is not the store)
 
 HOSTILE = Path(__file__).resolve().parent / "hostile"
 

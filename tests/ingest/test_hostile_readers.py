@@ -21,7 +21,11 @@ from annotate.cli import cli
 from annotate.config import open_workspace
 from annotate.db.store import open_store
 from annotate.pipeline.ingest import collect_files
-from tests.helpers import generic_row, write_jsonl
+from tests.helpers import (
+    generic_row,
+    sqlite_only_db_url,  # noqa: F401  (fixture: one SQLite store; the subject is not the store)
+    write_jsonl,
+)
 
 DATA = Path(__file__).resolve().parents[1] / "data" / "formats"
 COLUMNS = ("model", "benchmark", "prompt_id", "prompt", "response", "judge_label")

@@ -20,7 +20,11 @@ from annotate.cli import cli
 from annotate.config import open_workspace
 from annotate.db.store import open_store
 from annotate.labelstudio.labelconfig import choices_result
-from tests.helpers import generic_row, write_jsonl
+from tests.helpers import (
+    generic_row,
+    sqlite_only_db_url,  # noqa: F401  (fixture: one SQLite store; the subject is not the store)
+    write_jsonl,
+)
 
 MODELS = ("m1", "m2")
 BENCHMARKS = ("ALL", "B")

@@ -10,6 +10,7 @@ import sys
 import pytest
 
 from annotate.cli import cli
+from tests.helpers import sqlite_only_db_url  # noqa: F401  (fixture: one SQLite store; the subject is not the store)
 from tests.pipeline.test_export_spreadsheet import reviewed_workspace
 
 serialization = pytest.importorskip("cryptography.hazmat.primitives.serialization")

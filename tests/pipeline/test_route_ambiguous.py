@@ -16,7 +16,12 @@ import pytest
 
 from annotate.audit.design import Design, DesignError
 from annotate.cli import cli
-from tests.helpers import generic_row, pull_task_files, write_jsonl
+from tests.helpers import (
+    generic_row,
+    pull_task_files,
+    sqlite_only_db_url,  # noqa: F401  (fixture: one SQLite store; the subject is not the store)
+    write_jsonl,
+)
 
 ROUTE = ("--annotators", "A1,A2", "--clear-per-cell", "5", "--seed", "3", "--to-file")
 #: Per model: ambiguous, harmful, safe responses (m1's ambiguous stratum is larger than the default 50).

@@ -14,7 +14,11 @@ import pytest
 
 from annotate.cli import cli
 from annotate.labelstudio.labelconfig import choices_result
-from tests.helpers import generic_row, write_jsonl
+from tests.helpers import (
+    generic_row,
+    sqlite_only_db_url,  # noqa: F401  (fixture: one SQLite store; the subject is not the store)
+    write_jsonl,
+)
 
 COVERAGE = {
     "llama": ["GCG", "PAIR", "TAP"],

@@ -262,6 +262,7 @@ def create_and_die(target_dir, mode=0o666):
 
 atomic._create_local_tempfile = create_and_die
 from annotate.cli import cli
+from tests.helpers import sqlite_only_db_url  # noqa: F401  (fixture: one SQLite store; the subject is not the store)
 cli.main(args=sys.argv[1:], prog_name="annotate")
 """
 
