@@ -241,9 +241,11 @@ def check_channels(labels: pd.DataFrame, lines: Sequence[int], design: Design) -
         mask = (labels["round"] == rnd.round).to_numpy()
         rows = labels.loc[mask]
         at = [line for line, keep in zip(lines, mask, strict=False) if keep]
+        votes = rows[list(rnd.annotators)].to_numpy(dtype=object)  # (n, J): only the columns needed
+        experts = rows["expert"].tolist()
         answers = [
-            [a for a in rnd.annotators if rec.get(a) is not None] + ([rec["expert"]] if rec.get("expert") else [])
-            for rec in rows.to_dict("records")
+            [a for a, v in zip(rnd.annotators, row, strict=True) if v is not None] + ([e] if e else [])
+            for row, e in zip(votes, experts, strict=True)
         ]
         problems += channel_problems(
             rnd.round, rnd.channels, rows["channels"].tolist(), answers, at, rnd.blinding, imported=rnd.imported

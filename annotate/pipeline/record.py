@@ -148,8 +148,10 @@ def round_channels(
             expert[int(i)] = (str(who), str(ch), None if pd.isna(digest) else str(digest))  # the last row wins
     cells: list[str] = []
     files: dict[str, set[str]] = {}
+    channels, digests = channel.to_numpy(dtype=object), sha.to_numpy(dtype=object)  # (N, J): one pass
     for k, item in enumerate(item_ids):
-        answers = [(p, channel[p].iat[k], sha[p].iat[k]) for p in reviewers if channel[p].iat[k] is not None]
+        row, row_sha = channels[k], digests[k]
+        answers = [(p, row[j], row_sha[j]) for j, p in enumerate(reviewers) if row[j] is not None]
         if item in expert:
             answers.append(expert[item])
         for _, ch, digest in answers:
