@@ -38,6 +38,8 @@ def _ingest_epilog() -> str:
         "  annotate ingest logs/agentharm.eval --rubric-preset agentharm\n"
         "  annotate ingest runs.csv --map prompt=prompt_text,response=raw_response,judge_label=harmful \\\n"
         "                           --benchmark house-runner   # any table, its columns mapped\n"
+        "  annotate ingest two_raters.csv --no-judge --map prompt_id=id --benchmark text   # human labels, no judge\n"
+        "  annotate ingest multimodal.csv --map image=image_path   # each row's image, shown to reviewers\n"
     )
 
 
@@ -92,7 +94,8 @@ class _IngestCommand(click.Command):
     multiple=True,
     metavar="FIELD=COLUMN,...",
     help="Read any table (CSV, JSONL, Parquet): the file's column that holds each field of the generic schema "
-    "(model, benchmark, prompt_id, prompt, response, judge_label, judge, judge_score, category, epoch, messages), "
+    "(model, benchmark, prompt_id, prompt, response, judge_label, judge, judge_score, category, epoch, messages, "
+    "image), "
     "e.g. --map prompt=forbidden_prompt,response=answer; over [ingest.map] of annotate.toml. Without a prompt_id, "
     "one is made from the prompt's hash. A field made of several columns: --map prompt_id=case_id+prompt_type "
     "(their values joined with ':').",
