@@ -25,7 +25,7 @@ from typing import Any
 import httpx
 import pytest
 
-from annotate.labelstudio.labelconfig import single_response_config
+from annotate.labelstudio.labelconfig import round_label_config, single_response_config
 from annotate.labelstudio.server import SECRETS_NAME
 from annotate.labelstudio.tasks import (
     DIALOGUE_INSTRUCTIONS,
@@ -101,7 +101,8 @@ class _Server:
 def tasks(ls_server) -> Iterator[dict[str, list[int]]]:
     """One project per task, as rounds route them: ``[project id, task id]`` by kind of task."""
     server = _Server(ls_server.url, ls_server.token)
-    config = (REPO / "label_config.xml").read_text(encoding="utf-8")
+    # a transcript round's config, as route sends it (no image block: these items have none)
+    config = round_label_config((REPO / "label_config.xml").read_text(encoding="utf-8"), dialogue=True, image=False)
     conversations = INSTRUCTIONS + DIALOGUE_INSTRUCTIONS
     agentic = task_dialogue(PROMPT, "Done.", _agentic_transcript(), MODEL)
     plain = ("How do I stop a Python process that hangs?", "Find its PID with `ps`, then `kill PID`. " * 80)

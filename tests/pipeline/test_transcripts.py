@@ -16,7 +16,12 @@ import pytest
 
 from annotate.cli import cli
 from annotate.labelstudio import tasks as task_format
-from annotate.labelstudio.labelconfig import choices_result, parse_label_config, single_response_config
+from annotate.labelstudio.labelconfig import (
+    choices_result,
+    parse_label_config,
+    round_label_config,
+    single_response_config,
+)
 from annotate.labelstudio.tasks import task_dialogue, task_text_sha
 from tests.helpers import generic_row, use_shared_server, write_jsonl
 from tests.labelstudio_fake import FakeLabelStudio
@@ -132,7 +137,8 @@ def test_an_agentic_log_routed_to_files_shows_every_tool_call_with_its_arguments
         config = parse_label_config(round_row["label_config"])
         project = store.ls_projects()
         stored = store.ls_tasks(int(project.loc[project.pseudonym == "A1", "id"].iloc[0]))
-    assert config.dialogue == "dialogue" and round_row["label_config"] == (REPO / "label_config.xml").read_text()
+    shown = round_label_config((REPO / "label_config.xml").read_text(), dialogue=True, image=False)
+    assert config.dialogue == "dialogue" and round_row["label_config"] == shown
     # the hash recorded at routing is the hash of the data as sent, dialogue included
     sent = {t["data"]["ext_id"]: task_text_sha(t["data"]) for t in tasks}
     assert dict(zip(stored.ext_id, stored.text_sha, strict=True)) == sent
@@ -382,7 +388,8 @@ def test_a_round_without_transcripts_is_routed_as_before(workspace, runner, tmp_
         project = store.ls_projects()
         stored = store.ls_tasks(int(project.id.iloc[0]))
     root = (REPO / "label_config.xml").read_text()
-    assert recorded == single_response_config(root) and parse_label_config(recorded).dialogue is None
+    assert recorded == round_label_config(root, dialogue=False, image=False)
+    assert parse_label_config(recorded).dialogue is None and parse_label_config(recorded).image is None
     assert 'value="$dialogue"' not in recorded and "<Paragraphs" not in recorded
     tasks = json.loads((ws / "tasks" / "r1" / "A1.json").read_text(encoding="utf-8"))
     for task in tasks:
@@ -440,7 +447,8 @@ def test_imports_are_cut_into_requests_of_bounded_size(on_fake, runner, fake, mo
 def test_the_fake_like_label_studio_refuses_a_task_without_the_dialogue_its_config_shows(fake):
     from annotate.errors import LabelStudioError
 
-    pid = fake.create_project(title="p", label_config=(REPO / "label_config.xml").read_text(), instructions="")
+    shown = round_label_config((REPO / "label_config.xml").read_text(), dialogue=True, image=False)
+    pid = fake.create_project(title="p", label_config=shown, instructions="")
     with pytest.raises(LabelStudioError, match='"dialogue" key is expected in task data'):
         fake.import_tasks(pid, [task_format.task_payload(("p", "r"), "e1")])
     assert fake.task_count(pid) == 0
@@ -475,7 +483,7 @@ def test_the_validator_knows_the_dialogue():
 
     root = (REPO / "label_config.xml").read_text()
     config = parse_label_config(root)
-    assert config.dialogue == "dialogue" and set(config.variables) == {"prompt", "response", "dialogue"}
+    assert config.dialogue == "dialogue" and set(config.variables) == {"prompt", "response", "dialogue", "image"}
     assert parse_label_config(expert_label_config(root)).dialogue == "dialogue"
     paragraphs = (
         '<Paragraphs name="dialogue" value="$dialogue" layout="dialogue" nameKey="author" textKey="text" '
@@ -505,4 +513,4 @@ def test_the_validator_knows_the_dialogue():
     shared = ET.tostring(tree, encoding="unicode")
     assert parse_label_config(shared).dialogue == "dialogue"
     kept = parse_label_config(single_response_config(shared))
-    assert kept.dialogue is None and kept.variables == ("prompt", "response")
+    assert kept.dialogue is None and kept.variables == ("image", "prompt", "response")
