@@ -15,6 +15,7 @@ import json
 import re
 import shutil
 import socket
+import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -57,8 +58,15 @@ def _door(port: int, who: str) -> dict[str, Any]:
 def _logs_in(url: str, email: str, password: str, *, door: dict[str, Any] | None = None) -> bool:
     where = door or {"base_url": url}
     with httpx.Client(**where, trust_env=False, follow_redirects=False, timeout=120) as web:
-        token = CSRF.search(web.get("/user/login/").text)
-        assert token
+        # As a browser opens it: a page load (which wakes a sleeping server behind the door; the
+        # "starting" page reloads itself until it is up).
+        deadline = time.monotonic() + 120
+        page = web.get("/user/login/", headers={"Accept": "text/html"})
+        while page.status_code == 503 and time.monotonic() < deadline:
+            time.sleep(1)
+            page = web.get("/user/login/", headers={"Accept": "text/html"})
+        token = CSRF.search(page.text)
+        assert token, page.status_code
         r = web.post(
             "/user/login/",
             data={"csrfmiddlewaretoken": token.group(1), "email": email, "password": password},
@@ -193,7 +201,24 @@ def test_servers_sleep_when_idle_and_wake_for_people_and_commands(people):
         page = web.get("/user/login/", headers={"Accept": "text/html"})
         if not fleet.is_running(srv):  # a page load while it starts: a page that reloads itself
             assert page.status_code == 503 and "Starting your Label Studio" in page.text
-        assert web.get("/health/").status_code == 200  # other requests wait for it
+        deadline = time.monotonic() + 120
+        while web.get("/health/").status_code != 200 and time.monotonic() < deadline:
+            time.sleep(1)  # the page reloads itself until the server is up
+    assert fleet.is_running(srv)
+    # Label Studio's background polls are not use: an open tab left alone lets the server sleep.
+    with httpx.Client(**_door(port, "A1"), trust_env=False, timeout=120) as web:
+        polled = time.monotonic()
+        while fleet.is_running(srv) and time.monotonic() - polled < 30:
+            web.get("/api/dm/project?project=1&interaction=timer")  # as the labelling page, every 20 s
+            time.sleep(0.5)
+        assert not fleet.is_running(srv), "a polling tab kept the server awake"
+        # and asleep, an anonymous API call does not wake it: only a page load (or a logged-in write) does
+        asleep = web.get("/api/version")
+        assert asleep.status_code == 503 and "asleep" in asleep.json()["detail"] and not fleet.is_running(srv)
+        web.get("/user/login/", headers={"Accept": "text/html"})
+        deadline = time.monotonic() + 120
+        while web.get("/health/").status_code != 200 and time.monotonic() < deadline:
+            time.sleep(1)
     assert fleet.is_running(srv)
     deadline = time.monotonic() + 30
     while fleet.is_running(srv) and time.monotonic() < deadline:

@@ -12,17 +12,27 @@ small HTTP proxy (stdlib only) that the lead starts once (``annotate ls start``)
 * **On demand.** A request for a server that is not running starts it (a few seconds from its own
   data dir; nothing is lost: a stopped server is its database). A page load meanwhile gets a
   "starting" page that reloads itself; other requests wait for it.
-* **Idle stop.** A server nobody has used for ``idle_seconds`` (no request through the door, no
-  annotate command holding it: ``fleet.in_use``) is stopped (SIGTERM; Label Studio writes nothing
-  on stop).
+* **Idle stop.** A server nobody has used for ``idle_seconds`` is stopped (SIGTERM; Label Studio
+  writes nothing on stop). Use is what a person does: a page load, a saved answer (a write that
+  succeeded), an annotate command holding it (``fleet.in_use``); not the labelling page's own
+  background polls (``/api/dm/project?interaction=timer`` every 20 s), so a tab left open lets its
+  server sleep. Asleep, a server wakes for a page load or a logged-in page's write (a submit after a
+  long read waits for the wake), never for an anonymous call.
 * **The reviewer's page.** Every HTML page gets two small files of annotate's
   (``/__annotate/reviewer.css``, ``/__annotate/keys.js``): the first hides what Label Studio
   Community offers every member and a reviewer must not use (Create Project, Invite Members, the
   Organization page), the second keeps the keyboard flow in the rationale box (Ctrl+Enter submits
-  from inside it, Escape leaves it, choosing *unsure* with its key puts the cursor there). What the
-  CSS hides is also refused here (403): project creation, changes to a project (its settings and
-  label config) and its deletion, deleting tasks, invitations and signup. annotate's own
-  calls go to a server's port directly, with its admin token, not through the door.
+  from inside it, Escape leaves it, choosing *unsure* with its key puts the cursor there).
+* **An allow-list** (``door_rules``): each request is read once (one Host, one plain
+  Content-Length or none, no Transfer-Encoding; the path percent-decoded as Django routes it) and
+  only the routes the labelling page uses pass; everything else is refused (403) however it is
+  spelled: creating or changing projects (their label config), importing or deleting tasks,
+  invitations, signup, every Data Manager action but ``next_task``. The door sets the forwarded
+  request's Content-Length itself. annotate's own calls go to a server's port directly, with its
+  admin token, not through the door.
+* **Bounds.** At most ``MAX_CONNECTIONS`` connections at once and ``MAX_BUFFERED`` bytes of request
+  bodies over all of them (beyond: 503, closed), ``CONNECTION_TIMEOUT`` seconds of silence per
+  connection, one log line per failed connection, the log rotated past ``MAX_LOG_BYTES``.
 
 Measured on Label Studio 1.23.2 (docs/labelstudio.md section 10): HTML is never compressed and its
 Content-Security-Policy is report-only and allows ``'self'`` scripts and styles; Django's CSRF check
@@ -55,10 +65,10 @@ from dataclasses import dataclass
 from importlib import resources
 from pathlib import Path
 from typing import Any
-from urllib.parse import urlsplit
 
 from annotate.errors import LabelStudioError
 from annotate.labelstudio.server import fleet
+from annotate.labelstudio.server.door_rules import MAX_BODY, Route, framing_problem, refusal, route_of
 from annotate.labelstudio.server.procnet import pid_alive, port_in_use
 from annotate.labelstudio.server.secrets import write_private_file
 
@@ -80,8 +90,14 @@ _HOP = {"connection", "keep-alive", "proxy-connection", "transfer-encoding", "te
 _INJECT = b'<link rel="stylesheet" href="/__annotate/reviewer.css"><script src="/__annotate/keys.js"></script>'
 _ASSETS = {"reviewer.css": "text/css; charset=utf-8", "keys.js": "text/javascript; charset=utf-8"}
 _HOST_RE = re.compile(r"^([a-z][a-z0-9]{0,15})\.localhost$")
-#: The largest request body the door forwards (Label Studio's own limit is 250 MB per request).
-_MAX_BODY = 256 * 1024 * 1024
+#: The most connections served at once (each a thread), and the most request-body bytes held at once
+#: over all of them: beyond either, a connection is answered 503 and closed, never queued.
+MAX_CONNECTIONS = 64
+MAX_BUFFERED = 4 * MAX_BODY
+#: Seconds a connection may stay silent (a request line, its headers, its body, or the next request).
+CONNECTION_TIMEOUT = 30.0
+#: The log is rotated past this size (one previous file kept: frontdoor.log.1).
+MAX_LOG_BYTES = 1024 * 1024
 
 
 def person_address(pseudonym: str, port: int) -> str:
@@ -91,20 +107,6 @@ def person_address(pseudonym: str, port: int) -> str:
     'http://a1.localhost:8080'
     """
     return f"http://{fleet.person_host(pseudonym)}:{int(port)}"
-
-
-def _refused(method: str, path: str) -> str | None:
-    """What a request through the door may not do (None: it may), by Label Studio 1.23's routes."""
-    p = urlsplit(path).path.rstrip("/")
-    if method == "POST" and p == "/api/projects":
-        return "creating projects"
-    if method in ("PATCH", "PUT", "DELETE") and re.fullmatch(r"/api/projects/\d+", p):
-        return "changing or deleting a project (its settings, its label config)"
-    if method == "POST" and p == "/api/dm/actions" and "delete_tasks" in urlsplit(path).query:
-        return "deleting tasks"
-    if p.startswith("/api/invite") or p.startswith("/user/signup"):
-        return "inviting or signing up people"
-    return None
 
 
 _STARTING_PAGE = """<!DOCTYPE html>
@@ -137,6 +139,7 @@ class _Person:
 class Door(socketserver.ThreadingMixIn, http.server.HTTPServer):
     daemon_threads = True
     allow_reuse_address = True
+    request_queue_size = 128  # the kernel's accept queue: beyond the cap a connection is answered, not left pending
 
     def __init__(
         self,
@@ -155,13 +158,67 @@ class Door(socketserver.ThreadingMixIn, http.server.HTTPServer):
         self.people: dict[str, _Person] = {}
         self._people_lock = threading.Lock()
         self.stopping = threading.Event()
+        self._slots = threading.BoundedSemaphore(MAX_CONNECTIONS)
+        self._buffered = 0
+        self._buffer_lock = threading.Lock()
+        self._log_lock = threading.Lock()
+
+    # -- bounds: connections, buffered bytes -------------------------------------------------
+    def process_request(self, request: Any, client_address: Any) -> None:
+        if not self._slots.acquire(blocking=False):  # too many at once: answered and closed, never queued
+            try:
+                request.sendall(b"HTTP/1.1 503 Service Unavailable\r\nContent-Length: 0\r\nConnection: close\r\n\r\n")
+            except OSError:
+                pass
+            self.shutdown_request(request)
+            self.log(f"a connection from {client_address[0]} refused: {MAX_CONNECTIONS} already open")
+            return
+        try:
+            super().process_request(request, client_address)
+        except Exception:
+            self._slots.release()
+            raise
+
+    def process_request_thread(self, request: Any, client_address: Any) -> None:
+        try:
+            super().process_request_thread(request, client_address)
+        finally:
+            self._slots.release()
+
+    def reserve(self, nbytes: int) -> bool:
+        """Hold ``nbytes`` of the bodies' budget (False: over ``MAX_BUFFERED`` with the others)."""
+        with self._buffer_lock:
+            if self._buffered + nbytes > MAX_BUFFERED:
+                return False
+            self._buffered += nbytes
+            return True
+
+    def release(self, nbytes: int) -> None:
+        with self._buffer_lock:
+            self._buffered -= nbytes
+
+    def handle_error(self, request: Any, client_address: Any) -> None:
+        """One line per failed connection (a client that went away, a timeout), never a traceback."""
+        exc = sys.exc_info()[1]
+        self.log(f"a connection from {client_address[0]} failed: {type(exc).__name__}: {str(exc)[:120]}")
 
     def person(self, pseudonym: str) -> _Person:
         with self._people_lock:
             return self.people.setdefault(pseudonym, _Person())
 
     def log(self, message: str) -> None:
-        print(f"{time.strftime('%Y-%m-%dT%H:%M:%S')} {message}", flush=True)
+        """A line of ``frontdoor.log`` (rotated past ``MAX_LOG_BYTES``: one previous file kept)."""
+        line = f"{time.strftime('%Y-%m-%dT%H:%M:%S')} {message}\n"
+        path = self.root / DOOR_LOG
+        with self._log_lock:
+            try:
+                if path.exists() and path.stat().st_size > MAX_LOG_BYTES:
+                    os.replace(path, path.with_name(DOOR_LOG + ".1"))
+                fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o600)
+                with os.fdopen(fd, "a", encoding="utf-8") as fh:
+                    fh.write(line)
+            except OSError:
+                pass
 
     # -- on demand ---------------------------------------------------------------------------
     def ensure_started(self, server: fleet.PersonServer) -> _Person:
@@ -218,9 +275,14 @@ class Door(socketserver.ThreadingMixIn, http.server.HTTPServer):
 class _Handler(http.server.BaseHTTPRequestHandler):
     protocol_version = "HTTP/1.1"
     server: Door
+    timeout = CONNECTION_TIMEOUT  # per connection: a silent client is dropped
 
     def log_message(self, format: str, *args: Any) -> None:  # no request log: paths can hold task ids
         pass
+
+    def log_error(self, format: str, *args: Any) -> None:
+        """A request http.server could not read (a timeout, a malformed request line): one line, no path."""
+        self.server.log(f"a connection from {self.client_address[0]} failed: {(format % args)[:120]}")
 
     def _send(self, status: int, body: bytes, ctype: str, headers: tuple[tuple[str, str], ...] = ()) -> None:
         self.send_response(status)
@@ -245,42 +307,83 @@ class _Handler(http.server.BaseHTTPRequestHandler):
             return None
 
     def _handle(self) -> None:
+        # One reading of the request, before anything else: its framing, then its route (door_rules).
+        framing = framing_problem(
+            self.headers.get_all("Host") or [],
+            self.headers.get_all("Content-Length") or [],
+            self.headers.get_all("Transfer-Encoding") or [],
+        )
+        if framing is not None:
+            return self._refuse(framing[0], framing[1])
+        route = route_of(self.path)
+        if isinstance(route, str):
+            return self._refuse(400, route)
+        self._trace(route)
         server = self._whose()
         if server is None:
             page = _UNKNOWN_PAGE.format(port=self.server.server_address[1]).encode()
-            self._drain()
-            return self._send(404, page, "text/html; charset=utf-8")
-        path = urlsplit(self.path).path
-        if path.startswith("/__annotate/"):
-            self._drain()
-            return self._asset(path.rsplit("/", 1)[-1])
-        why = _refused(self.command, self.path)
+            self.close_connection = True
+            return self._send(404, page, "text/html; charset=utf-8", (("Connection", "close"),))
+        if route.path.startswith("/__annotate/"):
+            self.close_connection = True  # no body read: a request with one does not keep the connection
+            return self._asset(route.path.rsplit("/", 1)[-1])
+        why = refusal(self.command, route)
         if why is not None:
-            self._drain()
-            refusal = json.dumps({"detail": f"{why} is not part of a review: annotate's servers refuse it"})
-            return self._send(403, refusal.encode(), "application/json")
-        length = self.headers.get("Content-Length")
-        if self.headers.get("Transfer-Encoding") or (length and int(length) > _MAX_BODY):
-            return self._send(411 if not length else 413, b"", "text/plain")
-        body = self.rfile.read(int(length)) if length else None
-        self.server.touch(server)
+            return self._refuse(403, f"{why}: annotate's servers refuse it")
+        length = int(self.headers.get("Content-Length") or 0)
+        if not self.server.reserve(length):
+            return self._refuse(503, "the door holds as many request bodies as it may; try again")
+        try:
+            body = self.rfile.read(length) if length else None
+            if body is not None and len(body) < length:
+                self.close_connection = True
+                return None  # the client went away mid-body
+            self._serve(server, route, body)
+        finally:
+            self.server.release(length)
+
+    def _serve(self, server: fleet.PersonServer, route: Route, body: bytes | None) -> None:
+        navigation = self._navigation()
+        if navigation:
+            self.server.touch(server)  # a page load is use; Label Studio's polls are not
         if not fleet.is_running(server) or self.server.person(server.pseudonym).starting:
+            # Asleep: a page load wakes it, and so does a write of a logged-in page (a submit after a
+            # long read); an anonymous call never does.
+            if not navigation and not (self._writes() and self._logged_in()):
+                return self._refuse(503, "this server is asleep: open your address in the browser to wake it")
             state = self.server.ensure_started(server)
-            if self._navigation():
+            if navigation:
                 detail = state.error or "It was asleep to save memory; it takes a few seconds to wake up."
                 page = _STARTING_PAGE.format(detail=html.escape(detail)).encode()
                 return self._send(503, page, "text/html; charset=utf-8", (("Retry-After", "2"),))
             state.ready.wait(self.server.start_timeout)
-            self.server.touch(server, force=True)  # the wait was use, not idleness
         self._proxy(server, body)
+
+    def _refuse(self, status: int, reason: str) -> None:
+        """Answer with ``reason`` and close: no body is read, so the connection cannot carry another request."""
+        self.close_connection = True
+        body = json.dumps({"detail": reason}).encode()
+        self._send(status, body, "application/json", (("Connection", "close"),))
+
+    def _trace(self, route: Route) -> None:
+        """The route's shape (no ids, no query values but an action's) to ``ANNOTATE_DOOR_TRACE``: how
+        the allow-list of door_rules was measured."""
+        trace = os.environ.get("ANNOTATE_DOOR_TRACE")
+        if not trace:
+            return
+        keys = sorted(k + ("=" + ",".join(v) if k == "id" else "") for k, v in route.query.items())
+        shape = re.sub(r"\d+", "N", route.path) + ("?" + "&".join(keys) if keys else "")
+        with open(trace, "a", encoding="utf-8") as fh:
+            fh.write(f"{self.command} {shape} {'nav' if self._navigation() else ''}\n")
 
     def _navigation(self) -> bool:
         return self.command == "GET" and "text/html" in (self.headers.get("Accept") or "")
 
-    def _drain(self) -> None:
-        length = self.headers.get("Content-Length")
-        if length and int(length) <= _MAX_BODY:
-            self.rfile.read(int(length))
+    def _writes(self) -> bool:
+        return self.command not in ("GET", "HEAD", "OPTIONS")
+
+    def _logged_in(self) -> bool:
+        return "sessionid=" in (self.headers.get("Cookie") or "")
 
     def _asset(self, name: str) -> None:
         if name not in _ASSETS:
@@ -289,7 +392,10 @@ class _Handler(http.server.BaseHTTPRequestHandler):
         self._send(200, data, _ASSETS[name], (("X-Content-Type-Options", "nosniff"),))
 
     def _proxy(self, server: fleet.PersonServer, body: bytes | None) -> None:
-        headers = {k: v for k, v in self.headers.items() if k.lower() not in _HOP and k.lower() != "accept-encoding"}
+        # The door's own framing: every hop-by-hop header, the client's Content-Length and any method
+        # override dropped; http.client sets Content-Length from the body the door read.
+        dropped = {*_HOP, "accept-encoding", "content-length", "x-http-method-override", "x-method-override"}
+        headers = {k: v for k, v in self.headers.items() if k.lower() not in dropped}
         headers["X-Forwarded-For"] = self.client_address[0]
         conn = http.client.HTTPConnection("127.0.0.1", server.port, timeout=900)
         try:
@@ -307,6 +413,8 @@ class _Handler(http.server.BaseHTTPRequestHandler):
                 return self._send(503, b'{"detail": "the server is starting; try again"}', "application/json")
         finally:
             conn.close()
+        if self._writes() and 200 <= resp.status < 300:
+            self.server.touch(server, force=True)  # a saved answer is use
         ctype = resp.getheader("Content-Type", "")
         if ctype.startswith("text/html") and not resp.getheader("Content-Encoding") and b"</head>" in data:
             data = data.replace(b"</head>", _INJECT + b"</head>", 1)
@@ -454,6 +562,8 @@ def main(argv: list[str] | None = None) -> None:
     ap.add_argument("--idle-seconds", type=float, default=DEFAULT_IDLE_SECONDS)
     ap.add_argument("--start-timeout", type=float, default=300.0)
     args = ap.parse_args(argv)
+    # A test's shorter silence limit (tests/labelstudio/test_door_attacks.py); seconds.
+    _Handler.timeout = float(os.environ.get("ANNOTATE_DOOR_TIMEOUT") or CONNECTION_TIMEOUT)
     door = Door(
         (args.host, args.port), args.root.resolve(), idle_seconds=args.idle_seconds, start_timeout=args.start_timeout
     )
