@@ -32,6 +32,7 @@ from annotate.errors import InputError
 from annotate.labelstudio import own_server
 from annotate.labelstudio.labelconfig import parse_label_config
 from annotate.labelstudio.server.fleet import db_signature as fleet_signature
+from annotate.labelstudio.server.fleet import is_running as fleet_running
 from annotate.labelstudio.server.fleet import pulled_unchanged as fleet_unchanged
 from annotate.labelstudio.server.fleet import record_pulled
 from annotate.labelstudio.tasks import (
@@ -144,6 +145,16 @@ def _pull(
                 outcome.unchanged.append(str(p["pseudonym"]))
                 continue
             server_projects.append(p)
+        # A server already running (a reviewer's, or woken by the door): its database's signature before
+        # its export. If nothing is written while it is read, its next pull may be skipped once the door
+        # has put it to sleep (whoever stopped it), as for the servers this pull stops itself.
+        before: dict[str, Any] = {}
+        for p in server_projects:
+            owner = project_owner(p)
+            own = own_server(s.ws, owner) if owner is not None else None
+            if own is not None and fleet_running(own):
+                before[str(owner)] = fleet_signature(own)
+        read_running: dict[str, tuple[Any, list[int], Any]] = {}
         plans: list[tuple[dict[str, Any], PullPlan, str]] = []
         # Label Studio serialises the next project's export while this process checks the
         # current one; nothing is written until every project has been checked. A person's server
@@ -160,6 +171,10 @@ def _pull(
                     own = own_server(s.ws, owner)
                     slept[owner] = (own, [int(project["project_id"])], fleet_signature(own))
                     outcome.woken.append(owner)
+                elif owner is not None and owner in before:
+                    own = own_server(s.ws, owner)
+                    if before[owner] is not None and fleet_signature(own) == before[owner]:
+                        read_running[owner] = (own, [int(project["project_id"])], before[owner])
                 if k + 1 < len(server_projects):
                     following = server_projects[k + 1]
                     futures.append(pool.submit(_fetch, servers.for_project(following), following))
@@ -172,7 +187,7 @@ def _pull(
     for project, plan, now in plans:
         _apply(store, project, plan, outcome, server_time=now)
     # Only now, with everything stored: these servers' next pull may be skipped while they sleep.
-    for own, pulled, signature in slept.values():
+    for own, pulled, signature in [*slept.values(), *read_running.values()]:
         record_pulled(own, pulled, signature)
     return outcome
 
