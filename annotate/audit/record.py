@@ -106,27 +106,6 @@ class AuditRecord:
                     "cannot hold (annotate-export/12 on)."
                 ],
             )
-        counted = [r.round for r in design.rounds if r.channels is not None]
-        unjudged = [r.round for r in design.rounds if NO_JUDGE in r.routing_judges]
-        if (counted or unjudged) and not schema.channels:
-            raise RecordProblem(
-                "design.json",
-                [
-                    f"design.json: round(s) {', '.join(counted or unjudged)} "
-                    f"{'count their labels by channel' if counted else 'have no judge'}, which {schema.name} "
-                    "exports cannot hold (annotate-export/13 on)."
-                ],
-            )
-        if schema.channels:
-            without = [r.round for r in design.rounds if r.channels is None]
-            if without:
-                raise RecordProblem(
-                    "design.json",
-                    [
-                        f"design.json: round(s) {', '.join(without)} do not count their labels by channel "
-                        f"({schema.name})."
-                    ],
-                )
         across = [r.round for r in design.rounds if r.judges is not None]
         if across and not schema.judges_per_benchmark:
             raise RecordProblem(
@@ -168,6 +147,27 @@ class AuditRecord:
                 raise RecordProblem(
                     "design.json",
                     [f"design.json: round(s) {', '.join(without)} record no adjudication rules ({schema.name})."],
+                )
+        counted = [r.round for r in design.rounds if r.channels is not None]
+        unjudged = [r.round for r in design.rounds if NO_JUDGE in r.routing_judges]
+        if (counted or unjudged) and not schema.channels:
+            raise RecordProblem(
+                "design.json",
+                [
+                    f"design.json: round(s) {', '.join(counted or unjudged)} "
+                    f"{'count their labels by channel' if counted else 'have no judge'}, which {schema.name} "
+                    "exports cannot hold (annotate-export/13 on)."
+                ],
+            )
+        if schema.channels:
+            without = [r.round for r in design.rounds if r.channels is None]
+            if without:
+                raise RecordProblem(
+                    "design.json",
+                    [
+                        f"design.json: round(s) {', '.join(without)} do not count their labels by channel "
+                        f"({schema.name})."
+                    ],
                 )
         try:
             labels, lines = read_labels(files["labels.csv"], restore=schema.neutralised)

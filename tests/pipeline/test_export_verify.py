@@ -601,6 +601,16 @@ def test_an_export_relabeled_as_an_older_schema_is_refused(demo_ws, runner, tmp_
     _verify_fails(runner, path, "scores.csv: the columns are not those of an annotate-export/1 export", "estimate_kind")
 
 
+def test_an_export_counting_its_channels_relabelled_as_annotate_export_12_is_refused(demo_ws, runner, tmp_path):
+    """/13's design counts each round's labels by channel: no writer of /12 could have, so verify refuses it."""
+    _, result, _ = demo_ws
+    path = _tampered_copy(result.export, tmp_path / "as-12")
+    manifest = json.loads((path / "manifest.json").read_text())
+    manifest["schema"] = "annotate-export/12"
+    (path / "manifest.json").write_text(json.dumps(manifest))
+    _verify_fails(runner, path, "count their labels by channel, which annotate-export/12 exports cannot hold")
+
+
 def test_sigterm_during_an_export_leaves_nothing(demo_ws):
     import os
     import signal
