@@ -451,3 +451,52 @@ def test_max_values_sets_the_bound_for_the_command_and_is_recorded(workspace, ru
     assert again.exit_code == 0 and json.loads(again.stdout)[0]["duplicates"] == 1
     bad = runner.invoke(cli, [*prefix, "ingest", str(path), "--max-values", "0"])
     assert bad.exit_code == 2 and "--max-values" in bad.stderr
+
+
+QUADRATIC = """
+import json, sys
+from pathlib import Path
+from click.testing import CliRunner
+from annotate.cli import cli
+from annotate.errors import InputError
+from annotate.labelstudio.tasks import read_export_file
+
+line, export, ws = sys.argv[1:4]
+result = CliRunner().invoke(cli, ["--workspace", ws, "ingest", line, "--format", "generic"])
+try:
+    read_export_file(Path(export))
+    said = None
+except InputError as exc:
+    said = str(exc)
+failed = None if isinstance(result.exception, (SystemExit, type(None))) else repr(result.exception)
+print(json.dumps({"code": result.exit_code, "stderr": result.stderr, "export": said, "exception": failed}))
+"""
+
+
+@pytest.mark.skipif(not LINUX, reason="runs under RLIMIT_AS")
+def test_an_unterminated_string_of_escaped_quotes_is_counted_in_one_pass(tmp_path):
+    """Issue #43: one opening quote, then escaped quotes and commas (``["\\",\\",...``). The counter's
+    exact recount scanned from every quote to the end (8,000 repeats: 2.35 s, 3.6 times more per
+    doubling; a 33 MB Label Studio export ended in a MemoryError traceback under 2 GiB). Read once
+    now, each file is refused with one line as the invalid JSON it is (the subprocess's timeout
+    only guards against a hang: the quadratic form would take hours)."""
+    ws = new_workspace(tmp_path / "ws")
+    line = tmp_path / "one_line.jsonl"
+    line.write_bytes(b'["' + b'\\",' * 1_100_000 + b"\n")  # 3.3 MB, over the line's bound by the fast count
+    export = tmp_path / "export.json"
+    export.write_bytes(b'["' + b'\\",' * 11_000_000)  # 33 MB, over the document's bound by the fast count
+    done = subprocess.run(
+        [sys.executable, "-c", QUADRATIC, str(line), str(export), str(ws)],
+        capture_output=True,
+        text=True,
+        env={**os.environ, "PYTHONPATH": str(REPO)},
+        preexec_fn=limited,
+        timeout=120,
+    )
+    assert done.returncode == 0, done.stderr[-3000:]
+    result = json.loads(done.stdout)
+    assert result["exception"] is None and result["code"] == 2, result
+    about = [ln for ln in result["stderr"].splitlines() if ln.startswith(f"Error: {line}:")]
+    assert len(about) == 1 and "Traceback" not in result["stderr"], result["stderr"][-2000:]
+    assert result["export"] and "not a Label Studio JSON export" in result["export"], result["export"]
+    assert stored(ws) == (0, 0)
