@@ -210,6 +210,11 @@ class ExportSchema:
     #: of design.json counts them per channel and person with each channel's blinding (``channels``),
     #: which verify re-derives from labels.csv (``annotate.audit.channels``); a round may have no judge.
     channels: bool = False
+    #: The newest store schema any writer of this export schema had (None: the current one's, this
+    #: annotate's): a manifest claiming this schema with a newer ``store_schema_version`` was written
+    #: by a later annotate and relabelled (verify refuses it). From the frozen exports: at most the
+    #: store version that wrote the next schema's first export.
+    last_store: int | None = None
 
     @property
     def files(self) -> tuple[str, ...]:
@@ -232,6 +237,7 @@ SCHEMAS: dict[str, ExportSchema] = {
     for s in (
         ExportSchema(
             "annotate-export/1",
+            last_store=5,
             inputs=("labels.csv", "design.json"),
             derived=(*_SCORES, "scores.json", "agreement.json", "report.html"),
             rederived=(),
@@ -268,6 +274,7 @@ SCHEMAS: dict[str, ExportSchema] = {
         ),
         ExportSchema(
             "annotate-export/2",
+            last_store=8,
             inputs=("labels.csv", "design.json"),
             derived=(*_SCORES, "p_tie.csv", "scores.json", "agreement.json", "report.html"),
             rederived=(),
@@ -279,6 +286,7 @@ SCHEMAS: dict[str, ExportSchema] = {
         ),
         ExportSchema(
             "annotate-export/3",
+            last_store=8,
             inputs=_INPUTS,
             derived=_DERIVED,
             rederived=(),
@@ -290,6 +298,7 @@ SCHEMAS: dict[str, ExportSchema] = {
         ),
         ExportSchema(
             "annotate-export/4",
+            last_store=9,
             inputs=_INPUTS,
             derived=_DERIVED,
             rederived=(),
@@ -301,6 +310,7 @@ SCHEMAS: dict[str, ExportSchema] = {
         ),
         ExportSchema(
             "annotate-export/5",
+            last_store=10,
             inputs=_INPUTS,
             derived=_DERIVED,
             rederived=_REDERIVED_5,
@@ -315,6 +325,7 @@ SCHEMAS: dict[str, ExportSchema] = {
         ),
         ExportSchema(
             "annotate-export/6",
+            last_store=12,
             inputs=_INPUTS,
             derived=_DERIVED,
             rederived=_REDERIVED_5,
@@ -329,6 +340,7 @@ SCHEMAS: dict[str, ExportSchema] = {
         ),
         ExportSchema(
             "annotate-export/7",
+            last_store=13,
             inputs=_INPUTS,
             derived=_DERIVED,
             rederived=_REDERIVED_5,
@@ -345,6 +357,7 @@ SCHEMAS: dict[str, ExportSchema] = {
         ),
         ExportSchema(
             "annotate-export/8",
+            last_store=13,
             inputs=_INPUTS_8,
             derived=_DERIVED,
             rederived=_REDERIVED_5,
@@ -364,6 +377,7 @@ SCHEMAS: dict[str, ExportSchema] = {
         ),
         ExportSchema(
             "annotate-export/9",
+            last_store=13,
             inputs=_INPUTS_8,
             derived=_DERIVED_9,
             rederived=_REDERIVED_9,
@@ -384,6 +398,7 @@ SCHEMAS: dict[str, ExportSchema] = {
         ),
         ExportSchema(
             "annotate-export/10",
+            last_store=14,
             inputs=_INPUTS_8,
             derived=_DERIVED_9,
             rederived=_REDERIVED_9,
@@ -404,6 +419,7 @@ SCHEMAS: dict[str, ExportSchema] = {
         ),
         ExportSchema(
             "annotate-export/11",
+            last_store=14,
             inputs=_INPUTS_8,
             derived=_DERIVED_9,
             rederived=tuple(f for f in _DERIVED_9 if f != "report.html"),
@@ -426,6 +442,7 @@ SCHEMAS: dict[str, ExportSchema] = {
         ),
         ExportSchema(
             "annotate-export/12",
+            last_store=14,
             inputs=_INPUTS_8,
             derived=_DERIVED_9,
             rederived=_DERIVED_9,

@@ -337,6 +337,8 @@ def verify(path: Path, *, key: Path | None = None, tolerance: float = 1e-9) -> V
     schema = schema_named(out.schema)
     _check_signature(out, manifest, raw, files.pop(SIGNATURE_FILE, None), public_key, key)
     _check_hashes(out, manifest["files"], files, schema)
+    if schema is not None:
+        _check_writer(out, manifest, schema)
     if schema is None:
         out.fail(
             "manifest.json",
@@ -392,6 +394,30 @@ def _check_signature(
         return
     out.signature = f"signature valid (Ed25519, public key sha256 {mine})"
     out.status(SIGNATURE_FILE, "signature valid", f"Ed25519 signature of manifest.json by key sha256 {mine}")
+
+
+def _check_writer(out: VerifyOutcome, manifest: dict[str, Any], schema: ExportSchema) -> None:
+    """What no writer of the claimed schema could have written: a store newer than its last writer's, a
+    status where it records none (an export relabelled as an older schema to escape later checks)."""
+    store = manifest.get("store_schema_version")
+    if schema.last_store is not None and isinstance(store, int) and store > schema.last_store:
+        out.fail(
+            "manifest.json",
+            f"manifest.json: store_schema_version {store}, but no writer of {schema.name} exports had a store "
+            f"newer than version {schema.last_store}: the export was written by a later annotate.",
+        )
+    if not schema.round_state:
+        said = [k for k in ("status", "rounds_state") if k in manifest]
+        if said:
+            out.fail(
+                "manifest.json",
+                f"manifest.json: {' and '.join(said)}, which {schema.name} exports do not record (an export's "
+                "interim or final state is recorded since annotate-export/8).",
+            )
+    else:
+        out.export_status = out.export_status or (
+            manifest.get("status") if manifest.get("status") in ("interim", "final") else None
+        )
 
 
 def _check_hashes(

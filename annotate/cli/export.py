@@ -159,9 +159,11 @@ def verify(path: Path, key: Path | None, as_json: bool) -> None:
         echo_json(out.as_dict())
     else:
         if out.ok and out.rederived_files:
+            state = f", {out.export_status}" if out.export_status else ""
             click.echo(
-                f"OK: {out.checked_files} files match the manifest; {out.rederived_files} re-derived from the audit "
-                f"record (labels.csv, design.json) and equal ({out.rederived_rows} score rows)."
+                f"OK ({out.schema}{state}): {out.checked_files} files match the manifest; {out.rederived_files} "
+                f"re-derived from the audit record (labels.csv, design.json) and equal ({out.rederived_rows} score "
+                "rows)."
             )
             if out.export_status == "interim":
                 from annotate.audit.state import describe
@@ -173,7 +175,8 @@ def verify(path: Path, key: Path | None, as_json: bool) -> None:
                 )
         elif out.ok:
             click.echo(
-                f"OK: {out.checked_files} files match the manifest, but none was re-derived: this version cannot "
+                f"OK ({out.schema}): {out.checked_files} files match the manifest, but none was re-derived: this "
+                "version cannot "
                 f"reproduce the figures of an {out.schema} export (each file below says why). Hashes prove only "
                 "that the files are the ones the manifest lists."
             )

@@ -292,3 +292,24 @@ def test_an_export_with_an_order_relabelled_as_annotate_export_7_is_refused(runn
     (folder / "manifest.json").write_text(json.dumps(manifest, indent=2) + "\n")
     failed = run(runner, [], "verify", str(folder), ok=False)
     assert failed.exit_code == 1 and "record their task order" in failed.stderr and "annotate-export/8" in failed.stderr
+
+
+@pytest.mark.parametrize("older", ["annotate-export/7", "annotate-export/8", "annotate-export/9"])
+def test_an_interim_export_relabelled_as_an_older_schema_names_what_no_writer_of_it_could_write(
+    runner, tmp_path, older
+):
+    """Issue #43: no writer of /7 to /9 had store schema 15; /7 records no interim or final state."""
+    folder = _exported_mid_round(runner, tmp_path)
+    manifest = json.loads((folder / "manifest.json").read_text())
+    assert manifest["status"] == "interim" and manifest["store_schema_version"] == 15
+    manifest["schema"] = older
+    later = {"annotate-export/7": ("order.csv", "judge_models.csv"), "annotate-export/8": ("judge_models.csv",)}
+    for name in later.get(older, ()):
+        del manifest["files"][name]
+        (folder / name).unlink()
+    (folder / "manifest.json").write_text(json.dumps(manifest, indent=2) + "\n")
+    failed = run(runner, [], "verify", str(folder), ok=False)
+    assert failed.exit_code == 1, failed.output
+    assert f"no writer of {older} exports had a store newer than version 13" in failed.stderr, failed.stderr
+    if older == "annotate-export/7":
+        assert "status and rounds_state, which annotate-export/7 exports do not record" in failed.stderr
