@@ -101,8 +101,16 @@ def test_the_reviewer_sees_the_item_s_image_and_the_export_keeps_it_by_hash(lead
     page.get_by_text("Labeling Instructions").wait_for()
     page.keyboard.press("Escape")
     seen: dict[str, int] = {}
-    for _ in range(2):
+    for k in range(2):
         page.wait_for_function("() => document.body.innerText.includes('Verdict')")
+        # where the reviewer stands in the round (issue #43), on the task page
+        badge = page.locator("#annotate-progress")
+        badge.wait_for()
+        page.wait_for_function(
+            "(t) => document.getElementById('annotate-progress').textContent === t",
+            arg=f"Task {k + 1} of 2 ({2 - k} left)",
+            timeout=20_000,
+        )
         prompt = re.search(r"Prompt (\d\d)", page.locator("body").inner_text()).group(0)  # type: ignore[union-attr]
         # the image as drawn: decoded from the task's data: URI, which Label Studio turns into a blob: of the
         # page (no request leaves it for the image)
@@ -119,6 +127,9 @@ def test_the_reviewer_sees_the_item_s_image_and_the_export_keeps_it_by_hash(lead
         assert posted.value.status == 201
         page.wait_for_function("(p) => !document.body.innerText.includes(p)", arg=prompt, timeout=15_000)
     assert seen == {"Prompt 00": 120, "Prompt 01": 1}, seen  # the chart, and a blank pixel for the other
+    page.wait_for_function(
+        "() => document.getElementById('annotate-progress').textContent === 'All 2 tasks answered'", timeout=20_000
+    )
 
     _cli(runner, ws, "pull", "--round", "r1")
     _cli(runner, ws, "adjudicate", "--round", "r1", "--policy", "majority")

@@ -38,4 +38,39 @@
     if (t instanceof HTMLElement && /^(INPUT|TEXTAREA|SELECT)$/.test(t.tagName) && t.type !== "radio") return;
     focusBoxIfUnsure();
   }, true);
+
+  // Where the reviewer stands in their round: "Task 13 of 289 (277 left)" on every page of a
+  // project, read from the project (its tasks, and those with an answer: this reviewer's own
+  // project on their own server), again after each submit.
+  const progress = () => {
+    const m = location.pathname.match(/^\/projects\/(\d+)/);
+    let badge = document.getElementById("annotate-progress");
+    if (!m) { if (badge) badge.remove(); return; }
+    fetch(`/api/projects/${m[1]}/`, { credentials: "same-origin" })
+      .then((r) => (r.ok ? r.json() : null))
+      .then((p) => {
+        if (!p || typeof p.task_number !== "number") return;
+        const total = p.task_number;
+        const done = Math.min(total, p.num_tasks_with_annotations || 0);
+        if (!badge) {
+          badge = document.createElement("div");
+          badge.id = "annotate-progress";
+          badge.setAttribute("role", "status");
+          document.body.appendChild(badge);
+        }
+        badge.textContent = done >= total
+          ? `All ${total} tasks answered`
+          : `Task ${done + 1} of ${total} (${total - done} left)`;
+      })
+      .catch(() => {});
+  };
+  const later = () => setTimeout(progress, 800);
+  window.addEventListener("load", progress);
+  window.addEventListener("popstate", later);
+  window.addEventListener("keyup", (e) => { if (e.key === "Enter" && (e.ctrlKey || e.metaKey)) later(); }, true);
+  window.addEventListener("click", (e) => {
+    const b = e.target instanceof HTMLElement ? e.target.closest("button") : null;
+    if (b && /^(Submit|Update|Skip)$/.test((b.textContent || "").trim())) later();
+  }, true);
+  setInterval(progress, 15000);  // the page changes its address without reloading
 })();
