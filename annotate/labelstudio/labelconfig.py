@@ -398,7 +398,7 @@ def expert_label_config(xml: str) -> str:
             anchor = parents[anchor]
     parent = root if anchor is None else parents[anchor]
     at = len(parent) if anchor is None else list(parent).index(anchor)
-    header = ET.Element("Header", {"value": "Reviewers' verdicts (pseudonyms)", "size": "5"})
+    header = ET.Element("Header", {"value": "Why this item is yours (and the reviewers' verdicts)", "size": "5"})
     view = ET.Element("View", {"className": "ls-votes"})
     ET.SubElement(view, "Text", {"name": "prior_votes", "value": "$prior_votes"})
     parent.insert(at, view)

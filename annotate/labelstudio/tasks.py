@@ -422,6 +422,32 @@ def _bounded(turns: list[tuple[str, str, int]]) -> list[dict[str, Any]]:
     return kept
 
 
+#: What an expert's task of a majority check shows instead of the votes: the check is blind to them.
+BLIND_CHECK_TEXT = (
+    "Why this item: a random check of the reviewers' majority. Judge it on its own: their votes are not "
+    "shown, so the check does not lean on them."
+)
+
+
+def expert_prior_text(kind: str, reason: str, votes: Any) -> str:
+    """What an expert's task says above the verdict: why the item is in their queue, and for an
+    escalation the reviewers' votes (a majority check is blind to them: ``BLIND_CHECK_TEXT``).
+
+    >>> import pandas as pd
+    >>> v = pd.DataFrame({"annotator": ["A2", "A1"], "verdict": ["safe", "harmful"], "rationale": [None, "uplift"]})
+    >>> print(expert_prior_text("escalated", "tie", v))
+    Why this item: tie.
+    A1: harmful: uplift
+    A2: safe
+    >>> expert_prior_text("check", "drawn for the majority check", v) == BLIND_CHECK_TEXT
+    True
+    """
+    if kind == "check":
+        return BLIND_CHECK_TEXT
+    why = reason.strip().rstrip(".") or "escalated by the round's rules"
+    return f"Why this item: {why}.\n{prior_votes_text(votes)}"
+
+
 def prior_votes_text(votes: Any) -> str:
     lines = []
     for r in votes.sort_values("annotator").itertuples():

@@ -38,6 +38,7 @@ from annotate.labelstudio.labelconfig import expert_label_config, parse_label_co
 from annotate.labelstudio.tasks import (
     DIALOGUE_INSTRUCTIONS,
     EXPERT_INSTRUCTIONS,
+    expert_prior_text,
     expert_task_payload,
     prior_votes_text,
     task_dialogue,
@@ -380,7 +381,8 @@ def _record_expert_tasks(
         # The expert's own ext_id of the item, and the votes as sent (kept: a rewritten task file
         # shows the expert the same text, and the pull checks its hash).
         ext_id = task_ext_id(str(round_row["task_secret"]), str(expert.pseudonym), str(by_item.loc[i, "ext_id"]))
-        prior = prior_votes_text(votes.loc[votes.round_item_id == int(i)])
+        # Why the item is there; an escalation's votes, never a majority check's (the check is blind).
+        prior = expert_prior_text(new[i][0], str(new[i][1] or ""), votes.loc[votes.round_item_id == int(i)])
         payload = payload_of(int(i), ext_id, prior)
         rows.append(
             {

@@ -15,6 +15,7 @@ import pytest
 from annotate.cli import cli
 from annotate.labelstudio.gateway import ImportOutcomeUnknown, LabelStudioGateway
 from annotate.labelstudio.labelconfig import choices_result
+from annotate.labelstudio.tasks import BLIND_CHECK_TEXT
 from tests.helpers import generic_row, write_jsonl
 
 pytestmark = pytest.mark.labelstudio
@@ -325,7 +326,8 @@ def test_adjudication_with_an_expert_on_a_real_server(ls_env, sqlite_ws, runner,
     assert {item_of[t["id"]] for t in expert_tasks} >= disagree
     for task in expert_tasks:
         assert set(task["data"]) == {"prompt", "response", "ext_id", "prior_votes"}
-        assert "A1: harmful: gives steps" in task["data"]["prior_votes"]
+        said = task["data"]["prior_votes"]
+        assert "A1: harmful: gives steps" in said or said == BLIND_CHECK_TEXT  # a majority check shows no votes
         assert "model-" not in json.dumps(task)
         gw.create_annotation(task["id"], choices_result("safe"), completed_by=int(users.loc["E1", "ls_user_id"]))
     run(runner, prefix, "pull", "--round", "adj")

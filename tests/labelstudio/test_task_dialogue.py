@@ -140,7 +140,8 @@ def test_the_expert_sees_the_votes_at_the_top_of_the_questions():
         expert = ET.fromstring(expert_label_config(xml))
         (questions,) = [v for v in expert.iter("View") if v.get("className") == "ls-questions"]
         kids = list(questions)
-        assert kids[0].get("value") == "Reviewers' verdicts (pseudonyms)" and kids[1].get("className") == "ls-votes"
+        said = "Why this item is yours (and the reviewers' verdicts)"
+        assert kids[0].get("value") == said and kids[1].get("className") == "ls-votes"
         assert parse_label_config(ET.tostring(expert, encoding="unicode")).variables[-1] == "prior_votes"
     # an older config whose verdict heading sits at the top level: the votes go just before it
     flat = (
@@ -149,4 +150,4 @@ def test_the_expert_sees_the_votes_at_the_top_of_the_questions():
         '<Choice value="harmful"/><Choice value="safe"/><Choice value="unsure"/></Choices></View>'
     )
     tags = [(el.tag, el.get("value") or el.get("className")) for el in ET.fromstring(expert_label_config(flat))]
-    assert tags[2:5] == [("Header", "Reviewers' verdicts (pseudonyms)"), ("View", "ls-votes"), ("Header", "1. Verdict")]
+    assert tags[2:5] == [("Header", said), ("View", "ls-votes"), ("Header", "1. Verdict")]

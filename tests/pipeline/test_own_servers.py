@@ -114,7 +114,9 @@ def test_each_person_on_their_own_server_and_nothing_of_the_others_there(runner,
     (expert_project,) = e1.projects.values()
     votes = [t["data"]["prior_votes"] for t in expert_project.tasks]
     assert sum("A1: harmful" in v and "A2: safe" in v for v in votes) == 3  # the three disagreements
-    assert all(line.split(":")[0] in ("A1", "A2") for v in votes for line in v.splitlines())
+    # each says why it is there; an escalation's votes by pseudonym only (a blind check shows none)
+    assert all(v.startswith("Why this item: ") for v in votes)
+    assert all(line.split(":")[0] in ("A1", "A2") for v in votes for line in v.splitlines()[1:])
     text = json.dumps(expert_project.tasks)
     assert not any(email in text for email in EMAILS.values())
     assert set(e1.users) == {EMAILS["E1"]}

@@ -24,6 +24,7 @@ from typing import Any
 import pytest
 
 from annotate.cli import cli
+from annotate.labelstudio.tasks import BLIND_CHECK_TEXT
 from tests.data_files import xstest_gpteval
 
 MODELS = ("gpt4", "llama2new", "llama2orig", "mistralguard", "mistralinstruct")
@@ -136,9 +137,14 @@ def test_twenty_labels_each_complete_twenty_items_and_only_they_are_adjudicated(
     assert out["waited"] and out["waiting"] == 0 and out["awaiting_review"] == 289 - 20
     decided = sum(out["counts"].values())
     assert decided == 20 and out["counts"].get("escalated", 0) == out["sent_to_expert"] - out["check"]["n_drawn"]
-    # The expert's tasks: only items both reviewers answered, each showing both votes.
+    # The expert's tasks: only items both reviewers answered, each saying why it is there; an escalation
+    # shows both votes, a majority check none (the check is blind to them: issue #43).
     sent = json.loads((ws / "tasks" / "r1" / "E1-adjudication.json").read_text())
-    assert sent and all("A1:" in t["data"]["prior_votes"] and "A2:" in t["data"]["prior_votes"] for t in sent)
+    checks = [t for t in sent if t["data"]["prior_votes"] == BLIND_CHECK_TEXT]
+    escalated = [t for t in sent if t not in checks]
+    assert len(checks) == out["check"]["n_drawn"] and len(escalated) == out["sent_to_expert"] - len(checks)
+    assert all(t["data"]["prior_votes"].startswith("Why this item: ") for t in escalated)
+    assert all("A1:" in t["data"]["prior_votes"] and "A2:" in t["data"]["prior_votes"] for t in escalated)
 
     # The lead exports the round as it stands: an interim export that says so, and verifies.
     run(runner, prefix, "export", "mid", "--round", "r1")
@@ -175,7 +181,8 @@ def test_an_independent_order_completes_almost_nothing_early_and_is_recorded(run
     assert sum(out["waiting_for"].values()) == out["waiting"]
     # Nothing waiting went to the expert.
     assert not (ws / "tasks" / "r1" / "E1-adjudication.json").exists() or all(
-        "A1:" in t["data"]["prior_votes"] and "A2:" in t["data"]["prior_votes"]
+        ("A1:" in t["data"]["prior_votes"] and "A2:" in t["data"]["prior_votes"])
+        or t["data"]["prior_votes"] == BLIND_CHECK_TEXT
         for t in json.loads((ws / "tasks" / "r1" / "E1-adjudication.json").read_text())
     )
     run(runner, prefix, "export", "mid", "--round", "r1")

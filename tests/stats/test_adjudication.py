@@ -222,7 +222,7 @@ def test_agreement_and_adjudication_end_to_end(workspace, runner, tmp_path):
     assert first["counts"]["waiting"] == 1 and first["waiting_for"] == {"A3": 1} and first["waited"]
     assert first["sent_to_expert"] >= first["counts"]["escalated"]
     expert_tasks = json.loads((ws / "tasks" / "r1" / "E1-adjudication.json").read_text())
-    votes_text = expert_tasks[0]["data"]["prior_votes"]
+    votes_text = next(t["data"]["prior_votes"] for t in expert_tasks if "Why this item: " in t["data"]["prior_votes"])
     assert "A1:" in votes_text and "m1" not in json.dumps(expert_tasks) and "judge" not in json.dumps(expert_tasks)
     # re-running without new information adds nothing
     again = json.loads(
