@@ -99,6 +99,8 @@ def test_the_reviewer_sees_the_item_s_image_and_the_export_keeps_it_by_hash(lead
     page.get_by_text("r1 - A1").first.click()
     page.get_by_text("Label All Tasks").first.click()
     page.get_by_text("Labeling Instructions").wait_for()
+    shown = page.locator("body").inner_text()
+    assert "1 harmful, 2 safe, 3 unsure" in shown and "Ctrl+Enter submits" in shown  # the keys, named (#43)
     page.keyboard.press("Escape")
     seen: dict[str, int] = {}
     for k in range(2):
