@@ -159,6 +159,12 @@ def test_unsure_with_a_rationale_by_keyboard_and_no_project_creation(lead, brows
             assert "rationale" not in values
         said[prompt.group(0)] = why
         page.wait_for_function("(p) => !document.body.innerText.includes(p)", arg=prompt.group(0), timeout=15_000)
+        # the badge counts the answer as soon as it is saved (issue #43: "n of N", and how many are left)
+        page.wait_for_function(
+            "(n) => (document.getElementById('annotate-progress') || {}).textContent?.startsWith(`Task ${n} of `)",
+            arg=k + 2,
+            timeout=10_000,
+        )
     page.screenshot(path=str(ARTIFACTS / "door-A1-after-four.png"))
     context.close()
 

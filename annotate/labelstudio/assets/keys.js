@@ -89,6 +89,19 @@
       .catch(() => {});
   };
   const later = () => setTimeout(progress, 800);
+  // Counted again as soon as an answer is saved (the page's own request, seen as it returns).
+  const pageFetch = window.fetch;
+  window.fetch = function (input, init) {
+    const answer = pageFetch.apply(this, arguments);
+    try {
+      const url = typeof input === "string" ? input : (input && input.url) || "";
+      const method = ((init && init.method) || (input && input.method) || "GET").toUpperCase();
+      if (method !== "GET" && /\/api\/(tasks\/\d+\/annotations|annotations\/\d+)/.test(url)) {
+        answer.then(() => setTimeout(progress, 50), () => {});
+      }
+    } catch (e) { /* the page's request goes on as it was */ }
+    return answer;
+  };
   window.addEventListener("load", progress);
   window.addEventListener("popstate", later);
   window.addEventListener("keyup", (e) => { if (e.key === "Enter" && (e.ctrlKey || e.metaKey)) later(); }, true);
