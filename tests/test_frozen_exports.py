@@ -127,3 +127,21 @@ def test_frozen_export_with_one_number_changed_in_scores_csv_fails(folder, tmp_p
     assert result.exit_code != 0, result.output
     assert not result.stdout.startswith("OK:"), result.output
     assert [line for line in _failures(result) - untouched if "scores.csv" in line], result.output
+
+
+def test_a_waiting_item_is_no_row_a_writer_before_annotate_export_8_could_have_written():
+    """Issue #43: an interim export relabelled /7 (its status and order stripped) still holds rows whose final
+    status is ``waiting``, which only /8 on records: the labels check refuses them under an older schema."""
+    from annotate.audit.design import Design
+    from annotate.audit.labels import check_labels, read_labels
+    from annotate.columns import LABEL_COLUMNS
+
+    folder = EXPORTS / "annotate-export-13"
+    labels, lines = read_labels((folder / "labels.csv").read_bytes(), restore=True)
+    design = Design.from_json(json.loads((folder / "design.json").read_text()))
+    assert check_labels(labels, lines, design, LABEL_COLUMNS, skips=True) == []
+    row = labels.index[labels.final_status == "resolved"][0]
+    labels.loc[row, ["final_status", "final_label"]] = ["waiting", None]
+    assert check_labels(labels, lines, design, LABEL_COLUMNS, skips=True) == []
+    refused = check_labels(labels, lines, design, LABEL_COLUMNS, skips=False)
+    assert any("final_status 'waiting'" in p and "annotate-export/8" in p for p in refused), refused

@@ -24,7 +24,7 @@ import pandas as pd
 
 from annotate.audit.safecsv import parse_csv
 from annotate.audit.schema import listed
-from annotate.columns import HUMAN_LABELS, JUDGE_LABELS, LABEL_COLUMNS, NO_JUDGE, SKIPPED, VERDICTS
+from annotate.columns import FINAL_STATUSES, HUMAN_LABELS, JUDGE_LABELS, LABEL_COLUMNS, NO_JUDGE, SKIPPED, VERDICTS
 from annotate.stats.adjudication import decide, propose, rules_from_record, waiting_for
 from annotate.stats.aggregation import dawid_skene_labels
 
@@ -164,6 +164,8 @@ def check_labels(
     (annotate-export/8 on): an annotator column may also say ``skipped``.
     """
     answers = (*VERDICTS, SKIPPED) if skips else VERDICTS
+    # What an item's final status can be; "waiting" (a routed vote not in) since annotate-export/8.
+    statuses = tuple(st for st in (*FINAL_STATUSES, "awaiting review") if skips or st != "waiting")
     problems: list[str] = []
     missing = [c for c in columns if c not in labels.columns]
     if missing:
@@ -202,6 +204,11 @@ def check_labels(
         want = s.sample / s.population if s.population else math.nan
         if not math.isclose(prob, want, rel_tol=1e-9, abs_tol=1e-12):
             found.append(f"{line(i)}: inclusion_prob {rec['inclusion_prob']!r}; design.json gives n_h/N_h = {want!r}.")
+        if rec["final_status"] not in statuses:
+            found.append(
+                f"{line(i)}: final_status {rec['final_status']!r} is not one of {', '.join(statuses)}"
+                + (" (an item waiting for a vote is recorded since annotate-export/8)." if not skips else ".")
+            )
         if rec["final_label"] not in (None, *HUMAN_LABELS[:2]):
             found.append(f"{line(i)}: final_label {rec['final_label']!r} is not harmful, safe or empty.")
         elif (rec["final_label"] is not None) != (rec["final_status"] == "resolved"):
