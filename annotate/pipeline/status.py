@@ -337,9 +337,29 @@ def _reading(rows: list[dict[str, Any]], flags: list[dict[str, Any]], limits: Ru
     """
     by_name = {r["annotator"]: r for r in rows}
     parts = []
+    # Fast by the absolute limit only (not against the others): said once for all of them, never as
+    # "faster than the others" (two reviewers at 0.1 s and 0.3 s are each under the limit, neither faster).
+    slowest_ok = [
+        by_name[f["annotator"]]
+        for f in flags
+        if f["kind"] == "fast"
+        and not (
+            by_name[f["annotator"]]["others_median_seconds"] is not None
+            and by_name[f["annotator"]]["median_seconds"]
+            < limits.fast_ratio * by_name[f["annotator"]]["others_median_seconds"]
+        )
+    ]
+    if slowest_ok:
+        listed = ", ".join(f"{r['annotator']} {seconds_text(r['median_seconds'])}" for r in slowest_ok)
+        parts.append(
+            f"Under {limits.fast_seconds:g} s per task (median: {listed}): too short to read a response; check "
+            "how these labels were made."
+        )
     for f in flags:
         row = by_name[f["annotator"]]
         if f["kind"] == "fast":
+            if row in slowest_ok:
+                continue
             ref = row["others_median_seconds"]
             against = "" if ref is None else f" against {seconds_text(ref)}"
             parts.append(

@@ -200,6 +200,20 @@ def test_a_reviewer_much_faster_than_the_others_is_flagged(rnd, runner, ws):
     assert next(line for line in text.splitlines() if line.startswith("A3 ")).rstrip().endswith("fast")
 
 
+def test_reviewers_all_under_the_floor_are_not_said_to_be_faster_than_each_other(rnd, runner, ws):
+    """Issue #43: at 0.3 s and 0.1 s both are under the 3 s floor; before, status said each was "much
+    faster than the others", the slower one included."""
+    rnd.label("A1", 30, truth, lead_time=0.3)
+    rnd.label("A2", 30, truth, lead_time=0.1)
+    rnd.pull()
+    out = status_json(runner, ws)
+    assert sorted(f["annotator"] for f in out["flags"]) == ["A1", "A2"]
+    assert "faster than the others" not in out["reading"], out["reading"]
+    assert out["reading"].startswith("Under 3 s per task (median: A1 0.3 s, A2 0.1 s): too short to read"), out[
+        "reading"
+    ]
+
+
 def test_the_speed_limits_come_from_the_agreement_settings(rnd, runner, ws):
     rnd.label("A1", 30, truth, lead_time=22.0)
     rnd.label("A2", 30, truth, lead_time=26.0)
