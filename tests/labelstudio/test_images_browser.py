@@ -25,6 +25,7 @@ from typing import Any
 import pytest
 
 from annotate.cli import cli
+from annotate.labelstudio.server import fleet
 from tests.browser import ARTIFACTS, browser  # noqa: F401  (fixture)
 from tests.ls_fixture import free_port, golden_template_dir, label_studio_or_skip
 
@@ -124,9 +125,23 @@ def test_the_reviewer_sees_the_item_s_image_and_the_export_keeps_it_by_hash(lead
             assert page.get_by_text("The image sent with the prompt").first.is_visible()
             page.screenshot(path=str(ARTIFACTS / "image-task.png"))
         page.keyboard.press("2")
-        with page.expect_response(lambda r: "/annotations" in r.url and r.request.method == "POST") as posted:
+        if k == 1:
+            # The server falls asleep under the open page (a long read): the submit wakes it, and the page says
+            # so while it waits (issue #43), then the answer is saved as any other.
+            srv = fleet.person_server(ws / ".annotate" / "reviewer-servers", "A1")
+            assert srv is not None and fleet.stop_person(srv) and not fleet.is_running(srv)
+        with page.expect_response(
+            lambda r: "/annotations" in r.url and r.request.method == "POST", timeout=120_000
+        ) as posted:
             page.keyboard.press("Control+Enter")
+            if k == 1:
+                page.wait_for_function(
+                    "() => (document.getElementById('annotate-notice') || {}).textContent?.includes('waking up')"
+                )
+                page.screenshot(path=str(ARTIFACTS / "image-task-waking.png"))
         assert posted.value.status == 201
+        if k == 1:
+            page.wait_for_function("() => !document.getElementById('annotate-notice')")
         page.wait_for_function("(p) => !document.body.innerText.includes(p)", arg=prompt, timeout=15_000)
     assert seen == {"Prompt 00": 120, "Prompt 01": 1}, seen  # the chart, and a blank pixel for the other
     page.wait_for_function(

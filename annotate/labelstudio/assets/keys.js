@@ -89,7 +89,23 @@
       .catch(() => {});
   };
   const later = () => setTimeout(progress, 800);
-  // Counted again as soon as an answer is saved (the page's own request, seen as it returns).
+  // A line at the top of the page for what the reviewer must know about their answer.
+  const notice = (text) => {
+    let box = document.getElementById("annotate-notice");
+    if (!text) { if (box) box.remove(); return; }
+    if (!box) {
+      box = document.createElement("div");
+      box.id = "annotate-notice";
+      box.setAttribute("role", "alert");
+      document.body.appendChild(box);
+    }
+    box.textContent = text;
+  };
+  const WAKING = "Saving your answer: your server was asleep and is waking up (10-20 s). Keep this page open.";
+  const UNSURE_SAVED = "Your answer may or may not have been saved (the server stopped while saving it): reload "
+    + "the task and look before answering again.";
+  // Counted again as soon as an answer is saved (the page's own request, seen as it returns); a save that
+  // waits for the server to wake says so, and one the server did not answer says what to do.
   const pageFetch = window.fetch;
   window.fetch = function (input, init) {
     const answer = pageFetch.apply(this, arguments);
@@ -97,7 +113,13 @@
       const url = typeof input === "string" ? input : (input && input.url) || "";
       const method = ((init && init.method) || (input && input.method) || "GET").toUpperCase();
       if (method !== "GET" && /\/api\/(tasks\/\d+\/annotations|annotations\/\d+)/.test(url)) {
-        answer.then(() => setTimeout(progress, 50), () => {});
+        const slow = setTimeout(() => notice(WAKING), 1500);
+        answer.then((r) => {
+          clearTimeout(slow);
+          if (r.status === 503) { notice(UNSURE_SAVED); return; }
+          if (document.getElementById("annotate-notice")?.textContent === WAKING) notice(null);
+          setTimeout(progress, 50);
+        }, () => { clearTimeout(slow); notice(UNSURE_SAVED); });
       }
     } catch (e) { /* the page's request goes on as it was */ }
     return answer;

@@ -410,6 +410,12 @@ class _Handler(http.server.BaseHTTPRequestHandler):
                     page = _STARTING_PAGE.format(detail="It is waking up.").encode()
                     return self._send(503, page, "text/html; charset=utf-8", (("Retry-After", "2"),))
                 state.ready.wait(self.server.start_timeout)
+                if self._writes():  # it may have been stored before the server went: never say "try again"
+                    said = (
+                        "the server stopped while this was being saved: it may have been saved; reload the task "
+                        "and look before answering again"
+                    )
+                    return self._send(503, json.dumps({"detail": said}).encode(), "application/json")
                 return self._send(503, b'{"detail": "the server is starting; try again"}', "application/json")
         finally:
             conn.close()
