@@ -86,7 +86,7 @@ def test_each_folder_holds_the_schema_it_is_named_for(folder):
 def test_frozen_export_verifies_with_the_current_code(folder, tmp_path):
     result = _verify(_copy(folder, tmp_path))
     assert result.exit_code == 0, result.output
-    assert result.stdout.startswith("OK:"), result.output
+    assert result.stdout.startswith(f"OK ({folder.name.replace('annotate-export-', 'annotate-export/')}"), result.output
     assert "FAIL" not in result.output, result.output
 
 
@@ -125,7 +125,7 @@ def test_frozen_export_with_one_number_changed_in_scores_csv_fails(folder, tmp_p
     _tamper_one_number(copy / "scores.csv")
     result = _verify(copy)
     assert result.exit_code != 0, result.output
-    assert not result.stdout.startswith("OK:"), result.output
+    assert not result.stdout.startswith("OK"), result.output
     assert [line for line in _failures(result) - untouched if "scores.csv" in line], result.output
 
 

@@ -10,6 +10,7 @@ import pytest
 
 from annotate.cli import cli
 from annotate.labelstudio.labelconfig import choices_result
+from annotate.labelstudio.tasks import BLIND_CHECK_TEXT
 from annotate.stats.adjudication import Rules, decide, majority, propose
 from tests.helpers import generic_row, write_jsonl
 
@@ -222,7 +223,7 @@ def test_agreement_and_adjudication_end_to_end(workspace, runner, tmp_path):
     assert first["counts"]["waiting"] == 1 and first["waiting_for"] == {"A3": 1} and first["waited"]
     assert first["sent_to_expert"] >= first["counts"]["escalated"]
     expert_tasks = json.loads((ws / "tasks" / "r1" / "E1-adjudication.json").read_text())
-    votes_text = next(t["data"]["prior_votes"] for t in expert_tasks if "Why this item: " in t["data"]["prior_votes"])
+    votes_text = next(t["data"]["prior_votes"] for t in expert_tasks if t["data"]["prior_votes"] != BLIND_CHECK_TEXT)
     assert "A1:" in votes_text and "m1" not in json.dumps(expert_tasks) and "judge" not in json.dumps(expert_tasks)
     # re-running without new information adds nothing
     again = json.loads(
