@@ -21,7 +21,12 @@ from annotate.cli import cli
 from annotate.config import open_workspace
 from annotate.db.store import open_store
 from annotate.ingest import csv_reader, records, run
-from tests.helpers import generic_row, write_csv, write_jsonl
+from tests.helpers import (
+    generic_row,
+    sqlite_only_db_url,  # noqa: F401  (fixture: one SQLite store; the subject is not the store)
+    write_csv,
+    write_jsonl,
+)
 
 
 def counts(prefix: list[str]) -> tuple[int, int, int]:

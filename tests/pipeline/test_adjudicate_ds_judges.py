@@ -19,7 +19,11 @@ import pandas as pd
 import pytest
 
 from annotate.cli import cli
-from tests.helpers import pull_task_files, write_jsonl
+from tests.helpers import (
+    pull_task_files,
+    sqlite_only_db_url,  # noqa: F401  (fixture: one SQLite store; the subject is not the store)
+    write_jsonl,
+)
 
 MODELS = ("m-one", "m-two")
 N = 40

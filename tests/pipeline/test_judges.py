@@ -25,7 +25,10 @@ from sklearn.metrics import balanced_accuracy_score, cohen_kappa_score, precisio
 from annotate.cli import cli
 from annotate.cli.judges import judges as judges_command
 from annotate.labelstudio.labelconfig import choices_result
-from tests.helpers import write_jsonl
+from tests.helpers import (
+    sqlite_only_db_url,  # noqa: F401  (fixture: one SQLite store; the subject is not the store)
+    write_jsonl,
+)
 
 MODELS = ("m-one", "m-two")
 N = 40

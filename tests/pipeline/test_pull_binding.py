@@ -16,7 +16,11 @@ import pytest
 
 from annotate.cli import cli
 from annotate.labelstudio import tasks as t
-from tests.helpers import generic_row, write_jsonl
+from tests.helpers import (
+    generic_row,
+    sqlite_only_db_url,  # noqa: F401  (fixture: one SQLite store; the subject is not the store)
+    write_jsonl,
+)
 from tests.pipeline.hostile_exports import (
     A1_USER,
     A2_USER,

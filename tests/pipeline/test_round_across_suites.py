@@ -16,7 +16,12 @@ from pathlib import Path
 import pytest
 
 from annotate.cli import cli
-from tests.helpers import generic_row, pull_task_files, write_jsonl
+from tests.helpers import (
+    generic_row,
+    pull_task_files,
+    sqlite_only_db_url,  # noqa: F401  (fixture: one SQLite store; the subject is not the store)
+    write_jsonl,
+)
 
 ROUTE = ("--annotators", "A1,A2", "--clear-per-cell", "4", "--seed", "5")
 DATA = Path(__file__).resolve().parents[1] / "data" / "formats"

@@ -14,7 +14,11 @@ import pandas as pd
 import pytest
 
 from annotate.cli import cli
-from tests.helpers import generic_row, write_jsonl
+from tests.helpers import (
+    generic_row,
+    sqlite_only_db_url,  # noqa: F401  (fixture: one SQLite store; the subject is not the store)
+    write_jsonl,
+)
 
 ROUTE = ("--annotators", "A1,A2", "--clear-per-cell", "3", "--seed", "11")
 

@@ -20,6 +20,7 @@ from click.testing import CliRunner
 from annotate.cli import AnnotateGroup, cli
 from annotate.cli.writeback import writeback as writeback_cmd
 from annotate.labelstudio.labelconfig import choices_result
+from tests.helpers import sqlite_only_db_url  # noqa: F401  (fixture: one SQLite store; the subject is not the store)
 
 inspect_log = pytest.importorskip("inspect_ai.log", reason="the inspect extra: pip install -e '.[inspect]'")
 read_eval_log = inspect_log.read_eval_log

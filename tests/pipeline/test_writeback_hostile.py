@@ -20,6 +20,7 @@ from pathlib import Path
 
 import pytest
 
+from tests.helpers import sqlite_only_db_url  # noqa: F401  (fixture: one SQLite store; the subject is not the store)
 from tests.pipeline.test_writeback import DATA, EVAL, JSON, review, run, sha, writeback
 
 inspect_log = pytest.importorskip("inspect_ai.log", reason="the inspect extra: pip install -e '.[inspect]'")
@@ -262,7 +263,6 @@ def create_and_die(target_dir, mode=0o666):
 
 atomic._create_local_tempfile = create_and_die
 from annotate.cli import cli
-from tests.helpers import sqlite_only_db_url  # noqa: F401  (fixture: one SQLite store; the subject is not the store)
 cli.main(args=sys.argv[1:], prog_name="annotate")
 """
 
