@@ -138,11 +138,8 @@ def test_unsure_with_a_rationale_by_keyboard_and_no_project_creation(lead, brows
         why = None
         if key == "3":
             why = f"Cannot tell from the text alone ({k}), 12 words."
-            if k == 2:  # a fast typist: the reason typed the instant after the key, before the box has the cursor
-                page.keyboard.type(why)
-            else:
-                page.wait_for_function("() => document.activeElement && document.activeElement.tagName === 'TEXTAREA'")
-                page.keyboard.type(why)
+            page.wait_for_function("() => document.activeElement && document.activeElement.tagName === 'TEXTAREA'")
+            page.keyboard.type(why)
             if k == 0:
                 page.screenshot(path=str(ARTIFACTS / "door-A1-unsure-typed.png"))
         else:

@@ -7,33 +7,9 @@
    the box. Choosing "unsure" with its key (3) puts the cursor in the box, where the reason goes. */
 (() => {
   const BOX = ".lsf-text-area textarea, .lsf-text-area input";
-  // What is typed between the "unsure" key and the box taking the cursor (a fast typist, a paste): held
-  // here and put into the box when it has it, never lost nor read as hotkeys (a "1" would change the verdict).
-  let held = null;
-  const UNSURE = 'input[type=radio][name="unsure"]';
-  const putHeld = (box) => {
-    if (!held) { held = null; return; }
-    const text = held;
-    held = null;
-    const proto = box instanceof HTMLTextAreaElement ? HTMLTextAreaElement.prototype : HTMLInputElement.prototype;
-    Object.getOwnPropertyDescriptor(proto, "value").set.call(box, box.value + text);
-    box.dispatchEvent(new Event("input", { bubbles: true }));
-  };
   window.addEventListener("keydown", (e) => {
     const t = e.target;
-    const inBox = t instanceof HTMLElement && t.matches(BOX);
-    if (!inBox && held !== null && e.key.length === 1 && !e.ctrlKey && !e.metaKey && !e.altKey) {
-      e.preventDefault();
-      e.stopImmediatePropagation();
-      held += e.key;
-      return;
-    }
-    if (!inBox && e.key === "3" && !e.ctrlKey && !e.metaKey && !e.altKey && document.querySelector(UNSURE)
-        && !(t instanceof HTMLElement && /^(INPUT|TEXTAREA|SELECT)$/.test(t.tagName) && t.type !== "radio")) {
-      held = "";
-      setTimeout(() => { if (held === "") held = null; }, 1000);  // nothing typed: stop holding
-    }
-    if (!inBox) return;
+    if (!(t instanceof HTMLElement) || !t.matches(BOX)) return;
     if (e.key === "Enter" && (e.ctrlKey || e.metaKey)) {
       e.preventDefault();
       e.stopImmediatePropagation();
@@ -47,9 +23,9 @@
     }
   }, true);
   const focusBoxIfUnsure = () => setTimeout(() => {
-    if (!document.querySelector('input[type=radio][name="unsure"]:checked')) { held = null; return; }
+    if (!document.querySelector('input[type=radio][name="unsure"]:checked')) return;
     const box = [...document.querySelectorAll(BOX)].find((b) => b.offsetParent !== null);
-    if (box) { box.focus(); putHeld(box); } else { held = null; }
+    if (box) box.focus();
   }, 50);
   window.addEventListener("keyup", (e) => {
     const t = e.target;
