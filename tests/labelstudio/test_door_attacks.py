@@ -25,7 +25,7 @@ import pytest
 from annotate.labelstudio import server
 from annotate.labelstudio.server import fleet
 from annotate.labelstudio.server.frontdoor import MAX_CONNECTIONS
-from tests.labelstudio.test_people_servers import CSRF, _cli, _password, _workspace
+from tests.labelstudio.test_people_servers import CSRF, _cli, _door, _logs_in, _password, _workspace
 from tests.ls_fixture import free_port, golden_template_dir
 
 pytestmark = pytest.mark.labelstudio
@@ -222,20 +222,7 @@ def test_pull_skips_a_server_the_door_put_to_sleep_when_nothing_changed(door):
     again = json.loads(_cli(ws, "pull", "--round", "r1", "--json").stdout)
     assert again["asleep_unchanged"] == ["A1"] and not fleet.is_running(srv)
     # a login (a new browser) writes its database: the next pull reads it again
-    host = door["session"]["Host"]
-    with httpx.Client(base_url=f"http://127.0.0.1:{port}", headers={"Host": host}, trust_env=False, timeout=120) as web:
-        page = web.get("/user/login/", headers={"Accept": "text/html"})
-        while page.status_code == 503:
-            time.sleep(1)
-            page = web.get("/user/login/", headers={"Accept": "text/html"})
-        token = CSRF.search(page.text)
-        assert token, page.status_code
-        login = web.post(
-            "/user/login/",
-            data={"csrfmiddlewaretoken": token.group(1), "email": "ana@example.org", "password": _password(ws, "A1")},
-            headers={"Referer": f"http://{host}/user/login/"},
-        )
-        assert login.status_code == 302
+    assert _logs_in(srv.url, "ana@example.org", _password(ws, "A1"), door=_door(port, "A1"))
     assert asleep_within(30)
     third = json.loads(_cli(ws, "pull", "--round", "r1", "--json").stdout)
     assert third["asleep_unchanged"] == [] and third["woken"] == ["A1"]
