@@ -134,10 +134,14 @@ def main() -> None:
 
             waits, saves = judge(args.tasks)
             # The same person on their server's own port (same host name: the same login).
+            from annotate.labelstudio import server
             from annotate.labelstudio.server import fleet
 
             own = fleet.person_server(ws / ".annotate" / "reviewer-servers", "A1")
             assert own is not None
+            # The server answers only requests with the door's key: the browser sends it, as the door does.
+            token = server.read_secrets(own.data_dir / server.SECRETS_NAME).token
+            page.context.set_extra_http_headers({server.DOOR_HEADER: server.door_key(token)})
             page.goto(stream.replace(f":{args.port}/", f":{own.port}/"))
             direct_waits, _ = judge(args.tasks)
             loads: list[float] = []

@@ -30,6 +30,8 @@ from annotate.errors import LabelStudioError
 if TYPE_CHECKING:
     import httpx
 
+    from annotate.labelstudio.server.secrets import Secrets
+
 __all__ = [
     "AccessSheet",
     "Account",
@@ -53,12 +55,14 @@ def new_password() -> str:
     return "-".join("".join(_secrets.choice(alphabet) for _ in range(5)) for _ in range(4))
 
 
-def _browser(url: str) -> httpx.Client:
+def _browser(url: str, admin_token: str) -> httpx.Client:
     """A client for Label Studio's web forms: the one client policy (no proxies, no redirects
-    followed); httpx keeps the session and CSRF cookies between its requests."""
+    followed); httpx keeps the session and CSRF cookies between its requests. It carries the
+    door's key of ``admin_token`` (a person's server answers nothing without it), not the token."""
     from annotate.labelstudio import http
+    from annotate.labelstudio.server.secrets import door_key
 
-    return http.client(url, timeout=_TIMEOUT)
+    return http.client(url, timeout=_TIMEOUT, door=door_key(admin_token))
 
 
 def _form_token(client: httpx.Client, path: str, what: str) -> str:
@@ -103,7 +107,7 @@ def create_account(url: str, admin_token: str, email: str) -> tuple[int, str]:
         if not link.startswith("/user/signup/"):
             raise LabelStudioError(f"Label Studio at {url} gave an unexpected invite link; is this Label Studio 1.23?")
         try:
-            with _browser(url) as web:
+            with _browser(url, admin_token) as web:
                 answer = _post_form(web, link, {"email": email, "password": password}, "creating an account")
                 if answer.status_code != 302:
                     raise LabelStudioError(
@@ -119,10 +123,11 @@ def create_account(url: str, admin_token: str, email: str) -> tuple[int, str]:
     raise LabelStudioError(f"Label Studio at {url} accepted the signup but lists no such user afterwards.")
 
 
-def set_password(url: str, admin_email: str, admin_password: str, user_id: int) -> str:
+def set_password(url: str, admin: Secrets, user_id: int) -> str:
     """Give user ``user_id`` a new password through the Django admin's form; the password."""
     password = new_password()
-    with _browser(url) as web:
+    admin_email, admin_password = admin.admin_email, admin.password
+    with _browser(url, admin.token) as web:
         r = _post_form(web, "/user/login/", {"email": admin_email, "password": admin_password}, "logging in as admin")
         if r.status_code != 302:
             raise LabelStudioError(f"Label Studio at {url} refused annotate's admin login ({_form_problem(r)}).")
@@ -314,7 +319,7 @@ def ensure_account(
         )
         return Account(user_id, sheet, made=True)
     if new_password:
-        password = set_password(url, creds.admin_email, creds.password, user_id)
+        password = set_password(url, creds, user_id)
         sheet = write_access_sheet(
             access_dir, AccessSheet(pseudonym, role, shown, email, password, shared, on_demand=on_demand)
         )

@@ -12,10 +12,12 @@ import httpx
 __all__ = ["client"]
 
 
-def client(base_url: str, *, token: str | None = None, timeout: float) -> httpx.Client:
+def client(base_url: str, *, token: str | None = None, timeout: float, door: str | None = None) -> httpx.Client:
     """An httpx client for the Label Studio at ``base_url``; the caller closes it.
 
-    ``token``, when given, is sent on every request as ``Authorization: Token <token>``.
+    ``token``, when given, is sent on every request as ``Authorization: Token <token>``, with the
+    front door's key derived from it (``X-Annotate-Door``: a person's server answers nothing without
+    it; other servers ignore it). ``door``: that key without the token (web forms, readiness probes).
     Environment proxies are ignored, every request gets a fresh connection, and redirects are not
     followed.
     """
@@ -23,7 +25,7 @@ def client(base_url: str, *, token: str | None = None, timeout: float) -> httpx.
     return httpx.Client(
         base_url=base_url,
         timeout=timeout,
-        headers={"Authorization": f"Token {token}"} if token is not None else None,
+        headers=_headers(token, door),
         # With HTTP(S)_PROXY or ALL_PROXY set (and the host not in NO_PROXY), httpx would send the
         # Authorization header to the proxy. Label Studio is on loopback or at a URL we were given.
         trust_env=False,
@@ -36,3 +38,15 @@ def client(base_url: str, *, token: str | None = None, timeout: float) -> httpx.
         limits=httpx.Limits(max_keepalive_connections=0),
         follow_redirects=False,
     )
+
+
+def _headers(token: str | None, door: str | None) -> dict[str, str]:
+    from annotate.labelstudio.server.secrets import DOOR_HEADER, door_key
+
+    headers = {}
+    if token is not None:
+        headers["Authorization"] = f"Token {token}"
+        door = door or door_key(token)
+    if door is not None:
+        headers[DOOR_HEADER] = door
+    return headers

@@ -68,12 +68,11 @@ def serving_mode(ws: Workspace) -> str:
 
 
 def person_address(ws: Workspace, srv: fleet.PersonServer) -> str:
-    """Where a person opens their own server: the front door's address (``http://a1.localhost:8080``) once
-    the workspace has a front door, else the server's own port under the person's host name."""
+    """Where a person opens their own server: the front door's address (``http://a1.localhost:8080``),
+    at the port it last had (8080, ``ls start``'s default, before it first ran). Never the server's own
+    port: the server answers only the door."""
     door = frontdoor.door_status(ws.person_servers_dir)
-    if door.port:
-        return frontdoor.person_address(srv.pseudonym, door.port)
-    return f"http://{srv.host_name}:{srv.port}"
+    return frontdoor.person_address(srv.pseudonym, door.port or frontdoor.DEFAULT_PORT)
 
 
 def with_server(srv: fleet.PersonServer, use: Callable[[fleet.PersonServer], T]) -> tuple[T, bool]:

@@ -246,7 +246,7 @@ def _start_all(
                 )
             if result is not None and result.info is not None:
                 report.warnings += [f"{pseudonym}: {w}" for w in result.info.warnings]
-                say(f"{pseudonym}'s Label Studio is ready at {result.server.url} ({result.info.startup_seconds:.0f} s)")
+                say(f"{pseudonym}'s Label Studio is ready ({result.info.startup_seconds:.0f} s)")
             srv = held.server
             line = person_line(ws, p, srv.url, srv.data_dir, address=person_address(ws, srv))
             line.started_now = result is not None

@@ -47,7 +47,8 @@ def door(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, Any]]:
         _cli(ws, "route", "--round", "r1", "--annotators", "A1", "--clear-per-cell", "1")
         srv = fleet.person_server(ws / ".annotate" / "reviewer-servers", "A1")
         assert srv is not None
-        admin = {"Authorization": f"Token {server.read_secrets(srv.data_dir / server.SECRETS_NAME).token}"}
+        admin_token = server.read_secrets(srv.data_dir / server.SECRETS_NAME).token
+        admin = {"Authorization": f"Token {admin_token}", server.DOOR_HEADER: server.door_key(admin_token)}
         host = f"a1.localhost:{port}"
         web = httpx.Client(base_url=f"http://127.0.0.1:{port}", headers={"Host": host}, trust_env=False, timeout=120)
         page = web.get("/user/login/", headers={"Accept": "text/html"})
@@ -199,6 +200,41 @@ def test_the_door_cannot_be_worn_down(door):
             sock.close()
     log = ((door["ws"] / ".annotate" / "reviewer-servers") / "frontdoor.log").read_text()
     assert "Traceback" not in log and f"refused: {MAX_CONNECTIONS} already open" in log and "timed out" in log
+
+
+def test_a_server_killed_during_a_save_says_the_answer_may_have_been_saved(door):
+    """Before: a submit cut by a server kill was answered "the server is starting; try again", though
+    the annotation had sometimes been stored (a retry then added a second one). The server is frozen
+    (SIGSTOP) so that the save is in its hands, then killed: the reviewer is told to reload and look."""
+    import os
+    import signal
+    import threading
+
+    srv, admin, session, port = door["srv"], door["admin"], door["session"], door["port"]
+    with httpx.Client(base_url=srv.url, headers=admin, trust_env=False, timeout=60) as api:
+        project = api.get("/api/projects/").json()["results"][0]["id"]
+        task = api.get("/api/tasks/", params={"project": project}).json()["tasks"][0]["id"]
+    pid = server.server_status(srv.data_dir).pid
+    assert pid is not None
+    verdict = {"from_name": "verdict", "to_name": "response", "type": "choices", "value": {"choices": ["safe"]}}
+    answer: dict[str, httpx.Response] = {}
+
+    def save() -> None:
+        with httpx.Client(base_url=f"http://127.0.0.1:{port}", trust_env=False, timeout=300) as web:
+            answer["r"] = web.post(f"/api/tasks/{task}/annotations/", headers=session, json={"result": [verdict]})
+
+    os.kill(pid, signal.SIGSTOP)
+    try:
+        saving = threading.Thread(target=save)
+        saving.start()
+        time.sleep(1.5)  # the door has sent it; the frozen server holds it
+    finally:
+        os.kill(pid, signal.SIGKILL)
+    saving.join(300)
+    said = answer["r"]
+    assert said.status_code == 503 and "may have been saved" in said.json()["detail"], said.text
+    assert "reload the task" in said.json()["detail"] and "try again" not in said.json()["detail"]
+    assert fleet.is_running(srv)  # woken again for the reviewer's reload
 
 
 def test_pull_skips_a_server_the_door_put_to_sleep_when_nothing_changed(door):

@@ -127,17 +127,23 @@ def test_a_login_that_works_and_only_the_sheet_holds(people):
     # link annotate uses to make an account is dead right after.
     token = server.read_secrets(srv.data_dir / server.SECRETS_NAME).token
 
+    lead = {"Authorization": f"Token {token}", server.DOOR_HEADER: server.door_key(token)}
+
     def invite() -> str:
         with httpx.Client(base_url=srv.url, trust_env=False) as api:
-            return str(api.get("/api/invite", headers={"Authorization": f"Token {token}"}).json()["invite_url"])
+            return str(api.get("/api/invite", headers=lead).json()["invite_url"])
 
     def signs_up(link: str, email: str) -> bool:
-        with httpx.Client(base_url=srv.url, trust_env=False, follow_redirects=False) as web:
-            csrf = CSRF.search(web.get(link).text)
+        # Where a stranger can send it: the front door (the server's own port answers only the door).
+        where = _door(port, "A1")
+        with httpx.Client(**where, trust_env=False, follow_redirects=False) as web:
+            csrf = CSRF.search(web.get(link, headers={"Accept": "text/html"}).text)
             data = {"email": email, "password": "Abcdefgh-12345"}
             if csrf:
                 data["csrfmiddlewaretoken"] = csrf.group(1)
-            return web.post(link, data=data, headers={"Referer": f"{srv.url}{link}"}).status_code == 302
+            return (
+                web.post(link, data=data, headers={"Referer": f"http://a1.localhost:{port}{link}"}).status_code == 302
+            )
 
     used = invite()
     accounts.create_account(srv.url, token, "carol@example.org")  # as `ls start` makes one
@@ -145,15 +151,15 @@ def test_a_login_that_works_and_only_the_sheet_holds(people):
     assert not signs_up(used, "mallory@example.org")
     assert not signs_up("/user/signup/", "mallory@example.org")
     with httpx.Client(base_url=srv.url, trust_env=False) as api:
-        emails = {u["email"] for u in api.get("/api/users", headers={"Authorization": f"Token {token}"}).json()}
+        emails = {u["email"] for u in api.get("/api/users", headers=lead).json()}
     assert "mallory@example.org" not in emails and "carol@example.org" in emails
 
     # A new password: the old one stops working, the new one works; nothing printed.
     again = _cli(ws, "annotators", "access", "A1", "--new-password")
     fresh = _password(ws, "A1")
     assert fresh != password and fresh not in again.output and "access/A1.txt" in again.output
-    assert _logs_in(srv.url, "ana@example.org", fresh)
-    assert not _logs_in(srv.url, "ana@example.org", password)
+    assert _logs_in(srv.url, "ana@example.org", fresh, door=_door(port, "A1"))
+    assert not _logs_in(srv.url, "ana@example.org", password, door=_door(port, "A1"))
 
     # Idempotent: a second start changes nothing (same password, same address).
     _cli(ws, "ls", "start", "--port", str(port))
@@ -173,6 +179,26 @@ def test_a_login_that_works_and_only_the_sheet_holds(people):
         page = web.get("/user/login/").text
         assert "/__annotate/reviewer.css" in page and "/__annotate/keys.js" in page
         assert "Create new project" in web.get("/__annotate/reviewer.css").text
+        # A key of the client's own is dropped: the door sends the server's (the login page still opens).
+        assert web.get("/user/login/", headers={server.DOOR_HEADER: "0" * 64}).status_code == 200
+
+    # The server's own port answers only the door: a reviewer who finds it gets nothing, not even the
+    # login page, whatever they send as the key (the admin token itself is not the key either).
+    assert fleet.is_running(srv)
+    with httpx.Client(base_url=srv.url, trust_env=False, timeout=60) as direct:
+        for headers in (
+            {},
+            {server.DOOR_HEADER: "0" * 64},
+            {server.DOOR_HEADER: token},
+            {"Authorization": f"Token {token}"},
+        ):
+            for path in ("/user/login/", "/api/version", "/health/", "/api/projects/"):
+                refused = direct.get(path, headers=headers)
+                assert refused.status_code == 403 and "front door" in refused.text, (path, headers)
+        assert direct.get("/api/current-user/whoami", headers=lead).status_code == 200
+    # and no output names the server's own port
+    assert f":{srv.port}" not in _cli(ws, "ls", "status").output
+    assert f":{srv.port}" not in (ws / ".annotate" / "access" / "A1.txt").read_text()
 
 
 def test_a_new_person_while_the_front_door_runs_gets_a_server_and_an_account_at_once(people):

@@ -72,15 +72,18 @@ from annotate.labelstudio.server.lifecycle import (
 from annotate.labelstudio.server.procnet import ListenSocket, parse_proc_net_tcp, port_in_use
 from annotate.labelstudio.server.secrets import (
     DEFAULT_ADMIN_EMAIL,
+    DOOR_HEADER,
     SECRETS_NAME,
     Secrets,
     create_secrets,
+    door_key,
     is_valid_token,
     read_secrets,
 )
 
 __all__ = [
     "DEFAULT_ADMIN_EMAIL",
+    "DOOR_HEADER",
     "ENV_LS_BIN",
     "LOG_NAME",
     "PID_NAME",
@@ -93,6 +96,7 @@ __all__ = [
     "ServerInfo",
     "ServerStatus",
     "create_secrets",
+    "door_key",
     "find_label_studio",
     "is_valid_token",
     "label_studio_version",

@@ -370,6 +370,7 @@ def _start_person(
         executable=executable,
         log=stream,  # type: ignore[arg-type]
         host_names=(server.host_name,),
+        door_only=True,  # reviewers reach it through the front door alone
     )
     return Started(server, info, moved_from)
 

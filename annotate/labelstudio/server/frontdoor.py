@@ -66,11 +66,17 @@ from importlib import resources
 from pathlib import Path
 from typing import Any
 
-from annotate.errors import LabelStudioError
+from annotate.errors import LabelStudioError, WorkspaceError
 from annotate.labelstudio.server import fleet
 from annotate.labelstudio.server.door_rules import MAX_BODY, Route, framing_problem, refusal, route_of
 from annotate.labelstudio.server.procnet import pid_alive, port_in_use
-from annotate.labelstudio.server.secrets import write_private_file
+from annotate.labelstudio.server.secrets import (
+    DOOR_HEADER,
+    SECRETS_NAME,
+    door_key,
+    read_secrets,
+    write_private_file,
+)
 
 __all__ = [
     "DOOR_NAME",
@@ -83,6 +89,8 @@ __all__ = [
 
 DOOR_NAME = "frontdoor.json"
 DOOR_LOG = "frontdoor.log"
+#: The door's port when ``ls start`` is not told another (people's addresses before it first ran).
+DEFAULT_PORT = 8080
 #: Stop a person's server after this long without use (``ls start --idle-minutes``).
 DEFAULT_IDLE_SECONDS = 20 * 60
 _CHECK_EVERY = 15.0
@@ -134,6 +142,7 @@ class _Person:
         self.starting = False
         self.error: str | None = None
         self.last_touch = 0.0
+        self.key: str | None = None  # the server's door key, read once from its secrets file
 
 
 class Door(socketserver.ThreadingMixIn, http.server.HTTPServer):
@@ -248,6 +257,16 @@ class Door(socketserver.ThreadingMixIn, http.server.HTTPServer):
                 state.starting = False
             state.ready.set()
 
+    def key(self, server: fleet.PersonServer) -> str | None:
+        """The key ``server`` requires of every request (``secrets.door_key``); None before its first start."""
+        state = self.person(server.pseudonym)
+        if state.key is None:
+            try:
+                state.key = door_key(read_secrets(server.data_dir / SECRETS_NAME).token)
+            except WorkspaceError:
+                return None
+        return state.key
+
     def touch(self, server: fleet.PersonServer, *, force: bool = False) -> None:
         """Count a request as the server's use (the file at most once every few seconds)."""
         state = self.person(server.pseudonym)
@@ -276,6 +295,9 @@ class _Handler(http.server.BaseHTTPRequestHandler):
     protocol_version = "HTTP/1.1"
     server: Door
     timeout = CONNECTION_TIMEOUT  # per connection: a silent client is dropped
+    # TCP_NODELAY: the headers and the body go out as two writes; on a kept-alive connection Nagle held
+    # the body until the browser's delayed ACK, 40 ms on every request (bench/door.py measured it).
+    disable_nagle_algorithm = True
 
     def log_message(self, format: str, *args: Any) -> None:  # no request log: paths can hold task ids
         pass
@@ -395,8 +417,12 @@ class _Handler(http.server.BaseHTTPRequestHandler):
         # The door's own framing: every hop-by-hop header, the client's Content-Length and any method
         # override dropped; http.client sets Content-Length from the body the door read.
         dropped = {*_HOP, "accept-encoding", "content-length", "x-http-method-override", "x-method-override"}
+        dropped.add(DOOR_HEADER.lower())  # only the door says it is the door
         headers = {k: v for k, v in self.headers.items() if k.lower() not in dropped}
         headers["X-Forwarded-For"] = self.client_address[0]
+        key = self.server.key(server)
+        if key is not None:
+            headers[DOOR_HEADER] = key
         conn = http.client.HTTPConnection("127.0.0.1", server.port, timeout=900)
         try:
             try:
@@ -466,11 +492,12 @@ def door_status(root: Path) -> DoorStatus:
     """Whether the front door of the people's servers under ``root`` runs, and where. Changes nothing."""
     try:
         raw = json.loads((Path(root) / DOOR_NAME).read_text(encoding="utf-8"))
-        pid = int(raw["pid"])
-    except (OSError, ValueError, KeyError, TypeError):
+        port = raw.get("port") if isinstance(raw.get("port"), int) else None
+        pid = int(raw.get("pid", 0))
+    except (OSError, ValueError, AttributeError, TypeError):
         return DoorStatus(False)
-    if not pid_alive(pid) or not _is_door(pid, Path(root).resolve()):
-        return DoorStatus(False, port=raw.get("port") if isinstance(raw.get("port"), int) else None)
+    if not pid or not pid_alive(pid) or not _is_door(pid, Path(root).resolve()):
+        return DoorStatus(False, port=port)
     return DoorStatus(True, pid, str(raw.get("host")), int(raw["port"]), float(raw.get("idle_seconds", 0)))
 
 
@@ -548,7 +575,10 @@ def stop_door(root: Path) -> bool:
     """Stop the front door of ``root`` (SIGTERM); True when one was running."""
     root = Path(root).resolve()
     st = door_status(root)
-    (root / DOOR_NAME).unlink(missing_ok=True)
+    if st.port is not None:  # its port stays known: the people's addresses (their sheets) are the door's
+        write_private_file(root / DOOR_NAME, (json.dumps({"port": st.port}) + "\n").encode(), replace=True)
+    else:
+        (root / DOOR_NAME).unlink(missing_ok=True)
     if not st.running or st.pid is None:
         return False
     os.kill(st.pid, signal.SIGTERM)

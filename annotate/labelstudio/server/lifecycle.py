@@ -49,6 +49,7 @@ from annotate.labelstudio.server.secrets import (
     SECRETS_NAME,
     Secrets,
     create_secrets,
+    door_key,
     read_secrets,
     write_private_file,
 )
@@ -206,11 +207,13 @@ def stop_server(data_dir: Path, *, timeout: float = _STOP_TIMEOUT) -> bool:
 # --------------------------------------------------------------------------------------------
 
 
-def _probe_client(url: str) -> httpx.Client:
+def _probe_client(url: str, token: str | None = None) -> httpx.Client:
+    """A probe's client: it carries the door's key of ``token`` (a person's server answers nothing
+    without it) but not the token itself, which only whoami is sent."""
     # Imported here, not at the top: importing the supervisor must not import httpx.
     from annotate.labelstudio import http
 
-    return http.client(url, timeout=5.0)
+    return http.client(url, timeout=5.0, door=door_key(token) if token else None)
 
 
 @dataclass(frozen=True)
@@ -441,6 +444,30 @@ def _launch(
     return _Launch(proc, started, log_path, log_offset)
 
 
+#: Where a door-only server's settings module is copied (inside its data dir, owner-only).
+GATE_DIR = "door_gate"
+_GATE_ASSET = "annotate_door_gate.py"
+
+
+def _door_only_env(data_dir: Path, creds: Secrets) -> dict[str, str]:
+    """Install the door's gate in ``data_dir`` and the environment that makes Label Studio load it.
+
+    The gate (``assets/annotate_door_gate.py``) is copied as the folder's ``sitecustomize.py`` each
+    start (an upgrade replaces it); ``PYTHONPATH`` holds that folder alone (the caller's own
+    ``PYTHONPATH`` is never passed, ``env.server_env``), so Python runs it before Label Studio.
+    """
+    from importlib import resources
+
+    folder = data_dir / GATE_DIR
+    ensure_private_dir(folder)
+    source = resources.files("annotate.labelstudio").joinpath("assets", _GATE_ASSET).read_bytes()
+    write_private_file(folder / "sitecustomize.py", source, replace=True)
+    return {
+        "PYTHONPATH": str(folder),
+        "ANNOTATE_DOOR_KEY": door_key(creds.token),
+    }
+
+
 class _ProcessDied(Exception):
     def __init__(self, returncode: int) -> None:
         self.returncode = returncode
@@ -465,7 +492,7 @@ def _wait_ready(
     """Poll until ``whoami`` answers 200; raise _ProcessDied / _TokenRejected / _NotReady."""
     delay = 0.25
     announced_health = False
-    with _probe_client(url) as client:
+    with _probe_client(url, creds.token) as client:
         while True:
             rc = proc.poll()
             if rc is not None:
@@ -569,6 +596,7 @@ def start_server(
     executable: Path | None = None,
     extra_env: Mapping[str, str] | None = None,
     host_names: Sequence[str] = (),
+    door_only: bool = False,
 ) -> ServerInfo:
     """Start Label Studio on ``data_dir`` in the background and wait until it is usable.
 
@@ -581,6 +609,8 @@ def start_server(
     * ``secrets_path`` defaults to ``data_dir / SECRETS_NAME``.
     * ``log``: a text stream for progress lines (e.g. ``sys.stderr``); None for silence.
     * ``host_names``: more names the server answers to besides its address (``a1.localhost``).
+    * ``door_only``: the server answers only requests that carry the front door's key (a person's
+      server; ``assets/annotate_door_settings.py``); the key reaches it through its environment.
 
     The server runs in its own session so it survives the calling process; stop it with
     ``stop_server``.
@@ -622,6 +652,8 @@ def start_server(
         _refuse_if_running(plan.data_dir)
         creds = _load_or_create_secrets(plan, admin_email)
         warnings = _start_warnings(plan)
+        if door_only:
+            extra_env = {**(extra_env or {}), **_door_only_env(plan.data_dir, creds)}
         launch = _launch(plan, creds, extra_env, say, host_names)
         warnings += _await_usable(plan, launch, creds, say)
 
@@ -676,7 +708,7 @@ def server_status(data_dir: Path, *, secrets_path: Path | None = None) -> Server
         return ServerStatus(data_dir, False, admin_email=email, log_path=log_path, detail=detail)
 
     url = info.get("url") or _url_for(info.get("host", "127.0.0.1"), int(info.get("port", 8080)))
-    with _probe_client(url) as client:
+    with _probe_client(url, creds.token if creds else None) as client:
         probe = _probe(client, creds.token if creds else None)
     healthy, who = probe.healthy, probe.whoami
     problem: str | None = None

@@ -6,6 +6,8 @@ creates the admin, so the token stored here is the only one its database will ev
 
 from __future__ import annotations
 
+import hashlib
+import hmac
 import json
 import os
 import re
@@ -21,6 +23,8 @@ __all__ = [
     "SECRETS_NAME",
     "Secrets",
     "create_secrets",
+    "DOOR_HEADER",
+    "door_key",
     "is_valid_token",
     "read_secrets",
 ]
@@ -38,6 +42,23 @@ class Secrets:
     admin_email: str
     password: str = field(repr=False)
     token: str = field(repr=False)
+
+
+#: The header a person's server requires on every request (``assets/annotate_door_settings.py``).
+DOOR_HEADER = "X-Annotate-Door"
+
+
+def door_key(token: str) -> str:
+    """The value of ``DOOR_HEADER`` for the server whose admin token is ``token``.
+
+    An HMAC of the token, so whoever may use the admin API (the lead's commands, the door) can reach
+    the server, and nobody else: a reviewer never holds the token. Not the token itself, so the
+    header never carries a credential of the API.
+
+    >>> door_key("0" * 40) == door_key("0" * 40) != door_key("1" * 40)
+    True
+    """
+    return hmac.new(token.encode(), b"annotate front door v1", hashlib.sha256).hexdigest()
 
 
 def is_valid_token(token: object) -> bool:
