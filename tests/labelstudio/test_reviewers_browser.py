@@ -198,6 +198,14 @@ def test_reviewers_log_in_label_with_hotkeys_and_their_labels_come_back(lead, br
     for who in ("A1", "A2"):
         page = _log_in(browser, sheets[who], who)
         page.screenshot(path=str(ARTIFACTS / f"reviewer-{who}-home.png"))
+        # Their home shows their project and nothing that sends them elsewhere: no offers, no links out.
+        assert page.get_by_text(f"r1 - {who}").first.is_visible()
+        for elsewhere in ("Resources", "Did you know?", "Label Studio Enterprise", "Create Project", "Invite Members"):
+            assert not page.get_by_text(elsewhere).first.is_visible(), (who, elsewhere)
+        outside = page.eval_on_selector_all(
+            "a[href^='http']", "links => links.filter(a => a.offsetParent !== null).map(a => a.href)"
+        )
+        assert outside == [], (who, outside)
         chosen[who] = _label_all(page, who, f"reviewer-{who}")
         assert len(chosen[who]) >= 5, chosen[who]
         if who == "A1":
