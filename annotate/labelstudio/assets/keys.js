@@ -27,6 +27,20 @@
     const box = [...document.querySelectorAll(BOX)].find((b) => b.offsetParent !== null);
     if (box) box.focus();
   }, 50);
+  // The cursor goes into the box on the key's way down, before the editor even chooses "unsure":
+  // what the reviewer types right after 3 lands in the box, however fast (focused on its way up, the
+  // first letters had gone to the page as hotkeys). The 3 itself is not typed (preventDefault); the
+  // editor's hotkey still sees it, aimed at the page, and chooses "unsure".
+  window.addEventListener("keydown", (e) => {
+    if (e.key !== "3" || e.ctrlKey || e.metaKey || e.altKey || e.repeat) return;
+    const t = e.target;
+    if (t instanceof HTMLElement && (/^(INPUT|TEXTAREA|SELECT)$/.test(t.tagName) && t.type !== "radio" || t.isContentEditable)) return;
+    if (!document.querySelector('input[type=radio][name="unsure"]')) return;
+    const box = [...document.querySelectorAll(BOX)].find((b) => b.offsetParent !== null);
+    if (!box) return;
+    e.preventDefault();
+    box.focus();
+  }, true);
   window.addEventListener("keyup", (e) => {
     const t = e.target;
     // Closing the editor's warning (Enter or Escape on its OK button) returns to the box.
