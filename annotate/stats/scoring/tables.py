@@ -80,6 +80,10 @@ class ScoreOutput:
     #: The overall ranking on each bound's own draws (issue #23), where items are unresolved:
     #: ``bound`` (the bound treatment), ``model, estimate, rank, rank_low, rank_high``; empty otherwise.
     sensitivity: pd.DataFrame | None = None
+    #: The overall rows' posterior draws per treatment, shape (M, D), rows in ``draw_models`` order (the
+    #: draws the intervals and the ranking read; ``annotate grade`` reads them too). Not exported.
+    overall_draws: dict[str, Any] | None = None
+    draw_models: tuple[str, ...] = ()
 
 
 def score_tables(
@@ -279,6 +283,8 @@ def score_tables(
         benchmark_set=chosen,
         left_out=left_out,
         sensitivity=sensitivity,
+        overall_draws=result.overall_draws,
+        draw_models=tuple(map(str, result.models)),
     )
 
 
