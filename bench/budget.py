@@ -194,7 +194,14 @@ def hyper(rng: np.random.Generator, good: np.ndarray, bad: np.ndarray, n: np.nda
 
 
 def fast_score(
-    N: np.ndarray, r: np.ndarray, y: np.ndarray, D: int, rng: np.random.Generator, block: int = 16, share: str = "model"
+    N: np.ndarray,
+    r: np.ndarray,
+    y: np.ndarray,
+    D: int,
+    rng: np.random.Generator,
+    block: int = 16,
+    share: str = "model",
+    out_draws: np.ndarray | None = None,
 ):
     """(low, high, estimate) of every model's ``corrected`` row, shape (R, M): the tool's estimator.
 
@@ -208,7 +215,8 @@ def fast_score(
     - r_h, theta_h); the model's draw = (1/B) sum_b (1 / N_cell) sum_h (y_h + X_h); the interval =
     the inverted-CDF quantiles of the D draws (``equal_tailed``), extended to hold the estimate
     (``enclose``). Only the random numbers differ from the tool's (another consumption order);
-    :func:`check_fast_score` compares the two.
+    :func:`check_fast_score` compares the two. ``out_draws``, shape (R, M, D): filled with the draws
+    (bench/grades.py reads the joint draws of the models).
     """
     from annotate.stats.scoring.intervals import enclose, equal_tailed
 
@@ -248,6 +256,8 @@ def fast_score(
             draws[m_act[starts]] += np.add.reduceat(X, starts, axis=0)
         low, high = equal_tailed(draws, 0.95)
         lo[sl], hi[sl] = low.reshape(Rb, M), high.reshape(Rb, M)
+        if out_draws is not None:
+            out_draws[sl] = draws.reshape(Rb, M, D)
     lo, hi, _ = enclose(est.ravel(), lo.ravel(), hi.ravel())
     return lo.reshape(R, M), hi.reshape(R, M), est
 

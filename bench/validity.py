@@ -610,6 +610,20 @@ def part_planning(R: int, seed: int, quick: bool) -> list[dict]:
     return out
 
 
+def part_grades(R: int, draws: int, seed: int, quick: bool) -> list[dict]:
+    """The grade's figures (bench/grades.py): the ratio's interval, the unmarked grade, P of the true grade."""
+    gr = _bench_module("grades")
+    out = []
+    for r in gr.validity_rows(R, draws, seed=seed + 3, quick=quick).to_dict("records"):
+        n = int(r["n"])
+        measure = "coverage" if str(r["measure"]) == "coverage" else "reading"
+        out.append(
+            row("grades", str(r["figure"]), str(r["regime"]), measure, float(r["value"]), n, str(r["promise"]),
+                detail=str(r["detail"]), replicates=int(r["replicates"]))
+        )  # fmt: skip
+    return out
+
+
 # --------------------------------------------------------------------------------------------
 
 
@@ -641,6 +655,8 @@ def matrix(
         rows += part_scores(replicates, draws, seed, quick)
     if every or "planning" in parts:
         rows += part_planning(replicates, seed, quick)
+    if every or "grades" in parts:
+        rows += part_grades(replicates, draws, seed, quick)
     return pd.DataFrame(rows, columns=list(COLUMNS))
 
 
@@ -716,7 +732,10 @@ def main() -> None:
     ap.add_argument("--draws", type=int, default=1000)
     ap.add_argument("--seed", type=int, default=41)
     ap.add_argument(
-        "--part", nargs="+", default=["all"], choices=["judges", "tests", "agreement", "scores", "planning", "all"]
+        "--part",
+        nargs="+",
+        default=["all"],
+        choices=["judges", "tests", "agreement", "scores", "planning", "grades", "all"],
     )
     ap.add_argument("--quick", action="store_true", help="the fast lane's small matrix (QUICK replicates and draws)")
     ap.add_argument("--out", type=Path, default=None, help="also write the matrix as CSV")

@@ -75,3 +75,21 @@ def test_agreement_intervals_cover_with_few_reviews(matrix):
     assert len(rows) == 4, rows.to_string()
     low = rows[rows.value < 0.95 - _binomial_slack(0.95, rows.n)]
     assert low.empty, low[["figure", "regime", "value", "n"]].to_string()
+
+
+def test_the_grade_keeps_its_promises_in_the_quick_regimes():
+    """The certification grade (issue #44): its ratio interval covers, and a grade it does not mark as
+    straddling is the true grade; where every grade straddles (rare harm) it quotes none."""
+    spec = importlib.util.spec_from_file_location("bench_validity", ROOT / "bench" / "validity.py")
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    sys.modules["bench_validity"] = module
+    spec.loader.exec_module(module)
+    rows = module.matrix(replicates=40, draws=500, parts=("grades",), quick=True)
+    assert len(rows) == 9 and set(rows.part) == {"grades"}, rows.to_string()
+    promised = rows[rows.measure == "coverage"]
+    assert len(promised) >= 4, rows.to_string()
+    low = promised[promised.value < 0.95 - _binomial_slack(0.95, promised.n)]
+    assert low.empty, low[["figure", "regime", "value", "n"]].to_string()
+    ratio = promised[promised.figure == "grade: ratio r interval"]
+    assert len(ratio) == 3  # every regime has its ratio intervals measured
