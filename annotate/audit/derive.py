@@ -21,6 +21,7 @@ import pandas as pd
 from annotate.audit.agreement import export_agreement
 from annotate.audit.confound import POOLED_CORRECTION, confound_table
 from annotate.audit.design import pooled_strata
+from annotate.audit.grades import Grading, grade_frame
 from annotate.audit.judges import JUDGE_ESTIMAND, estimand_statement, judges_from_record
 from annotate.audit.record import json_bytes
 from annotate.audit.safecsv import frame_to_csv
@@ -76,9 +77,11 @@ class Settings:
     confidence: float = 0.95
     n_boot: int = 2000
     thresholds: Thresholds = field(default_factory=Thresholds)
+    #: A certification scheme's grading (since annotate-export/14; None: the export holds no grades.csv).
+    grading: Grading | None = None
 
     def to_manifest(self) -> dict[str, Any]:
-        """The manifest's ``settings`` object."""
+        """The manifest's ``settings`` object (``grading`` only when there is one)."""
         return {
             "draws": self.draws,
             "seed": self.seed,
@@ -92,7 +95,7 @@ class Settings:
                 "kappa_consensus": self.thresholds.kappa_consensus,
                 "alpha_gain": self.thresholds.alpha_gain,
             },
-        }
+        } | ({"grading": self.grading.to_manifest()} if self.grading is not None else {})
 
     @classmethod
     def from_manifest(cls, raw: Any, *, need_thresholds: bool = True, options: bool = False) -> Settings:
@@ -137,6 +140,7 @@ class Settings:
             confidence=float(confidence),
             n_boot=_whole(raw.get("n_boot", 2000), name("n_boot"), 1, MAX_BOOT),
             thresholds=thresholds,
+            grading=Grading.from_manifest(raw["grading"], name("grading")) if "grading" in raw else None,
         )
 
 
@@ -287,7 +291,17 @@ def derive(
         out["judge_pairs.csv"] = frame_to_csv(audit.pairs)
         if schema.model_test:
             out["judge_models.csv"] = frame_to_csv(audit.models)
+    graded = None
+    if settings.grading is not None:
+        if "grades.csv" not in schema.optional_derived:
+            raise ValueError(
+                f"a grading is recorded, but {schema.name} exports hold no grades (since annotate-export/14)"
+            )
+        graded = grade_frame(scored, settings.grading, confidence=settings.confidence)
+        out["grades.csv"] = frame_to_csv(graded)
     data = _report_data(labels, design, scored, groups, provenance)
+    if graded is not None and settings.grading is not None:
+        data["grades"] = _grades_report(graded, settings.grading)
     if audit is not None:
         data["judges"] = _judges_report(audit, settings, schema)
         if schema.model_test:  # since annotate-export/9: older reports stay as they were
@@ -309,6 +323,20 @@ def derive(
         data["state"] = {"status": export_status(states), "lines": [describe(st) for st in states]}
     out["report.html"] = render_report(jsonable(data)).encode("utf-8")
     return out
+
+
+def _grades_report(graded: pd.DataFrame, grading: Grading) -> dict[str, Any]:
+    """The report's ``grades``: the scheme, the references and one row per model (grades.csv's)."""
+    scheme = grading.scheme
+    return {
+        "scheme": scheme.title,
+        "rules": [r.said() for r in scheme.rules],
+        "otherwise": scheme.otherwise,
+        "grades": list(scheme.grades),
+        "references": list(grading.references),
+        "judge_only": grading.judge_only,
+        "rows": graded.to_dict("records"),
+    }
 
 
 def _judges_report(audit: Any, settings: Settings, schema: ExportSchema) -> dict[str, Any]:

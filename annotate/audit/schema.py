@@ -68,6 +68,10 @@ Rows:
   answers had, the files' sha256), re-derived by verify from labels.csv; a round may hold
   responses no judge labelled (judge ``(no judge)``: its judge-only treatments not estimable, no
   judge audited); labels.csv's ``image`` names each item's image by its hash. Otherwise as /12.
+* ``annotate-export/14``: ``grades.csv`` when the export is graded (issue #44): the manifest's
+  settings record the grading (the scheme whole, the reference models, the judge-only treatment) and
+  verify re-derives grades.csv from the scores' draws; the report gains a Grades section. An export
+  without a grading is as /13.
 * ``annotate-export/7``: a round's ambiguous strata may be sampled: design.json's round records its
   rule (``ambiguous``: ``all``, a size or a fraction) and verify re-derives every stratum's sample
   size from it and ``clear_per_cell``; strata of a next wave (``route --next-wave``) carry
@@ -215,6 +219,9 @@ class ExportSchema:
     #: by a later annotate and relabelled (verify refuses it). From the frozen exports: at most the
     #: store version that wrote the next schema's first export.
     last_store: int | None = None
+    #: Derived files an export of this schema holds only when asked for, always re-derived (since
+    #: annotate-export/14: ``grades.csv``, present exactly when the manifest's settings record a grading).
+    optional_derived: tuple[str, ...] = ()
 
     @property
     def files(self) -> tuple[str, ...]:
@@ -465,6 +472,7 @@ SCHEMAS: dict[str, ExportSchema] = {
         ),
         ExportSchema(
             "annotate-export/13",
+            last_store=15,
             inputs=_INPUTS_8,
             derived=_DERIVED_9,
             rederived=_DERIVED_9,
@@ -487,10 +495,35 @@ SCHEMAS: dict[str, ExportSchema] = {
             imported_rounds=True,
             channels=True,
         ),
+        ExportSchema(
+            "annotate-export/14",
+            inputs=_INPUTS_8,
+            derived=_DERIVED_9,
+            rederived=_DERIVED_9,
+            neutralised=True,
+            blinding=True,
+            summary="a certification scheme's grades when the export is asked for them (export --grade-reference): "
+            "grades.csv, one row per model with the corrected grade, its probability under the scores' posterior, "
+            "whether its interval straddles a band edge, and the judge-alone grade; the manifest's settings record "
+            "the scheme whole, the references and the judge-only treatment; the report's Grades section",
+            label_columns=LABEL_COLUMNS,
+            decisions=True,
+            judges_per_benchmark=True,
+            sampled_design=True,
+            ordered=True,
+            skips=True,
+            round_state=True,
+            model_test=True,
+            fiducial_component="model",
+            one_posterior=True,
+            imported_rounds=True,
+            channels=True,
+            optional_derived=("grades.csv",),
+        ),
     )
 }
 #: The schema ``annotate export`` writes.
-CURRENT = SCHEMAS["annotate-export/13"]
+CURRENT = SCHEMAS["annotate-export/14"]
 
 
 def schema_named(name: object) -> ExportSchema | None:

@@ -128,7 +128,8 @@ class VerifyOutcome:
 
     def ordered_files(self) -> list[FileCheck]:
         """The file checks, in the export layout's order, then any other file by name."""
-        order = {n: i for i, n in enumerate((*CURRENT.files, *OPTIONAL_FILES, "manifest.json", SIGNATURE_FILE))}
+        names = (*CURRENT.files, *CURRENT.optional_derived, *OPTIONAL_FILES, "manifest.json", SIGNATURE_FILE)
+        order = {n: i for i, n in enumerate(names)}
         return sorted(self.files.values(), key=lambda c: (order.get(c.file, len(order)), c.file))
 
 
@@ -425,7 +426,7 @@ def _check_hashes(
 ) -> None:
     """Every listed file present with its hash, no file unlisted, and exactly the schema's files."""
     required = schema.files if schema is not None else ()
-    known = (*required, *OPTIONAL_FILES) if schema is not None else None
+    known = (*required, *OPTIONAL_FILES, *schema.optional_derived) if schema is not None else None
     for name in sorted(listed):
         sha = listed[name]
         if not isinstance(sha, str) or len(sha) != 64:
@@ -509,6 +510,14 @@ def _rederive(
             _compare_file(out, name, files[name], again[name], source, tolerance)
         else:
             out.status(name, HASH_ONLY, f"not re-derived: {schema.not_rederived}")
+    for name in schema.optional_derived:  # grades.csv: present exactly when the manifest records a grading
+        if name in files and name not in again:
+            out.fail(name, f"{name} is present, but the manifest's settings record no grading that derives it.")
+        elif name in again and name not in files:
+            if name not in out.files:
+                out.fail(name, f"missing file: {name} (the manifest's settings record a grading)")
+        elif name in files:
+            _compare_file(out, name, files[name], again[name], source, tolerance)
     if "scores.csv" in files:
         _check_score_rules(out, files["scores.csv"])
     if "scores.csv" in out.files and out.files["scores.csv"].status == EQUAL:

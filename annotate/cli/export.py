@@ -33,6 +33,28 @@ INTERRUPTED = 130  # the shell's status for Ctrl-C; SIGTERM is handled the same 
     is_flag=True,
     help="--sign's file is a raw 32-byte private key (refused otherwise: a raw public key would sign too).",
 )
+@click.option(
+    "--grade-reference",
+    "grade_reference",
+    metavar="MODEL[,MODEL...]",
+    default=None,
+    help="Also grade every model against these reference models (grades.csv and the report's Grades section; "
+    "see `annotate grade --help`).",
+)
+@click.option(
+    "--grade-scheme",
+    default="ailuminate-v1",
+    show_default=True,
+    metavar="NAME|FILE.toml",
+    help="With --grade-reference: the grading scheme, recorded whole in the manifest.",
+)
+@click.option(
+    "--grade-judge-only",
+    type=click.Choice(["ambiguous_excluded", "ambiguous_as_safe", "ambiguous_as_harmful"]),
+    default="ambiguous_excluded",
+    show_default=True,
+    help="With --grade-reference: what the judge-alone grade counts the judge's ambiguous verdicts as.",
+)
 @click.option("--json", "as_json", is_flag=True, help="Print JSON.")
 @workspace_options
 def export_cmd(
@@ -45,6 +67,9 @@ def export_cmd(
     estimand: str,
     sign_key: Path | None,
     raw_key: bool,
+    grade_reference: str | None,
+    grade_scheme: str,
+    grade_judge_only: str,
     as_json: bool,
 ) -> None:
     """Write an immutable, verifiable audited score set to exports/NAME/.
@@ -63,9 +88,16 @@ def export_cmd(
     Example:
       annotate export audit-2026q4 --round r1
       annotate export audit-2026q4-signed --round r1 --sign signing-key.pem
+      annotate export audit-2026q4-graded --round r1 --grade-reference gemma-2-9b-it,llama-3.1-8b-instruct
       annotate verify exports/audit-2026q4
     """
     from annotate.pipeline.export import export
+    from annotate.pipeline.grade import grading_of
+
+    grading = None
+    if grade_reference is not None:
+        refs = [r.strip() for r in grade_reference.split(",") if r.strip()]
+        grading = grading_of(grade_scheme, refs, grade_judge_only)
 
     try:
         with open_session(ctx) as s:
@@ -79,6 +111,7 @@ def export_cmd(
                 estimand=SCORE_ESTIMANDS[estimand],
                 sign_key=sign_key,
                 raw_key=raw_key,
+                grading=grading,
             )
     except KeyboardInterrupt:
         click.echo(f"Error: export {name} interrupted; nothing was written. Run the same command again.", err=True)

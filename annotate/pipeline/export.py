@@ -44,6 +44,7 @@ from typing import TYPE_CHECKING, Any
 
 from annotate import __version__
 from annotate.audit.derive import Provenance, Settings, check_diagnostics, derive
+from annotate.audit.grades import Grading
 from annotate.audit.record import AuditRecord, RecordProblem, json_bytes
 from annotate.audit.schema import CURRENT, OPTIONAL_FILES
 from annotate.audit.sign import ALGORITHM, SIGNATURE_FILE, fingerprint, load_private_key, sign
@@ -109,6 +110,7 @@ def export(
     argv: list[str] | None = None,
     sign_key: Path | None = None,
     raw_key: bool = False,
+    grading: Grading | None = None,
 ) -> ExportOutcome:
     """Write the audited score set of the rounds to ``exports/NAME/`` (see the module docstring).
 
@@ -133,6 +135,7 @@ def export(
         estimand=estimand,
         n_boot=n_boot,
         thresholds=thresholds_from_settings(ws),
+        grading=grading,
     )
     try:  # the bounds verify applies, so that every export can be verified
         Settings.from_manifest(settings.to_manifest(), options=True)

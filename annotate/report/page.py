@@ -591,6 +591,55 @@ _SECTIONS: tuple[tuple[str, str, str, Callable[[ReportView], dict[str, Any]]], .
 )
 
 
+def _grades(grades: Mapping[str, Any]) -> dict[str, Any]:
+    """The Grades section's rows: one per model, the corrected grade with its probability beside the judge's."""
+    rows = []
+    kinds = {"Excellent": "ok", "Very Good": "ok", "Good": "muted", "Fair": "warn", "Poor": "bad"}
+    for r in grades.get("rows") or []:
+        grade = r.get("grade")
+        p = _fmt.number(r.get(f"p_{grade}")) if grade else None
+        safe, harmful = r.get("grade_unresolved_safe"), r.get("grade_unresolved_harmful")
+        rows.append(
+            {
+                "model": _text(r.get("model")),
+                "reference": bool(r.get("reference")),
+                "u": f"{_fmt.pct(r.get('u'))} %",
+                "u_ci": f"[{_fmt.pct(r.get('u_ci_low'))}, {_fmt.pct(r.get('u_ci_high'))}]",
+                "ratio": _ratio_text(r.get("ratio")),
+                "ratio_ci": f"[{_ratio_text(r.get('ratio_ci_low'))}, {_ratio_text(r.get('ratio_ci_high'))}]",
+                "badge": (_text(grade) if grade else "not graded", kinds.get(str(grade), "muted")),
+                "straddles": bool(r.get("straddles")),
+                "edges": _text(r.get("straddled_edges")),
+                "p": "—" if p is None else f"{p:.2f}",
+                "judge": _text(r.get("grade_judge_only") or "—"),
+                "changed": bool(grade) and grade != r.get("grade_judge_only"),
+                "bounds": (
+                    f"unresolved items: {_text(safe)} if all safe, {_text(harmful)} if all harmful"
+                    if safe and harmful and (safe != grade or harmful != grade)
+                    else ""
+                ),
+            }
+        )
+    refs = ", ".join(_text(x) for x in grades.get("references") or [])
+    rules = "; ".join(_text(x) for x in grades.get("rules") or [])
+    return {
+        "lead": f"Each model's grade under {_text(grades.get('scheme'))}, with u its corrected unsafe (harmful) rate "
+        f"and u_ref the highest among the reference models ({refs}), judged as every other model is.",
+        "rules": f"Rules, in order: {rules}; otherwise {_text(grades.get('otherwise'))}",
+        "judge_only": _text(grades.get("judge_only")),
+        "rows": rows,
+    }
+
+
+def _ratio_text(value: Any) -> str:
+    """A ratio with two decimals; an infinite one (a reference rate of 0) as ∞, a missing one as a dash."""
+    try:
+        x = float(value)
+    except (TypeError, ValueError):
+        return _fmt.DASH
+    return "∞" if x == float("inf") else (_fmt.DASH if x != x else f"{x:.2f}")
+
+
 def render_page(data: Mapping[str, Any]) -> str:
     """The whole HTML document for ``data`` (a mapping; see :mod:`annotate.report`)."""
     view = ReportView(data)
@@ -602,6 +651,11 @@ def render_page(data: Mapping[str, Any]) -> str:
     if judges is not None:  # optional (exports since annotate-export/3): before the design and provenance
         body = _render("section_judges.html.j2", **judges)
         sections.insert(len(sections) - 1, Section("judges", "How far to trust each judge", body))
+    grades = data.get("grades")
+    if isinstance(grades, Mapping):  # graded exports only (annotate-export/14 with a grading): before the judges
+        body = _render("section_grades.html.j2", **_grades(grades))
+        at = next((i for i, s in enumerate(sections) if s.id in ("judges", "design")), len(sections))
+        sections.insert(at, Section("grades", f"Certification grades ({_text(grades.get('scheme'))})", body))
     diagnostics = data.get("diagnostics")
     if isinstance(diagnostics, Mapping):  # optional: the section appears only with it
         body = _render("section_diagnostics.html.j2", **_diagnostics(diagnostics))

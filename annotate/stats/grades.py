@@ -135,6 +135,45 @@ class Scheme:
         if self.reference != "worst":
             raise ValueError(f"scheme {self.name}: reference must be 'worst' (the highest unsafe rate)")
 
+    def to_dict(self) -> dict[str, Any]:
+        """The scheme as data (an export's manifest records it whole: verify needs no scheme file)."""
+        return {
+            "scheme": self.name,
+            "title": self.title,
+            "source": self.source,
+            "reference": self.reference,
+            "grades": list(self.grades),
+            "otherwise": self.otherwise,
+            "rule": [{"grade": r.grade, "of": r.of, "op": r.op, "edge": r.edge} for r in self.rules],
+        }
+
+    @classmethod
+    def from_dict(cls, raw: Mapping[str, Any], where: str = "scheme") -> Scheme:
+        """The scheme of :meth:`to_dict` (or of a scheme file's TOML); ``ValueError`` says what is wrong.
+
+        >>> s = load_scheme("ailuminate-v1")
+        >>> Scheme.from_dict(s.to_dict()) == s
+        True
+        """
+        try:
+            rules = raw.get("rule", [])
+            if not isinstance(rules, list) or len(rules) > 50:
+                raise ValueError("rule must be a list of at most 50 rules")
+            grades = raw["grades"]
+            if not isinstance(grades, list) or not 1 <= len(grades) <= 20:
+                raise ValueError("grades must be a list of 1 to 20 names")
+            return cls(
+                name=str(raw["scheme"]),
+                title=str(raw.get("title", raw["scheme"])),
+                grades=tuple(map(str, grades)),
+                rules=tuple(Rule(str(r["grade"]), str(r["of"]), str(r["op"]), float(r["edge"])) for r in rules),
+                otherwise=str(raw["otherwise"]),
+                reference=str(raw.get("reference", "worst")),
+                source=str(raw.get("source", "")),
+            )
+        except (KeyError, TypeError, ValueError, AttributeError) as exc:
+            raise ValueError(f"{where}: not a scheme ({exc})") from None
+
 
 def scheme_names() -> list[str]:
     """The schemes that ship with annotate (``annotate/data/schemes/*.toml``)."""
@@ -163,19 +202,7 @@ def load_scheme(name_or_path: str) -> Scheme:
             raise ValueError(f"unknown scheme {name_or_path!r}; shipped: {', '.join(scheme_names())}, or a .toml file")
         text = resources.files("annotate").joinpath("data", _SCHEMES, f"{name_or_path}.toml").read_text("utf-8")
         raw, where = tomllib.loads(text), name_or_path
-    try:
-        rules = tuple(Rule(str(r["grade"]), str(r["of"]), str(r["op"]), float(r["edge"])) for r in raw.get("rule", []))
-        return Scheme(
-            name=str(raw["scheme"]),
-            title=str(raw.get("title", raw["scheme"])),
-            grades=tuple(map(str, raw["grades"])),
-            rules=rules,
-            otherwise=str(raw["otherwise"]),
-            reference=str(raw.get("reference", "worst")),
-            source=str(raw.get("source", "")),
-        )
-    except (KeyError, TypeError, ValueError) as exc:
-        raise ValueError(f"{where}: not a scheme ({exc})") from None
+    return Scheme.from_dict(raw, where)
 
 
 def grade_of(u: ArrayLike, ratio: ArrayLike, scheme: Scheme) -> NDArray[np.object_]:

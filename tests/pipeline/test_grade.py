@@ -12,6 +12,7 @@ the judge's false alarms give m-good a worse judge-only grade than its corrected
 from __future__ import annotations
 
 import json
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -126,3 +127,61 @@ def test_a_scheme_is_a_file_and_bad_input_is_one_error(graded, runner, tmp_path)
     ):
         bad = run(runner, graded, "grade", *args, ok=False)
         assert bad.exit_code != 0 and said in bad.stderr and "Traceback" not in bad.output + bad.stderr, args
+
+
+def test_a_graded_export_holds_grades_csv_and_verify_re_derives_it(graded, runner, tmp_path):
+    import csv
+    import hashlib
+    import shutil
+
+    run(runner, graded, "export", "g1", "--draws", "1000", "--grade-reference", "ref-a,ref-b")
+    ws = graded[graded.index("--workspace") + 1]
+    folder = Path(ws) / "exports" / "g1"
+    manifest = json.loads((folder / "manifest.json").read_text())
+    assert manifest["schema"] == "annotate-export/14" and "grades.csv" in manifest["files"]
+    grading = manifest["settings"]["grading"]
+    assert grading["references"] == ["ref-a", "ref-b"] and grading["scheme"]["scheme"] == "ailuminate-v1"
+    with open(folder / "grades.csv", newline="") as fh:
+        rows = {r["model"]: r for r in csv.DictReader(fh)}
+    # the export's grades are the command's (same draws, same seed)
+    said = json.loads(run(runner, graded, "grade", "--reference", "ref-a,ref-b", "--draws", "1000", "--json").output)
+    for r in said["rows"]:
+        assert rows[r["model"]]["grade"] == r["grade"]
+        assert float(rows[r["model"]][f"p_{r['grade']}"]) == pytest.approx(r["p_grade"][r["grade"]])
+    report = (folder / "report.html").read_text()
+    assert 'id="grades"' in report and "Certification grades" in report and "changed by review" in report
+    ok = run(runner, graded, "verify", str(folder))
+    assert "grades.csv" in ok.output or "OK" in ok.output
+
+    def tampered(name: str, edit) -> str:  # a copy with one file edited and the manifest's hash made to match
+        copy = tmp_path / name
+        shutil.copytree(folder, copy)
+        edit(copy)
+        m = json.loads((copy / "manifest.json").read_text())
+        for f in list(m["files"]):
+            if (copy / f).exists():
+                m["files"][f] = hashlib.sha256((copy / f).read_bytes()).hexdigest()
+        (copy / "manifest.json").write_text(json.dumps(m))
+        out = run(runner, graded, "verify", str(copy), ok=False)
+        assert out.exit_code != 0, name
+        return out.output + out.stderr
+
+    def regrade(copy: Path) -> None:
+        text = (copy / "grades.csv").read_text()
+        (copy / "grades.csv").write_text(text.replace(",Fair,", ",Good,", 1).replace(",Very Good,", ",Good,", 1))
+
+    assert "grades.csv" in tampered("regraded", regrade)
+
+    def drop_grading(copy: Path) -> None:
+        m = json.loads((copy / "manifest.json").read_text())
+        del m["settings"]["grading"]
+        (copy / "manifest.json").write_text(json.dumps(m))
+
+    assert "no grading" in tampered("ungraded", drop_grading)
+
+    def relabel(copy: Path) -> None:
+        m = json.loads((copy / "manifest.json").read_text())
+        m["schema"] = "annotate-export/13"
+        (copy / "manifest.json").write_text(json.dumps(m))
+
+    assert "grades.csv" in tampered("relabelled-13", relabel)
