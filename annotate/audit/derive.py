@@ -31,6 +31,7 @@ from annotate.columns import ALL, TREATMENTS
 from annotate.report import render_report
 from annotate.stats._common import jsonable
 from annotate.stats.agreement.votes import Thresholds
+from annotate.stats.judge_figures import certifier_figures
 from annotate.stats.judge_models import NEW_MODEL_COLUMNS
 from annotate.stats.judges import (
     EXPORT_METRIC_COLUMNS,
@@ -287,7 +288,8 @@ def derive(
                 pairs=audit.pairs[list(EXPORT_PAIR_COLUMNS)],
                 models=audit.models[[c for c in audit.models.columns if c not in NEW_MODEL_COLUMNS]],
             )
-        out["judges.csv"] = frame_to_csv(audit.metrics)
+        metrics = certifier_figures(audit.metrics) if schema.certifier_figures else audit.metrics
+        out["judges.csv"] = frame_to_csv(metrics)
         out["judge_pairs.csv"] = frame_to_csv(audit.pairs)
         if schema.model_test:
             out["judge_models.csv"] = frame_to_csv(audit.models)
@@ -350,8 +352,9 @@ def _judges_report(audit: Any, settings: Settings, schema: ExportSchema) -> dict
         }
     estimand = str(audit.settings.get("estimand"))
     method = INTERVAL_METHOD if estimand == "responses" else PROMPTS_METHOD
+    metrics = certifier_figures(audit.metrics) if schema.certifier_figures else audit.metrics
     return {
-        "rows": audit.metrics.to_dict("records"),
+        "rows": metrics.to_dict("records"),
         "pairs": audit.pairs.to_dict("records"),
         "notes": list(audit.notes),
         "method": f"{method}; {settings.draws} draws, {settings.confidence:.0%} intervals",

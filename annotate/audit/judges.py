@@ -21,6 +21,7 @@ import pandas as pd
 
 from annotate.columns import ALL, HUMAN_LABELS
 from annotate.stats._common import jsonable
+from annotate.stats.judge_figures import CERTIFIER_FIGURES, certifier_figures
 from annotate.stats.judge_models import DEFAULT_FDR, FIGURES, MIN_REVIEWED, TESTED
 from annotate.stats.judges import GROUPINGS, METRICS, JudgeAudit, judge_audit
 
@@ -168,12 +169,15 @@ def judges_payload(audit: JudgeAudit, *, rounds: list[str], by: Sequence[str]) -
     """
     tested = _model_tests(audit)
     records = []
-    for row in audit.metrics.to_dict("records"):
+    for row in certifier_figures(audit.metrics).to_dict("records"):
         rec: dict[str, Any] = {k: row[k] for k in ("judge", "benchmark", "model", "n_reviewed", "n_resolved")}
         rec["population"] = row["population"]
         for m in METRICS:
             rec[m] = row[m]
             rec[f"{m}_ci"] = [row[f"{m}_ci_low"], row[f"{m}_ci_high"]]
+        for name in CERTIFIER_FIGURES:  # the same figures in certifiers' words (MLCommons' evaluator checks)
+            rec[name] = row[name]
+            rec[f"{name}_ci"] = [row[f"{name}_ci_low"], row[f"{name}_ci_high"]]
         rec["rank"] = row["rank"]
         rec["rank_ci"] = [row["rank_low"], row["rank_high"]]
         rec["p_best"] = row["p_best"]

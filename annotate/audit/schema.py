@@ -70,8 +70,9 @@ Rows:
   judge audited); labels.csv's ``image`` names each item's image by its hash. Otherwise as /12.
 * ``annotate-export/14``: ``grades.csv`` when the export is graded (issue #44): the manifest's
   settings record the grading (the scheme whole, the reference models, the judge-only treatment) and
-  verify re-derives grades.csv from the scores' draws; the report gains a Grades section. An export
-  without a grading is as /13.
+  verify re-derives grades.csv from the scores' draws; the report gains a Grades section. judges.csv
+  names its figures as certifiers do too (``false_safe_rate``, ``false_unsafe_rate``,
+  ``unsafe_among_safe`` = 1 - NPV, with intervals). Otherwise as /13.
 * ``annotate-export/7``: a round's ambiguous strata may be sampled: design.json's round records its
   rule (``ambiguous``: ``all``, a size or a fraction) and verify re-derives every stratum's sample
   size from it and ``clear_per_cell``; strata of a next wave (``route --next-wave``) carry
@@ -222,6 +223,9 @@ class ExportSchema:
     #: Derived files an export of this schema holds only when asked for, always re-derived (since
     #: annotate-export/14: ``grades.csv``, present exactly when the manifest's settings record a grading).
     optional_derived: tuple[str, ...] = ()
+    #: Since annotate-export/14: judges.csv also names its figures as certifiers do (false safe rate,
+    #: false unsafe rate, unsafe among "safe" verdicts = 1 - NPV, each with its interval).
+    certifier_figures: bool = False
 
     @property
     def files(self) -> tuple[str, ...]:
@@ -519,6 +523,7 @@ SCHEMAS: dict[str, ExportSchema] = {
             imported_rounds=True,
             channels=True,
             optional_derived=("grades.csv",),
+            certifier_figures=True,
         ),
     )
 }

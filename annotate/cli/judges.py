@@ -171,6 +171,17 @@ def judges(
                 align="lrrrrrrr",
             )
         )
+        click.echo(
+            "As certifiers report it (MLCommons' evaluator checks; unsafe = harmful): false safe rate = unsafe "
+            "responses called safe; false unsafe rate = safe ones called unsafe; unsafe among 'safe' = 1 - NPV:"
+        )
+        click.echo(
+            table(
+                ["judge", "false safe", "95% CI", "false unsafe", "95% CI", "unsafe among 'safe'", "95% CI", "n"],
+                [_certifier_row(r) for r in rows],
+                align="lrrrrrrr",
+            )
+        )
     pairs = report["pairs"]
     if pairs:
         click.echo("")
@@ -325,6 +336,19 @@ def _pair(p: dict[str, Any]) -> list[Any]:
         _share(p["a_harmful_b_safe"], p["a_harmful_b_safe_human_harmful"]),
         _share(p["a_safe_b_harmful"], p["a_safe_b_harmful_human_harmful"]),
         _share(p["one_ambiguous"], p["one_ambiguous_human_harmful"]),
+    ]
+
+
+def _certifier_row(r: dict[str, Any]) -> list[Any]:
+    return [
+        r["judge"],
+        num(r["false_safe_rate"], "{:.1%}"),
+        ci_pct(*r["false_safe_rate_ci"]),
+        num(r["false_unsafe_rate"], "{:.1%}"),
+        ci_pct(*r["false_unsafe_rate_ci"]),
+        num(r["unsafe_among_safe"], "{:.1%}"),
+        ci_pct(*r["unsafe_among_safe_ci"]),
+        r["n_resolved"],
     ]
 
 

@@ -37,6 +37,14 @@ _FIGURES = (
 )
 
 
+#: The same figures in certifiers' words (since annotate-export/14: MLCommons' evaluator checks).
+_CERTIFIER = (
+    ("false_safe_rate", "False safe rate"),
+    ("false_unsafe_rate", "False unsafe rate"),
+    ("unsafe_among_safe", "Unsafe among “safe” (1 − NPV)"),
+)
+
+
 def _group_name(bench: str, model: str) -> str:
     if bench == ALL and model == ALL:
         return "All responses"
@@ -109,6 +117,7 @@ def judges_context(judges: Mapping[str, Any]) -> dict[str, Any]:
                         "p_best": _fmt.fixed(r.get("p_best"), 2),
                         "n": _fmt.count(r.get("n_resolved")),
                         "note": str(r.get("note") or ""),
+                        "certifier": [_figure(r, key) for key, _ in _CERTIFIER] if "false_safe_rate" in r else None,
                     }
                     for r in mine
                 ],
@@ -148,6 +157,7 @@ def judges_context(judges: Mapping[str, Any]) -> dict[str, Any]:
         "empty": not rows,
         "method": str(judges.get("method") or ""),
         "headings": [heading for _, heading in _FIGURES],
+        "certifier_headings": [heading for _, heading in _CERTIFIER],
         "groups": groups,
         "chart": judges_chart(rows) if rows else None,
         "pairs": pair_rows,

@@ -25,7 +25,17 @@ from numpy.typing import ArrayLike, NDArray
 
 from annotate.columns import JUDGE_LABELS
 
-__all__ = ["EXPORT_METRICS", "HUMAN", "METRICS", "NO_VERDICT", "UNDEFINED", "confusion_metrics", "weighted_confusion"]
+__all__ = [
+    "CERTIFIER_FIGURES",
+    "EXPORT_METRICS",
+    "HUMAN",
+    "METRICS",
+    "NO_VERDICT",
+    "UNDEFINED",
+    "certifier_figures",
+    "confusion_metrics",
+    "weighted_confusion",
+]
 
 #: Human labels and their codes y (rows of a confusion table): harmful 0, safe 1.
 HUMAN = ("harmful", "safe")
@@ -158,3 +168,35 @@ def confusion_metrics(totals: NDArray[Any]) -> dict[str, NDArray[np.float64]]:
             "fnr": fn / (tp + fn),
         }
     return {k: np.asarray(v, dtype=np.float64) for k, v in out.items()}
+
+
+#: The judge audit in certifiers' words (MLCommons' evaluator checks: "unsafe" is the positive class):
+#: name -> (the figure it is, whether it is 1 - that figure). Each keeps that figure's interval (mirrored
+#: for 1 - x): the same posterior, named as a certification file reads it.
+CERTIFIER_FIGURES = {
+    "false_safe_rate": ("fnr", False),  # unsafe responses the judge called safe, of all unsafe ones
+    "false_unsafe_rate": ("fpr", False),  # safe responses the judge called unsafe, of all safe ones
+    "unsafe_among_safe": ("npv", True),  # of the judge's "safe" verdicts, the share people call unsafe
+}
+
+
+def certifier_figures(metrics: pd.DataFrame) -> pd.DataFrame:
+    """``metrics`` with the certifiers' figures appended, each with ``_ci_low`` / ``_ci_high``.
+
+    metrics : DataFrame with the columns ``fnr, fpr, npv`` and their ``_ci_low`` / ``_ci_high``.
+    ``unsafe_among_safe`` = 1 - NPV, its interval [1 - NPV_high, 1 - NPV_low].
+
+    >>> m = pd.DataFrame({"fnr": [0.2], "fnr_ci_low": [0.1], "fnr_ci_high": [0.3], "fpr": [0.05],
+    ...                   "fpr_ci_low": [0.02], "fpr_ci_high": [0.09], "npv": [0.9], "npv_ci_low": [0.85],
+    ...                   "npv_ci_high": [0.94]})
+    >>> c = certifier_figures(m).loc[0]
+    >>> [round(float(c[f"unsafe_among_safe{end}"]), 2) for end in ("", "_ci_low", "_ci_high")]
+    [0.1, 0.06, 0.15]
+    """
+    out = metrics.copy()
+    for name, (figure, complement) in CERTIFIER_FIGURES.items():
+        x, lo, hi = (pd.to_numeric(out[c], errors="coerce") for c in (figure, f"{figure}_ci_low", f"{figure}_ci_high"))
+        out[name], out[f"{name}_ci_low"], out[f"{name}_ci_high"] = (
+            (1 - x, 1 - hi, 1 - lo) if complement else (x, lo, hi)
+        )
+    return out

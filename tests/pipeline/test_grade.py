@@ -185,3 +185,32 @@ def test_a_graded_export_holds_grades_csv_and_verify_re_derives_it(graded, runne
         (copy / "manifest.json").write_text(json.dumps(m))
 
     assert "grades.csv" in tampered("relabelled-13", relabel)
+
+
+def test_the_judge_audit_in_certifiers_words(graded, runner):
+    """Issue #44 item 4: false safe rate, false unsafe rate and the unsafe share of 'safe' verdicts (1 - NPV)
+    beside the figures they are, with their intervals, pooled and per model; in judges.csv of a /14 export."""
+    import csv
+
+    out = json.loads(run(runner, graded, "judges", "--by", "model", "--draws", "500", "--json").output)
+    rows = out["judges"]
+    assert {r["model"] for r in rows} >= {"ALL", "m-good"}
+    for r in rows:
+        assert r["false_safe_rate"] == r["fnr"] and r["false_safe_rate_ci"] == r["fnr_ci"]
+        assert r["false_unsafe_rate"] == r["fpr"] and r["false_unsafe_rate_ci"] == r["fpr_ci"]
+        if r["npv"] is not None:
+            assert r["unsafe_among_safe"] == pytest.approx(1 - r["npv"])
+            assert r["unsafe_among_safe_ci"] == pytest.approx([1 - r["npv_ci"][1], 1 - r["npv_ci"][0]])
+    # the judge's false alarms on m-good: its false unsafe rate there is far above the others'
+    by_model = {r["model"]: r for r in rows}
+    assert by_model["m-good"]["false_unsafe_rate"] > 2 * by_model["ref-a"]["false_unsafe_rate"]
+    text = run(runner, graded, "judges", "--draws", "500").output
+    assert "As certifiers report it" in text and "false safe" in text and "unsafe among 'safe'" in text
+
+    run(runner, graded, "export", "j1", "--draws", "500")
+    ws = graded[graded.index("--workspace") + 1]
+    with open(Path(ws) / "exports" / "j1" / "judges.csv", newline="") as fh:
+        header = next(csv.reader(fh))
+    assert {"false_safe_rate", "false_unsafe_rate_ci_high", "unsafe_among_safe_ci_low"} <= set(header)
+    assert "grades.csv" not in json.loads((Path(ws) / "exports" / "j1" / "manifest.json").read_text())["files"]
+    run(runner, graded, "verify", str(Path(ws) / "exports" / "j1"))

@@ -377,3 +377,35 @@ def test_a_real_export_report_in_chromium(browser, tmp_path):  # noqa: F811  (th
         r.page.screenshot(path=str(ARTIFACTS / "report-xstest.png"), full_page=True)
     finally:
         context.close()
+
+
+def test_the_grades_section_of_a_graded_export_in_chromium(browser, tmp_path):  # noqa: F811  (the fixture)
+    """A graded export's report (the frozen annotate-export/14): the Grades section opens cleanly and fits."""
+    frozen = Path(__file__).resolve().parents[1] / "data" / "exports" / "annotate-export-14" / "report.html"
+    context, r = _open(browser, tmp_path, None, name="graded.html", html=frozen.read_text(encoding="utf-8"))
+    try:
+        assert r.errors == [] and r.dialogs == []
+        section = r.page.locator("section#grades")
+        assert section.is_visible() and "Certification grades" in section.inner_text()
+        assert section.locator("tbody tr").count() == 5 and "changed by review" in section.inner_text()
+        box, table = section.bounding_box(), section.locator("table").bounding_box()
+        assert box is not None and table is not None and table["width"] <= box["width"] + 1  # no sideways scroll
+        ARTIFACTS.mkdir(exist_ok=True)
+        section.screenshot(path=str(ARTIFACTS / "report-grades.png"))
+    finally:
+        context.close()
+
+
+def test_hostile_model_names_in_the_grades_section_are_escaped():
+    data = build_sample()
+    data["grades"] = {
+        "scheme": HOSTILE,
+        "rules": [HOSTILE],
+        "otherwise": "Good",
+        "grades": ["Good"],
+        "references": [HOSTILE],
+        "judge_only": "ambiguous_excluded",
+        "rows": [{"model": HOSTILE, "grade": "Good", "p_Good": 1.0, "grade_judge_only": HOSTILE, "ratio": "inf"}],
+    }
+    page = render_report(data)
+    assert HOSTILE not in page and "&lt;script&gt;alert(1)&lt;/script&gt;" in page
