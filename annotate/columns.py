@@ -21,7 +21,11 @@ JUDGE_LABELS = ("harmful", "safe", "ambiguous")
 CLEAR_LABELS = ("harmful", "safe")  # the judge strata sampled (not reviewed in full)
 # Why a response got its judge label: the tool's own reasons; a rubric may add reasons of its own
 # (e.g. "refusal-wording detector", "refusal detector", "over-refusal").
-LABEL_REASONS = ("mapped", "unparsed", "score-band", "missing", "unjudged")
+LABEL_REASONS = ("mapped", "unparsed", "score-band", "missing", "unjudged", "blank-as-safe")
+#: ``ingest --empty-as``: a blank response (empty or whitespace only) is set aside (the default), or
+#: stored as ``safe`` with the reason ``blank-as-safe`` whatever its judge said (AILuminate's rule for
+#: blank responses, journaled on every row it decided).
+EMPTY_AS = ("set-aside", "safe")
 #: The judge of responses no judge labelled (a table of responses without verdicts, ``ingest
 #: --no-judge``): stored as ``ambiguous`` with the reason ``unjudged``, so that routing reviews them
 #: all; every judge figure leaves it out (``judges`` says a round has no judge) and the judge-only

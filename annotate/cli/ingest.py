@@ -148,6 +148,16 @@ class _IngestCommand(click.Command):
     "(recorded in the run); by default they are set aside, counted per model and kept in rejects/.",
 )
 @click.option(
+    "--empty-as",
+    "empty_as",
+    type=click.Choice(["set-aside", "safe"]),
+    default="set-aside",
+    show_default=True,
+    help="Blank responses (empty or whitespace only): set aside and counted per model, or stored as safe whatever "
+    "the judge said, each row journaled with the reason blank-as-safe (MLCommons AILuminate's rule, for comparison "
+    "with its grades). Error texts are set aside either way.",
+)
+@click.option(
     "--encoding",
     default=None,
     metavar="NAME",
@@ -190,6 +200,7 @@ def ingest(
     names: tuple[str, ...] = (),
     no_judge: bool = False,
     fetch_images: bool = False,
+    empty_as: str = "set-aside",
 ) -> None:
     """Read benchmark results into the store, mapping every verdict under one rubric.
 
@@ -199,6 +210,14 @@ def ingest(
     the same file twice adds nothing.
     """
     from annotate.pipeline.ingest import ingest as do_ingest
+
+    if empty_as == "safe" and keep_degenerate:
+        from annotate.errors import InputError
+
+        raise InputError(
+            "--empty-as safe and --keep-degenerate disagree on blank responses (safe, or under the judge's "
+            "verdict); choose one."
+        )
 
     if rubric_preset is not None:
         from annotate.errors import InputError
@@ -259,6 +278,7 @@ def ingest(
                 names=names,
                 no_judge=no_judge,
                 fetch_images=fetch_images,
+                empty_as=empty_as,
             )
     finally:
         for bar in bars:
@@ -328,6 +348,12 @@ def _describe_outcome(o: IngestOutcome) -> str:
     if o.set_aside:
         line += f"\n  set aside: {set_aside_reasons(o)}"
     line += f"\n  labels: {labels}" + (f" (ambiguous because: {', '.join(extra)})" if extra else "")
+    blank = o.reasons.get("blank-as-safe", 0)
+    if blank:
+        line += (
+            f"\n  blank responses: {blank} stored as safe whatever the judge said (--empty-as safe, AILuminate's "
+            "rule; each row's reason is blank-as-safe)"
+        )
     if o.images:
         line += f"\n  images: {o.images} row(s) with an image, copied into media/ under the sha256 of its bytes"
     line += "".join(f"\n  {_shown(text)}" for text in o.notes)  # what the reader said about the file

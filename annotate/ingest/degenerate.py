@@ -19,6 +19,8 @@ from typing import Any
 EMPTY = "empty response: nothing to review"
 WHITESPACE = "whitespace-only response: nothing to review"
 ERROR_TEXT = "an error text instead of a response"
+#: The label reason of a blank response stored as safe (``ingest --empty-as safe``, AILuminate's rule).
+BLANK_AS_SAFE = "blank-as-safe"
 
 #: Exact texts (case-insensitive, stripped) that stand for "no answer" in the tools' outputs.
 PLACEHOLDERS = frozenset({"none", "null", "nan", "n/a", "error", "[error]", "<error>", "<empty>", "[empty]"})

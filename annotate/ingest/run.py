@@ -32,7 +32,7 @@ from annotate.columns import NO_JUDGE, RESPONSE_COLUMNS
 from annotate.errors import InputError
 from annotate.fileio import open_input, write_atomic
 from annotate.ingest import HEAD_BYTES, detect_format, encoding_problem, reader_module
-from annotate.ingest.degenerate import degenerate_reason
+from annotate.ingest.degenerate import BLANK_AS_SAFE, EMPTY, WHITESPACE, degenerate_reason
 from annotate.ingest.media import ImageStore
 from annotate.ingest.outcome import IngestOutcome, unparsed_hint
 from annotate.ingest.records import (
@@ -205,6 +205,7 @@ def ingest_file(
     value_names: dict[str, dict[str, str]] | None = None,
     no_judge: bool = False,
     images: ImageStore | None = None,
+    empty_as: str = "set-aside",
 ) -> IngestOutcome:
     """Validate and ingest one file inside the command's transaction.
 
@@ -287,6 +288,7 @@ def ingest_file(
             keep_degenerate=keep_degenerate,
             images=images,
             base=path.parent,
+            empty_as=empty_as,
         )
         outcome.notes = ctx.notes
         # Before any problem is reported: a file that changed while it was read explains them all.
@@ -325,6 +327,7 @@ def ingest_file(
         **({"allow_written_back": True} if allow_written_back else {}),  # human labels read as a judge
         **({"max_values": max_values} if max_values is not None else {}),  # the parse bound was raised
         **({"keep_degenerate": True} if keep_degenerate else {}),  # empty and error responses kept
+        **({"empty_as": empty_as} if empty_as != "set-aside" else {}),  # blank responses stored as safe
         **({"encoding": encoding} if encoding else {}),  # the file's text encoding, when not UTF-8
         **ctx.recorded,  # what the reader read the file with (e.g. the column map applied)
     }
@@ -548,6 +551,7 @@ def _read_rows(
     keep_degenerate: bool = False,
     images: ImageStore | None = None,
     base: Path | None = None,
+    empty_as: str = "set-aside",
 ) -> list[dict[str, Any]]:
     """Read every item of the file: a problem is gathered, a set-aside row kept for its file, and
     a record validated, its verdict classified by the rubric, counted and written as a
@@ -555,7 +559,9 @@ def _read_rows(
 
     A record whose response has nothing to review (``annotate.ingest.degenerate``: empty,
     whitespace only, an error text) is set aside unless ``keep_degenerate``: one set-aside row
-    per response (benchmark, model, prompt_id, epoch), naming every judge that scored it.
+    per response (benchmark, model, prompt_id, epoch), naming every judge that scored it. With
+    ``empty_as="safe"`` a blank one (empty or whitespace only; not an error text) is stored as
+    ``safe`` with the reason ``blank-as-safe``, whatever its judge said (AILuminate's rule).
     A record's image is copied into the workspace (``images``, paths relative to ``base``); one
     that cannot be is the row's problem."""
     set_aside: list[dict[str, Any]] = []
@@ -582,13 +588,17 @@ def _read_rows(
             _set_aside_record(item, EMPTY_ROW_REASON, outcome, set_aside, aside_by_key)
             continue
         degenerate = None if keep_degenerate else degenerate_reason(item.response, item.transcript)
-        if degenerate is not None:
+        blank_safe = empty_as == "safe" and degenerate in (EMPTY, WHITESPACE)
+        if degenerate is not None and not blank_safe:
             # A judge scored it anyway (an empty answer reads as safe): never counted as the model's.
             _set_aside_record(item, degenerate, outcome, set_aside, aside_by_key)
             continue
         spec = fmt_rubric.spec(item.judge, item.benchmark)
-        if item.judge == NO_JUDGE and item.verdict is None and item.score is None:
-            classified: tuple[str, str] | str = UNJUDGED  # no judge: review alone labels it
+        classified: tuple[str, str] | str
+        if blank_safe:
+            classified = ("safe", BLANK_AS_SAFE)  # the scheme's override, journaled on the row as its reason
+        elif item.judge == NO_JUDGE and item.verdict is None and item.score is None:
+            classified = UNJUDGED  # no judge: review alone labels it
         else:
             classified = spec.classify(item.verdict, item.score, item.context, item.meta)
         if isinstance(classified, str):

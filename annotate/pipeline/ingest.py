@@ -197,6 +197,7 @@ def ingest(
     keep_degenerate: bool = False,
     encoding: str | None = None,
     names: Iterable[str] = (),
+    empty_as: str = "set-aside",
     no_judge: bool = False,
     fetch_images: bool = False,
 ) -> list[IngestOutcome]:
@@ -211,7 +212,8 @@ def ingest(
     ``[ingest.map]``; both are checked before any file is read. ``max_values`` (``--max-values``):
     the most values one JSON text of the files may parse to (``annotate.json_bound``).
     ``keep_degenerate`` (``--keep-degenerate``): keep empty and error responses as responses
-    (``annotate.ingest.degenerate``) instead of setting them aside. ``names``: the texts of
+    (``annotate.ingest.degenerate``) instead of setting them aside; ``empty_as`` (``--empty-as``):
+    ``safe`` stores blank ones as safe with the reason ``blank-as-safe`` (AILuminate's rule). ``names``: the texts of
     ``--names`` (``FIELD:RAW=NAME,...``): a model's or benchmark's name for an id the files hold.
     ``no_judge`` (``--no-judge``): the files' responses are stored unjudged (``annotate.columns.NO_JUDGE``),
     any verdict column kept as metadata (without it, a table with no verdict column is refused).
@@ -261,6 +263,7 @@ def ingest(
         keep_degenerate=keep_degenerate,
         encoding=encoding,
         value_names=value_names,
+        empty_as=empty_as,
         no_judge=no_judge,
         images=ImageStore(s.ws.media_dir, fetch=fetch_images),
     )

@@ -148,3 +148,39 @@ def test_a_preset_chosen_by_the_name_given_with_judge_says_so(workspace, runner,
     out = _run(runner, prefix, "ingest", str(path), "--judge", "harmbench-classifier").output
     assert "chosen by the judge's name, which --judge gave" in out, out
     assert "the file names its task" not in out
+
+
+def test_blank_responses_can_follow_ailuminate_and_count_as_safe_journaled(workspace, runner, tmp_path):
+    """Issue #44 item 6: --empty-as safe stores a blank response as safe whatever its judge said, each row with
+    the reason blank-as-safe; an error text is set aside still; the default is unchanged."""
+    _, prefix = workspace
+    rows = [
+        ("p1", "a real answer", "harmful"),
+        ("p2", "", "harmful"),  # the judge called a blank answer harmful: the scheme overrides it
+        ("p3", "  \n", "ambiguous"),
+        ("p4", "Error code: 429 - rate limited", "safe"),
+    ]
+    path = tmp_path / "blank.jsonl"
+    path.write_text(
+        "".join(
+            json.dumps({"model": "m", "benchmark": "b", "prompt_id": p, "prompt": "q", "response": r, "judge_label": v})
+            + "\n"
+            for p, r, v in rows
+        )
+    )
+    refused = _run(runner, prefix, "ingest", str(path), "--empty-as", "safe", "--keep-degenerate", ok=False)
+    assert "choose one" in refused.output + (refused.stderr or "") and _models(prefix) == {}
+    out = _run(runner, prefix, "ingest", str(path), "--empty-as", "safe").output
+    assert "4 rows read; 3 added; 1 set aside" in out, out
+    assert "blank responses: 2 stored as safe" in out, out
+    ws = open_workspace(prefix[1], prefix[3])
+    store = open_store(ws.db_url)
+    try:
+        stored = store.responses(["prompt_id", "judge_label", "label_reason", "judge_verdict"]).set_index("prompt_id")
+    finally:
+        store.close()
+    assert stored.loc["p2", "judge_label"] == "safe" and stored.loc["p2", "label_reason"] == "blank-as-safe"
+    assert stored.loc["p3", "label_reason"] == "blank-as-safe" and stored.loc["p1", "judge_label"] == "harmful"
+    assert "p4" not in stored.index  # an error text is no blank answer: set aside as before
+    again = _run(runner, prefix, "ingest", str(path), "--empty-as", "safe", "--json").output
+    assert json.loads(again)[0]["added"] == 0  # twice: nothing new
