@@ -10,6 +10,7 @@ import click
 
 from annotate.cli._format import pct, rank, shift, table
 from annotate.cli._options import echo_json, open_session, workspace_options
+from annotate.stats.shares import INVALID_LINE
 
 if TYPE_CHECKING:
     from annotate.pipeline.summary import Summary
@@ -68,6 +69,8 @@ def summary(ctx: click.Context, judge: str | None, benchmarks: str, as_json: boo
                 "judge_kinds": out.kinds.to_dict(orient="records"),
                 "set_aside": out.set_aside.to_dict(orient="records"),
                 "no_score": out.no_score,
+                "invalid_verdicts": out.invalid.to_dict(orient="records"),
+                "invalid_line": INVALID_LINE,
             }
         )
         return
@@ -180,6 +183,13 @@ def _echo_reasons(out: Summary) -> None:
     for hint in out.unparsed:
         for line in hint_lines(hint, again="ingest the file again with"):
             click.echo(line)
+    over = out.invalid[out.invalid.over] if len(out.invalid) else out.invalid
+    for r in over.itertuples():
+        click.echo(
+            f"judge {_shown(repr(r.judge))}, {_shown(str(r.model))} on {_shown(str(r.benchmark))}: {r.share:.1%} of "
+            f"its verdicts invalid ({int(r.invalid)} of {int(r.n)} unparsed or missing), at or over the "
+            f"{INVALID_LINE:.0%} line of MLCommons AILuminate (a run like it fails its consistency check)"
+        )
 
 
 def _echo_ranking(out: Summary) -> None:

@@ -161,6 +161,19 @@ class ResponseTables(Component):
             rows = conn.execute(stmt).all()
         return pd.DataFrame(rows, columns=["judge", "label_reason", "n"])
 
+    def verdict_reasons(self, *, judge: str | None = None) -> pd.DataFrame:
+        """Responses per (judge, model, benchmark, label_reason): a DataFrame with column n (the invalid
+        verdicts' share per system and test is read from it: ``summary``)."""
+        r = m.RESPONSE.c
+        stmt = select(r.judge, r.model, r.benchmark, r.label_reason, func.count().label("n")).group_by(
+            r.judge, r.model, r.benchmark, r.label_reason
+        )
+        if judge:
+            stmt = stmt.where(r.judge == judge)
+        with self.engine.connect() as conn:
+            rows = conn.execute(stmt).all()
+        return pd.DataFrame(rows, columns=["judge", "model", "benchmark", "label_reason", "n"])
+
     def count_responses(self) -> int:
         with self.engine.connect() as conn:
             return conn.execute(select(func.count()).select_from(m.RESPONSE)).scalar_one()

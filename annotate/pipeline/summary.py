@@ -22,7 +22,7 @@ from annotate.ingest.degenerate import reason_family
 from annotate.ingest.outcome import UnparsedVerdicts, unparsed_hint
 from annotate.ingest.rubric import Rubric
 from annotate.stats.ranking import BENCHMARK_MODES
-from annotate.stats.shares import cell_shares, ranking_sensitivity
+from annotate.stats.shares import cell_shares, invalid_shares, ranking_sensitivity
 
 if TYPE_CHECKING:
     from annotate.pipeline.session import Session
@@ -40,6 +40,9 @@ class Summary:
     kinds: pd.DataFrame = field(default_factory=pd.DataFrame)  # per benchmark x judge: kind, responses
     set_aside: pd.DataFrame = field(default_factory=pd.DataFrame)  # model, benchmark, reason, n (set_aside_counts)
     no_score: list[str] = field(default_factory=list)  # models whose every row was set aside: no responses
+    #: per judge x model x benchmark: the share of invalid verdicts (unparsed, missing) and whether it
+    #: reaches AILuminate's 3 % line (``stats.shares.invalid_shares``)
+    invalid: pd.DataFrame = field(default_factory=pd.DataFrame)
 
 
 def parse_benchmarks(value: str | None) -> Any:
@@ -84,6 +87,7 @@ def summary(s: Session, *, judge: str | None = None, benchmarks: Any = "shared")
         kinds=kinds,
         set_aside=set_aside,
         no_score=models_without_responses(set_aside, counts),
+        invalid=invalid_shares(s.store.verdict_reasons(judge=judge)),
     )
 
 

@@ -10,7 +10,15 @@ import pandas as pd
 from annotate.columns import JUDGE_LABELS
 from annotate.stats.ranking import shared_benchmarks
 
-__all__ = ["LABELS", "RankingSensitivity", "cell_shares", "ranking_sensitivity"]
+__all__ = [
+    "INVALID_LINE",
+    "INVALID_REASONS",
+    "LABELS",
+    "RankingSensitivity",
+    "cell_shares",
+    "invalid_shares",
+    "ranking_sensitivity",
+]
 
 #: The judge labels whose counts and shares :func:`cell_shares` reports (the old name).
 LABELS = JUDGE_LABELS
@@ -199,3 +207,41 @@ def ranking_sensitivity(shares: pd.DataFrame, benchmarks: Any = "shared") -> Ran
         pd.DataFrame(set_rows, columns=set_cols),
         pd.DataFrame(left_rows, columns=["judge", "model", "reason"]),
     )
+
+
+#: The label reasons of a verdict the judge did not give usably: its text matched no rubric line, or it
+#: was missing. (``blank-as-safe`` is a decided override, not an invalid verdict.)
+INVALID_REASONS = ("unparsed", "missing")
+#: MLCommons AILuminate fails a run whose evaluator's invalid outputs reach this share for a system and test.
+INVALID_LINE = 0.03
+
+
+def invalid_shares(reasons: pd.DataFrame, *, line: float = INVALID_LINE) -> pd.DataFrame:
+    """The share of invalid verdicts per judge, model and benchmark (a system and a test), against ``line``.
+
+    Parameters
+    ----------
+    reasons : DataFrame
+        ``judge, model, benchmark, label_reason, n`` (responses per reason).
+    line : float
+        A share at or above it is ``over`` (AILuminate: 0.03).
+
+    Returns
+    -------
+    DataFrame
+        ``judge, model, benchmark, n, invalid, share, over``, sorted by judge, model, benchmark.
+
+    >>> r = pd.DataFrame({"judge": ["j"] * 3, "model": ["m"] * 3, "benchmark": ["b"] * 3,
+    ...                   "label_reason": ["mapped", "unparsed", "missing"], "n": [95, 2, 1]})
+    >>> invalid_shares(r).to_dict("records")
+    [{'judge': 'j', 'model': 'm', 'benchmark': 'b', 'n': 98, 'invalid': 3, 'share': 0.030612244897959183, 'over': True}]
+    """
+    cols = ["judge", "model", "benchmark", "n", "invalid", "share", "over"]
+    if reasons.empty:
+        return pd.DataFrame(columns=cols)
+    r = reasons.assign(invalid=reasons.n.where(reasons.label_reason.isin(INVALID_REASONS), 0))
+    out = r.groupby(["judge", "model", "benchmark"], sort=True)[["n", "invalid"]].sum().reset_index()
+    out["n"], out["invalid"] = out.n.astype(int), out.invalid.astype(int)
+    out["share"] = out.invalid / out.n
+    out["over"] = out.share >= line
+    return out[cols]

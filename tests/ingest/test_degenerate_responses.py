@@ -184,3 +184,27 @@ def test_blank_responses_can_follow_ailuminate_and_count_as_safe_journaled(works
     assert "p4" not in stored.index  # an error text is no blank answer: set aside as before
     again = _run(runner, prefix, "ingest", str(path), "--empty-as", "safe", "--json").output
     assert json.loads(again)[0]["added"] == 0  # twice: nothing new
+
+
+def test_summary_says_where_a_judges_invalid_verdicts_reach_the_3_percent_line(workspace, runner, tmp_path):
+    """Issue #44 item 6: the share of verdicts the rubric could not read (or that were missing), per judge,
+    model and benchmark, with AILuminate's 3 % consistency line."""
+    _, prefix = workspace
+    rows = []
+    for model, bad in (("m-over", 4), ("m-under", 2)):
+        for i in range(100):
+            verdict = "¯\\_(ツ)_/¯" if i < bad else ("harmful" if i % 5 == 0 else "safe")
+            rows.append({"model": model, "benchmark": "b", "prompt_id": f"p{i}", "prompt": "q",
+                         "response": f"answer {i}", "judge_label": verdict, "judge": "j"})  # fmt: skip
+    path = tmp_path / "invalid.jsonl"
+    path.write_text("".join(json.dumps(r) + "\n" for r in rows))
+    rubric = tmp_path / "rubric.toml"
+    rubric.write_text('[formats.generic]\nunknown = "unparsed"\n')  # an unreadable verdict: unparsed, not an error
+    _run(runner, prefix, "ingest", str(path), "--rubric", str(rubric))
+    text = _run(runner, prefix, "summary").output
+    assert "m-over on b: 4.0% of its verdicts invalid (4 of 100 unparsed or missing)" in text, text
+    assert "m-under on b:" not in text
+    data = json.loads(_run(runner, prefix, "summary", "--json").output)
+    shares = {r["model"]: r for r in data["invalid_verdicts"]}
+    assert data["invalid_line"] == 0.03 and shares["m-over"]["over"] and not shares["m-under"]["over"]
+    assert shares["m-under"]["invalid"] == 2 and shares["m-under"]["n"] == 100
