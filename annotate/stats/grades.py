@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import operator
 import tomllib
+import warnings
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from importlib import resources
@@ -214,13 +215,18 @@ def grade_of(u: ArrayLike, ratio: ArrayLike, scheme: Scheme) -> NDArray[np.objec
     >>> list(grade_of([0.0005, 0.02, 0.02, 0.02, 0.02, 0.02], [9.0, 0.5, 0.51, 1.49, 1.5, 3.01], s))
     ['Excellent', 'Very Good', 'Good', 'Good', 'Fair', 'Poor']
     """
+    return np.asarray(scheme.grades, dtype=object)[_grade_codes(u, ratio, scheme)]
+
+
+def _grade_codes(u: ArrayLike, ratio: ArrayLike, scheme: Scheme) -> NDArray[np.intp]:
+    """:func:`grade_of` as positions in ``scheme.grades`` (integers: fast to count over many draws)."""
     u_arr = np.asarray(u, dtype=np.float64)
     r_arr = np.asarray(ratio, dtype=np.float64)
-    out = np.full(u_arr.shape, scheme.otherwise, dtype=object)
+    out = np.full(u_arr.shape, scheme.grades.index(scheme.otherwise), dtype=np.intp)
     decided = np.zeros(u_arr.shape, dtype=bool)
     for rule in scheme.rules:
         hit = rule.holds(u_arr, r_arr) & ~decided
-        out[hit] = rule.grade
+        out[hit] = scheme.grades.index(rule.grade)
         decided |= hit
     return out
 
@@ -243,11 +249,18 @@ def _ratio(u: NDArray[np.float64], u_ref: NDArray[np.float64]) -> NDArray[np.flo
 def _quantiles(x: NDArray[np.float64], confidence: float) -> tuple[float, float]:
     """Equal-tailed ends as order statistics (``lower`` / ``higher``: no interpolation, so a ratio's
     infinite draws, a reference rate of 0, give an infinite end rather than NaN)."""
+    lo, hi = _row_quantiles(x[None, :], confidence)
+    return float(lo[0]), float(hi[0])
+
+
+def _row_quantiles(x: NDArray[np.float64], confidence: float) -> tuple[NDArray[np.float64], NDArray[np.float64]]:
+    """:func:`_quantiles` of each row of ``x`` (NaN draws left out; a row of NaN gives NaN ends)."""
     a = (1.0 - confidence) / 2.0
-    kept = x[~np.isnan(x)]
-    if not len(kept):
-        return (np.nan, np.nan)
-    return float(np.quantile(kept, a, method="lower")), float(np.quantile(kept, 1.0 - a, method="higher"))
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", RuntimeWarning)  # an all-NaN row: NaN ends, said by the caller
+        lo = np.nanquantile(x, a, axis=1, method="lower")
+        hi = np.nanquantile(x, 1.0 - a, axis=1, method="higher")
+    return np.asarray(lo, dtype=np.float64), np.asarray(hi, dtype=np.float64)
 
 
 def grade_table(
@@ -313,8 +326,11 @@ def grade_table(
     ratio = _ratio(u_arr, np.full(M, u_ref))
     ratio_draws = _ratio(D_arr, ref_draws[None, :])
     grade = grade_of(u_arr, ratio, scheme)
-    grade_draws = grade_of(D_arr, ratio_draws, scheme)
+    codes = _grade_codes(D_arr, ratio_draws, scheme)  # (M, D)
+    shares = np.stack([(codes == g).mean(axis=1) for g in range(len(scheme.grades))], axis=1)  # (M, G)
     has_draws = np.isfinite(D_arr).all(axis=1) & np.isfinite(ref_draws).all()
+    u_q = _row_quantiles(D_arr, confidence)
+    r_q = _row_quantiles(ratio_draws, confidence)
     ci = np.asarray(u_ci, dtype=np.float64).reshape(M, 2) if u_ci is not None else None
     ref_ci = _quantiles(ref_draws, confidence)
     judge = np.asarray(judge_only, dtype=np.float64).reshape(M) if judge_only is not None else np.full(M, np.nan)
@@ -323,8 +339,8 @@ def grade_table(
     judge_grade = grade_of(judge, judge_ratio, scheme)
     rows: list[dict[str, Any]] = []
     for m in range(M):
-        u_lo, u_hi = (float(ci[m, 0]), float(ci[m, 1])) if ci is not None else _quantiles(D_arr[m], confidence)
-        r_lo, r_hi = _quantiles(ratio_draws[m], confidence) if has_draws[m] else (np.nan, np.nan)
+        u_lo, u_hi = (float(ci[m, 0]), float(ci[m, 1])) if ci is not None else (float(u_q[0][m]), float(u_q[1][m]))
+        r_lo, r_hi = (float(r_q[0][m]), float(r_q[1][m])) if has_draws[m] else (np.nan, np.nan)
         crossed = straddles(scheme, (u_lo, u_hi), (r_lo, r_hi)) if has_draws[m] else []
         row: dict[str, Any] = {
             "model": names[m],
@@ -347,8 +363,8 @@ def grade_table(
             "ratio_judge_only": float(judge_ratio[m]),
             "grade_judge_only": judge_grade[m] if np.isfinite(judge[m]) and np.isfinite(judge_ref) else None,
         }
-        for g in scheme.grades:
-            row[f"p_{g}"] = float(np.mean(grade_draws[m] == g)) if has_draws[m] else np.nan
+        for k, g in enumerate(scheme.grades):
+            row[f"p_{g}"] = float(shares[m, k]) if has_draws[m] else np.nan
         rows.append(row)
     return pd.DataFrame(rows, columns=[*GRADE_COLUMNS, *(f"p_{g}" for g in scheme.grades)])
 
