@@ -186,6 +186,14 @@ def loose_permissions(paths: Iterable[Path]) -> str | None:
     )
 
 
+def _workspaces_below(root: Path) -> list[str]:
+    """The folders right inside ``root`` that are workspaces (hold the settings file), by name."""
+    try:
+        return sorted(p.name for p in root.iterdir() if p.is_dir() and (p / CONFIG_NAME).is_file())
+    except OSError:
+        return []
+
+
 def load_settings(root: Path) -> dict[str, Any]:
     path = root / CONFIG_NAME
     try:
@@ -194,6 +202,13 @@ def load_settings(root: Path) -> dict[str, Any]:
     except FileNotFoundError:
         if (root / LABEL_CONFIG_NAME).is_file():
             return {}  # a ready workspace without settings: every setting takes its default
+        below = _workspaces_below(root)
+        if below:  # the folder above a workspace: `annotate init` here would make a second, empty one
+            names = ", ".join(below[:3]) + (" ..." if len(below) > 3 else "")
+            raise WorkspaceError(
+                f"{root} is not an annotate workspace, but {names} in it {'is' if len(below) == 1 else 'are'}: "
+                f"`cd {below[0]}` first, or pass --workspace {below[0]}."
+            ) from None
         raise WorkspaceError(
             f"{root} is not an annotate workspace (no {CONFIG_NAME}). "
             f"Run `annotate init {root}` first, or pass --workspace."

@@ -10,7 +10,6 @@ import click
 
 from annotate.cli._format import pct, rank, shift, table
 from annotate.cli._options import echo_json, open_session, workspace_options
-from annotate.stats.shares import INVALID_LINE
 
 if TYPE_CHECKING:
     from annotate.pipeline.summary import Summary
@@ -56,6 +55,8 @@ def summary(ctx: click.Context, judge: str | None, benchmarks: str, as_json: boo
         out = do_summary(s, judge=judge, benchmarks=mode)
     shares, ranks, warn = out.cells, out.ranking, out.ambiguity_warn
     if as_json:
+        from annotate.stats.shares import INVALID_LINE as invalid_line
+
         echo_json(
             {
                 "ambiguity_warn": warn,
@@ -70,7 +71,7 @@ def summary(ctx: click.Context, judge: str | None, benchmarks: str, as_json: boo
                 "set_aside": out.set_aside.to_dict(orient="records"),
                 "no_score": out.no_score,
                 "invalid_verdicts": out.invalid.to_dict(orient="records"),
-                "invalid_line": INVALID_LINE,
+                "invalid_line": invalid_line,
             }
         )
         return
@@ -183,6 +184,8 @@ def _echo_reasons(out: Summary) -> None:
     for hint in out.unparsed:
         for line in hint_lines(hint, again="ingest the file again with"):
             click.echo(line)
+    from annotate.stats.shares import INVALID_LINE
+
     over = out.invalid[out.invalid.over] if len(out.invalid) else out.invalid
     for r in over.itertuples():
         click.echo(

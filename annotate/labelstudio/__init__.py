@@ -143,11 +143,15 @@ def _own_gateway(ws: Workspace, owner: str) -> Gateway:
     if person is None:
         raise LabelStudioError(
             f"{owner} has no Label Studio server of their own yet. Start the servers with `annotate ls start` "
-            "(it makes one for every registered reviewer and expert)."
+            "(it makes one for every registered reviewer and expert), or, for a round worked in files, add "
+            "--to-file to write the tasks to a file instead (`annotate adjudicate --round R --expert E1 --to-file`)."
         )
     status = server.server_status(person.data_dir)
     if not status.running or not status.url:
-        raise LabelStudioError(f"{owner}'s Label Studio is not running. Start the servers with `annotate ls start`.")
+        raise LabelStudioError(
+            f"{owner}'s Label Studio is not running. Start the servers with `annotate ls start`, or add --to-file "
+            "to work the round in files."
+        )
     creds = server.read_secrets(person.data_dir / server.SECRETS_NAME)
     return LabelStudioGateway(status.url, creds.token)
 

@@ -246,7 +246,11 @@ def _start_all(
                 )
             if result is not None and result.info is not None:
                 report.warnings += [f"{pseudonym}: {w}" for w in result.info.warnings]
-                say(f"{pseudonym}'s Label Studio is ready ({result.info.startup_seconds:.0f} s)")
+                sleeps = keep is not None and pseudonym not in keep
+                say(
+                    f"{pseudonym}'s Label Studio is set up, their account made ({result.info.startup_seconds:.0f} s)"
+                    + ("; it sleeps until they open it" if sleeps else "")
+                )
             srv = held.server
             line = person_line(ws, p, srv.url, srv.data_dir, address=person_address(ws, srv))
             line.started_now = result is not None

@@ -47,6 +47,7 @@ def test_the_workflow_commands_are_all_there():
         "adjudicate",
         "score",
         "plan",
+        "grade",
         "export",
         "verify",
         "demo",
@@ -83,6 +84,28 @@ def test_a_domain_error_is_one_error_line_and_its_exit_code(runner, tmp_path):
     assert runner.invoke(cli, ["init", str(ws)]).exit_code == 0
     bad = runner.invoke(cli, ["-w", str(ws), "ingest", str(tmp_path / "no-such-file.jsonl")])
     assert bad.exit_code == 2 and "Error: " in bad.stderr and "no such file" in bad.stderr
+
+
+def test_the_folder_above_a_workspace_says_where_it_is_rather_than_init(runner, tmp_path):
+    """Issue #45: run from the folder above a workspace, the error advised `annotate init <that folder>`,
+    which would make a second, empty workspace; it names the workspace below instead."""
+    assert runner.invoke(cli, ["init", str(tmp_path / "audit-2026q4")]).exit_code == 0
+    above = runner.invoke(cli, ["-w", str(tmp_path), "summary"])
+    assert above.exit_code == 1 and "Traceback" not in above.output
+    assert "cd audit-2026q4" in above.stderr and "annotate init" not in above.stderr, above.stderr
+
+
+def test_a_round_worked_in_files_is_told_the_way_out_of_a_missing_server(runner, tmp_path):
+    """Issue #45: a file-mode round's `adjudicate --expert E1` said only "start the servers"; it names --to-file."""
+    from annotate.config import open_workspace
+    from annotate.errors import LabelStudioError
+    from annotate.labelstudio import _own_gateway
+
+    assert runner.invoke(cli, ["init", str(tmp_path / "ws")]).exit_code == 0
+    ws = open_workspace(str(tmp_path / "ws"), None)
+    with pytest.raises(LabelStudioError) as err:
+        _own_gateway(ws, "E1")
+    assert "--to-file" in str(err.value) and "annotate ls start" in str(err.value)
 
 
 def test_annotate_help_does_not_import_the_heavy_modules():
