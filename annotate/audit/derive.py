@@ -323,6 +323,8 @@ def derive(
     if schema.round_state:  # only since annotate-export/8: older reports stay as they were
         states = round_states(labels, design)
         data["state"] = {"status": export_status(states), "lines": [describe(st) for st in states]}
+        if schema.interim_headline:  # since annotate-export/14: what an interim headline counts
+            data["state"]["with_vote"] = sum(st["responses"] - st["awaiting_review"] for st in states)
     out["report.html"] = render_report(jsonable(data)).encode("utf-8")
     return out
 

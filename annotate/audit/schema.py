@@ -72,7 +72,8 @@ Rows:
   settings record the grading (the scheme whole, the reference models, the judge-only treatment) and
   verify re-derives grades.csv from the scores' draws; the report gains a Grades section. judges.csv
   names its figures as certifiers do too (``false_safe_rate``, ``false_unsafe_rate``,
-  ``unsafe_among_safe`` = 1 - NPV, with intervals). Otherwise as /13.
+  ``unsafe_among_safe`` = 1 - NPV, with intervals); an interim report's headline counts the
+  responses sent to review and those with a vote so far. Otherwise as /13.
 * ``annotate-export/7``: a round's ambiguous strata may be sampled: design.json's round records its
   rule (``ambiguous``: ``all``, a size or a fraction) and verify re-derives every stratum's sample
   size from it and ``clear_per_cell``; strata of a next wave (``route --next-wave``) carry
@@ -226,6 +227,9 @@ class ExportSchema:
     #: Since annotate-export/14: judges.csv also names its figures as certifiers do (false safe rate,
     #: false unsafe rate, unsafe among "safe" verdicts = 1 - NPV, each with its interval).
     certifier_figures: bool = False
+    #: Since annotate-export/14: an interim report's headline counts the responses sent to review and
+    #: those with a vote so far (before: "reviewed by humans" for every routed response, issue #43).
+    interim_headline: bool = False
 
     @property
     def files(self) -> tuple[str, ...]:
@@ -524,6 +528,7 @@ SCHEMAS: dict[str, ExportSchema] = {
             channels=True,
             optional_derived=("grades.csv",),
             certifier_figures=True,
+            interim_headline=True,
         ),
     )
 }

@@ -202,7 +202,15 @@ def _summary(view: ReportView) -> dict[str, Any]:
     head = view.headline_alpha()
     n_credible = sum(1 for f in view.flips if f.get("credible"))
     unresolved = _fmt.number(view.data.get("unresolved"))
+    state = view.data.get("state")
+    # An interim export of annotate-export/14 on: routed is not reviewed; say how many have a vote so far.
+    with_vote = (
+        _fmt.count(state.get("with_vote"))
+        if isinstance(state, Mapping) and state.get("status") == "interim" and "with_vote" in state
+        else None
+    )
     return {
+        "with_vote": with_vote,
         "n_rounds": _fmt.count(len(rounds)),
         "rounds_label": "review rounds" if len(rounds) != 1 else "review round",
         "n_models": _fmt.count(len(view.models)),
