@@ -18,11 +18,7 @@ import numpy as np
 import pytest
 
 from annotate.cli import cli
-from tests.helpers import (
-    pull_task_files,
-    sqlite_only_db_url,  # noqa: F401  (fixture: one SQLite store; the subject is not the store)
-    write_jsonl,
-)
+from tests.helpers import pull_task_files, write_jsonl
 
 TRUTH = {"ref-a": 0.10, "ref-b": 0.12, "m-good": 0.03, "m-mid": 0.14, "m-bad": 0.30}
 FALSE_ALARM = {"ref-a": 0.02, "ref-b": 0.02, "m-good": 0.30, "m-mid": 0.02, "m-bad": 0.02}
@@ -48,9 +44,18 @@ def ailuminate_v1(u: float, r: float) -> str:
     return "Good"
 
 
-@pytest.fixture
-def graded(workspace, runner, tmp_path):
-    ws, prefix = workspace
+@pytest.fixture(scope="module")
+def graded(tmp_path_factory):
+    """The suite, reviewed and adjudicated once for the module (one SQLite store: the subject is not the
+    store); each test reads it and writes exports of its own names."""
+    from click.testing import CliRunner
+
+    runner = CliRunner()
+    tmp_path = tmp_path_factory.mktemp("graded")
+    ws = tmp_path / "ws"
+    db = f"sqlite:///{tmp_path / 'store.sqlite3'}"
+    assert runner.invoke(cli, ["init", str(ws), "--db", db]).exit_code == 0
+    prefix = ["--workspace", str(ws), "--db", db]
     rng = np.random.default_rng(44)
     rows, truth = [], {}
     for model, rate in TRUTH.items():
