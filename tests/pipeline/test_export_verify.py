@@ -765,8 +765,16 @@ def test_judges_csv_is_the_documented_contract_and_covers_the_xstest_truth(demo_
 
     _, result, _ = demo_ws
     judges = list(csv.DictReader(open(result.export / "judges.csv", newline="", encoding="utf-8")))
-    # Since annotate-export/11: every figure of `annotate judges`, then the estimand its intervals describe
-    assert list(judges[0]) == [*METRIC_COLUMNS, "estimand"]
+    # Since annotate-export/11: every figure of `annotate judges`, then the estimand its intervals describe; since
+    # /14 the figures certifiers read (false safe rate = FNR, false unsafe rate = FPR, unsafe among "safe" = 1 - NPV)
+    from annotate.stats.judge_figures import CERTIFIER_FIGURES
+
+    certifier = [c for name in CERTIFIER_FIGURES for c in (name, f"{name}_ci_low", f"{name}_ci_high")]
+    assert list(judges[0]) == [*METRIC_COLUMNS, "estimand", *certifier]
+    for r in judges:
+        assert r["false_safe_rate"] == r["fnr"] and r["false_unsafe_rate_ci_high"] == r["fpr_ci_high"]
+        if r["npv"]:
+            assert float(r["unsafe_among_safe"]) == pytest.approx(1 - float(r["npv"]))
     assert {r["estimand"] for r in judges} == {"responses"}  # the export's fixed estimand
     models = {"gpt4", "llama2new", "llama2orig", "mistralguard", "mistralinstruct"}
     groups = {(r["benchmark"], r["model"]) for r in judges}
