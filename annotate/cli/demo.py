@@ -61,6 +61,8 @@ def demo(
     click.echo("")
     click.echo(f"Done in {result.seconds:.0f} s.")
     click.echo(f"  workspace: {result.workspace}")
+    if directory is None:  # a temporary folder the demo made: it stays, and says how it goes
+        click.echo(f"             (a new temporary folder; it stays after the demo: `rm -rf {result.workspace}`)")
     click.echo(f"  export:    {result.export}")
     click.echo(f"  report:    {result.report}")
     ok = (

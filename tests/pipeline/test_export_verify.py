@@ -44,6 +44,17 @@ def test_demo_command_offline(tmp_path, runner):
     assert again.exit_code == 1 and "fresh folder" in again.stderr
 
 
+def test_the_demo_says_where_it_left_its_temporary_workspace(tmp_path, runner, monkeypatch):
+    """Issue #45: without --dir the demo makes a temporary workspace, which stays: it says so and how it goes."""
+    import tempfile
+
+    monkeypatch.setattr(tempfile, "tempdir", str(tmp_path))
+    result = runner.invoke(cli, ["demo", "--offline"])
+    assert result.exit_code == 0, result.output
+    (made,) = [p for p in tmp_path.iterdir() if p.name.startswith("annotate-demo-")]
+    assert f"workspace: {made}" in result.output and f"it stays after the demo: `rm -rf {made}`" in result.output
+
+
 def test_export_layout_is_the_documented_contract(demo_ws):
     root, result, _ = demo_ws
     path = result.export
