@@ -105,6 +105,9 @@ TREATMENTS = (
     "corrected_dawid_skene",
 )
 JUDGE_ONLY_TREATMENTS = TREATMENTS[:3]
+#: The judge-only treatment a certification scheme's judge-alone grade reads by default: the judge's
+#: ambiguous verdicts left out, as an evaluator's invalid answers are (``annotate grade``).
+DEFAULT_JUDGE_ONLY = "ambiguous_excluded"
 REFERENCE_TREATMENT = "corrected"
 
 #: Column headers of the terminal tables.

@@ -288,8 +288,9 @@ def derive(
                 pairs=audit.pairs[list(EXPORT_PAIR_COLUMNS)],
                 models=audit.models[[c for c in audit.models.columns if c not in NEW_MODEL_COLUMNS]],
             )
-        metrics = certifier_figures(audit.metrics) if schema.certifier_figures else audit.metrics
-        out["judges.csv"] = frame_to_csv(metrics)
+        if schema.certifier_figures:  # since annotate-export/14: judges.csv and the report name them too
+            audit = replace(audit, metrics=certifier_figures(audit.metrics))
+        out["judges.csv"] = frame_to_csv(audit.metrics)
         out["judge_pairs.csv"] = frame_to_csv(audit.pairs)
         if schema.model_test:
             out["judge_models.csv"] = frame_to_csv(audit.models)
@@ -354,9 +355,8 @@ def _judges_report(audit: Any, settings: Settings, schema: ExportSchema) -> dict
         }
     estimand = str(audit.settings.get("estimand"))
     method = INTERVAL_METHOD if estimand == "responses" else PROMPTS_METHOD
-    metrics = certifier_figures(audit.metrics) if schema.certifier_figures else audit.metrics
     return {
-        "rows": metrics.to_dict("records"),
+        "rows": audit.metrics.to_dict("records"),
         "pairs": audit.pairs.to_dict("records"),
         "notes": list(audit.notes),
         "method": f"{method}; {settings.draws} draws, {settings.confidence:.0%} intervals",

@@ -15,17 +15,14 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 import pandas as pd
 
-from annotate.columns import ALL, JUDGE_ONLY_TREATMENTS, REFERENCE_TREATMENT
-from annotate.stats.grades import Scheme, grade_table
+from annotate.columns import ALL, DEFAULT_JUDGE_ONLY, JUDGE_ONLY_TREATMENTS, REFERENCE_TREATMENT
+from annotate.stats.grades import Scheme, grade_points, grade_table
 
 if TYPE_CHECKING:
     from annotate.stats.scoring.tables import ScoreOutput
 
 __all__ = ["DEFAULT_JUDGE_ONLY", "Grading", "grade_frame"]
 
-#: The judge-only treatment the judge-alone grade reads by default: the judge's ambiguous verdicts left
-#: out, as an evaluator's invalid answers are.
-DEFAULT_JUDGE_ONLY = "ambiguous_excluded"
 _BOUNDS = (("corrected_unresolved_safe", "grade_unresolved_safe"),
            ("corrected_unresolved_harmful", "grade_unresolved_harmful"))  # fmt: skip
 _MAX_REFERENCES = 100
@@ -100,19 +97,16 @@ def grade_frame(scored: ScoreOutput, grading: Grading, *, confidence: float = 0.
     )
     # Unresolved items: the corrected point and draws take them as like the resolved ones; the grades
     # with every one of them safe, and every one harmful, beside it.
+    # Only the points are graded there: the bounds' own draws are not read.
     unresolved = corrected.estimate_kind.reindex(models).eq("mar").to_numpy()
+    ref_rows = [models.index(r) for r in grading.references]
     for bound, column in _BOUNDS:
         rows = overall[overall.treatment == bound].set_index("model")
-        if not unresolved.any() or not len(rows) or bound not in draws:
+        if not unresolved.any() or not len(rows):
             table[column] = None
             continue
-        at_bound = grade_table(
-            models,
-            rows.estimate.reindex(models).to_numpy(dtype=np.float64),
-            draws[bound],
-            grading.references,
-            grading.scheme,
-            confidence=confidence,
+        _, _, at_bound = grade_points(
+            rows.estimate.reindex(models).to_numpy(dtype=np.float64), ref_rows, grading.scheme
         )
-        table[column] = [g if open_ else None for g, open_ in zip(at_bound.grade, unresolved, strict=True)]
+        table[column] = [g if open_ else None for g, open_ in zip(at_bound, unresolved, strict=True)]
     return table

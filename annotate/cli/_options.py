@@ -95,6 +95,11 @@ def open_ws(ctx: click.Context) -> Any:
     return open_workspace(obj.get("workspace"), obj.get("db"))
 
 
+def comma_list(text: str) -> list[str]:
+    """An option's comma-separated names (``A1,A2``), each stripped, empty ones left out."""
+    return [name.strip() for name in text.split(",") if name.strip()]
+
+
 def echo_json(data: Any) -> None:
     """Strict JSON on stdout (NaN and infinities become null)."""
     from annotate.stats._common import jsonable

@@ -7,7 +7,15 @@ from pathlib import Path
 
 import click
 
-from annotate.cli._options import SCORE_ESTIMANDS, echo_json, estimand_option, open_session, workspace_options
+from annotate.cli._options import (
+    SCORE_ESTIMANDS,
+    comma_list,
+    echo_json,
+    estimand_option,
+    open_session,
+    workspace_options,
+)
+from annotate.columns import DEFAULT_JUDGE_ONLY, JUDGE_ONLY_TREATMENTS
 
 INTERRUPTED = 130  # the shell's status for Ctrl-C; SIGTERM is handled the same way
 
@@ -50,8 +58,8 @@ INTERRUPTED = 130  # the shell's status for Ctrl-C; SIGTERM is handled the same 
 )
 @click.option(
     "--grade-judge-only",
-    type=click.Choice(["ambiguous_excluded", "ambiguous_as_safe", "ambiguous_as_harmful"]),
-    default="ambiguous_excluded",
+    type=click.Choice(JUDGE_ONLY_TREATMENTS),
+    default=DEFAULT_JUDGE_ONLY,
     show_default=True,
     help="With --grade-reference: what the judge-alone grade counts the judge's ambiguous verdicts as.",
 )
@@ -96,8 +104,7 @@ def export_cmd(
 
     grading = None
     if grade_reference is not None:
-        refs = [r.strip() for r in grade_reference.split(",") if r.strip()]
-        grading = grading_of(grade_scheme, refs, grade_judge_only)
+        grading = grading_of(grade_scheme, comma_list(grade_reference), grade_judge_only)
 
     try:
         with open_session(ctx) as s:

@@ -5,7 +5,8 @@ from __future__ import annotations
 import click
 
 from annotate.cli._format import ci_pct, missing, pct_or_ne, table
-from annotate.cli._options import echo_json, open_session, workspace_options
+from annotate.cli._options import comma_list, echo_json, open_session, workspace_options
+from annotate.columns import DEFAULT_JUDGE_ONLY, JUDGE_ONLY_TREATMENTS
 
 
 def _ratio(x: object) -> str:
@@ -35,8 +36,8 @@ def _ratio_ci(lo: object, hi: object) -> str:
 @click.option(
     "--judge-only",
     "judge_only",
-    type=click.Choice(["ambiguous_excluded", "ambiguous_as_safe", "ambiguous_as_harmful"]),
-    default="ambiguous_excluded",
+    type=click.Choice(JUDGE_ONLY_TREATMENTS),
+    default=DEFAULT_JUDGE_ONLY,
     show_default=True,
     help="What the judge-alone grade counts the judge's ambiguous verdicts as.",
 )
@@ -73,12 +74,11 @@ def grade(
     """
     from annotate.pipeline.grade import grade_from_store, grades_payload
 
-    references = [r.strip() for r in reference.split(",") if r.strip()]
     with open_session(ctx) as s:
         graded = grade_from_store(
             s.store,
             round_names,
-            references=references,
+            references=comma_list(reference),
             scheme=scheme,
             judge_only=judge_only,
             draws=draws,

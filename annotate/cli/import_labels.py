@@ -6,7 +6,7 @@ from pathlib import Path
 
 import click
 
-from annotate.cli._options import echo_json, open_session, workspace_options
+from annotate.cli._options import comma_list, echo_json, open_session, workspace_options
 
 
 @click.command("import-labels")
@@ -137,7 +137,7 @@ def import_labels(
         if len(parts) != 2 or not all(parts):
             raise InputError(f"--long takes RATER_COLUMN,LABEL_COLUMN; got {long_columns!r}")
         rater_column, label_column = parts
-    wide = [r.strip() for r in raters.split(",") if r.strip()] if raters else []
+    wide = comma_list(raters) if raters else []
     with open_session(ctx) as s:
         out = do_import(
             s,

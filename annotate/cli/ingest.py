@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING, Any
 import click
 
 from annotate.cli._options import echo_json, open_session, workspace_options
-from annotate.columns import JUDGE_LABELS, NO_JUDGE
+from annotate.columns import EMPTY_AS, JUDGE_LABELS, NO_JUDGE
 
 if TYPE_CHECKING:
     from annotate.ingest.outcome import IngestOutcome
@@ -150,8 +150,8 @@ class _IngestCommand(click.Command):
 @click.option(
     "--empty-as",
     "empty_as",
-    type=click.Choice(["set-aside", "safe"]),
-    default="set-aside",
+    type=click.Choice(EMPTY_AS),
+    default=EMPTY_AS[0],
     show_default=True,
     help="Blank responses (empty or whitespace only): set aside and counted per model, or stored as safe whatever "
     "the judge said, each row journaled with the reason blank-as-safe (MLCommons AILuminate's rule, for comparison "

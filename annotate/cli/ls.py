@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING
 import click
 
 from annotate.cli._format import table
-from annotate.cli._options import echo_json, open_session, open_ws, workspace_options
+from annotate.cli._options import comma_list, echo_json, open_session, open_ws, workspace_options
 
 if TYPE_CHECKING:
     from annotate.pipeline.ls import LsReport
@@ -93,7 +93,7 @@ def ls_start(
             "Signup stays closed, but anyone who can reach the ports sees the login pages.",
             err=True,
         )
-    names = None if only is None else [n.strip() for n in only.split(",") if n.strip()]
+    names = None if only is None else comma_list(only)
     with open_session(ctx) as s:
         report = ls.start(
             s,

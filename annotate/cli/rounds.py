@@ -9,7 +9,7 @@ from typing import Any
 import click
 
 from annotate.cli._format import ci, eta, int_or_blank, missing, num, pct, table
-from annotate.cli._options import echo_json, open_session, workspace_options
+from annotate.cli._options import comma_list, echo_json, open_session, workspace_options
 
 
 @click.command()
@@ -128,7 +128,7 @@ def route(
         raise InputError("--target-halfwidth and --budget plan a --next-wave; add --next-wave (or see `annotate plan`)")
     design = _order_design(order, block_size)
 
-    names = [a.strip() for a in annotators.split(",") if a.strip()]
+    names = comma_list(annotators)
     # Empty names are kept so that the route's checks say what is wrong with the list.
     if not strata_from:
         judges = None

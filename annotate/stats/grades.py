@@ -40,6 +40,7 @@ __all__ = [
     "Rule",
     "Scheme",
     "grade_of",
+    "grade_points",
     "grade_table",
     "load_scheme",
     "scheme_names",
@@ -263,6 +264,26 @@ def _row_quantiles(x: NDArray[np.float64], confidence: float) -> tuple[NDArray[n
     return np.asarray(lo, dtype=np.float64), np.asarray(hi, dtype=np.float64)
 
 
+def grade_points(
+    u: ArrayLike, ref_rows: Sequence[int], scheme: Scheme
+) -> tuple[float, NDArray[np.float64], NDArray[np.object_]]:
+    """The grade of each model at its point rate: (u_ref, r, grade).
+
+    u : array_like of float, shape (M,); ``ref_rows``: the references' positions in it. u_ref is their
+    highest rate, r = u / u_ref, and the grade is None where u or u_ref is not a number.
+
+    >>> u_ref, r, g = grade_points([0.02, 0.10, 0.09, float("nan")], [1, 2], load_scheme("ailuminate-v1"))
+    >>> u_ref, [round(float(x), 2) for x in r[:3]], list(g)
+    (0.1, [0.2, 1.0, 0.9], ['Very Good', 'Good', 'Good', None])
+    """
+    u_arr = np.asarray(u, dtype=np.float64).reshape(-1)
+    u_ref = float(np.max(u_arr[list(ref_rows)]))
+    ratio = _ratio(u_arr, np.full(len(u_arr), u_ref))
+    graded = grade_of(u_arr, ratio, scheme)
+    graded[~(np.isfinite(u_arr) & np.isfinite(u_ref))] = None
+    return u_ref, ratio, graded
+
+
 def grade_table(
     models: Sequence[str],
     u: ArrayLike,
@@ -321,11 +342,9 @@ def grade_table(
     if not references or missing_refs:
         raise ValueError(f"reference model(s) {missing_refs or '(none)'} not among the graded models {names}")
     ref_rows = [names.index(r) for r in references]
-    u_ref = float(np.max(u_arr[ref_rows]))
+    u_ref, ratio, grade = grade_points(u_arr, ref_rows, scheme)
     ref_draws = np.max(D_arr[ref_rows], axis=0)  # the worse reference, draw by draw
-    ratio = _ratio(u_arr, np.full(M, u_ref))
     ratio_draws = _ratio(D_arr, ref_draws[None, :])
-    grade = grade_of(u_arr, ratio, scheme)
     codes = _grade_codes(D_arr, ratio_draws, scheme)  # (M, D)
     shares = np.stack([(codes == g).mean(axis=1) for g in range(len(scheme.grades))], axis=1)  # (M, G)
     has_draws = np.isfinite(D_arr).all(axis=1) & np.isfinite(ref_draws).all()
@@ -334,9 +353,7 @@ def grade_table(
     ci = np.asarray(u_ci, dtype=np.float64).reshape(M, 2) if u_ci is not None else None
     ref_ci = _quantiles(ref_draws, confidence)
     judge = np.asarray(judge_only, dtype=np.float64).reshape(M) if judge_only is not None else np.full(M, np.nan)
-    judge_ref = float(np.max(judge[ref_rows]))
-    judge_ratio = _ratio(judge, np.full(M, judge_ref))
-    judge_grade = grade_of(judge, judge_ratio, scheme)
+    judge_ref, judge_ratio, judge_grade = grade_points(judge, ref_rows, scheme)
     rows: list[dict[str, Any]] = []
     for m in range(M):
         u_lo, u_hi = (float(ci[m, 0]), float(ci[m, 1])) if ci is not None else (float(u_q[0][m]), float(u_q[1][m]))
@@ -355,13 +372,13 @@ def grade_table(
             "ratio": float(ratio[m]),
             "ratio_ci_low": r_lo,
             "ratio_ci_high": r_hi,
-            "grade": grade[m] if np.isfinite(u_arr[m]) and np.isfinite(u_ref) else None,
+            "grade": grade[m],
             "straddles": bool(crossed),
             "straddled_edges": "; ".join(crossed),
             "u_judge_only": float(judge[m]),
             "u_ref_judge_only": judge_ref,
             "ratio_judge_only": float(judge_ratio[m]),
-            "grade_judge_only": judge_grade[m] if np.isfinite(judge[m]) and np.isfinite(judge_ref) else None,
+            "grade_judge_only": judge_grade[m],
         }
         for k, g in enumerate(scheme.grades):
             row[f"p_{g}"] = float(shares[m, k]) if has_draws[m] else np.nan
