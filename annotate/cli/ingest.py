@@ -28,6 +28,7 @@ def _ingest_epilog() -> str:
         "  garak           garak report .jsonl\n"
         "  xstest          XSTest completion CSVs (v2, v1)\n"
         "  strongreject    StrongREJECT evaluate_dataset output (.csv/.jsonl/.parquet)\n"
+        "  ailuminate      AILuminate-shaped table (prompt file columns, SUT, Response, is_safe)\n"
         "\n\b\nRubric presets (--rubric-preset; chosen by themselves where the file names the scorer):\n"
         f"{_presets_help()}\n"
         "\n\b\nExamples:\n"
@@ -40,7 +41,21 @@ def _ingest_epilog() -> str:
         "                           --benchmark house-runner   # any table, its columns mapped\n"
         "  annotate ingest two_raters.csv --no-judge --map prompt_id=id --benchmark text   # human labels, no judge\n"
         "  annotate ingest multimodal.csv --map image=image_path   # each row's image, shown to reviewers\n"
+        "  annotate ingest results/qwen.json --format harmbench --prompts harmbench_behaviors_text_all.csv\n"
+        "                           # hazards from HarmBench's behaviours table (SemanticCategory)\n"
     )
+
+
+def hazard_line(counts: Any) -> str:
+    """``hazards: vcr 120, ncr 80, (own) misinformation_disinformation 12``: AILuminate's first, others marked."""
+    from annotate.hazards import taxonomy
+
+    tax = taxonomy()
+    known = [(c, n) for c, n in counts.most_common() if c in tax.hazards or c in tax.subs]
+    own = [(c, n) for c, n in counts.most_common() if not (c in tax.hazards or c in tax.subs)]
+    parts = [f"{c} {n:,}" for c, n in known][:14] + [f"{c} {n:,} (not AILuminate's)" for c, n in own][:6]
+    more = len(known) + len(own) - len(parts)
+    return "hazards: " + ", ".join(parts) + (f", and {more} more" if more > 0 else "")
 
 
 def _presets_help() -> str:
@@ -178,6 +193,25 @@ class _IngestCommand(click.Command):
     help="Download the items' images named by http(s) URL (the image field) into the workspace; without it a "
     "URL is refused (paths beside the file are always copied).",
 )
+@click.option(
+    "--prompts",
+    "prompts",
+    type=click.Path(path_type=Path, dir_okay=False),
+    default=None,
+    metavar="TABLE",
+    help="A table of the prompts' hazard, persona and locale by prompt id (HarmBench's behaviours CSV: BehaviorID, "
+    "SemanticCategory; AILuminate's prompt file: Release_prompt_id, Hazard, Persona, Locale; or prompt_id, hazard, "
+    "persona, locale): each response it lists takes them where the file gives none.",
+)
+@click.option(
+    "--hazard-map",
+    "hazard_map",
+    type=click.Path(path_type=Path, dir_okay=False),
+    default=None,
+    metavar="FILE",
+    help="A TOML [map] of category = hazard code over the shipped HarmBench and JailbreakBench tables and "
+    "annotate.toml's [ingest.hazard_map] (docs/formats.md, Hazards).",
+)
 @click.option("--json", "as_json", is_flag=True, help="Print the outcome as JSON.")
 @workspace_options
 def ingest(
@@ -201,6 +235,8 @@ def ingest(
     no_judge: bool = False,
     fetch_images: bool = False,
     empty_as: str = "set-aside",
+    prompts: Path | None = None,
+    hazard_map: Path | None = None,
 ) -> None:
     """Read benchmark results into the store, mapping every verdict under one rubric.
 
@@ -279,6 +315,8 @@ def ingest(
                 no_judge=no_judge,
                 fetch_images=fetch_images,
                 empty_as=empty_as,
+                prompts=prompts,
+                hazard_map=hazard_map,
             )
     finally:
         for bar in bars:
@@ -356,6 +394,13 @@ def _describe_outcome(o: IngestOutcome) -> str:
         )
     if o.images:
         line += f"\n  images: {o.images} row(s) with an image, copied into media/ under the sha256 of its bytes"
+    if o.hazards:
+        line += f"\n  {_shown(hazard_line(o.hazards))}"
+    if o.facets_filled:
+        line += (
+            f"\n  {o.facets_filled:,} response(s) already stored without their prompt's hazard, persona or locale "
+            "took them from this file"
+        )
     line += "".join(f"\n  {_shown(text)}" for text in o.notes)  # what the reader said about the file
     line += "".join(f"\n  {_shown(text)}" for text in kind_lines(o.kinds))
     line += "".join(f"\n  {text}" for text in _rubric_lines(o))

@@ -27,6 +27,12 @@ class BatchResult:
     duplicates: int = 0
     # (index in batch, existing response id, existing source id) for keys holding other content
     conflicts: list[tuple[int, int, int]] = field(default_factory=list)
+    # stored duplicates that took the hazard, persona or locale they were stored without
+    facets_filled: int = 0
+
+
+#: The prompt's fields a stored response takes from a later file that gives them (not its content identity).
+FACETS = ("hazard", "persona", "locale")
 
 
 class IngestTransaction:
@@ -152,21 +158,38 @@ class IngestTransaction:
         sha_idx = RESPONSE_COLUMNS.index("content_sha")
         with translating():
             existing = self._lookup([tuple(r[i] for i in key_idx) for r in rows])
+        facet_idx = [RESPONSE_COLUMNS.index(c) for c in FACETS]
+        fills: list[dict[str, Any]] = []
         for i, row in enumerate(rows):
             found = existing.get(i)
             if found is None:  # only possible with write=False: a new key
                 continue
-            rid, sha, src = found
-            if sha != row[sha_idx]:
+            rid, sha, src, *stored = found
+            new = [row[k] for k in facet_idx]
+            if sha != row[sha_idx] or any(
+                o is not None and n is not None and o != n for o, n in zip(stored, new, strict=True)
+            ):
                 result.conflicts.append((i, rid, src))
+            elif any(o is None and n is not None for o, n in zip(stored, new, strict=True)):
+                # The same response, stored without its prompt's facets (an older annotate, no --prompts): given now.
+                fills.append(
+                    {"id": rid, **{f: o if o is not None else n for f, o, n in zip(FACETS, stored, new, strict=True)}}
+                )
+        if fills and write:
+            with translating():
+                self._conn.execute(
+                    text("UPDATE response SET hazard = :hazard, persona = :persona, locale = :locale WHERE id = :id"),
+                    fills,
+                )
+            result.facets_filled = len(fills)
         if inserted < 0:  # the driver could not count: every non-conflicting new key went in
             inserted = len(rows) - len(existing)
         result.inserted = inserted
         result.duplicates = len(rows) - inserted - len(result.conflicts)
         return result
 
-    def _lookup(self, keys: list[tuple[Any, ...]]) -> dict[int, tuple[int, str, int]]:
-        """Stored (id, content_sha, source_id) per position in ``keys``, for keys that exist.
+    def _lookup(self, keys: list[tuple[Any, ...]]) -> dict[int, tuple[Any, ...]]:
+        """Stored (id, content_sha, source_id, hazard, persona, locale) per position in ``keys``, for keys that exist.
 
         Goes through a temporary key table joined on the unique key: a row-value
         ``IN (VALUES ...)`` list makes SQLite scan, about 20x slower.
@@ -184,11 +207,12 @@ class IngestTransaction:
         # CROSS JOIN pins SQLite's join order (small key table outside, unique index inside);
         # PostgreSQL plans it as an ordinary join.
         cur.execute(
-            "SELECT k.idx, r.id, r.content_sha, r.source_id FROM ingest_keys k CROSS JOIN response r "
+            "SELECT k.idx, r.id, r.content_sha, r.source_id, r.hazard, r.persona, r.locale FROM ingest_keys k "
+            "CROSS JOIN response r "
             "WHERE r.benchmark = k.benchmark AND r.model = k.model AND r.prompt_id = k.prompt_id "
             "AND r.epoch = k.epoch AND r.judge = k.judge"
         )
-        out = {row[0]: (row[1], row[2], row[3]) for row in cur.fetchall()}
+        out = {row[0]: tuple(row[1:]) for row in cur.fetchall()}
         cur.close()
         return out
 
@@ -212,7 +236,7 @@ class IngestTransaction:
         """
         fields = (
             *("prompt", "response", "judge_verdict", "judge_score", "judge_label", "judge_kind", "transcript"),
-            "image",
+            *("image", "hazard", "persona", "locale"),
         )
         stored = self._conn.execute(
             text(f"SELECT {', '.join(fields)} FROM response WHERE id = :id"), {"id": response_id}
@@ -244,6 +268,9 @@ class IngestTransaction:
             "meta",
             "transcript",
             "image",
+            "hazard",
+            "persona",
+            "locale",
             "content_sha",
             "source_id",
             "ingested_at",

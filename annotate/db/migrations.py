@@ -17,7 +17,7 @@ from annotate.db import tables as m
 from annotate.db.engine import utcnow
 from annotate.errors import StoreError
 
-SCHEMA_VERSION = 15
+SCHEMA_VERSION = 16
 
 
 def _create(conn: Connection, tables: list[Table]) -> None:
@@ -178,6 +178,13 @@ def _v15(conn: Connection) -> None:
         )
 
 
+def _v16(conn: Connection) -> None:
+    """Hazard categories, persona and locale of each response's prompt (issue #44)."""
+    # NULL for every earlier response: none was read with them.
+    _add_columns(conn, m.RESPONSE, ("hazard", "persona", "locale"))
+    _add_columns(conn, m.RESPONSE_HISTORY, ("hazard", "persona", "locale"))
+
+
 # (version, description, apply). Later schema changes append here; never edit a shipped step.
 MIGRATIONS: list[tuple[int, str, Callable[[Connection], None]]] = [
     (1, "responses, source files, ingest runs, response history", _v1),
@@ -195,6 +202,7 @@ MIGRATIONS: list[tuple[int, str, Callable[[Connection], None]]] = [
     (13, "the order design of a round's tasks (route --order) and the priorities items were ordered by", _v13),
     (14, "rows set aside at ingest (empty and error responses); rounds of imported labels", _v14),
     (15, "how each label arrived (annotation.channel: a server, an export file, a table); items' images", _v15),
+    (16, "the hazard categories, persona and locale of each response's prompt", _v16),
 ]
 assert MIGRATIONS[-1][0] == SCHEMA_VERSION
 

@@ -87,6 +87,11 @@ class Response(SQLModel, table=True):
     # v15: the item's image, ``<sha256>.<ext>`` of its copy in the workspace's media/ folder
     # (``annotate.ingest.media``); None: none.
     image: str | None = None
+    # v16: the prompt's hazard codes (``annotate.hazards``: sorted, joined by ";"), persona and
+    # locale (AILuminate's prompt fields); None: not given.
+    hazard: str | None = Field(default=None, sa_column=Column(Text))
+    persona: str | None = None
+    locale: str | None = None
 
 
 class ResponseHistory(SQLModel, table=True):
@@ -112,6 +117,9 @@ class ResponseHistory(SQLModel, table=True):
     replaced_by_source_id: int
     transcript: str | None = Field(default=None, sa_column=Column(Text))  # v6
     image: str | None = None  # v15
+    hazard: str | None = Field(default=None, sa_column=Column(Text))  # v16
+    persona: str | None = None  # v16
+    locale: str | None = None  # v16
 
 
 # -- schema version 2: review rounds in Label Studio --------------------------------------------

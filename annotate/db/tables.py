@@ -115,6 +115,9 @@ RESPONSE = Table(
     Column("ingested_at", UTCDateTime(), nullable=False),
     Column("transcript", Text(), nullable=True),
     Column("image", String(), nullable=True),
+    Column("hazard", Text(), nullable=True),
+    Column("persona", String(), nullable=True),
+    Column("locale", String(), nullable=True),
     UniqueConstraint("benchmark", "model", "prompt_id", "epoch", "judge", name="uq_response_key"),
 )
 
@@ -139,6 +142,9 @@ RESPONSE_HISTORY = Table(
     Column("replaced_by_source_id", Integer(), nullable=False),
     Column("transcript", Text(), nullable=True),
     Column("image", String(), nullable=True),
+    Column("hazard", Text(), nullable=True),
+    Column("persona", String(), nullable=True),
+    Column("locale", String(), nullable=True),
 )
 
 ANNOTATOR = Table(

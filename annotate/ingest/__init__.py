@@ -31,10 +31,11 @@ FORMATS: dict[str, str] = {
     "garak": "annotate.ingest.formats.garak",
     "xstest": "annotate.ingest.formats.xstest",
     "strongreject": "annotate.ingest.formats.strongreject",
+    "ailuminate": "annotate.ingest.formats.ailuminate",
     "generic": "annotate.ingest.formats.generic",
 }
 #: The formats whose readers read tables through a column map (``ingest --map``).
-TABLE_FORMATS = ("strongreject", "generic")
+TABLE_FORMATS = ("strongreject", "ailuminate", "generic")
 
 HEAD_BYTES = 64 * 1024
 BOM = b"\xef\xbb\xbf"

@@ -31,6 +31,8 @@ class IngestOutcome:
     rejected: int = 0
     set_aside: int = 0
     images: int = 0  # rows with an image (copied into the workspace's media/)
+    facets_filled: int = 0  # stored responses that took the hazard, persona or locale this file gives
+    hazards: Counter[str] = field(default_factory=Counter)  # accepted rows per stored hazard code
     labels: Counter[str] = field(default_factory=Counter)  # of the rows read and accepted
     reasons: Counter[str] = field(default_factory=Counter)
     ambiguous_reasons: Counter[str] = field(default_factory=Counter)
@@ -60,6 +62,8 @@ class IngestOutcome:
             "rejected": self.rejected,
             "set_aside": self.set_aside,
             "images": self.images,
+            "hazards": dict(sorted(self.hazards.items())),
+            "facets_filled": self.facets_filled,
             "labels": dict(self.labels),
             "label_reasons": dict(self.reasons),
             "rubric": self.rubric_source,

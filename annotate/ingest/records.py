@@ -101,6 +101,11 @@ class Record:
     # The item's image as the file names it (a path beside the file, or a URL): copied into the
     # workspace at ingest (annotate.ingest.media), which stores its content-addressed name.
     image: str | None = None
+    # The prompt's hazard categories as the file gives them (text, several joined by ";", or a list):
+    # normalised to the stored codes at ingest (annotate.hazards); its persona and locale (AILuminate).
+    hazard: Any = None
+    persona: str | None = None
+    locale: str | None = None
 
 
 @dataclass(slots=True)
@@ -362,6 +367,9 @@ def record_problem(rec: Record, names_ok: set[str]) -> str | None:
     problem = name_problem("prompt_id", rec.prompt_id)
     if problem is None and rec.category is not None:
         problem = name_problem("category", rec.category) or reserved_name_problem("category", rec.category)
+    for facet, value in (("persona", rec.persona), ("locale", rec.locale)):
+        if problem is None and value is not None:
+            problem = name_problem(facet, value)
     if problem is not None:
         return problem
     for field_name, text in (("prompt", rec.prompt), ("response", rec.response), ("judge_label", rec.verdict)):

@@ -23,6 +23,7 @@ import hashlib
 import json
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
+from dataclasses import replace as replace_dc
 from datetime import UTC, datetime
 from pathlib import Path
 from types import ModuleType
@@ -31,10 +32,12 @@ from typing import TYPE_CHECKING, Any, NamedTuple
 from annotate.columns import NO_JUDGE, RESPONSE_COLUMNS
 from annotate.errors import InputError
 from annotate.fileio import open_input, write_atomic
+from annotate.hazards import default_lookup
 from annotate.ingest import HEAD_BYTES, detect_format, encoding_problem, reader_module
 from annotate.ingest.degenerate import BLANK_AS_SAFE, EMPTY, WHITESPACE, degenerate_reason
 from annotate.ingest.media import ImageStore
 from annotate.ingest.outcome import IngestOutcome, unparsed_hint
+from annotate.ingest.prompt_facets import PromptFacets
 from annotate.ingest.records import (
     ENCODING_HINT,
     Problem,
@@ -88,6 +91,9 @@ class ResponseRow(NamedTuple):
     meta: str | None  # the record's metadata as JSON text (_meta_json)
     transcript: str | None  # the conversation as JSON text (transcript_json); None for a single turn
     image: str | None  # the item's image in the workspace's media/ (annotate.ingest.media): <sha256>.<ext>
+    hazard: str | None  # the prompt's hazard codes (annotate.hazards), sorted and joined by ";"
+    persona: str | None
+    locale: str | None
     content_sha: str  # the content's identity (content_sha): a stored key with another one is a conflict
     source_id: int
     ingested_at: Any  # the transaction's timestamp, as the store's dialect takes it (tx.timestamp)
@@ -206,6 +212,7 @@ def ingest_file(
     no_judge: bool = False,
     images: ImageStore | None = None,
     empty_as: str = "set-aside",
+    facets: PromptFacets | None = None,
 ) -> IngestOutcome:
     """Validate and ingest one file inside the command's transaction.
 
@@ -278,6 +285,10 @@ def ingest_file(
             command_first_id=command_first_id,
             ctx=ctx,
         )
+        # Per file: the prompts table's counts are said for each file.
+        file_facets = (
+            PromptFacets(default_lookup()) if facets is None else replace_dc(facets, matched=0, unmatched=set())
+        )
         set_aside = _read_rows(
             module.read(path, ctx),
             fmt_rubric,
@@ -289,8 +300,9 @@ def ingest_file(
             images=images,
             base=path.parent,
             empty_as=empty_as,
+            facets=file_facets,
         )
-        outcome.notes = ctx.notes
+        outcome.notes = ctx.notes + file_facets.notes()
         # Before any problem is reported: a file that changed while it was read explains them all.
         sha = outcome.sha256 = source.finish()
         tx.finish_source(sha)
@@ -330,6 +342,7 @@ def ingest_file(
         **({"empty_as": empty_as} if empty_as != "set-aside" else {}),  # blank responses stored as safe
         **({"encoding": encoding} if encoding else {}),  # the file's text encoding, when not UTF-8
         **ctx.recorded,  # what the reader read the file with (e.g. the column map applied)
+        **(facets.recorded() if facets is not None else {}),  # the prompts table and hazard entries used
     }
     _record_run(tx, outcome, rubric, module.DEFAULT_RUBRIC, started, options)
     return outcome
@@ -463,6 +476,7 @@ class _BatchWriter:
         result = self.tx.insert_batch(self.rows)
         self.outcome.added += result.inserted
         self.outcome.duplicates += result.duplicates
+        self.outcome.facets_filled += result.facets_filled
         for i, rid, _src in result.conflicts:
             self._conflict(self.records[i], self.rows[i], rid)
         self.rows.clear()
@@ -552,6 +566,7 @@ def _read_rows(
     images: ImageStore | None = None,
     base: Path | None = None,
     empty_as: str = "set-aside",
+    facets: PromptFacets | None = None,
 ) -> list[dict[str, Any]]:
     """Read every item of the file: a problem is gathered, a set-aside row kept for its file, and
     a record validated, its verdict classified by the rubric, counted and written as a
@@ -577,7 +592,12 @@ def _read_rows(
             outcome.set_aside += 1
             set_aside.append({"line": item.line, "reason": item.reason, "data": item.data})
             continue
+        hazard = None
+        if facets is not None:
+            facets.fill(item)
         invalid = record_problem(item, names_ok)
+        if invalid is None and item.hazard is not None:
+            hazard, invalid = (facets or PromptFacets(default_lookup())).hazard(item)
         if invalid is None:
             meta, invalid = _meta_json(item.meta)
         if invalid is not None:
@@ -629,7 +649,9 @@ def _read_rows(
                 continue
             outcome.images += 1
         outcome.count(item, label, reason, spec.presets)
-        writer.add(_response_row(item, label, reason, kind, meta, source_id, stamp, image), item)
+        if hazard is not None:
+            outcome.hazards.update(hazard.split(";"))
+        writer.add(_response_row(item, label, reason, kind, meta, source_id, stamp, image, hazard), item)
     writer.flush()
     for (benchmark, judge), stored in writer.tx.stored_kinds(list(outcome.kinds)).items():
         kind = outcome.kinds[(benchmark, judge)][0]
@@ -705,6 +727,7 @@ def _response_row(
     source_id: int,
     stamp: Any,
     image: str | None = None,
+    hazard: str | None = None,
 ) -> ResponseRow:
     """The row a valid, classified record becomes: its transcript as JSON text, its content identity.
 
@@ -730,6 +753,10 @@ def _response_row(
         meta,
         transcript,
         image,
+        hazard,
+        rec.persona,
+        rec.locale,
+        # The prompt's hazard, persona and locale are not the response's content: a later file may add them.
         content_sha(rec.prompt, rec.response, rec.verdict, rec.score, label, transcript, kind, image),
         source_id,
         stamp,  # ingested_at

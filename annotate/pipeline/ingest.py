@@ -25,10 +25,14 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from annotate.errors import InputError
+from annotate.fileio import sha256_file
+from annotate.hazards import default_lookup, table_entries
+from annotate.hazards import read_table as read_hazard_table
 from annotate.ingest import detect_file, reader_module
 from annotate.ingest.formats.column_map import ColumnMaps, column_maps, parse_map_option
 from annotate.ingest.media import ImageStore
 from annotate.ingest.outcome import IngestOutcome
+from annotate.ingest.prompt_facets import PromptFacets, read_prompts
 from annotate.ingest.records import check_encoding, parse_names_option
 from annotate.ingest.rubric import Rubric
 from annotate.ingest.run import check_name_option, ingest_paths
@@ -200,6 +204,8 @@ def ingest(
     empty_as: str = "set-aside",
     no_judge: bool = False,
     fetch_images: bool = False,
+    prompts: Path | None = None,
+    hazard_map: Path | None = None,
 ) -> list[IngestOutcome]:
     """Validate and ingest the files all-or-nothing (see ``annotate.ingest.run.ingest_paths``).
 
@@ -219,6 +225,9 @@ def ingest(
     any verdict column kept as metadata (without it, a table with no verdict column is refused).
     ``fetch_images`` (``--fetch-images``): an ``image`` that is an http(s) URL is downloaded; the
     images are copied into the workspace's media/ folder (``annotate.ingest.media``).
+    ``prompts`` (``--prompts``): a table of the prompts' hazard, persona and locale by prompt id
+    (``annotate.ingest.prompt_facets``); ``hazard_map`` (``--hazard-map``): a table of category =
+    hazard code over the shipped ones and annotate.toml's ``[ingest.hazard_map]`` (``annotate.hazards``).
     """
     value_names = parse_names_option(list(names))
     if fmt != "auto":
@@ -241,6 +250,7 @@ def ingest(
     maps = column_maps(
         parse_map_option(list(column_map)), s.ws.settings.get("ingest"), config=s.ws.config_path, root=s.ws.root
     )
+    facets = prompt_facets(s.ws.settings.get("ingest"), prompts, hazard_map, config=s.ws.config_path)
     collected = collect_files(paths, fmt, maps)
     if on_skip is not None:
         for path, reason in collected.skipped:
@@ -266,4 +276,25 @@ def ingest(
         empty_as=empty_as,
         no_judge=no_judge,
         images=ImageStore(s.ws.media_dir, fetch=fetch_images),
+        facets=facets,
     )
+
+
+def prompt_facets(ingest_settings: Any, prompts: Path | None, hazard_map: Path | None, *, config: Path) -> PromptFacets:
+    """The hazard lookup (shipped tables, annotate.toml's ``[ingest.hazard_map]``, then ``--hazard-map``)
+    and the prompts table, checked before any file is read."""
+    own: dict[str, str] = {}
+    section = ingest_settings.get("hazard_map") if isinstance(ingest_settings, dict) else None
+    try:
+        if section is not None:
+            own.update(table_entries(section, f"{config}: [ingest.hazard_map]"))
+        if hazard_map is not None:
+            own.update(read_hazard_table(hazard_map))
+    except ValueError as exc:
+        raise InputError(str(exc)) from None
+    facets = PromptFacets(default_lookup(own), own=own)
+    if prompts is not None:
+        facets.prompts = read_prompts(prompts)
+        facets.table = prompts
+        facets.table_sha256 = sha256_file(prompts)
+    return facets

@@ -41,9 +41,12 @@ def _ingest_one(store, prompt_id: str = "p1") -> None:
             "safe",
             "mapped",
             "safety",
-            None,
-            None,
-            None,
+            None,  # meta
+            None,  # transcript
+            None,  # image
+            None,  # hazard
+            None,  # persona
+            None,  # locale
         )
         row += (content_sha("prompt", "r", "safe", None, "safe"), tx.source_id, tx.timestamp(utcnow()))
         tx.insert_batch([row])

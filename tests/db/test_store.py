@@ -31,6 +31,9 @@ def _row(i: int, response: str = "r", source_id: int = 1, label: str = "safe"):
         None,  # meta
         None,  # transcript
         None,  # image
+        None,  # hazard
+        None,  # persona
+        None,  # locale
         content_sha("prompt", response, label, None, label),
         source_id,
         None,

@@ -31,9 +31,11 @@ def test_every_field_carries_its_record_value() -> None:
         epoch=2,
         category="cat-c",
         transcript=turns,
+        persona="skilled",
+        locale="fr_FR",
     )
     image = "ab" * 32 + ".png"
-    row = _response_row(rec, "harmful", "mapped", "quality", '{"k":1}', 41, "2026-01-01 00:00:00", image)
+    row = _response_row(rec, "harmful", "mapped", "quality", '{"k":1}', 41, "2026-01-01 00:00:00", image, "ncr;vcr")
     transcript = transcript_json(turns)
     expected = {
         "benchmark": "bench-b",
@@ -52,6 +54,10 @@ def test_every_field_carries_its_record_value() -> None:
         "meta": '{"k":1}',
         "transcript": transcript,
         "image": image,
+        "hazard": "ncr;vcr",
+        "persona": "skilled",
+        "locale": "fr_FR",
+        # the prompt's facets are not the response's content (a later file may add them)
         "content_sha": content_sha(
             "the prompt", "the response", "Unsafe", 0.25, "harmful", transcript, "quality", image
         ),

@@ -357,7 +357,7 @@ def test_a_v10_store_migrates_every_response_to_safety(workspace, runner, tmp_pa
         conn.execute("DELETE FROM schema_version WHERE version >= 11")
     store = open_store(ws.db_url)
     try:
-        assert store.schema_version() == SCHEMA_VERSION == 15
+        assert store.schema_version() == SCHEMA_VERSION == 16
         assert set(store.responses(["judge_kind"]).judge_kind) == {"safety"}  # today's reading of old rows
     finally:
         store.close()

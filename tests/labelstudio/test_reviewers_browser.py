@@ -197,9 +197,10 @@ def test_reviewers_log_in_label_with_hotkeys_and_their_labels_come_back(lead, br
     chosen = {}
     for who in ("A1", "A2"):
         page = _log_in(browser, sheets[who], who)
-        page.screenshot(path=str(ARTIFACTS / f"reviewer-{who}-home.png"))
         # Their home shows their project and nothing that sends them elsewhere: no offers, no links out.
-        assert page.get_by_text(f"r1 - {who}").first.is_visible()
+        # (The project list is fetched after the page loads: on a busy machine it comes seconds later.)
+        page.get_by_text(f"r1 - {who}").first.wait_for(state="visible", timeout=60_000)
+        page.screenshot(path=str(ARTIFACTS / f"reviewer-{who}-home.png"))
         for elsewhere in ("Resources", "Did you know?", "Label Studio Enterprise", "Create Project", "Invite Members"):
             assert not page.get_by_text(elsewhere).first.is_visible(), (who, elsewhere)
         outside = page.eval_on_selector_all(

@@ -40,6 +40,9 @@ TARGETS = (
     "epoch",
     "messages",
     "image",
+    "hazard",
+    "persona",
+    "locale",
 )
 KNOWN = frozenset(TARGETS)
 #: Short names a column map also takes for a field (``--map score=score`` reads ``judge_score``).

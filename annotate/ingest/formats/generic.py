@@ -23,6 +23,11 @@ messages        no        the conversation, a list of OpenAI-style chat messages
 image           no        an image shown to reviewers beside the prompt: a path relative to the
                           file's folder, or an http(s) URL with ``--fetch-images``
                           (:mod:`annotate.ingest.media`)
+hazard          no        the prompt's hazard categories: AILuminate uids or names, HarmBench or
+                          JailbreakBench categories, or your own codes; several joined by ``;``
+                          (a list in JSONL); never shown to reviewers (:mod:`annotate.hazards`)
+persona         no        the prompt's persona (AILuminate: normal, unskilled, skilled)
+locale          no        the prompt's locale (AILuminate: en_US, fr_FR, ...)
 (anything else) no        kept as metadata
 ==============  ========  ====================================================================
 
@@ -57,10 +62,12 @@ turn and one answer, no system message with content) keeps no transcript, as els
 
 from __future__ import annotations
 
+import csv
 import hashlib
 import json
 import math
 import os
+import struct
 import unicodedata
 from collections.abc import Iterator, Sequence
 from pathlib import Path
@@ -136,6 +143,49 @@ def sniff(path: Path, head: bytes) -> bool:
                     return False
                 return ("judge_label" in obj or "judge_score" in obj) and ("response" in obj or "messages" in obj)
     return False
+
+
+#: A Parquet footer longer than this is not read to recognise the file (the generic reader then says what it is).
+_MAX_SNIFFED_FOOTER = 8 * 2**20
+
+
+def table_columns(path: Path, head: bytes) -> list[str] | None:
+    """A table's column names as its first ``head`` bytes show them (a Parquet file: its footer), for the
+    sniffers of readers built on this one; None when the file is no table or they cannot be read."""
+    name = path.name.lower()
+    if name.endswith(_PARQUET_EXT):
+        return _parquet_names(path) if head.startswith(b"PAR1") else None
+    text = head.decode("utf-8", errors="replace")
+    if name.endswith(_CSV_EXT):
+        first = text.splitlines()[0] if text else ""
+        return next(csv.reader([first], delimiter="\t" if name.endswith(".tsv") else ","), [])
+    if name.endswith((*_JSONL_EXT, ".json")):
+        for line in text.splitlines():
+            if line.strip():
+                try:
+                    obj = json.loads(line)
+                except (ValueError, RecursionError):  # not JSON Lines (or too deep): not a table here
+                    return None
+                return list(obj) if isinstance(obj, dict) else None
+    return None
+
+
+def _parquet_names(path: Path) -> list[str]:
+    """The column names in a Parquet file's footer ([] when it cannot be read, or is too long to read here)."""
+    try:
+        with open(path, "rb") as fh:
+            size = os.fstat(fh.fileno()).st_size
+            if size < 12:
+                return []
+            fh.seek(size - 8)
+            tail = fh.read(8)
+            if tail[4:] != b"PAR1" or struct.unpack("<I", tail[:4])[0] > _MAX_SNIFFED_FOOTER:
+                return []
+        import pyarrow.parquet as pq
+
+        return list(pq.read_schema(path).names)
+    except Exception:  # not Parquet, damaged, unreadable: not claimed here
+        return []
 
 
 def is_table(path: Path) -> bool:
@@ -477,6 +527,13 @@ def _row_to_item(
     image = obj.get("image")
     if image is not None and type(image) is not str:
         return Problem(line, f"field 'image' must be a path or URL (text), got {_type(image)}")
+    hazard = obj.get("hazard")
+    facets = {k: obj.get(k) for k in ("persona", "locale")}
+    for key, value in facets.items():
+        if value == "":
+            facets[key] = None  # an empty cell: none
+        elif value is not None and type(value) is not str:
+            return Problem(line, f"field {key!r} must be text, got {_type(value)}")
     return Record(
         line=line,
         model=str(model).strip(),
@@ -492,6 +549,9 @@ def _row_to_item(
         meta=extra or None,
         transcript=transcript,
         image=image or None,
+        hazard=hazard if hazard != "" else None,
+        persona=facets["persona"],
+        locale=facets["locale"],
     )
 
 

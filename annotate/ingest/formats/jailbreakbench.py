@@ -35,6 +35,8 @@ Choices:
   an item with neither, the JBB-Behaviors name of its ``index``, as in the random-search
   artifacts of June to September 2024), epoch 0, category from the item (evaluations have
   none).
+* hazard = the category, read through JailbreakBench's table of AILuminate hazards
+  (``annotate/data/hazards/jailbreakbench.toml``: ``Privacy`` -> ``prv``; ``Disinformation`` kept as itself).
 * verdict ``"true"`` / ``"false"`` from ``jailbroken``; ``null`` gives verdict None.
 * Extra judge columns (``jailbroken_<judge>``, e.g. ``jailbroken_llama_guard1``) go into
   meta as second opinions, with ``goal``, ``index`` and the run's method / attack type /
@@ -467,6 +469,8 @@ def _item(
         verdict=None if jailbroken is None else ("true" if jailbroken else "false"),
         category=category if isinstance(category, str) and category else None,
         meta=meta or None,
+        # JBB-Behaviors' category is its hazard, mapped to AILuminate's (annotate/data/hazards/jailbreakbench.toml)
+        hazard=category if isinstance(category, str) and category else None,
     )
 
 

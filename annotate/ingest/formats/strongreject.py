@@ -43,11 +43,7 @@ and annotate.toml's ``[ingest.map]`` override it field by field):
 
 from __future__ import annotations
 
-import csv
-import json
 import math
-import os
-import struct
 from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import Any
@@ -82,8 +78,6 @@ _ORIGIN = "StrongREJECT"
 _NEEDED = frozenset({"forbidden_prompt", "response", "score"})
 _JUDGE_COLUMNS = frozenset({"evaluator", "judge_model"})
 _RUBRIC_ITEMS = ("refusal", "convincingness", "specificity")
-#: A Parquet footer longer than this is not read to recognise the file (the generic reader then says what it is).
-_MAX_SNIFFED_FOOTER = 8 * 2**20
 
 
 def is_output(names: Sequence[str]) -> bool:
@@ -93,41 +87,8 @@ def is_output(names: Sequence[str]) -> bool:
 
 
 def sniff(path: Path, head: bytes) -> bool:
-    name = path.name.lower()
-    if name.endswith((".parquet", ".pq")):
-        return head.startswith(b"PAR1") and is_output(_parquet_names(path))
-    text = head.decode("utf-8", errors="replace")
-    if name.endswith((".csv", ".tsv")):
-        first = text.splitlines()[0] if text else ""
-        header = next(csv.reader([first], delimiter="\t" if name.endswith(".tsv") else ","), [])
-        return is_output(header)
-    if name.endswith((".jsonl", ".ndjson", ".jsonl.txt", ".json")):
-        for line in text.splitlines():
-            if line.strip():
-                try:
-                    obj = json.loads(line)
-                except (ValueError, RecursionError):  # not JSON Lines (or too deep): not this format
-                    return False
-                return isinstance(obj, dict) and is_output(list(obj))
-    return False
-
-
-def _parquet_names(path: Path) -> list[str]:
-    """The column names in a Parquet file's footer ([] when it cannot be read, or is too long to read here)."""
-    try:
-        with open(path, "rb") as fh:
-            size = os.fstat(fh.fileno()).st_size
-            if size < 12:
-                return []
-            fh.seek(size - 8)
-            tail = fh.read(8)
-            if tail[4:] != b"PAR1" or struct.unpack("<I", tail[:4])[0] > _MAX_SNIFFED_FOOTER:
-                return []
-        import pyarrow.parquet as pq
-
-        return list(pq.read_schema(path).names)
-    except Exception:  # not Parquet, damaged, unreadable: not claimed here
-        return []
+    names = generic.table_columns(path, head)
+    return names is not None and is_output(names)
 
 
 def read(path: Path, ctx: ReadContext) -> Iterator[Item]:
