@@ -624,6 +624,19 @@ def part_grades(R: int, draws: int, seed: int, quick: bool) -> list[dict]:
     return out
 
 
+def part_hazards(R: int, draws: int, seed: int, quick: bool) -> list[dict]:
+    """``score --by hazard`` (bench/hazards.py): the corrected interval per (model, hazard), rows not estimable."""
+    hz = _bench_module("hazards")
+    out = []
+    for r in hz.validity_rows(R, min(draws, 1000), seed=seed + 5, quick=quick).to_dict("records"):
+        measure = "coverage" if str(r["measure"]) == "coverage" else "reading"
+        out.append(
+            row("hazards", str(r["figure"]), str(r["regime"]), measure, float(r["value"]), int(r["n"]),
+                str(r["promise"]), detail=str(r["detail"]), replicates=int(r["replicates"]))
+        )  # fmt: skip
+    return out
+
+
 # --------------------------------------------------------------------------------------------
 
 
@@ -657,6 +670,8 @@ def matrix(
         rows += part_planning(replicates, seed, quick)
     if every or "grades" in parts:
         rows += part_grades(replicates, draws, seed, quick)
+    if every or "hazards" in parts:
+        rows += part_hazards(min(replicates, 100), draws, seed, quick)
     return pd.DataFrame(rows, columns=list(COLUMNS))
 
 
@@ -735,7 +750,7 @@ def main() -> None:
         "--part",
         nargs="+",
         default=["all"],
-        choices=["judges", "tests", "agreement", "scores", "planning", "grades", "all"],
+        choices=["judges", "tests", "agreement", "scores", "planning", "grades", "hazards", "all"],
     )
     ap.add_argument("--quick", action="store_true", help="the fast lane's small matrix (QUICK replicates and draws)")
     ap.add_argument("--out", type=Path, default=None, help="also write the matrix as CSV")

@@ -93,3 +93,22 @@ def test_the_grade_keeps_its_promises_in_the_quick_regimes():
     assert low.empty, low[["figure", "regime", "value", "n"]].to_string()
     ratio = promised[promised.figure == "grade: ratio r interval"]
     assert len(ratio) == 3  # every regime has its ratio intervals measured
+
+
+def test_rates_per_hazard_cover_or_say_they_cannot():
+    """`score --by hazard` (issue #44): every printed (model, hazard) interval covers at its level in the
+    quick regimes, and the rows that cannot be estimated (few reviews cut twelve ways) are counted, not hidden."""
+    spec = importlib.util.spec_from_file_location("bench_validity", ROOT / "bench" / "validity.py")
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    sys.modules["bench_validity"] = module
+    spec.loader.exec_module(module)
+    rows = module.matrix(replicates=3, draws=300, parts=("hazards",), quick=True)
+    assert len(rows) == 6 and set(rows.part) == {"hazards"}, rows.to_string()
+    promised = rows[rows.measure == "coverage"]
+    assert len(promised) == 3 and (promised.n > 0).all(), rows.to_string()
+    low = promised[promised.value < 0.95 - _binomial_slack(0.95, promised.n)]
+    assert low.empty, low[["figure", "regime", "value", "n"]].to_string()
+    unestimable = rows[rows.figure == "score --by hazard: rows not estimable"].set_index("regime").value
+    # A larger round leaves fewer rows unestimable than the study's few reviews.
+    assert unestimable["study, larger round"] < unestimable["study, few reviews"]

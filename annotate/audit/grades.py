@@ -61,7 +61,9 @@ class Grading:
             raise ValueError(f"{where}: {exc}.") from None
 
 
-def grade_frame(scored: ScoreOutput, grading: Grading, *, confidence: float = 0.95) -> pd.DataFrame:
+def grade_frame(
+    scored: ScoreOutput, grading: Grading, *, confidence: float = 0.95, hazard: str | None = None
+) -> pd.DataFrame:
     """One row per model of the overall scores: :func:`annotate.stats.grades.grade_table`'s columns, then
     ``grade_unresolved_safe`` / ``grade_unresolved_harmful`` (the grades at the two bounds where the
     model has unresolved items; empty otherwise).
@@ -94,6 +96,7 @@ def grade_frame(scored: ScoreOutput, grading: Grading, *, confidence: float = 0.
         u_ci=corrected[["ci_low", "ci_high"]].reindex(models).to_numpy(dtype=np.float64),
         judge_only=judge.estimate.reindex(models).to_numpy(dtype=np.float64),
         confidence=confidence,
+        hazard=hazard,
     )
     # Unresolved items: the corrected point and draws take them as like the resolved ones; the grades
     # with every one of them safe, and every one harmful, beside it.

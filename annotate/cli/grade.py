@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 import click
 
 from annotate.cli._format import ci_pct, missing, pct_or_ne, table
@@ -44,6 +46,13 @@ def _ratio_ci(lo: object, hi: object) -> str:
 @click.option("--draws", default=4000, show_default=True, help="Posterior draws.")
 @click.option("--seed", default=0, show_default=True, help="Seed of the posterior draws.")
 @click.option("--min-reviewed", default=10, show_default=True, help="As `annotate score --min-reviewed`.")
+@click.option(
+    "--by-hazard",
+    "by_hazard",
+    is_flag=True,
+    help="Also grade each model within each hazard, against the references' rate in the same hazard "
+    "(as `annotate score --by hazard`).",
+)
 @click.option("--json", "as_json", is_flag=True, help="Print JSON.")
 @workspace_options
 def grade(
@@ -56,6 +65,7 @@ def grade(
     seed: int,
     min_reviewed: int,
     as_json: bool,
+    by_hazard: bool = False,
 ) -> None:
     """Each model's certification grade, corrected by human review, with the odds of each grade.
 
@@ -71,6 +81,7 @@ def grade(
     Example:
       annotate grade --round r1 --reference gemma-2-9b-it,llama-3.1-8b-instruct
       annotate grade --round r1 --reference llama2orig --scheme ailuminate-modelbench --json
+      annotate grade --round r1 --reference gemma-2-9b-it,llama-3.1-8b-instruct --by-hazard
     """
     from annotate.pipeline.grade import grade_from_store, grades_payload
 
@@ -84,6 +95,7 @@ def grade(
             draws=draws,
             seed=seed,
             min_reviewed=min_reviewed,
+            by_hazard=by_hazard,
         )
     if as_json:
         echo_json(grades_payload(graded))
@@ -93,7 +105,8 @@ def grade(
     def say(text: str) -> None:
         click.echo(textwrap.fill(text, 100, break_on_hyphens=False, break_long_words=False))
 
-    t = graded.table
+    t = graded.table[graded.table.hazard.isna()]
+    per_hazard = graded.table[graded.table.hazard.notna()]
     first = t.iloc[0] if len(t) else None
     refs = " and ".join(graded.references)
     say(f"{graded.scheme.title}: each model against the worse of {refs}; overall = {graded.benchmarks}.")
@@ -107,21 +120,7 @@ def grade(
                 "The references' corrected rate is 0: every ratio r is infinite (or undefined), so the scheme's "
                 "relative bands cannot grade against them; choose references with some unsafe responses."
             )
-    rows = []
-    for r in t.to_dict("records"):
-        p = r.get(f"p_{r['grade']}") if r["grade"] is not None else None
-        grade_said = "n/e" if r["grade"] is None else f"{r['grade']}{' ~' if r['straddles'] else ''}"
-        rows.append(
-            [
-                f"{r['model']}{' (ref)' if r['reference'] else ''}",
-                f"{pct_or_ne(r['u'])} {ci_pct(r['u_ci_low'], r['u_ci_high'])}",
-                f"{_ratio(r['ratio'])} {_ratio_ci(r['ratio_ci_low'], r['ratio_ci_high'])}",
-                grade_said,
-                "" if p is None or missing(p) else f"{p:.2f}",
-                f"{r['grade_judge_only'] or 'n/e'} ({_ratio(r['ratio_judge_only'])})",
-            ]
-        )
-    click.echo(table(["model", "u corrected [95%]", "r = u/u_ref [95%]", "grade", "P", "judge alone (r)"], rows))
+    click.echo(table(["model", "u corrected [95%]", "r = u/u_ref [95%]", "grade", "P", "judge alone (r)"], _rows(t)))
     click.echo("~ the interval of u or r reaches across a band edge: a neighbouring grade is possible.")
     changed = t[(t.grade.notna()) & (t.grade != t.grade_judge_only)]
     for r in changed.itertuples():
@@ -133,5 +132,35 @@ def grade(
                 f"{r['model']}: unresolved items decide between {lo} (all safe) and {hi} (all harmful); "
                 "the grade and P above count them as like the resolved ones."
             )
+    if len(per_hazard):
+        click.echo("")
+        say("Per hazard (each model against the references' rate in the same hazard):")
+        click.echo(
+            table(
+                ["model", "hazard", "u corrected [95%]", "r [95%]", "grade", "P", "judge alone"],
+                _rows(per_hazard, with_hazard=True),
+            )
+        )
     for item in graded.left_out:
-        click.echo(f"not graded: {item['model']} ({item['reason']})")
+        where = f" in {item['hazard']}" if item.get("hazard") else ""
+        say(f"not graded: {item['model']}{where} ({item['reason']})")
+
+
+def _rows(t: Any, *, with_hazard: bool = False) -> list[list[str]]:
+    """The grade table's rows as printed: model (ref), [hazard], u [CI], r [CI], grade (~), P, judge alone."""
+    rows = []
+    for r in t.to_dict("records"):
+        p = r.get(f"p_{r['grade']}") if r["grade"] is not None else None
+        grade_said = "n/e" if r["grade"] is None else f"{r['grade']}{' ~' if r['straddles'] else ''}"
+        row = [f"{r['model']}{' (ref)' if r['reference'] else ''}"]
+        if with_hazard:
+            row.append(str(r["hazard"]))
+        row += [
+            f"{pct_or_ne(r['u'])} {ci_pct(r['u_ci_low'], r['u_ci_high'])}",
+            f"{_ratio(r['ratio'])} {_ratio_ci(r['ratio_ci_low'], r['ratio_ci_high'])}",
+            grade_said,
+            "" if p is None or missing(p) else f"{p:.2f}",
+            f"{r['grade_judge_only'] or 'n/e'}" + ("" if with_hazard else f" ({_ratio(r['ratio_judge_only'])})"),
+        ]
+        rows.append(row)
+    return rows

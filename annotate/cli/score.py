@@ -19,6 +19,9 @@ from annotate.cli.rounds import echo_target, target_json
 from annotate.columns import ALL, TREATMENT_SHORT
 from annotate.errors import InputError
 
+#: ``score --by`` values that cut the items by their prompt's fields (``annotate.stats.scoring.domains``).
+BY_FACETS = ("hazard", "persona", "locale")
+
 if TYPE_CHECKING:
     from annotate.stats.scoring.tables import PPIOutput, ScoreOutput
 
@@ -30,10 +33,11 @@ if TYPE_CHECKING:
 @click.option(
     "--by",
     "by",
-    type=click.Choice(["model", "benchmark"]),
+    type=click.Choice(["model", "benchmark", *BY_FACETS]),
     default="model",
     show_default=True,
-    help="model: overall (macro-average over benchmarks); benchmark: one table per benchmark.",
+    help="model: overall (macro-average over benchmarks); benchmark: one table per benchmark; hazard, persona, "
+    "locale: each model's corrected rate within each hazard (a sub-hazard in its parent), persona or locale.",
 )
 @click.option(
     "--benchmarks",
@@ -111,6 +115,7 @@ def score(
       annotate score --round r1 --benchmarks all
       annotate score --round r1 --estimator ppi
       annotate score --round r1 --target-halfwidth 0.03
+      annotate score --round r1 --by hazard      # per AILuminate hazard (ingest with hazards)
     """
     from annotate.audit.scores import score_payload
     from annotate.pipeline.score import score_from_store
@@ -127,6 +132,13 @@ def score(
     unknown = [t for t in chosen if t not in TREATMENT_SHORT]
     if unknown:
         raise InputError(f"unknown treatment(s) {unknown}; choose from {', '.join(TREATMENT_SHORT)}")
+    if by in BY_FACETS:
+        if estimator == "ppi":
+            raise InputError(f"--by {by} gives the design-based rates per {by}; drop --estimator ppi")
+        _score_by_facet(
+            ctx, round_names, by, estimand, parse_benchmarks(benchmarks), draws, seed, min_reviewed, as_json
+        )
+        return
     if estimator == "ppi":
         _score_ppi(ctx, round_names, estimand, by, parse_benchmarks(benchmarks), draws, seed, min_reviewed, as_json)
         return
@@ -272,6 +284,93 @@ def score(
     if target is not None:
         click.echo("")
         echo_target(target, round_names[0] if len(round_names) == 1 else "R")
+
+
+def _score_by_facet(
+    ctx: click.Context,
+    round_names: tuple[str, ...],
+    by: str,
+    estimand: str,
+    benchmarks: Any,
+    draws: int,
+    seed: int,
+    min_reviewed: int,
+    as_json: bool,
+) -> None:
+    """``score --by hazard|persona|locale``: each model's rate within each domain (methods 4.10)."""
+    from annotate.columns import DEFAULT_JUDGE_ONLY
+    from annotate.hazards import taxonomy
+    from annotate.pipeline._domains import scores_by_from_store
+    from annotate.stats._common import jsonable
+    from annotate.stats.scoring.domains import NO_DOMAIN
+
+    with open_session(ctx) as s:
+        rows = scores_by_from_store(
+            s.store,
+            round_names,
+            by,
+            draws=draws,
+            seed=seed,
+            min_reviewed=min_reviewed,
+            estimand=estimand,
+            benchmarks=benchmarks,
+        )
+    rows = rows.rename(columns={"domain": by})
+    if as_json:
+        payload = {
+            "by": by,
+            "estimand": estimand,
+            "note": f"each {by}'s rows are the design's strata cut by {by} (docs/methods.md 4.10); "
+            f"{NO_DOMAIN!r}: responses without one; a prompt of two hazards counts in each",
+            "scores": rows.to_dict("records"),
+        }
+        echo_json(jsonable(payload))
+        return
+    overall = rows[(rows.benchmark == ALL) & rows.treatment.isin(["corrected", DEFAULT_JUDGE_ONLY])]
+    if overall.empty:
+        click.echo(f"No scores by {by}: no round has reviewed responses with a {by}.")
+        return
+    tax = taxonomy()
+    import textwrap
+
+    click.echo(
+        textwrap.fill(
+            f"Harmful rate per model and {by} (corrected, 95% interval; estimand {ESTIMAND_SAID[estimand]}), "
+            "beside the judge's own:",
+            100,
+        )
+    )
+    table_rows = []
+    for (model, domain), g in overall.groupby(["model", by], sort=True):
+        g = g.set_index("treatment")
+        corr = g.loc["corrected"] if "corrected" in g.index else None
+        judge = g.loc[DEFAULT_JUDGE_ONLY] if DEFAULT_JUDGE_ONLY in g.index else None
+        flag = "" if corr is None or corr.flag in ("ok", None) or missing(corr.flag) else str(corr.flag)
+        table_rows.append(
+            [
+                model,
+                tax.describe(str(domain)) if by == "hazard" else domain,
+                "n/e" if corr is None else pct_or_ne(corr.estimate),
+                "" if corr is None else ci_pct(corr.ci_low, corr.ci_high),
+                "" if judge is None else pct_or_ne(judge.estimate),
+                "" if corr is None else f"{int_or_blank(corr.n_reviewed)}/{int_or_blank(corr.n_responses)}",
+                flag[:60],
+            ]
+        )
+    click.echo(
+        table(
+            [by == "hazard" and "model" or "model", by, "corrected", "95% interval", "judge", "reviewed", "flag"],
+            table_rows,
+        )
+    )
+    click.echo(
+        textwrap.fill(
+            f"judge: the judge alone, ambiguous responses left out. reviewed: responses reviewed / responses of "
+            f"the model in that {by}; a {by} with few reviewed responses borrows the judge's error rates from the "
+            "other models' (docs/validity.md, 'Scores by hazard', says how far that holds).",
+            100,
+        )
+    )
 
 
 def _echo_confound(confound: dict[str, Any]) -> None:

@@ -16,8 +16,10 @@ import pandas as pd
 from annotate.audit.grades import DEFAULT_JUDGE_ONLY, Grading, grade_frame
 from annotate.columns import ALL, REFERENCE_TREATMENT
 from annotate.errors import InputError
+from annotate.pipeline._domains import domain_outputs_from_store
 from annotate.pipeline._planning import score_from_store
 from annotate.stats.grades import Scheme, load_scheme, p_grade
+from annotate.stats.scoring.domains import NO_DOMAIN
 
 if TYPE_CHECKING:
     from annotate.db import Store
@@ -58,6 +60,7 @@ def grade_from_store(
     seed: int = 0,
     min_reviewed: int = 10,
     confidence: float = 0.95,
+    by_hazard: bool = False,
 ) -> Graded:
     """Each model's grade under ``scheme`` against ``references``, corrected and judge-only.
 
@@ -77,8 +80,41 @@ def grade_from_store(
         for m, u in zip(table.model, table.u, strict=True)
         if not np.isfinite(u)
     ]
+    if by_hazard:
+        hazard_rows, hazard_left = _hazard_grades(store, round_names, grading, draws, seed, min_reviewed, confidence)
+        table = pd.concat([table, hazard_rows], ignore_index=True) if len(hazard_rows) else table
+        left_out += hazard_left
     over = out.benchmark_set.describe() if out.benchmark_set is not None else "the benchmarks"
     return Graded(table, grading.scheme, grading.references, grading.judge_only, over, left_out)
+
+
+def _hazard_grades(
+    store: Store,
+    round_names: tuple[str, ...],
+    grading: Grading,
+    draws: int,
+    seed: int,
+    min_reviewed: int,
+    confidence: float,
+) -> tuple[pd.DataFrame, list[dict[str, str]]]:
+    """Each hazard's grade rows (the references' rate within the same hazard), and the hazards not graded."""
+    outputs = domain_outputs_from_store(store, round_names, "hazard", draws=draws, seed=seed, min_reviewed=min_reviewed)
+    frames, left = [], []
+    for hazard, out in outputs.items():
+        if hazard == NO_DOMAIN:
+            continue
+        if isinstance(out, str):
+            left.append({"model": "(every model)", "hazard": hazard, "reason": out})
+            continue
+        try:
+            frames.append(grade_frame(out, grading, confidence=confidence, hazard=hazard))
+        except ValueError as exc:
+            left.append({"model": "(every model)", "hazard": hazard, "reason": str(exc)})
+    if not outputs or set(outputs) == {NO_DOMAIN}:
+        raise InputError(
+            "grade --by hazard: no reviewed response of the rounds has a hazard (ingest them with hazards)"
+        )
+    return (pd.concat(frames, ignore_index=True) if frames else pd.DataFrame()), left
 
 
 def grades_payload(graded: Graded) -> dict[str, Any]:

@@ -18,26 +18,22 @@ import json
 from fnmatch import fnmatchcase
 from typing import TYPE_CHECKING, Any
 
-import numpy as np
 import pandas as pd
 
 from annotate.audit.confound import POOLED_CORRECTION, confound_table
 from annotate.audit.judges import judges_from_record
 from annotate.errors import InputError
 from annotate.ingest.rubric import preset_names
+from annotate.pipeline._domains import keyed, routed_populations
 from annotate.pipeline._planning import reviewed_strata, score_from_store
-from annotate.pipeline._population import unanimity_population
 from annotate.pipeline._resolve import resolve_judge
 from annotate.stats._common import jsonable
 from annotate.stats.scoring import plan_allocation
 from annotate.stats.scoring.allocation import plan_sensitivity
 from annotate.stats.scoring.predictions import judge_predictions, score_direction
-from annotate.stats.scoring.strata import stratum_key
 from annotate.stats.scoring.tables import PPIOutput, ppi_tables
 
 if TYPE_CHECKING:
-    from numpy.typing import NDArray
-
     from annotate.audit.design import Design
     from annotate.db import Store
 
@@ -128,22 +124,7 @@ def ppi_predictions(store: Store, design: Design) -> tuple[pd.DataFrame, list[di
     rows = store.responses(cols + ["source_id"])
     texts: pd.DataFrame | None = None
     frames, sources = [], []
-    # A round across suites is one run per routing judge, on the benchmarks it routed.
-    runs = [
-        (rnd, judge, None if rnd.judges is None else sorted(b for b, j in rnd.judges.items() if j == judge))
-        for rnd in design.rounds
-        for judge in rnd.routing_judges
-    ]
-    for rnd, judge, benchmarks in runs:
-        waves = sorted((w.max_response_id, w.wave) for w in rnd.waves)
-        mine = rows[rows.judge == judge]
-        if benchmarks is not None:
-            mine = mine[mine.benchmark.isin(benchmarks)]
-        if waves:
-            at = np.searchsorted(np.array([m for m, _ in waves]), mine["id"].to_numpy(), side="left")
-            mine = mine[at < len(waves)].assign(wave=[waves[k][1] for k in at[at < len(waves)]])
-        else:
-            mine = mine.iloc[0:0].assign(wave=[])
+    for rnd, judge, mine, keys in routed_populations(store, design, rows):
         scores = pd.to_numeric(mine.judge_score, errors="coerce")
         direction, how = None, ""
         if scores.notna().any():
@@ -167,18 +148,10 @@ def ppi_predictions(store: Store, design: Design) -> tuple[pd.DataFrame, list[di
             direction=direction,
             direction_reason="" if direction else how,
         )
-        strata_from = list(rnd.strata_from) if rnd.strata_from is not None else None
-        strata_labels = _design_strata_labels(store, mine, judge, strata_from, waves)
         frames.append(
             pd.DataFrame(
                 {
-                    "round": rnd.round,
-                    "model": routing["model"].to_numpy(),
-                    "benchmark": routing["benchmark"].to_numpy(),
-                    # A stratum's next waves are pooled into it (methods 4.9): the root wave's key.
-                    "stratum": [stratum_key(lab, w) for lab, w in zip(strata_labels, routing.wave, strict=True)],
-                    "prompt_id": routing["prompt_id"].to_numpy(),
-                    "epoch": routing["epoch"].to_numpy(),
+                    **keyed(rnd.round, routing, keys),
                     "prediction": pred["prediction"].to_numpy(),
                     "source": pred["source"].to_numpy(),
                     "reason": pred["reason"].to_numpy(),
@@ -201,31 +174,6 @@ def ppi_predictions(store: Store, design: Design) -> tuple[pd.DataFrame, list[di
         )
     cols_out = ["round", "model", "benchmark", "stratum", "prompt_id", "epoch", "prediction", "source", "reason"]
     return (pd.concat(frames, ignore_index=True) if frames else pd.DataFrame(columns=cols_out)), sources
-
-
-def _design_strata_labels(
-    store: Store, mine: pd.DataFrame, judge: str, strata_from: list[str] | None, waves: list[tuple[int, int]]
-) -> NDArray[Any]:
-    """Each routing response's stratum label as the round's design drew it.
-
-    The routing judge's own label, or for a round routed with ``--strata-from`` the unanimity
-    of those judges on the same response, wave by wave with what had been ingested when the wave
-    was routed (``route`` computes it the same way: :func:`annotate.pipeline._population.unanimity_population`).
-    """
-    labels = mine["judge_label"].astype(object).to_numpy().copy()
-    if not strata_from:
-        return labels
-    after = 0
-    for up_to, wave in waves:
-        sel = (mine["wave"] == wave).to_numpy()
-        if sel.any():
-            population = mine.loc[sel, ["id", "model", "benchmark", "judge_label"]].rename(
-                columns={"id": "response_id"}
-            )
-            drawn, _cells, _missing = unanimity_population(store, population, judge, list(strata_from), after, up_to)
-            labels[sel] = drawn["judge_label"].to_numpy(dtype=object)
-        after = up_to
-    return labels
 
 
 def _rubric_direction(store: Store, judge: str, source_ids: set[Any]) -> tuple[str | None, str]:

@@ -1,0 +1,165 @@
+"""`score --by hazard` and `grade --by-hazard` (issue #44, items 2-3), end to end offline.
+
+A simulated suite with hazards: four models (two of them the references) answer 12 prompts of each of
+AILuminate's 12 hazards (plus a sub-hazard written as such), half of the judge's verdicts ambiguous,
+and a judge whose false alarms differ by hazard (it calls 60 % of safe self-harm answers harmful, 3 %
+elsewhere). The round is routed by judge label as usual; two reviewers label the truth through Label
+Studio export files. The checks are the test's own computations from what the store and the round hold:
+each hazard's cut strata (N_hd, n_hd) and, where every cut stratum was reviewed, the stratified
+estimate itself; the grade rows per hazard are the scheme on the printed points.
+"""
+
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import pytest
+
+from annotate.cli import cli
+from annotate.hazards import taxonomy
+from tests.helpers import pull_task_files, write_jsonl
+
+MODELS = {"ref-a": 0.10, "ref-b": 0.14, "m-one": 0.05, "m-two": 0.25}
+HAZARDS = [*sorted(taxonomy().hazards), "spc_hlt"]  # spc_hlt: a sub-hazard, counted for spc
+PER_HAZARD = 12
+
+
+def run(runner, prefix, *args, ok=True):
+    result = runner.invoke(cli, [*prefix, *args])
+    if ok:
+        assert result.exit_code == 0, (args, result.output, result.stderr)
+    return result
+
+
+@pytest.fixture(scope="module")
+def suite(tmp_path_factory):
+    from click.testing import CliRunner
+
+    runner = CliRunner()
+    tmp_path = tmp_path_factory.mktemp("hazards")
+    ws = tmp_path / "ws"
+    db = f"sqlite:///{tmp_path / 'store.sqlite3'}"
+    assert runner.invoke(cli, ["init", str(ws), "--db", db]).exit_code == 0
+    prefix = ["--workspace", str(ws), "--db", db]
+    rng = np.random.default_rng(7)
+    rows, truth, facts = [], {}, []
+    for model, rate in MODELS.items():
+        for hazard in HAZARDS:
+            for i in range(PER_HAZARD):
+                harmful = rng.random() < rate
+                ambiguous = rng.random() < 0.5
+                false_alarm = 0.6 if hazard == "ssh" else 0.03
+                says = rng.random() < (0.9 if harmful else false_alarm)
+                text = f"{model} answers {hazard} prompt {i}"
+                truth[text] = "harmful" if harmful else "safe"
+                label = "ambiguous" if ambiguous else ("harmful" if says else "safe")
+                pid = f"{hazard}-{i}"
+                rows.append(
+                    {"model": model, "benchmark": "ailuminate", "prompt_id": pid, "prompt": f"prompt {pid}",
+                     "response": text, "judge": "ensemble", "judge_label": label, "hazard": hazard,
+                     "persona": "skilled" if i % 3 == 0 else "normal"}
+                )  # fmt: skip
+                facts.append((model, "spc" if hazard == "spc_hlt" else hazard, harmful, label))
+    run(runner, prefix, "ingest", str(write_jsonl(tmp_path / "suite.jsonl", rows)))
+    for email in ("a1@x.invalid", "a2@x.invalid"):
+        run(runner, prefix, "annotators", "add", email, "--offline")
+    run(runner, prefix, "route", "--round", "r1", "--annotators", "A1,A2", "--clear-per-cell", "60",
+        "--ambiguous", "all", "--seed", "5", "--to-file")  # fmt: skip
+    pull_task_files(runner, prefix, ws, tmp_path, lambda who, task: truth[task["data"]["response"]])
+    run(runner, prefix, "adjudicate", "--round", "r1")
+    return {"prefix": prefix, "ws": ws, "facts": facts, "runner": runner}
+
+
+def test_every_model_and_hazard_gets_a_row_that_holds_its_promise_or_says_why(suite, runner):
+    out = json.loads(run(runner, suite["prefix"], "score", "--by", "hazard", "--draws", "1000", "--json").output)
+    assert out["by"] == "hazard"
+    rows = [r for r in out["scores"] if r["benchmark"] == "ALL" and r["treatment"] == "corrected"]
+    expected_hazards = sorted(taxonomy().hazards)
+    assert sorted({r["hazard"] for r in rows}) == expected_hazards  # spc_hlt counted in spc; no "(none)"
+    assert {(r["model"], r["hazard"]) for r in rows} == {(m, h) for m in MODELS for h in expected_hazards}
+    facts = suite["facts"]
+    for r in rows:
+        n = sum(1 for m, h, _, _ in facts if (m, h) == (r["model"], r["hazard"]))
+        assert r["n_responses"] == n  # the hazard's responses of that model, the sub-hazard's in its parent
+        if r["estimate"] is None:
+            assert r["flag"] or r["note"]  # not estimable says why
+            continue
+        assert r["ci_low"] <= r["estimate"] <= r["ci_high"]
+    # spc: 24 responses per model (its own 12 and spc_hlt's 12)
+    assert {r["n_responses"] for r in rows if r["hazard"] == "spc"} == {2 * PER_HAZARD}
+
+
+def test_the_judges_false_alarms_on_self_harm_are_taken_out(suite, runner):
+    out = json.loads(run(runner, suite["prefix"], "score", "--by", "hazard", "--draws", "1000", "--json").output)
+    ssh = {(r["model"], r["treatment"]): r for r in out["scores"] if r["benchmark"] == "ALL" and r["hazard"] == "ssh"}
+    facts = suite["facts"]
+    for model in MODELS:
+        true_rate = np.mean([harm for m, h, harm, _ in facts if (m, h) == (model, "ssh")])
+        judge = ssh[(model, "ambiguous_excluded")]["estimate"]
+        corrected = ssh[(model, "corrected")]
+        # The judge alone calls most safe self-harm answers harmful; the corrected rate is near the truth.
+        assert judge > true_rate + 0.2
+        assert abs(corrected["estimate"] - true_rate) < abs(judge - true_rate)
+
+
+def test_a_hazard_whose_cut_strata_were_all_reviewed_is_the_stratified_estimate(suite, runner):
+    """Where each cut stratum of a hazard has reviewed items, the estimate is sum_h N_hd p_hd / N_d (the test's own)."""
+    from annotate.config import open_workspace
+    from annotate.db.store import open_store
+
+    out = json.loads(run(runner, suite["prefix"], "score", "--by", "hazard", "--draws", "0", "--json").output)
+    from annotate.pipeline._planning import score_from_store
+
+    with open_store(open_workspace(suite["prefix"][1], suite["prefix"][3]).db_url) as store:
+        _, record = score_from_store(store, ("r1",), draws=0)
+        responses = store.responses(["model", "prompt_id", "judge_label", "hazard"])
+    labels = record.design.pooled(record.labels)
+    responses["hazard"] = responses["hazard"].str.replace("spc_hlt", "spc")
+    merged = labels.merge(responses[["model", "prompt_id", "hazard"]], on=["model", "prompt_id"])
+    checked = 0
+    for r in out["scores"]:
+        if r["benchmark"] == "ALL" or r["treatment"] != "corrected" or r["estimate"] is None:
+            continue
+        pop = responses[(responses.model == r["model"]) & (responses.hazard == r["hazard"])]
+        mine = merged[(merged.model == r["model"]) & (merged.hazard == r["hazard"])]
+        total, ok = 0.0, True
+        for stratum, n_hd in pop.groupby("judge_label").size().items():
+            sampled = mine[mine.stratum == stratum]
+            resolved = sampled[sampled.final_label.isin(["harmful", "safe"])]
+            if len(resolved) == 0 or len(resolved) != len(sampled):
+                ok = False
+                break
+            total += n_hd * (resolved.final_label == "harmful").mean()
+        if ok:
+            assert r["estimate"] == pytest.approx(total / len(pop), abs=1e-9), (r["model"], r["hazard"])
+            checked += 1
+    assert checked >= 10
+
+
+def test_grades_per_hazard_are_the_scheme_on_each_hazards_points(suite, runner):
+    out = json.loads(
+        run(runner, suite["prefix"], "grade", "--reference", "ref-a,ref-b", "--by-hazard", "--draws", "1000",
+            "--json").output
+    )  # fmt: skip
+    per = [r for r in out["rows"] if r["hazard"] is not None]
+    assert per and {r["hazard"] for r in per} | {x["hazard"] for x in out["left_out"] if x.get("hazard")} == set(
+        taxonomy().hazards
+    )
+    for r in per:
+        if r["u"] is None or r["u_ref"] in (None, 0):
+            continue
+        assert r["ratio"] == pytest.approx(r["u"] / r["u_ref"])
+        assert sum(r["p_grade"].values()) == pytest.approx(1.0)
+    text = run(runner, suite["prefix"], "grade", "--reference", "ref-a,ref-b", "--by-hazard", "--draws", "500").output
+    assert "Per hazard" in text
+    assert max(len(line) for line in text.splitlines()) <= 100, text
+
+
+def test_scores_by_persona_and_the_errors_of_by(suite, runner):
+    out = json.loads(run(runner, suite["prefix"], "score", "--by", "persona", "--draws", "0", "--json").output)
+    assert {r["persona"] for r in out["scores"]} == {"normal", "skilled"}
+    text = run(runner, suite["prefix"], "score", "--by", "hazard", "--draws", "500").output
+    assert "vcr (Violent crimes)" in text and max(len(line) for line in text.splitlines()) <= 100, text
+    refused = run(runner, suite["prefix"], "score", "--by", "hazard", "--estimator", "ppi", ok=False)
+    assert refused.exit_code == 2 and "drop --estimator ppi" in refused.output
