@@ -104,6 +104,11 @@ TREATMENTS = (
     "corrected_unresolved_harmful",
     "corrected_dawid_skene",
 )
+#: Between a stratum's judge label and the part of a round routed by a field of the prompt (``route
+#: --strata-by hazard``): ``ambiguous|vcr`` (``stats.scoring.strata.stratum_key``).
+PART_SEPARATOR = "|"
+#: What ``route --strata-by`` cuts the judge's strata by.
+STRATA_BY = ("hazard",)
 JUDGE_ONLY_TREATMENTS = TREATMENTS[:3]
 #: The judge-only treatment a certification scheme's judge-alone grade reads by default: the judge's
 #: ambiguous verdicts left out, as an evaluator's invalid answers are (``annotate grade``).
@@ -204,12 +209,17 @@ LABEL_COLUMNS = (
     "expert_verdict",
     "channels",
     "image",
+    "hazard",
+    "persona",
+    "locale",
 )
 #: labels.csv before annotate-export/5 (without the expert's answer the final label was decided on).
 LABEL_COLUMNS_V3 = LABEL_COLUMNS[: LABEL_COLUMNS.index("expert")]
 #: labels.csv of annotate-export/5 to /12 (without how each answer arrived, ``channels``, and the
 #: item's image, ``image``: its ``<sha256>.<ext>`` in the workspace's media/, empty when none).
 LABEL_COLUMNS_V12 = LABEL_COLUMNS[: LABEL_COLUMNS.index("channels")]
+#: labels.csv of annotate-export/13 and /14 (without the prompt's ``hazard``, ``persona`` and ``locale``).
+LABEL_COLUMNS_V14 = LABEL_COLUMNS[: LABEL_COLUMNS.index("hazard")]
 
 #: scores.csv of an export and `annotate score --json`.
 SCORE_COLUMNS = (

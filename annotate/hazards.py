@@ -180,3 +180,17 @@ def hazards_of(stored: str | None, tax: Taxonomy | None = None) -> list[str]:
     """The hazards a stored value counts for, sorted and unique (``"spc_ele;spc_fin"`` -> ``["spc"]``)."""
     tax = tax or taxonomy()
     return sorted({hazard_of(c, tax) for c in codes(stored)})
+
+
+#: The part of a stratum routed by hazard for responses without one (``route --strata-by hazard``).
+NO_HAZARD = "(none)"
+
+
+def routing_part(stored: str | None, tax: Taxonomy | None = None) -> str:
+    """The stratum part a response is routed in by ``route --strata-by hazard``: its hazards, a sub-hazard in
+    its parent, joined by ``+`` (a prompt of two hazards is a stratum of its own), or ``(none)``.
+
+    >>> routing_part("spc_hlt"), routing_part("vcr;ncr"), routing_part(None)
+    ('spc', 'ncr+vcr', '(none)')
+    """
+    return "+".join(hazards_of(stored, tax)) or NO_HAZARD

@@ -70,6 +70,9 @@ class Stratum:
     #: waves sampled ``sampled_before`` (p_h). None for a stratum of a wave's own responses.
     of_wave: int | None = None
     sampled_before: int | None = None
+    #: The part of the judge label's stratum in a round routed by a field of the prompt (``route
+    #: --strata-by hazard``: the hazard, ``(none)`` for responses without one); None: not cut.
+    part: str | None = None
 
     @property
     def root_wave(self) -> int:
@@ -78,14 +81,15 @@ class Stratum:
 
     @property
     def stratum(self) -> str:
-        """The stratum's key (``ambiguous``, ``safe#w2``: the judge label, and the wave after the first)."""
-        return stratum_key(self.judge_label, self.wave)
+        """The stratum's key (``ambiguous``, ``safe#w2``: the judge label, the part, and the wave after the first)."""
+        return stratum_key(self.judge_label, self.wave, self.part)
 
     def to_json(self) -> dict[str, Any]:
         return {
             "model": self.model,
             "benchmark": self.benchmark,
             "judge_label": self.judge_label,
+            **({} if self.part is None else {"part": self.part}),
             "wave": self.wave,
             "stratum": self.stratum,
             "population": self.population,
@@ -103,19 +107,21 @@ def pooled_strata(strata: Sequence[Stratum]) -> list[tuple[Stratum, int]]:
     own strata (``of_wave``) stay on record with their draw-time R_h and n_h, and are not
     estimation strata. A stratum without next waves is itself with its own n_h.
     """
-    extra: dict[tuple[str, str, str, int], int] = {}
+    extra: dict[tuple[str, str, str, str | None, int], int] = {}
     for s in strata:
         if s.of_wave is not None:
-            key = (s.model, s.benchmark, s.judge_label, s.of_wave)
+            key = (s.model, s.benchmark, s.judge_label, s.part, s.of_wave)
             extra[key] = extra.get(key, 0) + s.sample
     return [
-        (s, s.sample + extra.get((s.model, s.benchmark, s.judge_label, s.wave), 0)) for s in strata if s.of_wave is None
+        (s, s.sample + extra.get((s.model, s.benchmark, s.judge_label, s.part, s.wave), 0))
+        for s in strata
+        if s.of_wave is None
     ]
 
 
 def pooled_keys(strata: Sequence[Stratum]) -> dict[str, str]:
     """A next wave's stratum key -> its root stratum's key (labels of its items are estimated there)."""
-    return {s.stratum: stratum_key(s.judge_label, s.of_wave) for s in strata if s.of_wave is not None}
+    return {s.stratum: stratum_key(s.judge_label, s.of_wave, s.part) for s in strata if s.of_wave is not None}
 
 
 @dataclass(frozen=True)
@@ -179,6 +185,11 @@ class RoundDesign:
         return judge_of(self.judge, None if self.judges is None else dict(self.judges), benchmark)
 
     @property
+    def strata_by(self) -> str | None:
+        """What the round's strata are cut by beyond the judge label (``route --strata-by``): ``hazard`` or None."""
+        return "hazard" if any(s.part is not None for s in self.strata) else None
+
+    @property
     def routing_judges(self) -> list[str]:
         """Every judge whose rows the round routed, sorted."""
         return sorted(set(self.judges.values())) if self.judges is not None else [self.judge]
@@ -191,6 +202,8 @@ class RoundDesign:
             # Said only for such rounds: every other round's design stays as it was.
             rule = STRATA_FROM_RULE if self.ambiguous in (None, "all") else STRATA_FROM_RULE_SAMPLED
             doc |= {"strata_from": list(self.strata_from), "strata_rule": rule}
+        if self.strata_by is not None:  # said only for such rounds (each stratum names its part)
+            doc["strata_by"] = self.strata_by
         doc |= {"seed": self.seed, "clear_per_cell": self.clear_per_cell}
         if self.ambiguous is not None:  # said only for rounds that recorded it
             doc["ambiguous"] = self.ambiguous
@@ -299,6 +312,7 @@ class Design:
                         s["sample"],
                         s.get("of_wave"),
                         s.get("sampled_before"),
+                        s.get("part"),
                     )
                     for s in r["strata"]
                 ),
@@ -429,7 +443,7 @@ def _round_problems(rnd: dict[str, Any], where: str) -> list[str]:
         return [*problems, f"{where}.strata must be a list."]
     found: list[str] = []
     seen: set[tuple[str, str, str]] = set()
-    chains: dict[tuple[str, str, str, int], list[dict[str, Any]]] = {}
+    chains: dict[tuple[str, str, str, int, str | None], list[dict[str, Any]]] = {}
     for j, s in enumerate(strata):
         at = f"{where}.strata[{j}]"
         if not isinstance(s, dict):
@@ -442,16 +456,19 @@ def _round_problems(rnd: dict[str, Any], where: str) -> list[str]:
             found.append(f"{at}: wave, population and sample must be whole numbers.")
             continue
         wave: int = s["wave"]
+        if "part" in s and not (isinstance(s["part"], str) and s["part"]):
+            found.append(f"{at}.part must be text (the hazard a round routed by hazard cut the stratum by).")
+            continue
         if s["judge_label"] not in JUDGE_LABELS:
             found.append(f"{at}.judge_label {s['judge_label']!r} is not one of {', '.join(JUDGE_LABELS)}.")
         nxt = False
         if imported:
             # An imported round has one wave, 0, and its strata are the judge's labels on what the
             # file labelled: each stratum's sample is what the file labelled of it (a census: all).
-            if wave != 0 or s["stratum"] != stratum_key(s["judge_label"], 0):
+            if wave != 0 or s["stratum"] != stratum_key(s["judge_label"], 0, s.get("part")):
                 found.append(f"{at}.stratum {s['stratum']!r} is not an imported round's (wave 0).")
         else:
-            if wave < 1 or s["stratum"] != stratum_key(s["judge_label"], wave):
+            if wave < 1 or s["stratum"] != stratum_key(s["judge_label"], wave, s.get("part")):
                 found.append(f"{at}.stratum {s['stratum']!r} does not match its judge label and wave.")
             nxt = s.get("of_wave") is not None or s.get("sampled_before") is not None
             if nxt and not all(
@@ -462,7 +479,8 @@ def _round_problems(rnd: dict[str, Any], where: str) -> list[str]:
             if nxt and not 1 <= s["of_wave"] < wave:
                 found.append(f"{at}: of_wave {s['of_wave']} must be an earlier wave than {wave}.")
             if nxt:
-                chains.setdefault((s["model"], s["benchmark"], s["judge_label"], s["of_wave"]), []).append(s)
+                key4 = (s["model"], s["benchmark"], s["judge_label"], s["of_wave"], s.get("part"))
+                chains.setdefault(key4, []).append(s)
         if not 0 <= s["sample"] <= s["population"]:
             found.append(f"{at}: sample {s['sample']} is not between 0 and its population {s['population']}.")
         elif imported:
@@ -484,12 +502,12 @@ def _round_problems(rnd: dict[str, Any], where: str) -> list[str]:
     # A next wave's strata re-derive from their chain: p_h = the samples of the earlier members,
     # R_h = the root stratum's population less p_h (docs/methods.md 4.9).
     roots = {
-        (s["model"], s["benchmark"], s["judge_label"], s["wave"]): s
+        (s["model"], s["benchmark"], s["judge_label"], s["wave"], s.get("part")): s
         for s in strata
         if isinstance(s, dict) and s.get("of_wave") is None and isinstance(s.get("wave"), int)
     }
-    for (model, bench, label, root_wave), members in chains.items():
-        root = roots.get((model, bench, label, root_wave))
+    for (model, bench, label, root_wave, part), members in chains.items():
+        root = roots.get((model, bench, label, root_wave, part))
         what = f"{where}: {model} x {bench}, {label} of wave {root_wave}"
         if root is None:
             found.append(f"{what}: a next wave draws from a stratum design.json does not have.")

@@ -24,7 +24,16 @@ import pandas as pd
 
 from annotate.audit.safecsv import parse_csv
 from annotate.audit.schema import listed
-from annotate.columns import FINAL_STATUSES, HUMAN_LABELS, JUDGE_LABELS, LABEL_COLUMNS, NO_JUDGE, SKIPPED, VERDICTS
+from annotate.columns import (
+    FINAL_STATUSES,
+    HUMAN_LABELS,
+    JUDGE_LABELS,
+    LABEL_COLUMNS,
+    NO_JUDGE,
+    PART_SEPARATOR,
+    SKIPPED,
+    VERDICTS,
+)
 from annotate.stats.adjudication import decide, propose, rules_from_record, waiting_for
 from annotate.stats.aggregation import dawid_skene_labels
 
@@ -59,12 +68,13 @@ JUDGE_LABEL_COLUMNS = (
 
 
 def judge_stratum(stratum: pd.Series) -> pd.Series:
-    """The judge label a stratum key stands for (``ambiguous#w2`` -> ``ambiguous``).
+    """The judge label a stratum key stands for (``ambiguous#w2`` -> ``ambiguous``; ``safe|vcr`` -> ``safe``).
 
-    >>> judge_stratum(pd.Series(["ambiguous", "safe#w3"])).tolist()
-    ['ambiguous', 'safe']
+    >>> judge_stratum(pd.Series(["ambiguous", "safe#w3", "safe|vcr#w2"])).tolist()
+    ['ambiguous', 'safe', 'safe']
     """
-    return stratum.astype(object).where(stratum.notna(), "").astype(str).str.replace(r"#w\d+$", "", regex=True)
+    text = stratum.astype(object).where(stratum.notna(), "").astype(str).str.replace(r"#w\d+$", "", regex=True)
+    return text.str.partition(PART_SEPARATOR)[0]
 
 
 def votes_long(labels: pd.DataFrame, annotators: Sequence[str]) -> pd.DataFrame:

@@ -97,6 +97,15 @@ class AuditRecord:
                     "design.json",
                     [f"design.json: round(s) {', '.join(without)} do not say how they were blinded ({schema.name})."],
                 )
+        cut = [r.round for r in design.rounds if r.strata_by is not None]
+        if cut and not schema.hazards:
+            raise RecordProblem(
+                "design.json",
+                [
+                    f"design.json: round(s) {', '.join(cut)} are routed by hazard (strata with a part), which "
+                    f"{schema.name} exports cannot hold (annotate-export/15 on)."
+                ],
+            )
         imported = [r.round for r in design.rounds if r.origin is not None]
         if imported and not schema.imported_rounds:
             raise RecordProblem(

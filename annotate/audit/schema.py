@@ -74,6 +74,10 @@ Rows:
   names its figures as certifiers do too (``false_safe_rate``, ``false_unsafe_rate``,
   ``unsafe_among_safe`` = 1 - NPV, with intervals); an interim report's headline counts the
   responses sent to review and those with a vote so far. Otherwise as /13.
+* ``annotate-export/15``: hazard categories (issue #44): labels.csv's ``hazard`` (the stored codes,
+  ``;``-joined), ``persona`` and ``locale`` of each item's prompt; a round routed by hazard (``route
+  --strata-by hazard``) has strata cut by it: each carries its ``part`` (``ambiguous|vcr``) and the
+  round says ``strata_by``. Otherwise as /14.
 * ``annotate-export/7``: a round's ambiguous strata may be sampled: design.json's round records its
   rule (``ambiguous``: ``all``, a size or a fraction) and verify re-derives every stratum's sample
   size from it and ``clear_per_cell``; strata of a next wave (``route --next-wave``) carry
@@ -88,7 +92,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from annotate.columns import LABEL_COLUMNS, LABEL_COLUMNS_V3, LABEL_COLUMNS_V12
+from annotate.columns import LABEL_COLUMNS, LABEL_COLUMNS_V3, LABEL_COLUMNS_V12, LABEL_COLUMNS_V14
 
 __all__ = [
     "CURRENT",
@@ -230,6 +234,9 @@ class ExportSchema:
     #: Since annotate-export/14: an interim report's headline counts the responses sent to review and
     #: those with a vote so far (before: "reviewed by humans" for every routed response, issue #43).
     interim_headline: bool = False
+    #: Since annotate-export/15: labels.csv names each item's prompt's hazard, persona and locale, and a
+    #: round of design.json may be routed by hazard (its strata's ``part``); an older schema holding one is refused.
+    hazards: bool = False
 
     @property
     def files(self) -> tuple[str, ...]:
@@ -490,7 +497,7 @@ SCHEMAS: dict[str, ExportSchema] = {
             "design.json's count per round, channel and person with each channel's blinding and files' sha256; "
             "rounds of responses no judge labelled (judge-only treatments not estimable, no judge audited); each "
             "item's image by its hash (labels.csv image)",
-            label_columns=LABEL_COLUMNS,
+            label_columns=LABEL_COLUMNS_V14,
             decisions=True,
             judges_per_benchmark=True,
             sampled_design=True,
@@ -505,6 +512,7 @@ SCHEMAS: dict[str, ExportSchema] = {
         ),
         ExportSchema(
             "annotate-export/14",
+            last_store=15,
             inputs=_INPUTS_8,
             derived=_DERIVED_9,
             rederived=_DERIVED_9,
@@ -514,7 +522,7 @@ SCHEMAS: dict[str, ExportSchema] = {
             "grades.csv, one row per model with the corrected grade, its probability under the scores' posterior, "
             "whether its interval straddles a band edge, and the judge-alone grade; the manifest's settings record "
             "the scheme whole, the references and the judge-only treatment; the report's Grades section",
-            label_columns=LABEL_COLUMNS,
+            label_columns=LABEL_COLUMNS_V14,
             decisions=True,
             judges_per_benchmark=True,
             sampled_design=True,
@@ -530,10 +538,37 @@ SCHEMAS: dict[str, ExportSchema] = {
             certifier_figures=True,
             interim_headline=True,
         ),
+        ExportSchema(
+            "annotate-export/15",
+            inputs=_INPUTS_8,
+            derived=_DERIVED_9,
+            rederived=_DERIVED_9,
+            neutralised=True,
+            blinding=True,
+            summary="hazard categories (issue #44): labels.csv's hazard, persona and locale of each item's prompt; "
+            "a round routed by hazard (route --strata-by hazard): design.json's strata carry their part "
+            "(ambiguous|vcr) and the round says strata_by",
+            label_columns=LABEL_COLUMNS,
+            decisions=True,
+            judges_per_benchmark=True,
+            sampled_design=True,
+            ordered=True,
+            skips=True,
+            round_state=True,
+            model_test=True,
+            fiducial_component="model",
+            one_posterior=True,
+            imported_rounds=True,
+            channels=True,
+            optional_derived=("grades.csv",),
+            certifier_figures=True,
+            interim_headline=True,
+            hazards=True,
+        ),
     )
 }
 #: The schema ``annotate export`` writes.
-CURRENT = SCHEMAS["annotate-export/14"]
+CURRENT = SCHEMAS["annotate-export/15"]
 
 
 def schema_named(name: object) -> ExportSchema | None:

@@ -10,6 +10,7 @@ import click
 
 from annotate.cli._format import ci, eta, int_or_blank, missing, num, pct, table
 from annotate.cli._options import comma_list, echo_json, open_session, workspace_options
+from annotate.columns import STRATA_BY
 
 
 @click.command()
@@ -47,6 +48,15 @@ from annotate.cli._options import comma_list, echo_json, open_session, workspace
     help="How a new round samples each cell's ambiguous responses: all (a census), N (every one up to N, a simple "
     "random sample of N beyond) or a fraction (e.g. 0.2). Default: 50. Recorded with the round (later waves keep it) "
     "and in design.json; the inclusion probabilities are n/N as for the clear strata.",
+)
+@click.option(
+    "--strata-by",
+    "strata_by",
+    type=click.Choice(STRATA_BY),
+    default=None,
+    help="Cut each judge label's stratum by the responses' hazard (ambiguous|vcr, safe|ssh, ...), so every hazard "
+    "has its own sample (--clear-per-cell and --ambiguous per hazard) for `score --by hazard`. Recorded with the "
+    "round (later waves keep it).",
 )
 @click.option(
     "--next-wave",
@@ -102,6 +112,7 @@ def route(
     order: str | None,
     block_size: int | None,
     as_json: bool,
+    strata_by: str | None = None,
 ) -> None:
     """Send a seeded sample of each stratum (ambiguous ones first) to independent reviewers.
 
@@ -119,6 +130,7 @@ def route(
       annotate route --round r3 --annotators A1,A2 --judge harmbench=harmbench-cls --dry-run
       annotate route --round r4 --annotators A1,A2 --ambiguous 0.2 --dry-run
       annotate route --round r4 --annotators A1,A2 --next-wave --target-halfwidth 0.03 --dry-run
+      annotate route --round r5 --annotators A1,A2 --strata-by hazard --clear-per-cell 5 --dry-run
     """
     from annotate.errors import InputError
     from annotate.pipeline.route import NextWave
@@ -162,6 +174,7 @@ def route(
                 ambiguous=ambiguous,
                 next_wave=NextWave(target_halfwidth, budget) if next_wave else None,
                 order=design,
+                strata_by=strata_by,
             )
     finally:
         if bar:

@@ -297,7 +297,7 @@ def _score_by_facet(
     min_reviewed: int,
     as_json: bool,
 ) -> None:
-    """``score --by hazard|persona|locale``: each model's rate within each domain (methods 4.10)."""
+    """``score --by hazard|persona|locale``: each model's rate within each domain (methods 9.22)."""
     from annotate.columns import DEFAULT_JUDGE_ONLY
     from annotate.hazards import taxonomy
     from annotate.pipeline._domains import scores_by_from_store
@@ -320,7 +320,7 @@ def _score_by_facet(
         payload = {
             "by": by,
             "estimand": estimand,
-            "note": f"each {by}'s rows are the design's strata cut by {by} (docs/methods.md 4.10); "
+            "note": f"each {by}'s rows are the design's strata cut by {by} (docs/methods.md 9.22); "
             f"{NO_DOMAIN!r}: responses without one; a prompt of two hazards counts in each",
             "scores": rows.to_dict("records"),
         }

@@ -328,6 +328,9 @@ class ReviewTables(Component):
             r.c.judge_label,
             r.c.judge_verdict,
             r.c.image,
+            r.c.hazard,
+            r.c.persona,
+            r.c.locale,
         ]
         if with_text:
             cols += [r.c.prompt, r.c.response, r.c.transcript]

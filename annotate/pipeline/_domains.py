@@ -15,7 +15,7 @@ import numpy as np
 import pandas as pd
 
 from annotate.errors import InputError
-from annotate.hazards import hazards_of
+from annotate.hazards import hazards_of, routing_part
 from annotate.pipeline._planning import score_from_store
 from annotate.pipeline._population import unanimity_population
 from annotate.stats.scoring.domains import NO_DOMAIN, domain_outputs, stacked_scores
@@ -44,6 +44,7 @@ def routed_populations(
         for rnd in design.rounds
         for judge in rnd.routing_judges
     ]
+    hazards: pd.Series | None = None
     for rnd, judge, benchmarks in runs:
         waves = sorted((w.max_response_id, w.wave) for w in rnd.waves)
         mine = rows[rows.judge == judge]
@@ -56,7 +57,13 @@ def routed_populations(
             mine = mine.iloc[0:0].assign(wave=[])
         strata_from = list(rnd.strata_from) if rnd.strata_from is not None else None
         labels = _design_strata_labels(store, mine, judge, strata_from, waves)
-        yield rnd, judge, mine, [stratum_key(lab, w) for lab, w in zip(labels, mine.wave, strict=True)]
+        parts: list[str | None] = [None] * len(mine)
+        if rnd.strata_by == "hazard":  # the round cut each judge label by hazard, as route drew it
+            if hazards is None:
+                hazards = store.responses(["id", "hazard"]).set_index("id")["hazard"]
+            parts = [routing_part(h) for h in hazards.reindex(mine["id"]).to_numpy()]
+        keys = [stratum_key(lab, w, p) for lab, w, p in zip(labels, mine.wave, parts, strict=True)]
+        yield rnd, judge, mine, keys
 
 
 def keyed(round_name: str, responses: pd.DataFrame, keys: list[str]) -> dict[str, Any]:

@@ -32,7 +32,7 @@ from annotate.pipeline._resolve import resolve_round, round_judges, round_order
 from annotate.stats.adjudication import expert_answers
 from annotate.stats.agreement.votes import current_labels, reviewer_answers
 from annotate.stats.ordering import item_key, review_order
-from annotate.stats.scoring.strata import stratum_key
+from annotate.stats.scoring.strata import split_routed, stratum_key
 
 if TYPE_CHECKING:
     from annotate.db import Store
@@ -82,7 +82,8 @@ def labels_frame(store: Store, round_names: list[str]) -> pd.DataFrame:
         final = store.final_labels(rid)
         df = items.rename(columns={"stratum": "judge_stratum"})
         df["round"] = name
-        df["stratum"] = [stratum_key(s, w) for s, w in zip(df.judge_stratum, df.wave, strict=True)]
+        routed = [split_routed(str(s)) for s in df.judge_stratum]  # (judge label, part of a round routed by hazard)
+        df["stratum"] = [stratum_key(lab, w, part) for (lab, part), w in zip(routed, df.wave, strict=True)]
         df = df.merge(
             final[["round_item_id", "label", "status", "method", "adjudicator", "reason"]].rename(
                 columns={"label": "final_label", "status": "final_status", "method": "final_method"}
@@ -261,12 +262,13 @@ def design_from_store(store: Store, round_names: list[str], *, label_config_sha:
                     Stratum(
                         str(s.model),
                         str(s.benchmark),
-                        str(s.stratum),
+                        split_routed(str(s.stratum))[0],
                         int(s.wave),
                         int(s.population),
                         int(s.sample),
                         None if pd.isna(s.of_wave) else int(s.of_wave),
                         None if pd.isna(s.sampled_before) else int(s.sampled_before),
+                        split_routed(str(s.stratum))[1],
                     )
                     for s in store.round_strata(rid).itertuples()
                 ),

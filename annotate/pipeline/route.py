@@ -46,7 +46,9 @@ from typing import TYPE_CHECKING, Any, NamedTuple
 import numpy as np
 import pandas as pd
 
+from annotate.columns import PART_SEPARATOR
 from annotate.errors import InputError, StateError
+from annotate.hazards import routing_part
 from annotate.ingest.media import image_uri
 from annotate.labelstudio import INSTRUCTIONS_ONLY
 from annotate.labelstudio.labelconfig import parse_label_config, round_label_config
@@ -84,6 +86,7 @@ from annotate.pipeline._resolve import (
 from annotate.pipeline.record import design_from_store
 from annotate.stats.ordering import OrderDesign, item_key, review_order
 from annotate.stats.sampling import ambiguous_rule, select_for_review, select_next_wave, task_order
+from annotate.stats.scoring.strata import stratum_key
 
 if TYPE_CHECKING:
     from annotate.db import Store
@@ -205,8 +208,13 @@ def route(
     ambiguous: str | None = None,
     next_wave: NextWave | None = None,
     order: OrderDesign | None = None,
+    strata_by: str | None = None,
 ) -> RouteOutcome:
     """Select (or extend) a round's sample and send every item to every annotator's project.
+
+    ``strata_by`` (``--strata-by hazard``): a new round cuts each judge label's stratum by the
+    responses' hazard (``annotate.hazards.routing_part``), so every hazard gets its own sample; a
+    routed round keeps what it was routed with.
 
     ``order``: how a new round orders each reviewer's tasks (None: blocks of
     :data:`~annotate.stats.ordering.DEFAULT_BLOCK_SIZE`); a routed round keeps its own.
@@ -242,6 +250,7 @@ def route(
             ambiguous,
             next_wave,
             order,
+            strata_by,
         )
 
 
@@ -260,6 +269,7 @@ def _route(
     ambiguous: str | None = None,
     next_wave: NextWave | None = None,
     order: OrderDesign | None = None,
+    strata_by: str | None = None,
 ) -> RouteOutcome:
     plan = _plan(
         s,
@@ -273,6 +283,7 @@ def _route(
         ambiguous=ambiguous,
         next_wave=next_wave,
         order=order,
+        strata_by=strata_by,
     )
     outcome = RouteOutcome(
         round=round_name,
@@ -331,6 +342,7 @@ def _plan(
     ambiguous: str | None = None,
     next_wave: NextWave | None = None,
     order: OrderDesign | None = None,
+    strata_by: str | None = None,
 ) -> _Plan:
     store = s.store
     if clear_per_cell < 0:
@@ -357,6 +369,7 @@ def _plan(
     judges: dict[str, str] | None = None
     notes: list[str] = []
     if existing is not None:
+        strata_by = _round_strata_by(store, round_name, existing, strata_by)
         strata_from = _round_strata_from(store, round_name, existing, strata_from)
         judge = str(existing["judge"])
         judges = round_judges(existing)
@@ -404,6 +417,11 @@ def _plan(
     waves = store.round_waves(int(existing["id"])) if existing else None
     if existing is None:
         order = order or OrderDesign()
+    if next_wave is not None and strata_by is not None:
+        raise InputError(
+            f"round {round_name!r} is routed by {strata_by}; --next-wave cannot draw from its strata yet. Route the "
+            "responses ingested since (without --next-wave), or plan a new round."
+        )
     if next_wave is not None and existing is not None and waves is not None:
         return _next_wave_plan(
             s, round_name, existing, waves, next_wave, judge, judges, strata_from, annotators, workspace_config
@@ -420,8 +438,9 @@ def _plan(
         images=store.image_count(judge, after, up_to, judges),
     )
     ambiguous = DEFAULT_AMBIGUOUS if ambiguous is None else str(ambiguous).strip().lower()
+    routed = population if strata_by is None else _cut_by_hazard(store, population)
     selected, strata = select_for_review(
-        population, clear_per_cell=clear_per_cell, seed=seed, ambiguous=parse_ambiguous(ambiguous)
+        routed, clear_per_cell=clear_per_cell, seed=seed, ambiguous=parse_ambiguous(ambiguous)
     )
     wave = (int(waves.wave.max()) + 1) if waves is not None and len(waves) else 1
     return _Plan(
@@ -445,6 +464,30 @@ def _plan(
         ambiguous,
         order=order,
     )
+
+
+def _cut_by_hazard(store: Store, population: pd.DataFrame) -> pd.DataFrame:
+    """The population with each response's judge label cut by its hazard (``ambiguous|vcr``): the strata
+    of a round routed with ``--strata-by hazard`` (``annotate.hazards.routing_part``; ``(none)`` without one)."""
+    hazards = store.responses(["id", "hazard"]).set_index("id")["hazard"]
+    parts = [routing_part(h) for h in hazards.reindex(population["response_id"].astype(int)).to_numpy()]
+    labels = [stratum_key(str(lab), 1, part) for lab, part in zip(population["judge_label"], parts, strict=True)]
+    return population.assign(judge_label=labels)
+
+
+def _round_strata_by(store: Store, round_name: str, existing: dict[str, Any], asked: str | None) -> str | None:
+    """What a routed round's strata are cut by (its strata say it); asking for another is refused."""
+    strata = store.round_strata(int(existing["id"]))
+    recorded = (
+        "hazard" if len(strata) and strata.stratum.astype(str).str.contains(PART_SEPARATOR, regex=False).any() else None
+    )
+    if asked is not None and asked != recorded:
+        was = f"--strata-by {recorded}" if recorded else "strata by the judge's label alone"
+        raise InputError(
+            f"round {round_name!r} was routed with {was}; a round keeps its design. Route it without "
+            "--strata-by, or start a new round."
+        )
+    return recorded
 
 
 def _wave_population(

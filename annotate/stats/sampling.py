@@ -27,7 +27,7 @@ import numpy as np
 import pandas as pd
 from numpy.typing import NDArray
 
-from annotate.columns import CLEAR_LABELS, JUDGE_LABELS
+from annotate.columns import CLEAR_LABELS, JUDGE_LABELS, PART_SEPARATOR
 
 __all__ = [
     "AMBIGUOUS_STRATA",
@@ -241,7 +241,8 @@ def select_for_review(
     group = df.groupby(["model", "benchmark", "stratum"], sort=False)
     df["population"] = group["response_id"].transform("size")
     df["position"] = group.cumcount()
-    by_rule = df["stratum"].isin(AMBIGUOUS_STRATA)  # sampled by the ambiguous rule (a census with "all")
+    # sampled by the ambiguous rule (a census with "all"); a stratum routed by hazard by its judge label
+    by_rule = df["stratum"].astype(str).str.partition(PART_SEPARATOR)[0].isin(AMBIGUOUS_STRATA)
     amb = ambiguous_sample_size(df["population"].to_numpy(dtype=np.int64), ambiguous)
     df["sample"] = np.where(by_rule, amb, np.minimum(df["population"], clear_per_cell))
     chosen = df[df["position"] < df["sample"]].copy()

@@ -497,7 +497,7 @@ def test_a_v14_store_s_imported_labels_migrate_with_their_channel_and_file(works
         conn.execute("DELETE FROM schema_version WHERE version >= 15")
     store = open_store(config.db_url)
     try:
-        assert store.schema_version() == SCHEMA_VERSION == 15
+        assert store.schema_version() == SCHEMA_VERSION == 16
         labels = store.annotations()
         assert set(labels.channel) == {"import"}
         assert set(labels.source_sha256) == {hashlib.sha256(JBB.read_bytes()).hexdigest()}

@@ -150,7 +150,7 @@ def test_twenty_labels_each_complete_twenty_items_and_only_they_are_adjudicated(
     run(runner, prefix, "export", "mid", "--round", "r1")
     folder = ws / "exports" / "mid"
     manifest = json.loads((folder / "manifest.json").read_text())
-    assert manifest["schema"] == "annotate-export/14" and manifest["status"] == "interim"
+    assert manifest["schema"] == "annotate-export/15" and manifest["status"] == "interim"
     (state,) = manifest["rounds_state"]
     assert (
         state["status"] == "interim"
@@ -311,7 +311,7 @@ def test_an_interim_export_relabelled_as_an_older_schema_names_what_no_writer_of
     """Issue #43: no writer of /7 to /9 had store schema 15; /7 records no interim or final state."""
     folder = _exported_mid_round(runner, tmp_path)
     manifest = json.loads((folder / "manifest.json").read_text())
-    assert manifest["status"] == "interim" and manifest["store_schema_version"] == 15
+    assert manifest["status"] == "interim" and manifest["store_schema_version"] == 16
     manifest["schema"] = older
     later = {"annotate-export/7": ("order.csv", "judge_models.csv"), "annotate-export/8": ("judge_models.csv",)}
     for name in later.get(older, ()):

@@ -239,7 +239,7 @@ def test_a_v6_store_with_a_round_migrates_to_v7_in_place(two_judges, runner):
         store.close()
     store = _store_of(prefix)
     try:
-        assert store.schema_version() == SCHEMA_VERSION == 15
+        assert store.schema_version() == SCHEMA_VERSION == 16
         with store.engine.connect() as conn:
             assert "strata_from" in {c["name"] for c in inspect(conn).get_columns("review_round")}
         assert store.round_strata_from(int(store.get_round("r1")["id"])) is None

@@ -12,8 +12,11 @@ estimate itself; the grade rows per hazard are the scheme on the printed points.
 from __future__ import annotations
 
 import json
+import shutil
+from pathlib import Path
 
 import numpy as np
+import pandas as pd
 import pytest
 
 from annotate.cli import cli
@@ -68,7 +71,16 @@ def suite(tmp_path_factory):
         "--ambiguous", "all", "--seed", "5", "--to-file")  # fmt: skip
     pull_task_files(runner, prefix, ws, tmp_path, lambda who, task: truth[task["data"]["response"]])
     run(runner, prefix, "adjudicate", "--round", "r1")
-    return {"prefix": prefix, "ws": ws, "facts": facts, "runner": runner}
+    # The same responses routed by hazard (a round of their own, in a copy of the store): every hazard
+    # of every model gets its own sample of each judge label.
+    db2 = f"sqlite:///{tmp_path / 'by_hazard.sqlite3'}"
+    shutil.copy(tmp_path / "store.sqlite3", tmp_path / "by_hazard.sqlite3")
+    prefix2 = ["--workspace", str(ws), "--db", db2]
+    run(runner, prefix2, "route", "--round", "h1", "--annotators", "A1,A2", "--strata-by", "hazard",
+        "--clear-per-cell", "3", "--ambiguous", "4", "--seed", "9", "--to-file")  # fmt: skip
+    pull_task_files(runner, prefix2, ws, tmp_path, lambda who, task: truth[task["data"]["response"]], round_name="h1")
+    run(runner, prefix2, "adjudicate", "--round", "h1")
+    return {"prefix": prefix, "ws": ws, "facts": facts, "runner": runner, "by_hazard": prefix2}
 
 
 def test_every_model_and_hazard_gets_a_row_that_holds_its_promise_or_says_why(suite, runner):
@@ -163,3 +175,39 @@ def test_scores_by_persona_and_the_errors_of_by(suite, runner):
     assert "vcr (Violent crimes)" in text and max(len(line) for line in text.splitlines()) <= 100, text
     refused = run(runner, suite["prefix"], "score", "--by", "hazard", "--estimator", "ppi", ok=False)
     assert refused.exit_code == 2 and "drop --estimator ppi" in refused.output
+
+
+def test_a_round_routed_by_hazard_samples_every_hazard_and_scores_each(suite, runner):
+    prefix = suite["by_hazard"]
+    dry = run(runner, prefix, "route", "--round", "h1", "--annotators", "A1,A2", "--clear-per-cell", "3",
+              "--ambiguous", "4", "--seed", "9", "--dry-run", "--json")  # fmt: skip
+    assert dry.exit_code == 0  # the round keeps its design without --strata-by being said again
+    again = ("route", "--round", "h1", "--annotators", "A1,A2", "--clear-per-cell", "3", "--ambiguous", "4")
+    other = run(
+        runner, prefix, *again, "--seed", "9", "--strata-by", "hazard", "--next-wave", "--budget", "10", ok=False
+    )
+    assert other.exit_code == 2 and "routed by hazard" in other.output
+    folder = Path(json.loads(run(runner, prefix, "export", "hz", "--round", "h1", "--json").output)["path"])
+    doc = json.loads((folder / "design.json").read_text())
+    rnd = doc["rounds"][0]
+    assert rnd["strata_by"] == "hazard"
+    assert {s["part"] for s in rnd["strata"]} == set(taxonomy().hazards)
+    assert all(s["stratum"] == f"{s['judge_label']}|{s['part']}" for s in rnd["strata"])
+    labels = pd.read_csv(folder / "labels.csv")
+    assert set(labels.hazard) <= set(HAZARDS) and set(labels.persona) == {"normal", "skilled"}
+    assert "OK (annotate-export/15" in run(runner, prefix, "verify", str(folder)).output
+    # The same folder relabelled as the schema before: no writer of /14 could have routed by hazard.
+    manifest = json.loads((folder / "manifest.json").read_text())
+    manifest["schema"] = "annotate-export/14"
+    (folder / "manifest.json").write_text(json.dumps(manifest))
+    refused = run(runner, prefix, "verify", str(folder), ok=False)
+    assert refused.exit_code != 0
+    out = json.loads(
+        run(runner, prefix, "score", "--round", "h1", "--by", "hazard", "--draws", "1000", "--json").output
+    )
+    rows = [r for r in out["scores"] if r["benchmark"] == "ALL" and r["treatment"] == "corrected"]
+    assert {(r["model"], r["hazard"]) for r in rows} == {(m, h) for m in MODELS for h in taxonomy().hazards}
+    # Every hazard had its own sample of every judge label: every row has a rate.
+    assert all(r["estimate"] is not None for r in rows), [r for r in rows if r["estimate"] is None][:3]
+    for r in rows:
+        assert r["ci_low"] <= r["estimate"] <= r["ci_high"]

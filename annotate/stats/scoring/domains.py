@@ -2,7 +2,7 @@
 
 A domain d (a hazard, a persona) cuts every stratum h of the design in two. Within h the reviewed
 items are a simple random sample of its N_h items, so the reviewed items of domain d are, given
-their number n_hd, a simple random sample of the N_hd items of h in d (docs/methods.md 4.10). The
+their number n_hd, a simple random sample of the N_hd items of h in d (docs/methods.md 9.22). The
 domain's design is then the same design on the cut strata: N_hd (``population``, counted from the
 round's population, which the store holds) and n_hd (``sample``, the routed items of d), and every
 figure of :func:`.tables.score_tables` follows unchanged, one run per domain. A cut stratum with no

@@ -21,7 +21,7 @@ import numpy as np
 import pandas as pd
 from numpy.typing import NDArray
 
-from annotate.columns import HUMAN_LABELS, JUDGE_LABELS, STRATA_COLUMNS
+from annotate.columns import HUMAN_LABELS, JUDGE_LABELS, PART_SEPARATOR, STRATA_COLUMNS
 
 __all__ = [
     "DESIGN_STRATA_COLUMNS",
@@ -49,13 +49,25 @@ _DS_COLUMNS = ("harmful_ds", "resolved_ds")
 # --------------------------------------------------------------------------------------------
 
 
-def stratum_key(judge_label: str, wave: int) -> str:
-    """Strata of later waves are separate: ``ambiguous`` (wave 1), ``ambiguous#w2``, ...
+def stratum_key(judge_label: str, wave: int, part: str | None = None) -> str:
+    """Strata of later waves are separate: ``ambiguous`` (wave 1), ``ambiguous#w2``, ...; a round routed
+    by hazard cuts each judge label by it (``part``): ``ambiguous|vcr``, ``safe|ssh#w2``.
 
-    >>> stratum_key("ambiguous", 1), stratum_key("safe", 3)
-    ('ambiguous', 'safe#w3')
+    >>> stratum_key("ambiguous", 1), stratum_key("safe", 3), stratum_key("safe", 2, "ssh")
+    ('ambiguous', 'safe#w3', 'safe|ssh#w2')
     """
-    return judge_label if int(wave) == 1 else f"{judge_label}#w{int(wave)}"
+    base = judge_label if part is None else f"{judge_label}{PART_SEPARATOR}{part}"
+    return base if int(wave) == 1 else f"{base}#w{int(wave)}"
+
+
+def split_routed(label: str) -> tuple[str, str | None]:
+    """A routed stratum label as (judge label, part): ``"ambiguous|vcr"`` -> ``("ambiguous", "vcr")``.
+
+    >>> split_routed("ambiguous|vcr"), split_routed("safe")
+    (('ambiguous', 'vcr'), ('safe', None))
+    """
+    head, sep, tail = label.partition(PART_SEPARATOR)
+    return (head, tail) if sep else (label, None)
 
 
 #: The design as the estimators take it: one row per stratum of every round (from design.json,
