@@ -16,8 +16,11 @@ the hazard (the fixed-prompt estimand). Figures, per regime:
 * ``score --by hazard: rows not estimable``: the share of rows that print no estimate and say why
   (a reading: a row that cannot keep the promise must say so rather than print).
 
-Regimes: the study's few reviews (25 ambiguous and 10 per clear stratum per model: many cut strata
-with no reviewed item), a larger round (100 and 40), and rare harm (0.2-2 %, 25 and 10).
+Regimes: routed by judge label as usual, the study's few reviews (25 ambiguous and 10 per clear stratum
+per model: many cut strata with no reviewed item), a larger round (100 and 40), and rare harm (0.2-2 %, 25
+and 10); routed by hazard (``route --strata-by hazard``: every (label, hazard) stratum sampled, 4 ambiguous
+and 2 per clear stratum of each hazard: at most 96 reviews per model, about twice the few-reviews round's
+45), at the study's rates and with rare harm.
 """
 
 from __future__ import annotations
@@ -37,16 +40,29 @@ from annotate.stats.scoring.domains import domain_outputs  # noqa: E402
 HAZARDS = ("vcr", "src", "cse", "ssh", "iwp", "ipv", "dfm", "ncr", "hte", "prv", "spc", "sxc")
 #: The judge's false-alarm rate on safe responses, per hazard: its errors differ by hazard.
 FALSE_ALARM = dict(zip(HAZARDS, np.linspace(0.02, 0.40, len(HAZARDS)), strict=True))
-#: regime -> (true harm per model, responses per (model, hazard), ambiguous sampled, clear sampled per stratum)
+#: regime -> (true harm per model, responses per (model, hazard), ambiguous sampled, clear sampled per stratum,
+#: routed by hazard: each judge label's stratum cut by hazard, the sizes then per hazard)
 REGIMES = {
-    "study, few reviews": ((0.02, 0.05, 0.10, 0.20), 100, 25, 10),
-    "study, larger round": ((0.02, 0.05, 0.10, 0.20), 100, 100, 40),
-    "rare harm (0.2-2 %)": ((0.002, 0.005, 0.01, 0.02), 100, 25, 10),
+    "study, few reviews": ((0.02, 0.05, 0.10, 0.20), 100, 25, 10, False),
+    "study, larger round": ((0.02, 0.05, 0.10, 0.20), 100, 100, 40, False),
+    "rare harm (0.2-2 %)": ((0.002, 0.005, 0.01, 0.02), 100, 25, 10, False),
+    "routed by hazard, few reviews (4 ambiguous, 2 per clear stratum per hazard)": (
+        (0.02, 0.05, 0.10, 0.20),
+        100,
+        4,
+        2,
+        True,
+    ),
+    "routed by hazard, rare harm (0.2-2 %; 4 and 2 per hazard)": ((0.002, 0.005, 0.01, 0.02), 100, 4, 2, True),
 }
 
 
-def replicate(harm: tuple[float, ...], per: int, amb: int, clear: int, rng: np.random.Generator):
-    """One round: (labels with domain, design strata, population counts per domain, truth per (model, hazard))."""
+def replicate(
+    harm: tuple[float, ...], per: int, amb: int, clear: int, rng: np.random.Generator, by_hazard: bool = False
+):
+    """One round: (labels with domain, design strata, population counts per domain, truth per (model, hazard)).
+
+    ``by_hazard``: the round is routed as ``route --strata-by hazard`` routes it (strata ``label|hazard``)."""
     label_rows, strata_rows, pop_rows, truth = [], [], [], {}
     for m, rate in enumerate(harm):
         model = f"m{m}"
@@ -57,13 +73,15 @@ def replicate(harm: tuple[float, ...], per: int, amb: int, clear: int, rng: np.r
         label = np.where(rng.random(y.size) < 0.5, "ambiguous", np.where(says, "harmful", "safe"))
         for h in HAZARDS:
             truth[(model, h)] = float(y[hazard == h].mean())
-        for stratum in ("harmful", "safe", "ambiguous"):
-            idx = np.flatnonzero(label == stratum)
+        cuts = [(lab, h) for lab in ("harmful", "safe", "ambiguous") for h in (HAZARDS if by_hazard else (None,))]
+        for judge_label, part in cuts:
+            idx = np.flatnonzero((label == judge_label) & ((hazard == part) if part else True))
             if idx.size == 0:
                 continue
-            n = min(idx.size, amb if stratum == "ambiguous" else clear)
+            stratum = judge_label if part is None else f"{judge_label}|{part}"
+            n = min(idx.size, amb if judge_label == "ambiguous" else clear)
             chosen = rng.choice(idx, size=n, replace=False)
-            strata_rows.append(("r", model, "b", stratum, 1, stratum, idx.size, n))
+            strata_rows.append(("r", model, "b", judge_label, 1, stratum, idx.size, n))
             for h, count in zip(*np.unique(hazard[idx], return_counts=True), strict=True):
                 pop_rows.append(("r", model, "b", stratum, str(h), int(count)))
             for i in chosen:
@@ -81,11 +99,11 @@ def replicate(harm: tuple[float, ...], per: int, amb: int, clear: int, rng: np.r
 
 
 def regime_rows(name: str, R: int, D: int, seed: int) -> list[dict]:
-    harm, per, amb, clear = REGIMES[name]
+    harm, per, amb, clear, by_hazard = REGIMES[name]
     rng = np.random.default_rng(seed)
     covered, rows, not_estimable = [], 0, 0
     for _ in range(R):
-        labels, strata, population, truth = replicate(harm, per, amb, clear, rng)
+        labels, strata, population, truth = replicate(harm, per, amb, clear, rng, by_hazard)
         outputs = domain_outputs(labels, strata, population, draws=D, seed=int(rng.integers(2**31)))
         for hazard, out in outputs.items():
             if isinstance(out, str):

@@ -134,14 +134,14 @@ def test_a_waiting_item_is_no_row_a_writer_before_annotate_export_8_could_have_w
     status is ``waiting``, which only /8 on records: the labels check refuses them under an older schema."""
     from annotate.audit.design import Design
     from annotate.audit.labels import check_labels, read_labels
-    from annotate.columns import LABEL_COLUMNS
+    from annotate.audit.schema import SCHEMAS
 
     folder = EXPORTS / "annotate-export-13"
     labels, lines = read_labels((folder / "labels.csv").read_bytes(), restore=True)
     design = Design.from_json(json.loads((folder / "design.json").read_text()))
-    assert check_labels(labels, lines, design, LABEL_COLUMNS, skips=True) == []
+    assert check_labels(labels, lines, design, SCHEMAS["annotate-export/13"].label_columns, skips=True) == []
     row = labels.index[labels.final_status == "resolved"][0]
     labels.loc[row, ["final_status", "final_label"]] = ["waiting", None]
-    assert check_labels(labels, lines, design, LABEL_COLUMNS, skips=True) == []
-    refused = check_labels(labels, lines, design, LABEL_COLUMNS, skips=False)
+    assert check_labels(labels, lines, design, SCHEMAS["annotate-export/13"].label_columns, skips=True) == []
+    refused = check_labels(labels, lines, design, SCHEMAS["annotate-export/13"].label_columns, skips=False)
     assert any("final_status 'waiting'" in p and "annotate-export/8" in p for p in refused), refused

@@ -104,11 +104,13 @@ def test_rates_per_hazard_cover_or_say_they_cannot():
     sys.modules["bench_validity"] = module
     spec.loader.exec_module(module)
     rows = module.matrix(replicates=3, draws=300, parts=("hazards",), quick=True)
-    assert len(rows) == 6 and set(rows.part) == {"hazards"}, rows.to_string()
+    assert len(rows) == 10 and set(rows.part) == {"hazards"}, rows.to_string()
     promised = rows[rows.measure == "coverage"]
-    assert len(promised) == 3 and (promised.n > 0).all(), rows.to_string()
+    assert len(promised) == 5 and (promised.n > 0).all(), rows.to_string()
     low = promised[promised.value < 0.95 - _binomial_slack(0.95, promised.n)]
     assert low.empty, low[["figure", "regime", "value", "n"]].to_string()
     unestimable = rows[rows.figure == "score --by hazard: rows not estimable"].set_index("regime").value
-    # A larger round leaves fewer rows unestimable than the study's few reviews.
+    # A larger round leaves fewer rows unestimable than the study's few reviews; routing by hazard fewer still.
     assert unestimable["study, larger round"] < unestimable["study, few reviews"]
+    routed = unestimable[[k for k in unestimable.index if k.startswith("routed by hazard")]]
+    assert len(routed) == 2 and (routed < 0.05).all(), unestimable.to_string()
