@@ -60,6 +60,17 @@ def demo(
     )
     click.echo("")
     click.echo(f"Done in {result.seconds:.0f} s.")
+    if result.answers:
+        click.echo("Corrected harmful rate per model after review (95% interval), beside the judge's own rate:")
+        for a in result.answers:
+            click.echo(
+                f"  {a['model']}: {100 * a['estimate']:.1f}% harmful [{100 * a['ci_low']:.1f}, {100 * a['ci_high']:.1f}]"
+                f", rank {a['rank']:g}; the judge alone said {100 * a['judge_alone']:.1f}%"
+            )
+        click.echo(
+            "  (An interval holds whether the items left unresolved after adjudication are harmful or safe, so it is "
+            "wide where they are many; the judge alone leaves its ambiguous verdicts out.)"
+        )
     click.echo(f"  workspace: {result.workspace}")
     if directory is None:  # a temporary folder the demo made: it stays, and says how it goes
         click.echo(f"             (a new temporary folder; it stays after the demo: `rm -rf {result.workspace}`)")

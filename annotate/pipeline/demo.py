@@ -28,6 +28,7 @@ from importlib import resources
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from annotate.columns import DEFAULT_JUDGE_ONLY
 from annotate.config import default_db_url, open_workspace, redact_url, resolve_db_url
 from annotate.db import check_url, store_exists
 from annotate.errors import StateError
@@ -93,6 +94,8 @@ class DemoResult:
     final_matches: int = 0
     final_total: int = 0
     ranking: list[dict[str, Any]] = field(default_factory=list)
+    #: The answer per model, best first: corrected rate, its interval and rank, the judge alone's rate.
+    answers: list[dict[str, Any]] = field(default_factory=list)
     judges: list[dict[str, Any]] = field(default_factory=list)  # the pooled judge-audit records
     seconds: float = 0.0
 
@@ -221,6 +224,13 @@ def run_demo(
         overall = scored.scores[scored.scores.benchmark == "ALL"]
         pivot = overall.pivot_table(index="model", columns="treatment", values="rank")
         result.ranking = [{"model": m, **{t: float(pivot.loc[m, t]) for t in pivot.columns}} for m in pivot.index]
+        corrected = overall[overall.treatment == "corrected"].set_index("model")
+        judge_alone = overall[overall.treatment == DEFAULT_JUDGE_ONLY].set_index("model").estimate
+        result.answers = [
+            {"model": str(m), "estimate": float(r.estimate), "ci_low": float(r.ci_low), "ci_high": float(r.ci_high),
+             "rank": float(r["rank"]), "judge_alone": float(judge_alone.get(m, float("nan")))}
+            for m, r in corrected.sort_values("estimate").iterrows()
+        ]  # fmt: skip
         moved = scored.ranking[(scored.ranking.benchmark == "ALL") & (scored.ranking.treatment != "corrected")]
         echo(
             f"[8/11] scored 8 treatments: the 5 models' ranking moves by up to "
