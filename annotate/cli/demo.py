@@ -64,8 +64,9 @@ def demo(
         click.echo("Corrected harmful rate per model after review (95% interval), beside the judge's own rate:")
         for a in result.answers:
             click.echo(
-                f"  {a['model']}: {100 * a['estimate']:.1f}% harmful [{100 * a['ci_low']:.1f}, {100 * a['ci_high']:.1f}]"
-                f", rank {a['rank']:g}; the judge alone said {100 * a['judge_alone']:.1f}%"
+                f"  {a['model']}: {100 * a['estimate']:.1f}% harmful "
+                f"[{100 * a['ci_low']:.1f}, {100 * a['ci_high']:.1f}], rank {a['rank']:g}; "
+                f"the judge alone said {100 * a['judge_alone']:.1f}%"
             )
         click.echo(
             "  (An interval holds whether the items left unresolved after adjudication are harmful or safe, so it is "
