@@ -72,6 +72,12 @@ if TYPE_CHECKING:
     help="Also say which models' corrected rates are within this half-width (e.g. 0.03) and whether the round is "
     "done (as `annotate status --target-halfwidth`).",
 )
+@click.option(
+    "--wide",
+    is_flag=True,
+    help="Every treatment and the bounds over unresolved items as columns (wider than a terminal); by default "
+    "the table fits 100 columns: the corrected rate, its rank and the judge's own rate, flags as notes below.",
+)
 @click.option("--json", "as_json", is_flag=True, help="Print JSON.")
 @workspace_options
 def score(
@@ -87,6 +93,7 @@ def score(
     min_reviewed: int,
     target_halfwidth: float | None,
     as_json: bool,
+    wide: bool = False,
 ) -> None:
     """Corrected per-model harmful rates with intervals, and how rankings depend on treatment.
 
@@ -174,7 +181,7 @@ def score(
         sub = scores[scores.benchmark == bench]
         over = out.benchmark_set.describe() if out.benchmark_set is not None else "the benchmarks"
         title = f"Overall (macro-average over {over})" if bench == ALL else f"Benchmark {bench}"
-        click.echo(f"{title}; estimand {ESTIMAND_SAID[estimand]}; harmful rate, 95% interval for corrected:")
+        say(f"{title}; estimand {ESTIMAND_SAID[estimand]}; harmful rate, 95% interval for corrected:")
         rows = []
         with_bounds = bool((sub[sub.treatment == "corrected"].estimate_kind == "mar").any())
         for model, g in sub.groupby("model", sort=False):
@@ -219,7 +226,10 @@ def score(
             + [TREATMENT_SHORT[t] for t in chosen if t != "corrected"]
             + ["max shift", "flag"]
         )
-        click.echo(table(headers, rows, align="l" + "r" * (len(headers) - 2) + "l"))
+        if wide:
+            click.echo(table(headers, rows, align="l" + "r" * (len(headers) - 2) + "l"))
+        else:
+            _echo_narrow(headers, rows)
         if bench == ALL:
             _echo_left_out(out)
             for r in no_score:
@@ -264,7 +274,7 @@ def score(
         click.echo("")
     corrected = scores[scores.treatment == "corrected"]
     if (corrected.estimate_kind == "mar").any():
-        click.echo(
+        say(
             "note: where items are unresolved, the corrected interval runs from all of them safe to all of them "
             "harmful (partial identification); the estimate is the missing-at-random point inside it, and "
             "'bounds' gives the estimates at the two ends (with transport, the extremes over the assignments of "
@@ -273,17 +283,58 @@ def score(
     _echo_wide(corrected if by == "benchmark" else corrected[corrected.benchmark == ALL])
     flagged = corrected[~corrected.flag.isin(["ok"])]
     for r in flagged.itertuples():
-        click.echo(
+        say(
             f"note: {r.model} x {r.benchmark}: {r.flag}"
             + (f" ({r.note})" if isinstance(r.note, str) and r.note else "")
         )
     for r in out.fallbacks[out.fallbacks.treatment.isin(chosen)].itertuples():
-        click.echo(f"note: {r.model} x {r.benchmark} x {r.treatment}: {r.reason}.")
+        say(f"note: {r.model} x {r.benchmark} x {r.treatment}: {r.reason}.")
     _echo_strata_from(out.settings)
     _echo_confound(confound)
     if target is not None:
         click.echo("")
         echo_target(target, round_names[0] if len(round_names) == 1 else "R")
+
+
+#: The width default text output keeps to (issue #45).
+WIDTH = 100
+
+
+def say(text: str) -> None:
+    """A sentence wrapped to :data:`WIDTH` columns."""
+    import textwrap
+
+    click.echo(textwrap.fill(text, WIDTH, break_on_hyphens=False, break_long_words=False))
+
+
+def _echo_narrow(headers: list[str], rows: list[list[str]]) -> None:
+    """The score table in 100 columns: model, corrected, CI, bounds, rank, rank CI, the judge's own rate and
+    the largest rank shift; each row's flag becomes a numbered note under the table."""
+    from annotate.columns import DEFAULT_JUDGE_ONLY
+
+    judge_alone = TREATMENT_SHORT[DEFAULT_JUDGE_ONLY]
+    keep = [h for h in headers if h in ("model", "corrected", "95% CI", "rank", "rank CI", judge_alone, "max shift")]
+    if "bounds (unresolved safe..harmful)" in headers:
+        keep.insert(3, "bounds (unresolved safe..harmful)")
+    at = [headers.index(h) for h in keep]
+    flag_at = headers.index("flag")
+    notes: list[str] = []
+    narrow = []
+    for r in rows:
+        mark = ""
+        if r[flag_at]:
+            notes.append(f"{r[0]}: {r[flag_at]}")
+            mark = f"({len(notes)})"
+        narrow.append([r[k] for k in at] + [mark])
+    shown = ["bounds" if h.startswith("bounds") else ("judge alone" if h == judge_alone else h) for h in keep]
+    click.echo(table([*shown, "note"], narrow, align="l" + "r" * (len(shown) - 1) + "l"))
+    for n, text in enumerate(notes, 1):
+        say(f"({n}) {text}")
+    say(
+        ("bounds: the estimates with every unresolved item safe, and harmful. " if "bounds" in shown else "")
+        + "judge alone: the judge's own rate, its ambiguous verdicts left out. Every other treatment of the "
+        "ambiguous responses: --wide (or --json)."
+    )
 
 
 def _score_by_facet(
@@ -378,7 +429,7 @@ def _echo_confound(confound: dict[str, Any]) -> None:
     if not confound["flagged"]:
         return
     click.echo("")
-    click.echo(
+    say(
         "A judge errs differently for some models (annotate judges --by model): the corrected rates above use each "
         "model's own reviewed strata; a correction that pools the judge's error rates over the models would rank:"
     )
@@ -409,13 +460,13 @@ def _echo_confound(confound: dict[str, Any]) -> None:
             else f"{c['a']} before {c['b']}"
             for c in sorted(changes, key=lambda c: -(c["p_corrected_order"] or 0))
         )
-        click.echo(
+        say(
             f"{len(changes)} pair(s) change order under the pooled correction; the corrected order, with its "
             f"probability under the corrected posterior: {shown}."
         )
     else:
         click.echo("No pair changes order under the pooled correction.")
-    click.echo(f"(pooled correction: {confound['pooled_correction']}.)")
+    say(f"(pooled correction: {confound['pooled_correction']}.)")
 
 
 def _bounds_by_row(scores: Any) -> dict[tuple[Any, Any], str]:
@@ -436,7 +487,7 @@ def _echo_wide(rows: Any) -> None:
         return
     names = [f"{r.model} (overall)" if r.benchmark == ALL else f"{r.model} x {r.benchmark}" for r in wide.itertuples()]
     shown = ", ".join(names[:6]) + (f" and {len(names) - 6} more" if len(names) > 6 else "")
-    click.echo(
+    say(
         f"note: the corrected interval is more than {WIDE:g} times as wide as its estimate for {shown}: "
         "`annotate plan --round R --target-se E` says how many reviews per stratum would narrow it "
         "(and `--sensitivity-se` how many judge-safe ones the judge's sensitivity needs)."
@@ -615,361 +666,3 @@ def _echo_left_out(out: ScoreOutput) -> None:
             "WARNING: these models are averaged over different benchmark sets: their rates and ranks are not "
             "comparable (every row says so in its note). Rank on the shared set (the default) before publishing."
         )
-
-
-def _detect_plan(
-    detect: str,
-    power: float,
-    prevalence: float,
-    specificity: float,
-    ambiguous: float,
-    responses: int,
-    models: int,
-    judges: int,
-    fdr: float,
-    as_json: bool,
-) -> None:
-    """``plan --detect-se``: reviews per judge-harmful and judge-safe stratum for the model test, or a census."""
-    import textwrap
-
-    from annotate.stats.judge_models import TESTED
-    from annotate.stats.judge_planning import reviews_to_detect
-
-    try:
-        se_model, se_rest = (float(x) for x in detect.split(":"))
-        if not (0 < se_model < 1 and 0 < se_rest < 1):
-            raise ValueError
-    except ValueError:
-        raise InputError(
-            f"--detect-se {detect!r}: give the two sensitivities as MODEL:OTHERS, each between 0 and 1 "
-            "(e.g. 0.60:0.90)."
-        ) from None
-    if judges < 1:
-        raise InputError("--judges: at least 1.")
-    tests = judges * models * len(TESTED)
-    alpha = fdr / tests
-    try:
-        out = reviews_to_detect(
-            se_model,
-            se_rest,
-            prevalence=prevalence,
-            specificity=specificity,
-            ambiguous=ambiguous,
-            responses=responses,
-            models=models,
-            power=power,
-            alpha=alpha,
-        )
-    except ValueError as exc:
-        raise InputError(f"--detect-se: {exc}.") from None
-    census = not out["reachable"]
-    # `annotate route` samples one number from both clear strata of a cell: the larger, or all of them.
-    clear_per_cell = responses if census else max(out["reviews_judge_harmful"], out["reviews_judge_safe"])
-    out = {
-        **out,
-        "se_model": se_model,
-        "se_others": se_rest,
-        "judges": judges,
-        "models": models,
-        "responses": responses,
-        "tests": tests,
-        "fdr": fdr,
-        "clear_per_cell": clear_per_cell,
-    }
-    if as_json:
-        echo_json(out)
-        return
-
-    def say(text: str) -> None:
-        click.echo(textwrap.fill(text, 100, break_on_hyphens=False, break_long_words=False))
-
-    finds = (
-        f"`judges --by model` to flag a judge whose sensitivity is {se_model:.2f} on one model and {se_rest:.2f} "
-        f"on the other {models - 1}"
-    )
-    strata = (
-        f"a model's clear strata hold about {out['judge_harmful_stratum']:.0f} judge-harmful and "
-        f"{out['judge_safe_stratum']:.0f} judge-safe responses"
-    )
-    if census:
-        say(
-            f"By this plan no number of reviews reaches {power:.0%} power: with every clear response of every model "
-            f"reviewed (a census of both clear strata; {strata}) the power for {finds} is {out['power_reachable']:.0%} "
-            "(the plan errs low: docs/methods.md 9.16)."
-        )
-        say(
-            f"Route a census: `annotate route ... --clear-per-cell {clear_per_cell}`. More power needs more "
-            "responses per model (--responses) or a larger difference."
-        )
-    else:
-        capped = [
-            name
-            for name, flag in (("judge-harmful", out["capped_judge_harmful"]), ("judge-safe", out["capped_judge_safe"]))
-            if flag
-        ]
-        say(
-            f"Review {out['reviews_judge_harmful']} responses of each judge-harmful stratum and "
-            f"{out['reviews_judge_safe']} of each judge-safe stratum, in every model "
-            f"({out['reviews_per_model']:.0f} reviews per model, {out['reviews_total']:.0f} in all), for {finds} "
-            f"with power {out['power_promised']:.0%}"
-            + (f" (wanted: {power:.0%})." if f"{out['power_promised']:.0%}" != f"{power:.0%}" else ".")
-            + (f" That is all of the {' and '.join(capped)} stratum ({strata})." if capped else "")
-        )
-        say(
-            f"Route: `annotate route ... --clear-per-cell {clear_per_cell}` samples that many from both clear "
-            "strata (more judge-harmful reviews than planned only add power)."
-            if out["reviews_judge_harmful"] != out["reviews_judge_safe"]
-            else f"Route: `annotate route ... --clear-per-cell {clear_per_cell}`."
-        )
-    say(
-        f"The level: {tests} tests ({judges} judge{'s' if judges > 1 else ''} x {models} models x "
-        f"{len(TESTED)} figures) at a false-discovery rate of {fdr:.0%}, so a first discovery needs "
-        f"p <= {alpha:.4f}; the difference's standard error is then {out['se_difference']:.3f}. Assumed: "
-        f"{prevalence:.0%} harmful, judge specificity {specificity:.2f}, {ambiguous:.0%} ambiguous, {responses} "
-        f"responses per model, {out['test_draws']:,} test draws; the ambiguous strata as the round samples them "
-        "(they do not inform the sensitivity)."
-    )
-
-
-@click.command("plan")
-@click.option(
-    "--target-halfwidth",
-    type=float,
-    default=None,
-    help="Plan the next wave: the target half-width of every model's corrected rate (0.03 = +-3 points, 95 %).",
-)
-@click.option(
-    "--budget", type=float, default=None, help="Plan the next wave for this many reviews (the best common half-width)."
-)
-@click.option("--ranking", is_flag=True, help="Plan the next wave so every pair of models is separated or tied.")
-@click.option(
-    "--tie-margin", type=float, default=0.01, show_default=True, help="With --ranking: closer models are tied."
-)
-@click.option("--reviewers", type=int, default=None, help="Reviewers per item (default: the round's).")
-@click.option("--expert-share", type=float, default=0.0, show_default=True, help="Expected share sent to an expert.")
-@click.option("--unresolved", type=float, default=0.0, show_default=True, help="Expected share left unresolved.")
-@click.option("--target-se", type=float, default=None, help="Target standard error of each cell's corrected rate.")
-@click.option(
-    "--sensitivity-se",
-    type=float,
-    default=None,
-    help="Instead: target standard error of the routing judge's sensitivity over the cells; sizes the judge-safe "
-    "strata, where the harm the judge missed hides.",
-)
-@click.option(
-    "--round", "round_names", multiple=True, help="Use this round's design and labels (guessed rates from data)."
-)
-@click.option(
-    "--min-per-stratum", default=10, show_default=True, help="At least this many per non-empty clear stratum."
-)
-@click.option("--judge", default=None, help="Judge whose labels define the strata (before any round).")
-@click.option(
-    "--detect-se",
-    default=None,
-    metavar="MODEL:OTHERS",
-    help="Instead: the reviews of each judge-harmful and each judge-safe stratum (sized apart) with which "
-    "`judges --by model` flags a judge whose sensitivity is MODEL on one model and OTHERS on the rest (e.g. "
-    "0.60:0.90) with --power; where no number reaches it, the power of a census. Assumptions: --prevalence, "
-    "--specificity, --ambiguous-share, --responses, --models, --judges, --fdr.",
-)
-@click.option("--power", type=float, default=0.8, show_default=True, help="With --detect-se: the power wanted.")
-@click.option("--prevalence", type=float, default=0.3, show_default=True, help="With --detect-se: the harmful share.")
-@click.option("--specificity", type=float, default=0.95, show_default=True, help="With --detect-se: the judge's Sp.")
-@click.option(
-    "--ambiguous-share",
-    type=float,
-    default=0.15,
-    show_default=True,
-    help="With --detect-se: the judge's ambiguous share.",
-)
-@click.option("--responses", type=int, default=400, show_default=True, help="With --detect-se: responses per model.")
-@click.option("--models", type=int, default=8, show_default=True, help="With --detect-se: models in the round.")
-@click.option(
-    "--judges",
-    "n_judges",
-    type=int,
-    default=1,
-    show_default=True,
-    help="With --detect-se: judges audited (the test counts judges x models x 2 figures).",
-)
-@click.option(
-    "--fdr", type=float, default=0.10, show_default=True, help="With --detect-se: the test's false-discovery rate."
-)
-@click.option("--json", "as_json", is_flag=True, help="Print JSON.")
-@workspace_options
-def plan_cmd(
-    ctx: click.Context,
-    target_halfwidth: float | None,
-    budget: float | None,
-    ranking: bool,
-    tie_margin: float,
-    reviewers: int | None,
-    expert_share: float,
-    unresolved: float,
-    target_se: float | None,
-    sensitivity_se: float | None,
-    round_names: tuple[str, ...],
-    min_per_stratum: int,
-    judge: str | None,
-    detect_se: str | None,
-    power: float,
-    prevalence: float,
-    specificity: float,
-    ambiguous_share: float,
-    responses: int,
-    models: int,
-    n_judges: int,
-    fdr: float,
-    as_json: bool,
-) -> None:
-    """How many reviews a round needs: per stratum for a target half-width per model, or per cell.
-
-    --target-halfwidth H (or --budget N reviews, or --ranking) plans the next wave
-    (docs/methods.md 4.10): per stratum how many more to draw from what is not yet sampled, so
-    that every model's corrected rate reaches +-H with the fewest reviews; a table per model
-    with the expected half-width, and the total reviews. `route --next-wave` routes it.
-
-    --target-se E: the clear strata (judge harmful, judge safe) get n_h in proportion to W_h
-    S_h, at least --min-per-stratum each (the ambiguous strata as route's --ambiguous says).
-    Feed the largest per-cell figure to `route --clear-per-cell`. --sensitivity-se sizes the
-    judge-safe strata instead, for a target standard error of the routing judge's sensitivity
-    (rare harm needs many).
-
-    \b
-    Example:
-      annotate plan --round r1 --target-halfwidth 0.03
-      annotate plan --round r1 --budget 5000
-      annotate plan --target-se 0.02
-      annotate plan --round r1 --sensitivity-se 0.05
-      annotate plan --detect-se 0.60:0.90 --power 0.8 --models 8 --responses 400 --judges 2
-
-    --detect-se MODEL:OTHERS sizes a round for the model test of `judges --by model`: the reviews
-    of each judge-harmful and of each judge-safe stratum (sized apart, the fewest in all) that give
-    --power to flag a judge whose sensitivity is MODEL on one model and OTHERS on the rest, at the
-    level a first Benjamini-Hochberg discovery needs among judges x models x 2 figures (--fdr /
-    tests). Where no number of reviews reaches --power, it says so and gives the power of a census
-    of the clear strata (docs/methods.md 9.16).
-    """
-    if detect_se is not None:
-        _detect_plan(detect_se, power, prevalence, specificity, ambiguous_share, responses, models, n_judges, fdr,
-                     as_json)  # fmt: skip
-        return
-    from annotate.pipeline._planning import plan_target
-    from annotate.pipeline.score import plan
-
-    if target_halfwidth is not None or budget is not None or ranking:
-        with open_session(ctx) as s:
-            rp = plan_target(
-                s.store,
-                round_names,
-                target_halfwidth=target_halfwidth,
-                budget=budget,
-                ranking=ranking,
-                tie_margin=tie_margin,
-                reviewers=reviewers,
-                expert_share=expert_share,
-                unresolved=unresolved,
-                judge=judge,
-            )
-        if as_json:
-            echo_json(
-                {"reviews": rp.reviews, "models": rp.models.to_dict("records"), "strata": rp.strata.to_dict("records")}
-            )
-            return
-        _echo_wave_plan(rp)
-        return
-
-    with open_session(ctx) as s:
-        df = plan(
-            s.store,
-            round_names,
-            target_se,
-            min_per_stratum=min_per_stratum,
-            judge=judge,
-            sensitivity_se=sensitivity_se,
-        )
-    if as_json:
-        echo_json(df.to_dict("records"))
-        return
-    if sensitivity_se is not None:
-        _echo_sensitivity_plan(df, sensitivity_se)
-        return
-    click.echo(
-        table(
-            ["model", "benchmark", "stratum", "population", "guessed rate", "n", "expected SE"],
-            [
-                [
-                    r.model,
-                    r.benchmark,
-                    r.judge_label,
-                    int(r.population),
-                    num(r.rate_guess, "{:.2f}"),
-                    int(r.n),
-                    num(r.expected_se, "{:.4f}"),
-                ]
-                for r in df.itertuples()
-            ],
-            align="lllrrrr",
-        )
-    )
-    if len(df):
-        click.echo(
-            f"Largest clear stratum sample: {int(df.n.max())}: "
-            f"route --clear-per-cell {int(df.n.max())} meets the target in every cell."
-        )
-
-
-def _echo_sensitivity_plan(df: Any, target: float) -> None:
-    """``plan --sensitivity-se``: judge-safe reviews per cell and the expected SE of the sensitivity."""
-    click.echo(
-        table(
-            ["model", "benchmark", "judge-safe", "guessed rate", "n", "expected harmful", "note"],
-            [
-                [
-                    r.model,
-                    r.benchmark,
-                    int(r.population),
-                    num(r.rate_guess, "{:.3f}"),
-                    int(r.n),
-                    num(r.expected_harmful, "{:.1f}"),
-                    r.note,
-                ]
-                for r in df.itertuples()
-            ],
-            align="llrrrrl",
-        )
-    )
-    if len(df):
-        se = float(df.expected_se.iloc[0])
-        reach = "meets" if bool(df.reachable.iloc[0]) else "cannot meet"
-        click.echo(
-            f"Reviewing {int(df.n.max())} judge-safe responses per cell {reach} the target: expected SE of the "
-            f"judge's sensitivity {se:.4f} (target {target:g}); route --clear-per-cell {int(df.n.max())}."
-        )
-
-
-def _echo_wave_plan(rp: Any) -> None:
-    """``plan --target-halfwidth``: per model, the half-width now and after the planned wave."""
-    click.echo(
-        table(
-            ["model", "target", "now +-", "after +-", "items", "reviews", "status"],
-            [
-                [
-                    r.model,
-                    num(r.target, "{:.3f}"),
-                    num(r.halfwidth_now, "{:.3f}") if r.halfwidth_now < 1 else "none yet",
-                    num(r.expected_halfwidth, "{:.3f}"),
-                    int(r.items),
-                    int(round(r.reviews)),
-                    "at target" if r.at_target else (r.note or "planned"),
-                ]
-                for r in rp.models.itertuples()
-            ],
-            align="lrrrrrl",
-        )
-    )
-    at = int(rp.models.at_target.sum()) if len(rp.models) else 0
-    click.echo(
-        f"Next wave: {int(rp.strata.n.sum())} items, {round(rp.reviews)} reviews; {at} of {len(rp.models)} "
-        "models already at target."
-    )

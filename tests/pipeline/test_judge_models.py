@@ -111,7 +111,9 @@ def test_score_and_the_report_show_the_flagged_judge_and_both_rankings(workspace
     # The model whose judge misses harm looks safest under a pooled correction, not under the corrected one.
     assert rows["m0"]["pooled_rank"] < rows["m0"]["corrected_rank"]
     assert any(c["b"] == "m0" and c["p_corrected_order"] is not None for c in view["order_changes"])
-    text = run(runner, prefix, "score", "--round", "r1", "--draws", "1000").output
+    printed = run(runner, prefix, "score", "--round", "r1", "--draws", "1000").output
+    assert max(map(len, printed.splitlines())) <= 100  # fits a terminal (issue #45); sentences wrap
+    text = " ".join(printed.split())
     assert "judge errs differently here: j1 sensitivity" in text
     assert "a correction that pools the judge's error rates over the models would rank" in text
     # One test, one q: score, judges and export draw the test from the same posterior of the same seed.
