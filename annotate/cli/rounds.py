@@ -496,8 +496,11 @@ def status(
         from annotate.stats.agreement.progress import seconds_text
 
         pulled = [r["last_pulled_at"] for r in reviewers["reviewers"] if r["last_pulled_at"]]
+        from_files = [r.get("last_file_pull_at") for r in reviewers["reviewers"] if r.get("last_file_pull_at")]
         labelled = any(r["done"] or r["skipped"] for r in reviewers["reviewers"])
-        if pulled:
+        if from_files and (not pulled or max(from_files) > max(pulled)):
+            when = f"labels as of the last pull, from Label Studio export files, {max(from_files)}"
+        elif pulled:
             when = f"labels as of the last pull from Label Studio, {max(pulled)}"
         else:
             when = "labels as pulled (from export files)" if labelled else "nothing pulled yet"

@@ -608,6 +608,7 @@ class ReviewTables(Component):
                 a.c.updated_at,
                 a.c.channel,
                 a.c.source_sha256,
+                a.c.pulled_at,
             )
             .join(p, p.c.id == a.c.ls_project_id)
             .join(an, an.c.id == a.c.annotator_id)

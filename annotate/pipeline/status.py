@@ -136,7 +136,16 @@ REVIEWER_COLUMNS = [
     "alpha_without",
     "flags",
     "last_pulled_at",
+    "last_file_pull_at",
 ]
+
+
+def _last_file_pull(ann: pd.DataFrame, who: str) -> str | None:
+    """When ``who``'s labels last arrived from a file (``pull --from-file``, ``import-labels``): ISO text, UTC."""
+    if not len(ann) or "channel" not in ann or "pulled_at" not in ann:
+        return None
+    mine = ann.loc[(ann.annotator == who) & ann.channel.isin(["file", "import"]), "pulled_at"].dropna()
+    return None if mine.empty else pd.Timestamp(mine.max()).strftime("%Y-%m-%dT%H:%M:%SZ")
 
 
 def running_limits(ws: Workspace) -> RunningLimits:
@@ -265,6 +274,8 @@ def reviewer_summary(
                 "median_seconds": median,
                 "time_note": _time_note(len(done_items), n_timed, limits),
                 "last_pulled_at": max(pulled) if pulled else None,
+                # When the reviewer's labels last came from a file (pull --from-file, import-labels), in UTC.
+                "last_file_pull_at": _last_file_pull(ann, who),
             }
         )
     codes, _, _ = vote_matrix(labels, VERDICTS, reviewers)

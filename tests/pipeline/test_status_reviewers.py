@@ -352,6 +352,7 @@ def test_json_structure(rnd, runner, ws):
         "alpha_without",
         "flags",
         "last_pulled_at",
+        "last_file_pull_at",
     }
     for row in out["reviewers"]:
         assert set(row) == expected
