@@ -97,7 +97,8 @@ class _Run:
 
     def result(self):
         store = self.session.store
-        ann = store.annotations(include_inactive=True).drop(columns=["annotation_id"])
+        # (pulled_at: when this run stored it, a wall-clock time of its own)
+        ann = store.annotations(include_inactive=True).drop(columns=["annotation_id", "pulled_at"])
         ann = ann.sort_values("ls_annotation_id").astype(object).where(ann.notna(), None)
         history = store.annotation_history().drop(columns=["id", "replaced_at"])
         history = history.astype(object).where(history.notna(), None)
