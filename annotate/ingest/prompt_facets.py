@@ -74,11 +74,21 @@ class PromptFacets:
             rec.locale = row.get("locale")
 
     def hazard(self, rec: Record) -> tuple[str | None, str | None]:
-        """The record's stored hazard codes, or the problem that refuses the row."""
-        return normalise(rec.hazard, self.lookup)
+        """The record's stored hazard codes, or the problem that refuses the row (a file repeats a few
+        values on every row: each text value is read once)."""
+        value = rec.hazard
+        if type(value) is not str:
+            return normalise(value, self.lookup)
+        done = self._seen.get(value)
+        if done is None:
+            done = normalise(value, self.lookup)
+            if len(self._seen) < 10_000:
+                self._seen[value] = done
+        return done
 
     own: dict[str, str] = field(default_factory=dict)  # the workspace's hazard entries (--hazard-map, annotate.toml)
     table_sha256: str | None = None
+    _seen: dict[str, tuple[str | None, str | None]] = field(default_factory=dict, repr=False)
 
     def recorded(self) -> dict[str, Any]:
         """What the ingest run's options keep of them (provenance)."""
