@@ -112,3 +112,16 @@ def rank(x: float) -> str:
 
 def shift(x: float) -> str:
     return "0" if x == 0 else f"{x:+g}"
+
+
+#: The width default text output keeps to (issue #45): a terminal's, with room to spare.
+WIDTH = 100
+
+
+def say(text: str) -> None:
+    """Print a sentence wrapped to :data:`WIDTH` columns (never inside a word or at a hyphen)."""
+    import textwrap
+
+    import click
+
+    click.echo(textwrap.fill(text, WIDTH, break_on_hyphens=False, break_long_words=False))

@@ -6,7 +6,7 @@ from typing import Any
 
 import click
 
-from annotate.cli._format import ci_pct, missing, pct_or_ne, table
+from annotate.cli._format import ci_pct, missing, pct_or_ne, say, table
 from annotate.cli._options import comma_list, echo_json, open_session, workspace_options
 from annotate.columns import DEFAULT_JUDGE_ONLY, JUDGE_ONLY_TREATMENTS
 
@@ -100,11 +100,6 @@ def grade(
     if as_json:
         echo_json(grades_payload(graded))
         return
-    import textwrap
-
-    def say(text: str) -> None:
-        click.echo(textwrap.fill(text, 100, break_on_hyphens=False, break_long_words=False))
-
     t = graded.table[graded.table.hazard.isna()]
     per_hazard = graded.table[graded.table.hazard.notna()]
     first = t.iloc[0] if len(t) else None

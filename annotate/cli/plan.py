@@ -7,7 +7,7 @@ from typing import Any
 
 import click
 
-from annotate.cli._format import num, table
+from annotate.cli._format import num, say, table
 from annotate.cli._options import echo_json, open_session, workspace_options
 from annotate.errors import InputError
 
@@ -25,8 +25,6 @@ def _detect_plan(
     as_json: bool,
 ) -> None:
     """``plan --detect-se``: reviews per judge-harmful and judge-safe stratum for the model test, or a census."""
-    import textwrap
-
     from annotate.stats.judge_models import TESTED
     from annotate.stats.judge_planning import reviews_to_detect
 
@@ -74,9 +72,6 @@ def _detect_plan(
     if as_json:
         echo_json(out)
         return
-
-    def say(text: str) -> None:
-        click.echo(textwrap.fill(text, 100, break_on_hyphens=False, break_long_words=False))
 
     finds = (
         f"`judges --by model` to flag a judge whose sensitivity is {se_model:.2f} on one model and {se_rest:.2f} "

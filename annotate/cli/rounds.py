@@ -8,7 +8,7 @@ from typing import Any
 
 import click
 
-from annotate.cli._format import ci, eta, int_or_blank, missing, num, pct, table
+from annotate.cli._format import ci, eta, int_or_blank, missing, num, pct, say, table
 from annotate.cli._options import comma_list, echo_json, open_session, workspace_options
 from annotate.columns import STRATA_BY
 
@@ -521,9 +521,9 @@ def status(
             for r in reviewers["reviewers"]
         ]
         headers = ["reviewer", "tasks", "done", "skipped", "left", "done %", "median time", "kappa", "95 % interval"]
-        click.echo(f"Round {reviewers['round']}, per reviewer ({when}):")
+        say(f"Round {reviewers['round']}, per reviewer ({when}):")
         click.echo(table([*headers, "items", "flags"], per_reviewer, align="lrrrrrrrlrl"))
-        click.echo(
+        say(
             "kappa: agreement with the majority of the other reviewers (3-way verdicts), on the `items` they "
             "labelled too; median time: Label Studio's lead_time of the labelled tasks."
         )

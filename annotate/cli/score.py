@@ -6,7 +6,7 @@ from typing import TYPE_CHECKING, Any
 
 import click
 
-from annotate.cli._format import ci_pct, int_or_blank, missing, num, pct_or_ne, table
+from annotate.cli._format import ci_pct, int_or_blank, missing, num, pct_or_ne, say, table
 from annotate.cli._options import (
     ESTIMAND_SAID,
     SCORE_ESTIMANDS,
@@ -296,17 +296,6 @@ def score(
         echo_target(target, round_names[0] if len(round_names) == 1 else "R")
 
 
-#: The width default text output keeps to (issue #45).
-WIDTH = 100
-
-
-def say(text: str) -> None:
-    """A sentence wrapped to :data:`WIDTH` columns."""
-    import textwrap
-
-    click.echo(textwrap.fill(text, WIDTH, break_on_hyphens=False, break_long_words=False))
-
-
 def _echo_narrow(headers: list[str], rows: list[list[str]]) -> None:
     """The score table in 100 columns: model, corrected, CI, bounds, rank, rank CI, the judge's own rate and
     the largest rank shift; each row's flag becomes a numbered note under the table."""
@@ -382,14 +371,9 @@ def _score_by_facet(
         click.echo(f"No scores by {by}: no round has reviewed responses with a {by}.")
         return
     tax = taxonomy()
-    import textwrap
-
-    click.echo(
-        textwrap.fill(
-            f"Harmful rate per model and {by} (corrected, 95% interval; estimand {ESTIMAND_SAID[estimand]}), "
-            "beside the judge's own:",
-            100,
-        )
+    say(
+        f"Harmful rate per model and {by} (corrected, 95% interval; estimand {ESTIMAND_SAID[estimand]}), "
+        "beside the judge's own:"
     )
     table_rows = []
     for (model, domain), g in overall.groupby(["model", by], sort=True):
@@ -410,17 +394,14 @@ def _score_by_facet(
         )
     click.echo(
         table(
-            [by == "hazard" and "model" or "model", by, "corrected", "95% interval", "judge", "reviewed", "flag"],
+            ["model", by, "corrected", "95% interval", "judge", "reviewed", "flag"],
             table_rows,
         )
     )
-    click.echo(
-        textwrap.fill(
-            f"judge: the judge alone, ambiguous responses left out. reviewed: responses reviewed / responses of "
-            f"the model in that {by}; a {by} with few reviewed responses borrows the judge's error rates from the "
-            "other models' (docs/validity.md, 'Scores by hazard', says how far that holds).",
-            100,
-        )
+    say(
+        f"judge: the judge alone, ambiguous responses left out. reviewed: responses reviewed / responses of "
+        f"the model in that {by}; a {by} with few reviewed responses borrows the judge's error rates from the "
+        "other models' (docs/validity.md, 'Scores by hazard', says how far that holds)."
     )
 
 

@@ -27,6 +27,9 @@ def test_status_says_the_labels_are_as_of_the_last_file_pull(tmp_path, runner):
     assert "nothing pulled yet" in before.splitlines()[0]
     pull_task_files(runner, prefix, ws, tmp_path, lambda who, task: "safe")
     text = runner.invoke(cli, [*prefix, "status", "--round", "r1"]).output
-    assert "labels as of the last pull, from Label Studio export files, 20" in text.splitlines()[0], text
+    lines = text.splitlines()
+    table_at = next(k for k, line in enumerate(lines) if line.startswith("reviewer "))
+    head = " ".join(" ".join(lines[:table_at]).split())  # the heading, wrapped to 100 columns
+    assert "labels as of the last pull, from Label Studio export files, 20" in head, text
     out = json.loads(runner.invoke(cli, [*prefix, "status", "--round", "r1", "--json"]).output)
     assert all(r["last_file_pull_at"] and r["last_pulled_at"] is None for r in out["reviewers"])
