@@ -55,6 +55,10 @@ class PromptFacets:
     table: Path | None = None
     matched: int = 0
     unmatched: set[str] = field(default_factory=set)
+    own: dict[str, str] = field(default_factory=dict)  # the workspace's hazard entries (--hazard-map, annotate.toml)
+    table_sha256: str | None = None
+    # each distinct text value's reading (shared by the command's files: the lookup is the same)
+    _seen: dict[str, tuple[str | None, str | None]] = field(default_factory=dict, repr=False)
 
     def fill(self, rec: Record) -> None:
         """Give ``rec`` the prompts table's facets it lacks (its own values win)."""
@@ -85,10 +89,6 @@ class PromptFacets:
             if len(self._seen) < 10_000:
                 self._seen[value] = done
         return done
-
-    own: dict[str, str] = field(default_factory=dict)  # the workspace's hazard entries (--hazard-map, annotate.toml)
-    table_sha256: str | None = None
-    _seen: dict[str, tuple[str | None, str | None]] = field(default_factory=dict, repr=False)
 
     def recorded(self) -> dict[str, Any]:
         """What the ingest run's options keep of them (provenance)."""

@@ -32,7 +32,7 @@ from typing import TYPE_CHECKING, Any, NamedTuple
 from annotate.columns import NO_JUDGE, RESPONSE_COLUMNS
 from annotate.errors import InputError
 from annotate.fileio import open_input, write_atomic
-from annotate.hazards import default_lookup
+from annotate.hazards import codes, default_lookup
 from annotate.ingest import HEAD_BYTES, detect_format, encoding_problem, reader_module
 from annotate.ingest.degenerate import BLANK_AS_SAFE, EMPTY, WHITESPACE, degenerate_reason
 from annotate.ingest.media import ImageStore
@@ -342,7 +342,7 @@ def ingest_file(
         **({"empty_as": empty_as} if empty_as != "set-aside" else {}),  # blank responses stored as safe
         **({"encoding": encoding} if encoding else {}),  # the file's text encoding, when not UTF-8
         **ctx.recorded,  # what the reader read the file with (e.g. the column map applied)
-        **(facets.recorded() if facets is not None else {}),  # the prompts table and hazard entries used
+        **file_facets.recorded(),  # the prompts table (what this file matched in it) and hazard entries used
     }
     _record_run(tx, outcome, rubric, module.DEFAULT_RUBRIC, started, options)
     return outcome
@@ -566,7 +566,7 @@ def _read_rows(
     images: ImageStore | None = None,
     base: Path | None = None,
     empty_as: str = "set-aside",
-    facets: PromptFacets | None = None,
+    facets: PromptFacets,
 ) -> list[dict[str, Any]]:
     """Read every item of the file: a problem is gathered, a set-aside row kept for its file, and
     a record validated, its verdict classified by the rubric, counted and written as a
@@ -593,11 +593,10 @@ def _read_rows(
             set_aside.append({"line": item.line, "reason": item.reason, "data": item.data})
             continue
         hazard = None
-        if facets is not None:
-            facets.fill(item)
+        facets.fill(item)
         invalid = record_problem(item, names_ok)
         if invalid is None and item.hazard is not None:
-            hazard, invalid = (facets or PromptFacets(default_lookup())).hazard(item)
+            hazard, invalid = facets.hazard(item)
         if invalid is None:
             meta, invalid = _meta_json(item.meta)
         if invalid is not None:
@@ -650,7 +649,7 @@ def _read_rows(
             outcome.images += 1
         outcome.count(item, label, reason, spec.presets)
         if hazard is not None:
-            outcome.hazards.update(hazard.split(";"))
+            outcome.hazards.update(codes(hazard))
         writer.add(_response_row(item, label, reason, kind, meta, source_id, stamp, image, hazard), item)
     writer.flush()
     for (benchmark, judge), stored in writer.tx.stored_kinds(list(outcome.kinds)).items():

@@ -15,9 +15,9 @@ import numpy as np
 import pandas as pd
 
 from annotate.errors import InputError
-from annotate.hazards import hazards_of, routing_part
+from annotate.hazards import hazards_of
 from annotate.pipeline._planning import score_from_store
-from annotate.pipeline._population import unanimity_population
+from annotate.pipeline._population import hazard_parts, unanimity_population
 from annotate.stats.scoring.domains import NO_DOMAIN, domain_outputs, stacked_scores
 from annotate.stats.scoring.strata import stratum_key
 
@@ -44,7 +44,6 @@ def routed_populations(
         for rnd in design.rounds
         for judge in rnd.routing_judges
     ]
-    hazards: pd.Series | None = None
     for rnd, judge, benchmarks in runs:
         waves = sorted((w.max_response_id, w.wave) for w in rnd.waves)
         mine = rows[rows.judge == judge]
@@ -59,9 +58,7 @@ def routed_populations(
         labels = _design_strata_labels(store, mine, judge, strata_from, waves)
         parts: list[str | None] = [None] * len(mine)
         if rnd.strata_by == "hazard":  # the round cut each judge label by hazard, as route drew it
-            if hazards is None:
-                hazards = store.responses(["id", "hazard"]).set_index("id")["hazard"]
-            parts = [routing_part(h) for h in hazards.reindex(mine["id"]).to_numpy()]
+            parts = list(hazard_parts(store, mine["id"]))
         keys = [stratum_key(lab, w, p) for lab, w, p in zip(labels, mine.wave, parts, strict=True)]
         yield rnd, judge, mine, keys
 
@@ -125,6 +122,8 @@ def domain_outputs_from_store(
     score``, not part of an export. Raises InputError when the population rebuilt from the store is
     not the one the design recorded (responses replaced under the round, say).
     """
+    # The whole rounds scored at their points first: a design that cannot be scored (two rounds over one
+    # cell) is one clear error here, not the same refusal repeated for every domain.
     _base, record = score_from_store(
         store, names, draws=0, seed=seed, min_reviewed=min_reviewed, estimand=estimand,
         benchmarks=benchmarks, confidence=confidence,

@@ -3,22 +3,24 @@
 :func:`unanimity_population` gives a wave's population its strata from the unanimity of several
 judges on the same response (``route --strata-from``); ``route`` draws the sample from it and
 ``score --estimator ppi`` recomputes each response's stratum with it, so both read the strata
-the same way.
+the same way. :func:`hazard_parts` does the same for a round routed by hazard.
 """
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from typing import TYPE_CHECKING
 
 import numpy as np
 import pandas as pd
 
+from annotate.hazards import routing_part
 from annotate.stats.sampling import unanimity_strata
 
 if TYPE_CHECKING:
     from annotate.db import Store
 
-__all__ = ["unanimity_population"]
+__all__ = ["hazard_parts", "unanimity_population"]
 
 
 def unanimity_population(
@@ -66,3 +68,10 @@ def unanimity_population(
     missing = pd.DataFrame(rows, columns=[*key, "judge", "responses", "population"])
     missing = missing.sort_values([*key, "judge"], kind="mergesort").reset_index(drop=True)
     return out, cells, missing
+
+
+def hazard_parts(store: Store, response_ids: Iterable[int]) -> list[str]:
+    """Each response's stratum part in a round routed by hazard (``annotate.hazards.routing_part``), in order:
+    what ``route --strata-by hazard`` drew by and what the estimators rebuild the round's strata from."""
+    hazards = store.responses(["id", "hazard"]).set_index("id")["hazard"]
+    return [routing_part(h) for h in hazards.reindex(list(response_ids)).to_numpy()]

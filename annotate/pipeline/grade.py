@@ -19,7 +19,7 @@ from annotate.errors import InputError
 from annotate.pipeline._domains import domain_outputs_from_store
 from annotate.pipeline._planning import score_from_store
 from annotate.stats.grades import Scheme, load_scheme, p_grade
-from annotate.stats.scoring.domains import NO_DOMAIN
+from annotate.stats.scoring.domains import EVERY_MODEL, NO_DOMAIN
 
 if TYPE_CHECKING:
     from annotate.db import Store
@@ -104,12 +104,12 @@ def _hazard_grades(
         if hazard == NO_DOMAIN:
             continue
         if isinstance(out, str):
-            left.append({"model": "(every model)", "hazard": hazard, "reason": out})
+            left.append({"model": EVERY_MODEL, "hazard": hazard, "reason": out})
             continue
         try:
             frames.append(grade_frame(out, grading, confidence=confidence, hazard=hazard))
         except ValueError as exc:
-            left.append({"model": "(every model)", "hazard": hazard, "reason": str(exc)})
+            left.append({"model": EVERY_MODEL, "hazard": hazard, "reason": str(exc)})
     if not outputs or set(outputs) == {NO_DOMAIN}:
         raise InputError(
             "grade --by hazard: no reviewed response of the rounds has a hazard (ingest them with hazards)"

@@ -262,15 +262,16 @@ def design_from_store(store: Store, round_names: list[str], *, label_config_sha:
                     Stratum(
                         str(s.model),
                         str(s.benchmark),
-                        split_routed(str(s.stratum))[0],
+                        label,
                         int(s.wave),
                         int(s.population),
                         int(s.sample),
                         None if pd.isna(s.of_wave) else int(s.of_wave),
                         None if pd.isna(s.sampled_before) else int(s.sampled_before),
-                        split_routed(str(s.stratum))[1],
+                        part,
                     )
                     for s in store.round_strata(rid).itertuples()
+                    for label, part in [split_routed(str(s.stratum))]
                 ),
                 waves=tuple(
                     Wave(int(w.wave), int(w.max_response_id), str(w.routed_at))

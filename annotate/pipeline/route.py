@@ -48,7 +48,6 @@ import pandas as pd
 
 from annotate.columns import PART_SEPARATOR
 from annotate.errors import InputError, StateError
-from annotate.hazards import routing_part
 from annotate.ingest.media import image_uri
 from annotate.labelstudio import INSTRUCTIONS_ONLY
 from annotate.labelstudio.labelconfig import parse_label_config, round_label_config
@@ -64,7 +63,7 @@ from annotate.labelstudio.tasks import (
 from annotate.names import check_name
 from annotate.pipeline._features import ambiguity_priority
 from annotate.pipeline._planning import plan_target
-from annotate.pipeline._population import unanimity_population
+from annotate.pipeline._population import hazard_parts, unanimity_population
 from annotate.pipeline._projects import (
     ProjectSpec,
     check_own_account,
@@ -469,8 +468,7 @@ def _plan(
 def _cut_by_hazard(store: Store, population: pd.DataFrame) -> pd.DataFrame:
     """The population with each response's judge label cut by its hazard (``ambiguous|vcr``): the strata
     of a round routed with ``--strata-by hazard`` (``annotate.hazards.routing_part``; ``(none)`` without one)."""
-    hazards = store.responses(["id", "hazard"]).set_index("id")["hazard"]
-    parts = [routing_part(h) for h in hazards.reindex(population["response_id"].astype(int)).to_numpy()]
+    parts = hazard_parts(store, population["response_id"].astype(int))
     labels = [stratum_key(str(lab), 1, part) for lab, part in zip(population["judge_label"], parts, strict=True)]
     return population.assign(judge_label=labels)
 

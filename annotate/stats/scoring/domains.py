@@ -20,11 +20,14 @@ from typing import Any
 
 import pandas as pd
 
+from annotate.columns import ALL, SCORE_COLUMNS
 from annotate.stats.scoring.strata import DESIGN_STRATA_COLUMNS
 from annotate.stats.scoring.tables import ScoreOutput, score_tables
 
 #: The domain of items that have none (no hazard given), as the rows name it.
 NO_DOMAIN = "(none)"
+#: The model of a refused domain's row (the refusal is the domain's, for every model in it).
+EVERY_MODEL = "(every model)"
 _KEY = ["round", "model", "benchmark", "stratum"]
 
 
@@ -93,16 +96,15 @@ def domain_outputs(
     return out
 
 
-def stacked_scores(
-    outputs: dict[str, ScoreOutput | str], strata_models: dict[str, list[str]] | None = None
-) -> pd.DataFrame:
-    """The domains' score rows stacked with their ``domain``; a refused domain as one row per model
-    (``strata_models``) with the reason in ``note`` and no estimate."""
+def stacked_scores(outputs: dict[str, ScoreOutput | str]) -> pd.DataFrame:
+    """The domains' score rows stacked with their ``domain``; a domain the tables refused is one row of its
+    own, model ``(every model)``, overall and corrected, with no estimate and the reason as its ``flag``
+    and ``note`` (never left out)."""
     frames = []
     for domain, out in outputs.items():
         if isinstance(out, str):
-            models = (strata_models or {}).get(domain, [])
-            frames.append(pd.DataFrame({"model": models, "domain": domain, "note": out}))
+            row = {"model": EVERY_MODEL, "benchmark": ALL, "treatment": "corrected", "flag": out, "note": out}
+            frames.append(pd.DataFrame([row]).reindex(columns=list(SCORE_COLUMNS)).assign(domain=domain))
         else:
             frames.append(out.scores.assign(domain=domain))
     return pd.concat(frames, ignore_index=True) if frames else pd.DataFrame(columns=["model", "domain"])
