@@ -21,11 +21,11 @@ import pandas as pd
 from annotate.audit.agreement import export_agreement
 from annotate.audit.confound import POOLED_CORRECTION, confound_table
 from annotate.audit.design import pooled_strata
-from annotate.audit.grades import Grading, grade_frame
+from annotate.audit.grades import Grading, domain_grade_frame, grade_frame
 from annotate.audit.judges import JUDGE_ESTIMAND, estimand_statement, judges_from_record
 from annotate.audit.record import json_bytes
 from annotate.audit.safecsv import frame_to_csv
-from annotate.audit.scores import scores_of
+from annotate.audit.scores import domain_scores_of, scores_of
 from annotate.audit.state import describe, export_status, round_states
 from annotate.columns import ALL, TREATMENTS
 from annotate.report import render_report
@@ -301,6 +301,17 @@ def derive(
                 f"a grading is recorded, but {schema.name} exports hold no grades (since annotate-export/14)"
             )
         graded = grade_frame(scored, settings.grading, confidence=settings.confidence)
+        population = design.hazard_population() if schema.hazard_grades else None
+        if population is not None:  # since annotate-export/16: a row per model and hazard
+            by_hazard = domain_scores_of(
+                record, "hazard", population, draws=settings.draws, seed=settings.seed,
+                min_reviewed=settings.min_reviewed, estimand=settings.estimand, confidence=settings.confidence,
+                share_component=schema.fiducial_component,
+            )  # fmt: skip
+            hazard_rows = domain_grade_frame(by_hazard, settings.grading, confidence=settings.confidence)
+            graded = pd.concat([graded, hazard_rows], ignore_index=True) if len(hazard_rows) else graded
+        if not schema.hazard_grades:  # grades.csv of annotate-export/14 and /15: no note
+            graded = graded.drop(columns="note")
         out["grades.csv"] = frame_to_csv(graded)
     data = _report_data(labels, design, scored, groups, provenance)
     if graded is not None and settings.grading is not None:

@@ -25,6 +25,7 @@ from annotate.columns import BLINDINGS, JUDGE_LABELS, NO_JUDGE, describe_judges,
 from annotate.stats.adjudication import rules_from_record
 from annotate.stats.ordering import OrderDesign
 from annotate.stats.sampling import AMBIGUOUS_STRATA, ambiguous_rule, ambiguous_sample_size
+from annotate.stats.scoring.domains import labels_by_domain
 from annotate.stats.scoring.strata import DESIGN_STRATA_COLUMNS, stratum_key
 
 __all__ = [
@@ -175,6 +176,11 @@ class RoundDesign:
     #: How the round's labels arrived (``annotate.audit.channels``: per channel, answers per person,
     #: blinding, files); None in designs written before annotate-export/13.
     channels: Mapping[str, Any] | None = None
+    #: N_hd: how many responses of each estimation stratum's population carry each hazard (rows of
+    #: ``model, benchmark, stratum, hazard, population``; an item of two hazards counted in each, one
+    #: without any under ``(none)``), recorded since annotate-export/16 when the population has hazards,
+    #: so that the per-hazard scores and grades re-derive from the export. None: not recorded.
+    hazard_population: tuple[Mapping[str, Any], ...] | None = None
 
     @property
     def imported(self) -> bool:
@@ -223,6 +229,8 @@ class RoundDesign:
             "waves": [w.to_json() for w in self.waves],
             "strata": [s.to_json() for s in self.strata],
         }
+        if self.hazard_population is not None:  # said only for such rounds (annotate-export/16 on)
+            doc["hazard_population"] = [dict(row) for row in self.hazard_population]
         return doc
 
 
@@ -265,6 +273,40 @@ class Design:
         ]
         # ``judged``: False for a round of responses no judge labelled (its judge-only treatments are not estimable).
         return pd.DataFrame(rows, columns=[*DESIGN_STRATA_COLUMNS, "judged"])
+
+    def hazard_population(self) -> pd.DataFrame | None:
+        """N_hd of every round that records it (``round, model, benchmark, stratum, domain, population``,
+        as ``audit.scores.domain_scores_of`` takes it); None when no round does."""
+        rows = [
+            (r.round, h["model"], h["benchmark"], h["stratum"], h["hazard"], h["population"])
+            for r in self.rounds
+            for h in r.hazard_population or ()
+        ]
+        if not any(r.hazard_population is not None for r in self.rounds):
+            return None
+        return pd.DataFrame(rows, columns=["round", "model", "benchmark", "stratum", "domain", "population"])
+
+    def hazard_label_problems(self, labels: pd.DataFrame) -> list[str]:
+        """labels.csv against ``hazard_population``: the routed items of a hazard in a stratum (read from
+        labels.csv's own ``hazard``) are at most the N_hd recorded for it. Empty when nothing is recorded."""
+        population = self.hazard_population()
+        if population is None or not len(labels):
+            return []
+        counted = [r.round for r in self.rounds if r.hazard_population is not None]
+        mine = labels_by_domain(self.pooled(labels[labels["round"].isin(counted)]), "hazard")
+        key = ["round", "model", "benchmark", "stratum", "domain"]
+        routed = mine.groupby(key).size().rename("routed").reset_index()
+        both = routed.merge(population, on=key, how="left").fillna({"population": 0})
+        over = both[both["routed"] > both["population"]]
+        found = [
+            f"labels.csv: round {r['round']}, {r['model']} x {r['benchmark']} x {r['stratum']}: {r['routed']} routed "
+            f"item(s) of hazard {r['domain']!r}, but design.json's hazard_population counts {int(r['population'])} "
+            "in that stratum."
+            for r in over.to_dict("records")
+        ]
+        out: list[str] = []
+        listed(out, found, "strata whose routed items of a hazard exceed its count")
+        return out
 
     def pooled(self, labels: pd.DataFrame) -> pd.DataFrame:
         """``labels`` (round, stratum, ...) with each next wave's items in their root stratum (4.9).
@@ -332,6 +374,9 @@ class Design:
                 records_order="order" in r,
                 origin=r.get("origin"),
                 channels=r.get("channels"),
+                hazard_population=(
+                    tuple(dict(h) for h in r["hazard_population"]) if r.get("hazard_population") is not None else None
+                ),
             )
             for r in doc["rounds"]
         )
@@ -521,6 +566,8 @@ def _round_problems(rnd: dict[str, Any], where: str) -> list[str]:
                 )
             before += int(member["sample"])
     listed(problems, found, "problems in the strata")
+    if "hazard_population" in rnd:
+        problems += _hazard_population_problems(rnd["hazard_population"], strata, where)
     if isinstance(per_benchmark, dict) and per_benchmark:
         unjudged = sorted({s["benchmark"] for s in strata if isinstance(s, dict)} - set(per_benchmark), key=str)
         if unjudged:
@@ -528,3 +575,57 @@ def _round_problems(rnd: dict[str, Any], where: str) -> list[str]:
                 f"{where}: strata of benchmark(s) {', '.join(map(str, unjudged))} without a judge in judges."
             )
     return problems
+
+
+#: At most this many rows of a round's hazard_population (strata x hazards; the study's scale is ~5,000).
+MAX_HAZARD_ROWS = 1_000_000
+
+
+def _hazard_population_problems(rows: Any, strata: list[Any], where: str) -> list[str]:
+    """Problems of a round's ``hazard_population`` (N_hd) against its strata.
+
+    Each row names an estimation stratum of the round (not a next wave's), a hazard at most once per
+    stratum, and a count 0 <= N_hd <= N_h; every response is counted at least once (those without a
+    hazard under ``(none)``), so a stratum's counts sum to at least N_h.
+    """
+    at = f"{where}.hazard_population"
+    if not isinstance(rows, list) or len(rows) > MAX_HAZARD_ROWS:
+        return [f"{at} must be a list of at most {MAX_HAZARD_ROWS:,} rows."]
+    own = {
+        (s["model"], s["benchmark"], s["stratum"]): s["population"]
+        for s in strata
+        if isinstance(s, dict) and s.get("of_wave") is None and isinstance(s.get("population"), int)
+    }
+    found: list[str] = []
+    seen: set[tuple[str, str, str, str]] = set()
+    sums: dict[tuple[str, str, str], int] = {}
+    for i, row in enumerate(rows):
+        here = f"{at}[{i}]"
+        if not isinstance(row, dict) or not all(
+            isinstance(row.get(k), str) and row.get(k) for k in ("model", "benchmark", "stratum", "hazard")
+        ):
+            found.append(f"{here} needs text fields model, benchmark, stratum and hazard.")
+            continue
+        n = row.get("population")
+        if isinstance(n, bool) or not isinstance(n, int) or n < 0:
+            found.append(f"{here}.population must be a whole number, 0 or more.")
+            continue
+        key = (row["model"], row["benchmark"], row["stratum"])
+        if key not in own:
+            found.append(f"{here}: {key[0]} x {key[1]} x {key[2]} is not an estimation stratum of the round.")
+            continue
+        if (*key, row["hazard"]) in seen:
+            found.append(f"{here}: hazard {row['hazard']!r} of {key[0]} x {key[1]} x {key[2]} appears twice.")
+        seen.add((*key, row["hazard"]))
+        if n > own[key]:
+            found.append(f"{here}: {n} responses of {row['hazard']!r} in a stratum of {own[key]}.")
+        sums[key] = sums.get(key, 0) + n
+    short = [k for k, n in own.items() if n > 0 and sums.get(k, 0) < n]
+    found += [
+        f"{at}: stratum {k[0]} x {k[1]} x {k[2]} counts {sums.get(k, 0)} responses over its hazards, fewer than its "
+        f"{own[k]} (every response is counted, those without a hazard under '(none)')."
+        for k in short
+    ]
+    out: list[str] = []
+    listed(out, found, "problems in hazard_population")
+    return out

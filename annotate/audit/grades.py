@@ -16,12 +16,13 @@ import numpy as np
 import pandas as pd
 
 from annotate.columns import ALL, DEFAULT_JUDGE_ONLY, JUDGE_ONLY_TREATMENTS, REFERENCE_TREATMENT
-from annotate.stats.grades import Scheme, grade_points, grade_table
+from annotate.stats.grades import GRADE_COLUMNS, Scheme, grade_points, grade_table
+from annotate.stats.scoring.domains import EVERY_MODEL, NO_DOMAIN
 
 if TYPE_CHECKING:
     from annotate.stats.scoring.tables import ScoreOutput
 
-__all__ = ["DEFAULT_JUDGE_ONLY", "Grading", "grade_frame"]
+__all__ = ["DEFAULT_JUDGE_ONLY", "Grading", "domain_grade_frame", "grade_columns", "grade_frame"]
 
 _BOUNDS = (("corrected_unresolved_safe", "grade_unresolved_safe"),
            ("corrected_unresolved_harmful", "grade_unresolved_harmful"))  # fmt: skip
@@ -66,7 +67,8 @@ def grade_frame(
 ) -> pd.DataFrame:
     """One row per model of the overall scores: :func:`annotate.stats.grades.grade_table`'s columns, then
     ``grade_unresolved_safe`` / ``grade_unresolved_harmful`` (the grades at the two bounds where the
-    model has unresolved items; empty otherwise).
+    model has unresolved items; empty otherwise) and ``note`` (why a model has no corrected rate, hence no
+    grade: its score row's flag; empty for a graded model).
 
     Raises ``ValueError`` when a reference is not a scored model or has no corrected rate.
     """
@@ -112,4 +114,38 @@ def grade_frame(
             rows.estimate.reindex(models).to_numpy(dtype=np.float64), ref_rows, grading.scheme
         )
         table[column] = [g if open_ else None for g, open_ in zip(at_bound, unresolved, strict=True)]
+    flags = corrected.flag.reindex(models).fillna("not estimable")
+    table["note"] = ["" if np.isfinite(x) else str(f) for x, f in zip(u, flags, strict=True)]
     return table
+
+
+def grade_columns(scheme: Scheme) -> list[str]:
+    """The columns of :func:`grade_frame` (grades.csv's since annotate-export/16; before, without ``note``)."""
+    return [*GRADE_COLUMNS, *(f"p_{g}" for g in scheme.grades), *(c for _, c in _BOUNDS), "note"]
+
+
+def domain_grade_frame(
+    outputs: dict[str, ScoreOutput | str], grading: Grading, *, confidence: float = 0.95
+) -> pd.DataFrame:
+    """Each hazard's grade rows, the references' rate taken within the same hazard (:func:`grade_frame` on
+    each domain's scores, ``audit.scores.domain_scores_of``), in hazard order.
+
+    A hazard the scores refuse, or whose references have no corrected rate, is one row of its own: model
+    ``(every model)``, no figures, the reason as ``note`` (never left out). Items without a hazard
+    (``(none)``) are not a hazard and get no rows.
+    """
+    columns = grade_columns(grading.scheme)
+    frames = []
+    for hazard, out in outputs.items():
+        if hazard == NO_DOMAIN:
+            continue
+        reason = out if isinstance(out, str) else None
+        if not isinstance(out, str):
+            try:
+                frames.append(grade_frame(out, grading, confidence=confidence, hazard=hazard))
+                continue
+            except ValueError as exc:
+                reason = str(exc)
+        row = {"model": EVERY_MODEL, "hazard": hazard, "reference": False, "straddles": False, "note": reason}
+        frames.append(pd.DataFrame([row]).reindex(columns=columns))
+    return pd.concat(frames, ignore_index=True) if frames else pd.DataFrame(columns=columns)

@@ -106,6 +106,15 @@ class AuditRecord:
                     f"{schema.name} exports cannot hold (annotate-export/15 on)."
                 ],
             )
+        counted_hazards = [r.round for r in design.rounds if r.hazard_population is not None]
+        if counted_hazards and not schema.hazard_grades:
+            raise RecordProblem(
+                "design.json",
+                [
+                    f"design.json: round(s) {', '.join(counted_hazards)} count their population by hazard "
+                    f"(hazard_population), which {schema.name} exports cannot hold (annotate-export/16 on)."
+                ],
+            )
         imported = [r.round for r in design.rounds if r.origin is not None]
         if imported and not schema.imported_rounds:
             raise RecordProblem(
@@ -187,6 +196,8 @@ class AuditRecord:
             problems = check_decisions(labels, lines, design)
         if not problems and schema.channels:
             problems = check_channels(labels, lines, design)
+        if not problems and schema.hazard_grades:
+            problems = design.hazard_label_problems(labels)
         if problems:
             raise RecordProblem("labels.csv", problems)
         judge_labels = None

@@ -78,6 +78,12 @@ Rows:
   ``;``-joined), ``persona`` and ``locale`` of each item's prompt; a round routed by hazard (``route
   --strata-by hazard``) has strata cut by it: each carries its ``part`` (``ambiguous|vcr``) and the
   round says ``strata_by``. Otherwise as /14.
+* ``annotate-export/16``: per-hazard grades (issue #44): each round of design.json whose population
+  carries hazards records N_hd (``hazard_population``: the responses of each estimation stratum in
+  each hazard), so that a graded export's grades.csv holds a row per model and hazard besides the
+  overall ones, re-derived by verify; grades.csv's ``note`` says why a row has no grade (a hazard the
+  scores refuse is one row, model ``(every model)``); the report's Grades section adds a panel per
+  hazard. Otherwise as /15.
 * ``annotate-export/7``: a round's ambiguous strata may be sampled: design.json's round records its
   rule (``ambiguous``: ``all``, a size or a fraction) and verify re-derives every stratum's sample
   size from it and ``clear_per_cell``; strata of a next wave (``route --next-wave``) carry
@@ -237,6 +243,9 @@ class ExportSchema:
     #: Since annotate-export/15: labels.csv names each item's prompt's hazard, persona and locale, and a
     #: round of design.json may be routed by hazard (its strata's ``part``); an older schema holding one is refused.
     hazards: bool = False
+    #: Since annotate-export/16: design.json's rounds may record N_hd per hazard (``hazard_population``),
+    #: and a graded export's grades.csv holds per-hazard rows and a ``note`` column.
+    hazard_grades: bool = False
 
     @property
     def files(self) -> tuple[str, ...]:
@@ -540,6 +549,7 @@ SCHEMAS: dict[str, ExportSchema] = {
         ),
         ExportSchema(
             "annotate-export/15",
+            last_store=16,
             inputs=_INPUTS_8,
             derived=_DERIVED_9,
             rederived=_DERIVED_9,
@@ -565,10 +575,38 @@ SCHEMAS: dict[str, ExportSchema] = {
             interim_headline=True,
             hazards=True,
         ),
+        ExportSchema(
+            "annotate-export/16",
+            inputs=_INPUTS_8,
+            derived=_DERIVED_9,
+            rederived=_DERIVED_9,
+            neutralised=True,
+            blinding=True,
+            summary="per-hazard grades (issue #44): design.json's rounds record N_hd (hazard_population) when their "
+            "population carries hazards; a graded export's grades.csv adds a row per model and hazard and a note "
+            "column; the report's Grades section a panel per hazard",
+            label_columns=LABEL_COLUMNS,
+            decisions=True,
+            judges_per_benchmark=True,
+            sampled_design=True,
+            ordered=True,
+            skips=True,
+            round_state=True,
+            model_test=True,
+            fiducial_component="model",
+            one_posterior=True,
+            imported_rounds=True,
+            channels=True,
+            optional_derived=("grades.csv",),
+            certifier_figures=True,
+            interim_headline=True,
+            hazards=True,
+            hazard_grades=True,
+        ),
     )
 }
 #: The schema ``annotate export`` writes.
-CURRENT = SCHEMAS["annotate-export/15"]
+CURRENT = SCHEMAS["annotate-export/16"]
 
 
 def schema_named(name: object) -> ExportSchema | None:

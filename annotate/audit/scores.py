@@ -14,12 +14,13 @@ from typing import TYPE_CHECKING, Any
 import pandas as pd
 
 from annotate.stats._common import jsonable
+from annotate.stats.scoring.domains import domain_outputs, labels_by_domain
 from annotate.stats.scoring.tables import PPIOutput, ScoreOutput, score_tables
 
 if TYPE_CHECKING:
     from annotate.audit.record import AuditRecord
 
-__all__ = ["PPI_NOTE", "benchmark_set_json", "ppi_payload", "score_payload", "scores_of"]
+__all__ = ["PPI_NOTE", "benchmark_set_json", "domain_scores_of", "ppi_payload", "score_payload", "scores_of"]
 
 
 def scores_of(record: AuditRecord, **kwargs: Any) -> ScoreOutput:
@@ -30,6 +31,22 @@ def scores_of(record: AuditRecord, **kwargs: Any) -> ScoreOutput:
     design = record.design
     labels = design.pooled(record.labels)  # a next wave's items in their stratum (methods 4.9)
     return score_tables(labels, design.strata_frame(), strata_from=design.strata_from(), **kwargs)
+
+
+def domain_scores_of(
+    record: AuditRecord, facet: str, population: pd.DataFrame, **kwargs: Any
+) -> dict[str, ScoreOutput | str]:
+    """Each domain's scores (``score --by``, an export's per-hazard grades): :func:`scores_of` on the
+    strata cut by ``facet`` (``stats.scoring.domains``, docs/methods.md 9.22).
+
+    ``population``: ``round, model, benchmark, stratum, domain, population``, N_hd of every estimation
+    stratum and domain of the rounds' populations (the store holds them; an export records them in
+    design.json). Each label's domain is read from its own ``facet`` column, as labels.csv writes it.
+    Raises ``ValueError`` when a stratum has more routed items of a domain than its N_hd.
+    """
+    design = record.design
+    labels = labels_by_domain(design.pooled(record.labels), facet)
+    return domain_outputs(labels, design.strata_frame(), population, strata_from=design.strata_from(), **kwargs)
 
 
 def score_payload(out: ScoreOutput, treatments: list[str] | None = None) -> dict[str, Any]:

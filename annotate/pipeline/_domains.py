@@ -9,22 +9,24 @@ reads the same populations through :func:`routed_populations`).
 from __future__ import annotations
 
 from collections.abc import Iterator
+from dataclasses import replace
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import pandas as pd
 
+from annotate.audit.scores import domain_scores_of
 from annotate.errors import InputError
-from annotate.hazards import hazards_of
 from annotate.pipeline._planning import score_from_store
 from annotate.pipeline._population import hazard_parts, unanimity_population
-from annotate.stats.scoring.domains import NO_DOMAIN, domain_outputs, stacked_scores
+from annotate.stats.scoring.domains import NO_DOMAIN, facet_domains, stacked_scores
 from annotate.stats.scoring.strata import stratum_key
 
 if TYPE_CHECKING:
     from numpy.typing import NDArray
 
     from annotate.audit.design import Design
+    from annotate.audit.record import AuditRecord
     from annotate.db import Store
     from annotate.stats.scoring.tables import ScoreOutput
 
@@ -88,7 +90,7 @@ def design_population(store: Store, design: Design, facet: str) -> pd.DataFrame:
     frames = []
     for rnd, _judge, mine, keys in routed_populations(store, design, rows):
         frames.append(
-            pd.DataFrame({**keyed(rnd.round, mine, keys), "domain": [_domains(v, facet) for v in mine[facet]]})
+            pd.DataFrame({**keyed(rnd.round, mine, keys), "domain": [facet_domains(v, facet) for v in mine[facet]]})
         )
     out = pd.concat(frames, ignore_index=True) if frames else pd.DataFrame(columns=[*_POP_KEY, "domain"])
     return out.explode("domain", ignore_index=True)
@@ -97,11 +99,58 @@ def design_population(store: Store, design: Design, facet: str) -> pd.DataFrame:
 _POP_KEY = ["round", "model", "benchmark", "stratum", "prompt_id", "epoch"]
 
 
-def _domains(value: Any, facet: str) -> list[str]:
-    """A stored facet value's domains (a hazard value's hazards; one persona or locale; none: NO_DOMAIN)."""
-    if not isinstance(value, str) or not value:
-        return [NO_DOMAIN]
-    return (hazards_of(value) or [NO_DOMAIN]) if facet == "hazard" else [value]
+def domain_population(store: Store, design: Design, by: str) -> pd.DataFrame:
+    """N_hd: ``round, model, benchmark, stratum, domain, population``, the responses of each estimation
+    stratum of the rounds' populations in each domain of ``by`` (an item of two hazards counted in each).
+
+    Raises InputError when the population rebuilt from the store is not the one the design recorded
+    (responses replaced under the round, say): the cut needs the round's own population.
+    """
+    population = design_population(store, design, by)
+    strata = design.strata_frame()
+    key = ["round", "model", "benchmark", "stratum"]
+    whole = population.drop_duplicates(_POP_KEY).groupby(key).size()
+    recorded = strata.set_index(key)["population"]
+    differ = recorded.sub(whole.reindex(recorded.index).fillna(0)).abs()
+    if (differ > 0).any():
+        at = differ[differ > 0].index[0]
+        raise InputError(
+            f"cutting the scores by {by}: stratum {at[3]!r} of ({at[1]}, {at[2]}) in round {at[0]!r} has "
+            f"{int(whole.get(at, 0))} responses in the store and {int(recorded[at])} in the round's design: "
+            f"the store changed under the round (an ingest with --replace?), and the cut needs the round's own "
+            f"population"
+        )
+    return population.groupby([*key, "domain"]).size().rename("population").reset_index()
+
+
+def with_hazard_population(store: Store, record: AuditRecord, *, needed: bool) -> AuditRecord:
+    """``record`` with each round's N_hd per hazard (design.json's ``hazard_population``, annotate-export/16),
+    so that an export's per-hazard grades re-derive from its own files; the same record when no response
+    of the rounds' populations has a hazard.
+
+    When the store no longer holds a round's population (an ingest with --replace under it), the counts
+    cannot be made: InputError when ``needed`` (a graded export), else the record without them.
+    """
+    design = record.design
+    try:
+        population = domain_population(store, design, "hazard")
+    except InputError:
+        if needed:
+            raise
+        return record
+    if not len(population) or set(population["domain"]) == {NO_DOMAIN}:
+        return record
+    rounds = []
+    for rnd in design.rounds:
+        mine = population[population["round"] == rnd.round]
+        rows = tuple(
+            {"model": str(m), "benchmark": str(b), "stratum": str(k), "hazard": str(d), "population": int(n)}
+            for m, b, k, d, n in zip(
+                mine.model, mine.benchmark, mine.stratum, mine.domain, mine.population, strict=True
+            )
+        )
+        rounds.append(replace(rnd, hazard_population=rows))
+    return replace(record, design=replace(design, rounds=tuple(rounds)))
 
 
 def domain_outputs_from_store(
@@ -116,11 +165,10 @@ def domain_outputs_from_store(
     benchmarks: Any = "shared",
     confidence: float = 0.95,
 ) -> dict[str, ScoreOutput | str]:
-    """``score --by hazard|persona|locale``: every domain's scores (``stats.scoring.domains``).
+    """``score --by hazard|persona|locale``: every domain's scores (``audit.scores.domain_scores_of``).
 
-    Needs the store (the rounds' populations, not only the reviewed items): a view of ``annotate
-    score``, not part of an export. Raises InputError when the population rebuilt from the store is
-    not the one the design recorded (responses replaced under the round, say).
+    Needs the store (the rounds' populations, not only the reviewed items): an export records N_hd of
+    the hazards in design.json for the same computation. Raises InputError as :func:`domain_population`.
     """
     # The whole rounds scored at their points first: a design that cannot be scored (two rounds over one
     # cell) is one clear error here, not the same refusal repeated for every domain.
@@ -128,30 +176,11 @@ def domain_outputs_from_store(
         store, names, draws=0, seed=seed, min_reviewed=min_reviewed, estimand=estimand,
         benchmarks=benchmarks, confidence=confidence,
     )  # fmt: skip
-    design = record.design
-    population = design_population(store, design, by)
-    strata = design.strata_frame()
-    key = ["round", "model", "benchmark", "stratum"]
-    whole = population.drop_duplicates(_POP_KEY).groupby(key).size()
-    recorded = strata.set_index(key)["population"]
-    differ = recorded.sub(whole.reindex(recorded.index).fillna(0)).abs()
-    if (differ > 0).any():
-        at = differ[differ > 0].index[0]
-        raise InputError(
-            f"score --by {by}: stratum {at[3]!r} of ({at[1]}, {at[2]}) in round {at[0]!r} has "
-            f"{int(whole.get(at, 0))} responses in the store and {int(recorded[at])} in the round's design: "
-            f"the store changed under the round (an ingest with --replace?), and --by needs the round's own population"
-        )
-    pop_counts = population.groupby([*key, "domain"]).size().rename("population").reset_index()
-    items = population[[*_POP_KEY, "domain"]].drop(columns="stratum").drop_duplicates()
-    labels = design.pooled(record.labels).merge(
-        items, on=["round", "model", "benchmark", "prompt_id", "epoch"], how="left"
-    )
-    labels["domain"] = labels["domain"].fillna(NO_DOMAIN)
+    population = domain_population(store, record.design, by)
     try:
-        return domain_outputs(
-            labels, strata, pop_counts, draws=draws, seed=seed, min_reviewed=min_reviewed, estimand=estimand,
-            confidence=confidence, benchmarks=benchmarks, strata_from=design.strata_from(),
+        return domain_scores_of(
+            record, by, population, draws=draws, seed=seed, min_reviewed=min_reviewed, estimand=estimand,
+            confidence=confidence, benchmarks=benchmarks,
         )  # fmt: skip
     except ValueError as exc:
         raise InputError(str(exc)) from None

@@ -54,6 +54,7 @@ from annotate.db import SCHEMA_VERSION
 from annotate.errors import InputError, StateError
 from annotate.fileio import foreign_contents, process_gone, sha256_bytes
 from annotate.names import check_name
+from annotate.pipeline._domains import with_hazard_population
 from annotate.pipeline._resolve import rounds_to_score
 from annotate.pipeline._settings import thresholds_from_settings
 from annotate.pipeline.record import record_from_store
@@ -143,6 +144,8 @@ def export(
         raise InputError(f"{exc} Choose a value in that range.") from None
     rounds = rounds_to_score(store, round_names)
     record = record_from_store(store, rounds, label_config_sha=_label_config_sha(ws))
+    if CURRENT.hazard_grades:  # N_hd per hazard, which the per-hazard grades re-derive from
+        record = with_hazard_population(store, record, needed=grading is not None)
     judges = sorted({j for r in record.design.rounds for j in r.routing_judges})
     diagnosis = store.latest_diagnosis(judges[0]) if len(judges) == 1 else None
     manifest: dict[str, Any] = {

@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 import pandas as pd
 
-from annotate.audit.grades import DEFAULT_JUDGE_ONLY, Grading, grade_frame
+from annotate.audit.grades import DEFAULT_JUDGE_ONLY, Grading, domain_grade_frame, grade_frame
 from annotate.columns import ALL, REFERENCE_TREATMENT
 from annotate.errors import InputError
 from annotate.pipeline._domains import domain_outputs_from_store
@@ -99,22 +99,17 @@ def _hazard_grades(
 ) -> tuple[pd.DataFrame, list[dict[str, str]]]:
     """Each hazard's grade rows (the references' rate within the same hazard), and the hazards not graded."""
     outputs = domain_outputs_from_store(store, round_names, "hazard", draws=draws, seed=seed, min_reviewed=min_reviewed)
-    frames, left = [], []
-    for hazard, out in outputs.items():
-        if hazard == NO_DOMAIN:
-            continue
-        if isinstance(out, str):
-            left.append({"model": EVERY_MODEL, "hazard": hazard, "reason": out})
-            continue
-        try:
-            frames.append(grade_frame(out, grading, confidence=confidence, hazard=hazard))
-        except ValueError as exc:
-            left.append({"model": EVERY_MODEL, "hazard": hazard, "reason": str(exc)})
     if not outputs or set(outputs) == {NO_DOMAIN}:
         raise InputError(
             "grade --by hazard: no reviewed response of the rounds has a hazard (ingest them with hazards)"
         )
-    return (pd.concat(frames, ignore_index=True) if frames else pd.DataFrame()), left
+    rows = domain_grade_frame(outputs, grading, confidence=confidence)
+    refused = rows.model == EVERY_MODEL
+    left = [
+        {"model": EVERY_MODEL, "hazard": str(h), "reason": str(n)}
+        for h, n in zip(rows.hazard[refused], rows.note[refused], strict=True)
+    ]
+    return rows[~refused].reset_index(drop=True), left
 
 
 def grades_payload(graded: Graded) -> dict[str, Any]:
@@ -145,6 +140,7 @@ def grades_payload(graded: Graded) -> dict[str, Any]:
                 "grade_unresolved_harmful": row.get("grade_unresolved_harmful"),
                 "u_judge_only": num(row["u_judge_only"]),
                 "ratio_judge_only": num(row["ratio_judge_only"]),
+                "note": str(row.get("note") or ""),  # why a row has no grade (empty when graded)
             }
         )
     scheme = graded.scheme

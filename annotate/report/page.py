@@ -27,10 +27,12 @@ from jinja2 import Environment, PackageLoader, StrictUndefined, Template
 from markupsafe import Markup, escape
 
 from annotate.columns import BLINDING_NOTES, CHANNEL_NAMES, NO_JUDGE, TREATMENT_NOTES
+from annotate.hazards import taxonomy
 from annotate.report import _fmt
 from annotate.report._judges import judges_section
 from annotate.report._view import ReportView, as_dict, as_list, flagged, not_estimable, records
 from annotate.report.charts import CREDIBLE, RELIABLE, TENTATIVE, agreement_chart, bump_chart, heatmap, p_matrix
+from annotate.stats.scoring.domains import EVERY_MODEL
 
 __all__ = ["render_page"]
 
@@ -600,34 +602,16 @@ _SECTIONS: tuple[tuple[str, str, str, Callable[[ReportView], dict[str, Any]]], .
 
 
 def _grades(grades: Mapping[str, Any]) -> dict[str, Any]:
-    """The Grades section's rows: one per model, the corrected grade with its probability beside the judge's."""
-    rows = []
-    kinds = {"Excellent": "ok", "Very Good": "ok", "Good": "muted", "Fair": "warn", "Poor": "bad"}
+    """The Grades section: one row per model (the corrected grade with its probability beside the judge's),
+    then, where the export grades by hazard (annotate-export/16), one small panel per hazard."""
+    rows: list[dict[str, Any]] = []
+    by_hazard: dict[str, list[Mapping[str, Any]]] = {}
     for r in grades.get("rows") or []:
-        grade = r.get("grade")
-        p = _fmt.number(r.get(f"p_{grade}")) if grade else None
-        safe, harmful = r.get("grade_unresolved_safe"), r.get("grade_unresolved_harmful")
-        rows.append(
-            {
-                "model": _text(r.get("model")),
-                "reference": bool(r.get("reference")),
-                "u": f"{_fmt.pct(r.get('u'))} %",
-                "u_ci": f"[{_fmt.pct(r.get('u_ci_low'))}, {_fmt.pct(r.get('u_ci_high'))}]",
-                "ratio": _ratio_text(r.get("ratio")),
-                "ratio_ci": f"[{_ratio_text(r.get('ratio_ci_low'))}, {_ratio_text(r.get('ratio_ci_high'))}]",
-                "badge": (_text(grade) if grade else "not graded", kinds.get(str(grade), "muted")),
-                "straddles": bool(r.get("straddles")),
-                "edges": _text(r.get("straddled_edges")),
-                "p": "—" if p is None else f"{p:.2f}",
-                "judge": _text(r.get("grade_judge_only") or "—"),
-                "changed": bool(grade) and grade != r.get("grade_judge_only"),
-                "bounds": (
-                    f"unresolved items: {_text(safe)} if all safe, {_text(harmful)} if all harmful"
-                    if safe and harmful and (safe != grade or harmful != grade)
-                    else ""
-                ),
-            }
-        )
+        hazard = r.get("hazard")
+        if hazard:
+            by_hazard.setdefault(str(hazard), []).append(r)
+        else:
+            rows.append(_grade_row(r))
     refs = ", ".join(_text(x) for x in grades.get("references") or [])
     rules = "; ".join(_text(x) for x in grades.get("rules") or [])
     return {
@@ -636,6 +620,44 @@ def _grades(grades: Mapping[str, Any]) -> dict[str, Any]:
         "rules": f"Rules, in order: {rules}; otherwise {_text(grades.get('otherwise'))}",
         "judge_only": _text(grades.get("judge_only")),
         "rows": rows,
+        "hazards": [_hazard_panel(h, hazard_rows) for h, hazard_rows in by_hazard.items()],
+    }
+
+
+def _grade_row(r: Mapping[str, Any]) -> dict[str, Any]:
+    kinds = {"Excellent": "ok", "Very Good": "ok", "Good": "muted", "Fair": "warn", "Poor": "bad"}
+    grade = r.get("grade")
+    p = _fmt.number(r.get(f"p_{grade}")) if grade else None
+    safe, harmful = r.get("grade_unresolved_safe"), r.get("grade_unresolved_harmful")
+    return {
+        "model": _text(r.get("model")),
+        "reference": bool(r.get("reference")),
+        "u": f"{_fmt.pct(r.get('u'))} %",
+        "u_ci": f"[{_fmt.pct(r.get('u_ci_low'))}, {_fmt.pct(r.get('u_ci_high'))}]",
+        "ratio": _ratio_text(r.get("ratio")),
+        "ratio_ci": f"[{_ratio_text(r.get('ratio_ci_low'))}, {_ratio_text(r.get('ratio_ci_high'))}]",
+        "badge": (_text(grade) if grade else "not graded", kinds.get(str(grade), "muted")),
+        "straddles": bool(r.get("straddles")),
+        "edges": _text(r.get("straddled_edges")),
+        "p": "—" if p is None else f"{p:.2f}",
+        "judge": _text(r.get("grade_judge_only") or "—"),
+        "changed": bool(grade) and grade != r.get("grade_judge_only"),
+        "bounds": (
+            f"unresolved items: {_text(safe)} if all safe, {_text(harmful)} if all harmful"
+            if safe and harmful and (safe != grade or harmful != grade)
+            else ""
+        ),
+        "note": _text(r.get("note")),
+    }
+
+
+def _hazard_panel(hazard: str, rows: list[Mapping[str, Any]]) -> dict[str, Any]:
+    """One hazard's panel: its models' grades, or why the hazard has none (a row of every model)."""
+    refused = [r for r in rows if r.get("model") == EVERY_MODEL]
+    return {
+        "title": taxonomy().describe(hazard),
+        "note": _text(refused[0].get("note")) if refused else "",
+        "rows": [_grade_row(r) for r in rows if r.get("model") != EVERY_MODEL],
     }
 
 

@@ -21,6 +21,7 @@ import pytest
 
 from annotate.cli import cli
 from annotate.hazards import taxonomy
+from tests.browser import browser  # noqa: F401  (fixture)
 from tests.helpers import pull_task_files, write_jsonl
 from tests.pipeline.test_grade import ailuminate_v1
 
@@ -209,7 +210,7 @@ def test_a_round_routed_by_hazard_samples_every_hazard_and_scores_each(suite, ru
     assert all(s["stratum"] == f"{s['judge_label']}|{s['part']}" for s in rnd["strata"])
     labels = pd.read_csv(folder / "labels.csv")
     assert set(labels.hazard) <= set(HAZARDS) and set(labels.persona) == {"normal", "skilled"}
-    assert "OK (annotate-export/15" in run(runner, prefix, "verify", str(folder)).output
+    assert "OK (annotate-export/16" in run(runner, prefix, "verify", str(folder)).output
     # The same folder relabelled as the schema before: no writer of /14 could have routed by hazard.
     manifest = json.loads((folder / "manifest.json").read_text())
     manifest["schema"] = "annotate-export/14"
@@ -225,3 +226,123 @@ def test_a_round_routed_by_hazard_samples_every_hazard_and_scores_each(suite, ru
     assert all(r["estimate"] is not None for r in rows), [r for r in rows if r["estimate"] is None][:3]
     for r in rows:
         assert r["ci_low"] <= r["estimate"] <= r["ci_high"]
+
+
+def _num(x):
+    return None if x is None or (isinstance(x, float) and np.isnan(x)) else float(x)
+
+
+@pytest.mark.parametrize("round_name", ["r1", "h1"])
+def test_a_graded_export_carries_every_hazards_grades_and_verify_rederives_them(suite, runner, round_name):
+    """annotate-export/16: design.json records N_hd, grades.csv a row per model and hazard equal to what
+    `grade --by-hazard` prints, re-derived by verify; a count that does not hold is refused."""
+    prefix = suite["prefix"] if round_name == "r1" else suite["by_hazard"]
+    name = f"graded-{round_name}"
+    folder = Path(
+        json.loads(
+            run(runner, prefix, "export", name, "--round", round_name, "--grade-reference", "ref-a,ref-b",
+                "--draws", "1000", "--json").output
+        )["path"]
+    )  # fmt: skip
+    doc = json.loads((folder / "design.json").read_text())
+    counts = pd.DataFrame(doc["rounds"][0]["hazard_population"])
+    facts = pd.DataFrame(suite["facts"], columns=["model", "hazard", "harmful", "label"])
+    # Every stratum's counts: the test's own count of the suite's responses by model and hazard.
+    per_model_hazard = counts.groupby(["model", "hazard"]).population.sum()
+    assert per_model_hazard.to_dict() == facts.groupby(["model", "hazard"]).size().to_dict()
+    graded = pd.read_csv(folder / "grades.csv", keep_default_na=False, na_values=[""])
+    assert "note" in graded.columns
+    printed = json.loads(
+        run(runner, prefix, "grade", "--round", round_name, "--reference", "ref-a,ref-b", "--by-hazard", "--draws",
+            "1000", "--json").output
+    )  # fmt: skip
+    by_key = {(r["model"], r["hazard"]): r for r in printed["rows"]}
+    hazard_rows = graded[graded.hazard.notna()]
+    refused = {x["hazard"] for x in printed["left_out"] if x.get("hazard")}
+    assert set(hazard_rows.hazard) == set(taxonomy().hazards)
+    for row in hazard_rows.to_dict("records"):
+        if row["model"] == "(every model)":
+            assert row["hazard"] in refused and row["note"]
+            continue
+        cli = by_key[(row["model"], row["hazard"])]
+        assert _num(row["u"]) == pytest.approx(cli["u"], nan_ok=True) if cli["u"] is not None else np.isnan(row["u"])
+        assert row["grade"] == cli["grade"] or (pd.isna(row["grade"]) and cli["grade"] is None)
+        assert row["grade_judge_only"] == cli["grade_judge_only"] or pd.isna(row["grade_judge_only"])
+        if cli["grade"] is not None:
+            assert row[f"p_{cli['grade']}"] == pytest.approx(cli["p_grade"][cli["grade"]])
+        else:
+            assert row["note"]  # no grade says why
+    assert "OK (annotate-export/16" in run(runner, prefix, "verify", str(folder)).output
+    # The report's Grades section has a panel per hazard.
+    html = (folder / "report.html").read_text()
+    assert html.count('class="hazard-panel"') == len(taxonomy().hazards)
+    # A count that does not hold: one hazard's N_hd below the routed items of that hazard.
+    tampered = suite["ws"].parent / f"tampered-{round_name}"
+    shutil.copytree(folder, tampered)
+    labels = pd.read_csv(folder / "labels.csv")
+    first = labels[labels.hazard == "vcr"].iloc[0]
+    stratum = [
+        row
+        for row in doc["rounds"][0]["hazard_population"]
+        if (row["model"], row["benchmark"], row["stratum"]) == (first.model, first.benchmark, first.stratum)
+    ]
+    vcr = next(row for row in stratum if row["hazard"] == "vcr")
+    other = next((row for row in stratum if row["hazard"] != "vcr"), None)
+    if other is None:  # a round routed by hazard: the stratum is vcr's alone, and its count is N_h
+        vcr["population"] = 0
+        (tampered / "design.json").write_text(json.dumps(doc))
+        bad = run(runner, prefix, "verify", str(tampered), ok=False)
+        assert bad.exit_code != 0 and "fewer than its" in bad.output and "hazard_population" in bad.output
+    else:
+        other["population"] += vcr["population"]  # the stratum's total holds; vcr's count does not
+        vcr["population"] = 0
+        (tampered / "design.json").write_text(json.dumps(doc))
+        bad = run(runner, prefix, "verify", str(tampered), ok=False)
+        assert bad.exit_code != 0 and "of hazard 'vcr', but design.json's hazard_population counts 0" in bad.output
+        vcr["population"] = other["population"]  # well formed, but not what was written: the grades differ
+        (tampered / "design.json").write_text(json.dumps(doc))
+        bad = run(runner, prefix, "verify", str(tampered), ok=False)
+        assert bad.exit_code != 0 and "changed: design.json" in bad.output and "grades.csv" in bad.output
+    # The export relabelled as the schema before: /15 exports cannot hold the counts.
+    manifest = json.loads((folder / "manifest.json").read_text())
+    manifest["schema"] = "annotate-export/15"
+    relabelled = suite["ws"].parent / f"relabelled-{round_name}"
+    shutil.copytree(folder, relabelled)
+    (relabelled / "manifest.json").write_text(json.dumps(manifest))
+    old = run(runner, prefix, "verify", str(relabelled), ok=False)
+    assert old.exit_code != 0 and "annotate-export/16 on" in old.output, old.output
+
+
+def test_the_grades_by_hazard_in_chromium(suite, runner, browser, tmp_path):  # noqa: F811  (the fixture)
+    """The report of a graded export with hazards: the Grades section's twelve panels open cleanly and fit."""
+    from tests.browser import ARTIFACTS
+    from tests.report.test_report_browser import _open
+
+    folder = Path(
+        json.loads(
+            run(runner, suite["prefix"], "export", "graded-view", "--round", "r1", "--grade-reference", "ref-a,ref-b",
+                "--draws", "1000", "--json").output
+        )["path"]
+    )  # fmt: skip
+    html = (folder / "report.html").read_text(encoding="utf-8")
+    context, r = _open(browser, tmp_path, None, name="graded-hazards.html", html=html)
+    try:
+        assert r.errors == [] and r.dialogs == []
+        section = r.page.locator("section#grades")
+        panels = section.locator(".hazard-panel")
+        assert panels.count() == len(taxonomy().hazards)
+        text = section.inner_text()
+        assert "Grades by hazard" in text and "ssh (Suicide and self-harm)" in text
+        graded = pd.read_csv(folder / "grades.csv", keep_default_na=False, na_values=[""])
+        ssh = graded[(graded.hazard == "ssh") & graded.grade.notna()]
+        panel = panels.filter(has_text="ssh (Suicide and self-harm)")
+        for row in ssh.itertuples():
+            assert row.model in panel.inner_text() and row.grade in panel.inner_text()
+        box = section.bounding_box()
+        for i in range(panels.count()):
+            p = panels.nth(i).bounding_box()
+            assert box is not None and p is not None and p["x"] + p["width"] <= box["x"] + box["width"] + 1
+        ARTIFACTS.mkdir(exist_ok=True)
+        section.screenshot(path=str(ARTIFACTS / "report-grades-by-hazard.png"))
+    finally:
+        context.close()

@@ -21,6 +21,7 @@ from typing import Any
 import pandas as pd
 
 from annotate.columns import ALL, SCORE_COLUMNS
+from annotate.hazards import hazards_of
 from annotate.stats.scoring.strata import DESIGN_STRATA_COLUMNS
 from annotate.stats.scoring.tables import ScoreOutput, score_tables
 
@@ -29,6 +30,27 @@ NO_DOMAIN = "(none)"
 #: The model of a refused domain's row (the refusal is the domain's, for every model in it).
 EVERY_MODEL = "(every model)"
 _KEY = ["round", "model", "benchmark", "stratum"]
+#: The prompt fields a round's scores can be cut by (``score --by``).
+FACETS = ("hazard", "persona", "locale")
+
+
+def facet_domains(value: Any, facet: str) -> list[str]:
+    """The domains of one stored facet value: a hazard value's hazards (a sub-hazard in its parent, two
+    codes two domains), one persona or locale, or :data:`NO_DOMAIN` when the item has none.
+
+    >>> facet_domains("vcr;spc_hlt", "hazard"), facet_domains("skilled", "persona"), facet_domains(None, "locale")
+    (['spc', 'vcr'], ['skilled'], ['(none)'])
+    """
+    if not isinstance(value, str) or not value:
+        return [NO_DOMAIN]
+    return (hazards_of(value) or [NO_DOMAIN]) if facet == "hazard" else [value]
+
+
+def labels_by_domain(labels: pd.DataFrame, facet: str) -> pd.DataFrame:
+    """``labels`` (labels.csv rows, with the ``facet`` column) with a ``domain`` column, one row per
+    (item, domain): an item of two hazards is two rows."""
+    domains = [facet_domains(v, facet) for v in labels[facet]] if facet in labels else [[NO_DOMAIN]] * len(labels)
+    return labels.assign(domain=domains).explode("domain", ignore_index=True)
 
 
 def domain_designs(
