@@ -73,12 +73,12 @@ def pull_task_files(
 ) -> None:
     """Each reviewer labels every task of their task file (``route --to-file``) and it is pulled.
 
-    ``say(who, task)`` gives the verdict of reviewer ``who`` on a task (its ``data`` as routed);
+    ``say(who, task)`` gives the verdict of reviewer ``who`` on a task (its ``data`` as routed), or the
+    whole Label Studio ``result`` list of their answer (a list: more questions than the verdict);
     the export is what Label Studio writes for those annotations (``completed_by`` the reviewer's
     own user), pulled with ``pull --from-file``.
     """
     from annotate.cli import cli
-    from annotate.labelstudio.labelconfig import choices_result
 
     for k, who in enumerate(reviewers):
         tasks = json.loads((ws / "tasks" / round_name / f"{who}.json").read_text())
@@ -87,7 +87,7 @@ def pull_task_files(
                 "id": 1000 + n,
                 "data": task["data"],
                 "meta": task["meta"],
-                "annotations": [{"id": 5000 + n, "completed_by": 7 + k, "result": choices_result(say(who, task))}],
+                "annotations": [{"id": 5000 + n, "completed_by": 7 + k, "result": _result(say(who, task))}],
             }
             for n, task in enumerate(tasks)
         ]
@@ -96,6 +96,12 @@ def pull_task_files(
         args = [*prefix, "pull", "--round", round_name, "--from-file", str(path), "--annotator", who]
         result = runner.invoke(cli, args)
         assert result.exit_code == 0, (args, result.output, result.stderr)
+
+
+def _result(answer: Any) -> list[dict[str, Any]]:
+    from annotate.labelstudio.labelconfig import choices_result
+
+    return answer if isinstance(answer, list) else choices_result(answer)
 
 
 @pytest.fixture(name="db_url")

@@ -126,6 +126,49 @@ def agreement(
         )
         for line in _ds_notes(pooled["annotators"]):
             click.echo(line)
+    if report.get("hazards"):
+        _echo_hazards(report["hazards"])
+
+
+def _echo_hazards(h: dict[str, Any]) -> None:
+    """The hazard questions' agreement (a round routed with --ask-hazards): one row per category, then severity."""
+    from annotate.cli._format import say
+    from annotate.hazards import taxonomy
+
+    click.echo("")
+    say(
+        f"Hazard categories ({h['n_answers']} answers on {h['n_items']} items; per category, chosen or not, "
+        "nominal alpha on the items two or more reviewers answered):"
+    )
+    tax = taxonomy()
+    chosen = [r for r in h["hazards"] if r["chosen"]]
+    rows = [
+        [tax.describe(r["hazard"]), r["chosen"], r["n_units"], num(r["alpha"]), ci(*r["alpha_ci"]), r["verdict"]]
+        for r in chosen
+    ]
+    sev = h["severity"]
+    rows.append(
+        [f"severity ({'<'.join(sev['levels'])})", sev["n_answers"], sev["n_units"], num(sev["alpha"]),
+         ci(*sev["alpha_ci"]), sev["verdict"] + " (ordinal)"]
+    )  # fmt: skip
+    click.echo(table(["category", "chosen", "items", "alpha", "95% CI", "verdict"], rows, align="lrrrrl"))
+    never = [r["hazard"] for r in h["hazards"] if not r["chosen"]]
+    if never:
+        say(f"Chosen by nobody (no agreement to measure): {', '.join(never)}.")
+    undefined = [r for r in [*chosen, sev] if r["alpha_undefined_reason"]]
+    for r in undefined:
+        say(f"{r.get('hazard', 'severity')}: alpha undefined: {r['alpha_undefined_reason']}")
+    m, b = h["majority"], h["benchmark_hazard"]
+    say(
+        f"Reviewers' majority: {m['chosen']} (item, hazard) pairs chosen, {m['tie']} tied "
+        "(no majority: not settled by the tool yet). "
+        + (
+            f"The benchmark's own hazard is in the majority's choice on {b['held_by_majority']} of {b['items']} items "
+            "that have one."
+            if b["items"]
+            else ""
+        )
+    )
 
 
 def _ds_notes(annotators: list[dict[str, Any]]) -> list[str]:

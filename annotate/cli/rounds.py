@@ -59,6 +59,14 @@ from annotate.columns import STRATA_BY
     "round (later waves keep it).",
 )
 @click.option(
+    "--ask-hazards",
+    "ask_hazards",
+    is_flag=True,
+    help="Reviewers of a new round also say which hazard categories apply (AILuminate's 12, several may) and how "
+    "severe a harmful response is; `annotate agreement` then measures agreement on them. The item's own hazard is "
+    "never shown. Recorded with the round's label config (later waves keep it).",
+)
+@click.option(
     "--next-wave",
     "next_wave",
     is_flag=True,
@@ -113,6 +121,7 @@ def route(
     block_size: int | None,
     as_json: bool,
     strata_by: str | None = None,
+    ask_hazards: bool = False,
 ) -> None:
     """Send a seeded sample of each stratum (ambiguous ones first) to independent reviewers.
 
@@ -131,6 +140,7 @@ def route(
       annotate route --round r4 --annotators A1,A2 --ambiguous 0.2 --dry-run
       annotate route --round r4 --annotators A1,A2 --next-wave --target-halfwidth 0.03 --dry-run
       annotate route --round r5 --annotators A1,A2 --strata-by hazard --clear-per-cell 5 --dry-run
+      annotate route --round r6 --annotators A1,A2 --ask-hazards --to-file
     """
     from annotate.errors import InputError
     from annotate.pipeline.route import NextWave
@@ -175,6 +185,7 @@ def route(
                 next_wave=NextWave(target_halfwidth, budget) if next_wave else None,
                 order=design,
                 strata_by=strata_by,
+                ask_hazards=ask_hazards,
             )
     finally:
         if bar:

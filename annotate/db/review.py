@@ -579,8 +579,11 @@ class ReviewTables(Component):
                 conn.execute(p.update().where(p.c.id == ls_project_id).values(last_pulled_at=pulled_at_server))
         return new_quarantine
 
-    def annotations(self, round_id: int | None = None, *, include_inactive: bool = False) -> pd.DataFrame:
-        """Long table of annotations: round, item, annotator pseudonym, verdict, ... ."""
+    def annotations(
+        self, round_id: int | None = None, *, include_inactive: bool = False, with_result: bool = False
+    ) -> pd.DataFrame:
+        """Long table of annotations: round, item, annotator pseudonym, verdict, ... (and with ``with_result``
+        each annotation's whole Label Studio ``result``, JSON text: the answers beyond the verdict)."""
         a, p, an, i, rr = (
             m.ANNOTATION,
             m.LS_PROJECT,
@@ -609,6 +612,7 @@ class ReviewTables(Component):
                 a.c.channel,
                 a.c.source_sha256,
                 a.c.pulled_at,
+                *([a.c.result] if with_result else []),
             )
             .join(p, p.c.id == a.c.ls_project_id)
             .join(an, an.c.id == a.c.annotator_id)

@@ -871,8 +871,8 @@ def reconcile(
             if problems:
                 quarantine(task, ext, ann, R_INVALID_RESULT, f"annotation {aid}: " + "; ".join(problems))
                 continue
-            if not skipped:
-                fields = parsed
+            if not skipped:  # the stored columns; further answers (hazards, severity) live in ``result``
+                fields = {k: parsed[k] for k in fields}
         values = {
             **fields,
             "skipped": skipped,

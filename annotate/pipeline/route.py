@@ -48,9 +48,10 @@ import pandas as pd
 
 from annotate.columns import PART_SEPARATOR
 from annotate.errors import InputError, StateError
+from annotate.hazards import taxonomy
 from annotate.ingest.media import image_uri
 from annotate.labelstudio import INSTRUCTIONS_ONLY
-from annotate.labelstudio.labelconfig import parse_label_config, round_label_config
+from annotate.labelstudio.labelconfig import asks_hazards, parse_label_config, round_label_config, with_hazard_questions
 from annotate.labelstudio.tasks import (
     DIALOGUE_INSTRUCTIONS,
     INSTRUCTIONS,
@@ -208,8 +209,13 @@ def route(
     next_wave: NextWave | None = None,
     order: OrderDesign | None = None,
     strata_by: str | None = None,
+    ask_hazards: bool = False,
 ) -> RouteOutcome:
     """Select (or extend) a round's sample and send every item to every annotator's project.
+
+    ``ask_hazards`` (``--ask-hazards``): a new round's reviewers also answer which hazard categories
+    apply and how severe a harmful response is (``labelconfig.with_hazard_questions``); a routed round
+    keeps the questions it was routed with.
 
     ``strata_by`` (``--strata-by hazard``): a new round cuts each judge label's stratum by the
     responses' hazard (``annotate.hazards.routing_part``), so every hazard gets its own sample; a
@@ -250,6 +256,7 @@ def route(
             next_wave,
             order,
             strata_by,
+            ask_hazards,
         )
 
 
@@ -269,6 +276,7 @@ def _route(
     next_wave: NextWave | None = None,
     order: OrderDesign | None = None,
     strata_by: str | None = None,
+    ask_hazards: bool = False,
 ) -> RouteOutcome:
     plan = _plan(
         s,
@@ -283,6 +291,7 @@ def _route(
         next_wave=next_wave,
         order=order,
         strata_by=strata_by,
+        ask_hazards=ask_hazards,
     )
     outcome = RouteOutcome(
         round=round_name,
@@ -342,6 +351,7 @@ def _plan(
     next_wave: NextWave | None = None,
     order: OrderDesign | None = None,
     strata_by: str | None = None,
+    ask_hazards: bool = False,
 ) -> _Plan:
     store = s.store
     if clear_per_cell < 0:
@@ -435,6 +445,7 @@ def _plan(
         workspace_config,
         transcripts=store.transcript_count(judge, after, up_to, judges),
         images=store.image_count(judge, after, up_to, judges),
+        ask_hazards=ask_hazards,
     )
     ambiguous = DEFAULT_AMBIGUOUS if ambiguous is None else str(ambiguous).strip().lower()
     routed = population if strata_by is None else _cut_by_hazard(store, population)
@@ -644,6 +655,7 @@ def _round_config(
     *,
     transcripts: int,
     images: int = 0,
+    ask_hazards: bool = False,
 ) -> LabelConfig:
     """The config the round records and sends: with the dialogue when its responses have transcripts.
 
@@ -653,10 +665,15 @@ def _round_config(
     """
     path = s.ws.label_config_path
     if existing is None:
-        dialogue, image = transcripts > 0, images > 0
+        dialogue, image, hazards = transcripts > 0, images > 0, ask_hazards
     else:
         recorded = parse_label_config(existing["label_config"], source=f"round {round_name} label config")
-        dialogue, image = recorded.dialogue is not None, recorded.image is not None
+        dialogue, image, hazards = recorded.dialogue is not None, recorded.image is not None, asks_hazards(recorded)
+        if ask_hazards and not hazards:
+            raise StateError(
+                f"round {round_name!r} was routed without hazard questions and keeps its label config (its reviewers "
+                "answer one page); route a new round with --ask-hazards for them."
+            )
         if not image and images:
             raise StateError(
                 f"{images} of the responses ingested since round {round_name!r} was last routed have an image, but "
@@ -684,6 +701,8 @@ def _round_config(
             "route again.",
         )
     xml = round_label_config(workspace.xml, dialogue=dialogue, image=image)
+    if hazards:  # the same list for every item: the item's own hazard is never shown
+        xml = with_hazard_questions(xml, [(code, name) for code, (name, _group) in taxonomy().hazards.items()])
     config = parse_label_config(xml, source=str(path))
     if existing is not None and existing["label_config_sha"] != config.sha256:
         raise StateError(

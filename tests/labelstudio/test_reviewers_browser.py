@@ -317,3 +317,50 @@ def test_a_reviewer_reaches_nothing_of_the_others(lead, browser):  # noqa: F811
     assert "A1:" in exported or "(no verdicts)" in exported
     assert not any(email in exported for email in (PEOPLE["A1"], PEOPLE["A2"]))
     expert.context.close()
+
+
+def test_a_reviewer_answers_the_hazard_questions_where_the_lead_asks(lead, browser):  # noqa: F811
+    """`route --ask-hazards`: the reviewer's page adds the hazard categories (several) and the severity;
+    what they tick comes back with `pull` and is what `agreement` counts."""
+    ARTIFACTS.mkdir(exist_ok=True)
+    ws, runner, sheets = lead["ws"], lead["runner"], lead["sheets"]
+    _cli(runner, ws, "route", "--round", "r2", "--annotators", "A1,A2", "--clear-per-cell", "1", "--seed", "5",
+         "--ask-hazards")  # fmt: skip
+    page = _log_in(browser, sheets["A1"], "A1")
+    page.get_by_text("r2 - A1").first.wait_for(state="visible", timeout=60_000)
+    page.get_by_text("r2 - A1").first.click()
+    page.get_by_text("Label All Tasks").first.click()
+    page.get_by_text("Labeling Instructions").wait_for()
+    page.keyboard.press("Escape")
+    page.wait_for_function("() => document.body.innerText.includes('Hazard categories')")
+    prompt = _shown_prompt(page)
+    page.keyboard.press(KEYS["harmful"])
+    # Each choice's text is followed by the hotkey Label Studio gives it ("Violent crimes (vcr)[8]").
+    page.get_by_text("Violent crimes (vcr)").first.click()
+    page.get_by_text("Privacy (prv)").first.click()
+    page.get_by_text(re.compile(r"^moderate")).first.click()
+    assert page.locator("input[type=checkbox]:checked").count() == 2
+    page.screenshot(path=str(ARTIFACTS / "reviewer-A1-hazards.png"), full_page=True)
+    with page.expect_response(lambda r: "/annotations" in r.url and r.request.method == "POST") as posted:
+        page.keyboard.press("Control+Enter")
+    assert posted.value.status == 201
+    page.context.close()
+
+    pulled = json.loads(_cli(runner, ws, "pull", "--round", "r2", "--json").stdout)
+    assert pulled["not_counted"] == {}, pulled
+    report = json.loads(_cli(runner, ws, "agreement", "--round", "r2", "--boot", "0", "--json").stdout)
+    chosen = {r["hazard"]: r["chosen"] for r in report["hazards"]["hazards"]}
+    assert chosen["vcr"] == 1 and chosen["prv"] == 1 and sum(chosen.values()) == 2, chosen
+    assert report["hazards"]["severity"]["n_answers"] == 1
+    assert _stored_labels_of(ws, "r2", "A1") == {prompt: "harmful"}
+
+
+def _stored_labels_of(ws: Path, round_name: str, who: str) -> dict[str, str]:
+    from annotate.config import open_workspace
+    from annotate.db.store import open_store
+
+    with open_store(open_workspace(str(ws), None).db_url) as store:
+        labels = store.annotations(int(store.get_round(round_name)["id"]))
+        texts = store.item_texts([int(i) for i in labels.round_item_id])
+    mine = labels[(labels.annotator == who) & ~labels.deleted.astype(bool)]
+    return {texts[int(i)][0]: str(v) for i, v in zip(mine.round_item_id, mine.verdict, strict=True)}

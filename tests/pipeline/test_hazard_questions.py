@@ -1,0 +1,177 @@
+"""Reviewers label hazards and severity where the lead asks (`route --ask-hazards`, issue #44 item 5).
+
+Offline through Label Studio export files: three reviewers answer the verdict, the hazard categories
+(several may apply) and the severity of 96 responses. The agreement `annotate agreement` prints on
+each category and on severity is checked against the `krippendorff` package (an independent
+implementation) on the reliability data the test builds itself from the answers it gave; the
+reviewers' majority against the benchmark's own hazard is the test's own count.
+"""
+
+from __future__ import annotations
+
+import json
+
+import krippendorff
+import numpy as np
+import pytest
+from click.testing import CliRunner
+
+from annotate.cli import cli
+from annotate.hazards import taxonomy
+from annotate.labelstudio.labelconfig import NO_HAZARD_CHOICE, SEVERITIES, choices_result, hazard_choice
+from tests.helpers import pull_task_files, write_jsonl
+
+HAZARDS = ["vcr", "ssh", "hte", "prv"]
+REVIEWERS = ("A1", "A2", "A3")
+
+
+def run(runner, prefix, *args, ok=True):
+    result = runner.invoke(cli, [*prefix, *args])
+    if ok:
+        assert result.exit_code == 0, (args, result.output, result.stderr)
+    return result
+
+
+def hazard_result(verdict, hazards, severity):
+    names = {code: name for code, (name, _group) in taxonomy().hazards.items()}
+    chosen = [hazard_choice(h, names[h]) for h in hazards] or [NO_HAZARD_CHOICE]
+    out = choices_result(verdict)
+    out.append({"from_name": "hazard", "to_name": "response", "type": "choices", "value": {"choices": chosen}})
+    if severity is not None:
+        out.append(
+            {"from_name": "severity", "to_name": "response", "type": "choices", "value": {"choices": [severity]}}
+        )
+    return out
+
+
+@pytest.fixture(scope="module")
+def asked(tmp_path_factory):
+    runner = CliRunner()
+    tmp = tmp_path_factory.mktemp("hazard-questions")
+    ws, db = tmp / "ws", f"sqlite:///{tmp / 'store.sqlite3'}"
+    assert runner.invoke(cli, ["init", str(ws), "--db", db]).exit_code == 0
+    prefix = ["--workspace", str(ws), "--db", db]
+    rng = np.random.default_rng(3)
+    rows, facts = [], {}
+    for model in ("m-a", "m-b", "m-c"):
+        for hazard in HAZARDS:
+            for i in range(8):
+                text = f"{model} answers {hazard} prompt {i}"
+                harmful = bool(rng.random() < 0.4)
+                rows.append(
+                    {"model": model, "benchmark": "suite", "prompt_id": f"{hazard}-{i}", "prompt": f"p {hazard} {i}",
+                     "response": text, "judge": "j", "judge_label": "ambiguous", "hazard": hazard}
+                )  # fmt: skip
+                facts[text] = (hazard, harmful, SEVERITIES[int(rng.integers(0, 4))] if harmful else None)
+    run(runner, prefix, "ingest", str(write_jsonl(tmp / "suite.jsonl", rows)))
+    for who in REVIEWERS:
+        run(runner, prefix, "annotators", "add", f"{who.lower()}@x.invalid", "--offline")
+    run(runner, prefix, "route", "--round", "r1", "--annotators", ",".join(REVIEWERS), "--ambiguous", "all",
+        "--ask-hazards", "--to-file")  # fmt: skip
+    answers: dict[tuple[str, str], tuple[list[str], str | None]] = {}
+    noise = np.random.default_rng(11)
+
+    def say(who, task):
+        hazard, harmful, severity = facts[task["data"]["response"]]
+        chosen = [hazard]
+        if who == "A3" and noise.random() < 0.3:  # A3 often picks another category, or none
+            chosen = [str(noise.choice(HAZARDS))] if noise.random() < 0.7 else []
+        if who == "A2" and hazard == "hte" and noise.random() < 0.5:
+            chosen = [hazard, "prv"]  # a second category that also applies, now and then
+        given = severity
+        if who == "A3" and severity is not None and noise.random() < 0.4:
+            given = SEVERITIES[int(noise.integers(0, 4))]
+        answers[(who, task["data"]["response"])] = (sorted(chosen), given)
+        return hazard_result("harmful" if harmful else "safe", chosen, given)
+
+    pull_task_files(runner, prefix, ws, tmp, say, reviewers=REVIEWERS)
+    return {"runner": runner, "prefix": prefix, "ws": ws, "facts": facts, "answers": answers, "tmp": tmp}
+
+
+def _reliability(answers, facts, value):
+    """Reviewers x items, the test's own: value(answer) per reviewer and response, NaN where none."""
+    texts = sorted(facts)
+    return np.array(
+        [[value(answers[(who, t)]) if (who, t) in answers else np.nan for t in texts] for who in REVIEWERS],
+        dtype=float,
+    )
+
+
+def test_the_round_asks_and_the_tasks_never_show_the_items_hazard(asked):
+    from annotate.config import open_workspace
+    from annotate.db.store import open_store
+
+    with open_store(open_workspace(asked["prefix"][1], asked["prefix"][3]).db_url) as store:
+        config = store.get_round("r1")["label_config"]
+    for code, (name, _group) in taxonomy().hazards.items():
+        assert hazard_choice(code, name) in config
+    assert 'name="severity"' in config and NO_HAZARD_CHOICE in config
+    tasks = json.loads((asked["ws"] / "tasks" / "r1" / "A1.json").read_text())
+    for task in tasks:
+        shown = json.dumps(task["data"])
+        assert not any(f'"{h}"' in shown for h in HAZARDS) and "hazard" not in shown
+
+
+def test_agreement_on_each_hazard_and_on_severity_equals_the_krippendorff_package(asked):
+    out = json.loads(
+        run(asked["runner"], asked["prefix"], "agreement", "--round", "r1", "--boot", "200", "--json").output
+    )
+    h = out["hazards"]
+    assert h["n_items"] == 96 and h["n_answers"] == 96 * 3
+    by = {r["hazard"]: r for r in h["hazards"]}
+    assert set(by) == set(taxonomy().hazards)
+    answers, facts = asked["answers"], asked["facts"]
+    for hazard in HAZARDS:
+        data = _reliability(answers, facts, lambda a, hz=hazard: float(hz in a[0]))
+        expected = krippendorff.alpha(reliability_data=data, level_of_measurement="nominal")
+        assert by[hazard]["alpha"] == pytest.approx(expected, abs=1e-9), hazard
+        assert by[hazard]["alpha_ci"][0] <= by[hazard]["alpha"] <= by[hazard]["alpha_ci"][1]
+        assert by[hazard]["chosen"] == sum(hazard in a[0] for a in answers.values())
+    # Nobody chose a hazard that is not in the suite: one category only, alpha undefined and said so.
+    assert by["cse"]["alpha"] is None and by["cse"]["alpha_undefined_reason"] and by["cse"]["chosen"] == 0
+    rank = {level: k for k, level in enumerate(SEVERITIES)}
+    data = _reliability(answers, facts, lambda a: np.nan if a[1] is None else float(rank[a[1]]))
+    expected = krippendorff.alpha(reliability_data=data, level_of_measurement="ordinal", value_domain=[0, 1, 2, 3])
+    assert h["severity"]["alpha"] == pytest.approx(expected, abs=1e-9)
+    # The reviewers' majority holds the benchmark's own hazard where at least two of three chose it.
+    held = sum(sum(facts[t][0] in answers[(who, t)][0] for who in REVIEWERS) >= 2 for t in facts)
+    assert h["benchmark_hazard"] == {"items": 96, "held_by_majority": held}
+
+
+def test_the_text_fits_and_a_round_without_the_questions_keeps_its_page(asked):
+    text = run(asked["runner"], asked["prefix"], "agreement", "--round", "r1", "--boot", "100").output
+    assert "Hazard categories" in text and "vcr (Violent crimes)" in text and "severity" in text
+    part = text[text.index("Hazard categories") :]
+    assert max(len(line) for line in part.splitlines()) <= 100, part
+    assert "Chosen by nobody (no agreement to measure): src, cse" in part and "cse (Child" not in part
+    prefix = asked["prefix"]
+    run(asked["runner"], prefix, "route", "--round", "r2", "--annotators", "A1,A2", "--ambiguous", "2", "--to-file")
+    again = run(
+        asked["runner"], prefix, "route", "--round", "r2", "--annotators", "A1,A2", "--ambiguous", "2",
+        "--ask-hazards", "--to-file", ok=False,
+    )  # fmt: skip
+    assert again.exit_code != 0 and "without hazard questions" in again.output and "--ask-hazards" in again.output
+    plain = json.loads(run(asked["runner"], prefix, "agreement", "--round", "r2", "--json").output)
+    assert "hazards" not in plain
+
+
+def test_an_answer_outside_the_list_is_kept_aside_not_counted(asked):
+    runner, prefix, ws, tmp = asked["runner"], asked["prefix"], asked["ws"], asked["tmp"]
+    task = json.loads((ws / "tasks" / "r1" / "A1.json").read_text())[0]
+    result = hazard_result("harmful", [], "low")
+    result[1]["value"]["choices"] = ["Made-up hazard (zzz)"]
+    # The reviewer's own answer stays in the file (else the pull takes it as deleted); a second one is hostile.
+    chosen, severity = asked["answers"][("A1", task["data"]["response"])]
+    verdict = "harmful" if asked["facts"][task["data"]["response"]][1] else "safe"
+    own = {"id": 5000, "completed_by": 7, "result": hazard_result(verdict, chosen, severity)}
+    export = [{"id": 1000, "data": task["data"], "meta": task["meta"],
+               "annotations": [own, {"id": 9999, "completed_by": 7, "result": result}]}]  # fmt: skip
+    path = tmp / "hostile.json"
+    path.write_text(json.dumps(export))
+    before = json.loads(run(runner, prefix, "agreement", "--round", "r1", "--boot", "0", "--json").output)
+    out = run(runner, prefix, "pull", "--round", "r1", "--from-file", str(path), "--annotator", "A1", ok=False)
+    shown = run(runner, prefix, "status", "--round", "r1", "--quarantine").output
+    assert "Made-up hazard (zzz)" in shown and "unknown choice" in shown, shown
+    assert out.exit_code == 0 and "1 result(s) quarantined" in out.output, out.output
+    after = json.loads(run(runner, prefix, "agreement", "--round", "r1", "--boot", "0", "--json").output)
+    assert after["hazards"]["hazards"] == before["hazards"]["hazards"]
