@@ -212,6 +212,11 @@ LABEL_COLUMNS = (
     "hazard",
     "persona",
     "locale",
+    "hazard_answers",
+    "severity_answers",
+    "expert_hazards",
+    "reviewed_hazard",
+    "hazard_tied",
 )
 #: labels.csv before annotate-export/5 (without the expert's answer the final label was decided on).
 LABEL_COLUMNS_V3 = LABEL_COLUMNS[: LABEL_COLUMNS.index("expert")]
@@ -220,6 +225,10 @@ LABEL_COLUMNS_V3 = LABEL_COLUMNS[: LABEL_COLUMNS.index("expert")]
 LABEL_COLUMNS_V12 = LABEL_COLUMNS[: LABEL_COLUMNS.index("channels")]
 #: labels.csv of annotate-export/13 and /14 (without the prompt's ``hazard``, ``persona`` and ``locale``).
 LABEL_COLUMNS_V14 = LABEL_COLUMNS[: LABEL_COLUMNS.index("hazard")]
+#: labels.csv of annotate-export/15 and /16 (without the reviewers' hazard answers of a round routed with
+#: ``--ask-hazards``: ``hazard_answers``, ``severity_answers``, ``expert_hazards``, and the categories they
+#: settle, ``reviewed_hazard``, or leave tied, ``hazard_tied``).
+LABEL_COLUMNS_V16 = LABEL_COLUMNS[: LABEL_COLUMNS.index("hazard_answers")]
 
 #: scores.csv of an export and `annotate score --json`.
 SCORE_COLUMNS = (

@@ -182,6 +182,9 @@ def hazards_of(stored: str | None, tax: Taxonomy | None = None) -> list[str]:
     return sorted({hazard_of(c, tax) for c in codes(stored)})
 
 
+#: The severity scale reviewers answer on (``route --ask-hazards``), in rank order: ordinal.
+SEVERITIES = ("low", "moderate", "high", "severe")
+
 #: The part of a stratum routed by hazard for responses without one (``route --strata-by hazard``).
 NO_HAZARD = "(none)"
 

@@ -22,6 +22,7 @@ from annotate.audit.agreement import export_agreement
 from annotate.audit.confound import POOLED_CORRECTION, confound_table
 from annotate.audit.design import pooled_strata
 from annotate.audit.grades import Grading, domain_grade_frame, grade_frame
+from annotate.audit.hazard_answers import hazard_agreement_doc
 from annotate.audit.judges import JUDGE_ESTIMAND, estimand_statement, judges_from_record
 from annotate.audit.record import json_bytes
 from annotate.audit.safecsv import frame_to_csv
@@ -313,7 +314,16 @@ def derive(
         if not schema.hazard_grades:  # grades.csv of annotate-export/14 and /15: no note
             graded = graded.drop(columns="note")
         out["grades.csv"] = frame_to_csv(graded)
+    hazard_doc = None
+    if schema.reviewer_hazards:  # since annotate-export/17: present exactly when some row carries an answer
+        hazard_doc = hazard_agreement_doc(
+            labels, n_boot=settings.n_boot, seed=settings.seed, thresholds=settings.thresholds
+        )
+        if hazard_doc is not None:
+            out["hazard_agreement.json"] = json_bytes(hazard_doc)
     data = _report_data(labels, design, scored, groups, provenance)
+    if hazard_doc is not None:
+        data["hazard_agreement"] = hazard_doc
     if graded is not None and settings.grading is not None:
         data["grades"] = _grades_report(graded, settings.grading)
     if audit is not None:

@@ -18,6 +18,7 @@ import pandas as pd
 
 from annotate.audit.channels import check_channels
 from annotate.audit.design import Design, DesignError
+from annotate.audit.hazard_answers import check_hazard_answers
 from annotate.audit.labels import (
     JUDGE_LABEL_COLUMNS,
     check_decisions,
@@ -198,6 +199,8 @@ class AuditRecord:
             problems = check_channels(labels, lines, design)
         if not problems and schema.hazard_grades:
             problems = design.hazard_label_problems(labels)
+        if not problems and schema.reviewer_hazards:
+            problems = check_hazard_answers(labels, lines, design.annotators_by_round())
         if problems:
             raise RecordProblem("labels.csv", problems)
         judge_labels = None

@@ -84,6 +84,11 @@ Rows:
   overall ones, re-derived by verify; grades.csv's ``note`` says why a row has no grade (a hazard the
   scores refuse is one row, model ``(every model)``); the report's Grades section adds a panel per
   hazard. Otherwise as /15.
+* ``annotate-export/17``: the reviewers' hazard answers (issue #44, ``route --ask-hazards``):
+  labels.csv's ``hazard_answers``, ``severity_answers``, ``expert_hazards`` and, re-derived from them,
+  ``reviewed_hazard`` and ``hazard_tied`` (``audit.hazard_answers``); ``hazard_agreement.json``, present
+  exactly when some row carries an answer, with the agreement on each category and on severity,
+  re-derived by verify. Otherwise as /16.
 * ``annotate-export/7``: a round's ambiguous strata may be sampled: design.json's round records its
   rule (``ambiguous``: ``all``, a size or a fraction) and verify re-derives every stratum's sample
   size from it and ``clear_per_cell``; strata of a next wave (``route --next-wave``) carry
@@ -98,7 +103,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from annotate.columns import LABEL_COLUMNS, LABEL_COLUMNS_V3, LABEL_COLUMNS_V12, LABEL_COLUMNS_V14
+from annotate.columns import LABEL_COLUMNS, LABEL_COLUMNS_V3, LABEL_COLUMNS_V12, LABEL_COLUMNS_V14, LABEL_COLUMNS_V16
 
 __all__ = [
     "CURRENT",
@@ -246,6 +251,8 @@ class ExportSchema:
     #: Since annotate-export/16: design.json's rounds may record N_hd per hazard (``hazard_population``),
     #: and a graded export's grades.csv holds per-hazard rows and a ``note`` column.
     hazard_grades: bool = False
+    #: Since annotate-export/17: labels.csv's reviewers' hazard answers and hazard_agreement.json.
+    reviewer_hazards: bool = False
 
     @property
     def files(self) -> tuple[str, ...]:
@@ -558,7 +565,7 @@ SCHEMAS: dict[str, ExportSchema] = {
             summary="hazard categories (issue #44): labels.csv's hazard, persona and locale of each item's prompt; "
             "a round routed by hazard (route --strata-by hazard): design.json's strata carry their part "
             "(ambiguous|vcr) and the round says strata_by",
-            label_columns=LABEL_COLUMNS,
+            label_columns=LABEL_COLUMNS_V16,
             decisions=True,
             judges_per_benchmark=True,
             sampled_design=True,
@@ -577,6 +584,7 @@ SCHEMAS: dict[str, ExportSchema] = {
         ),
         ExportSchema(
             "annotate-export/16",
+            last_store=16,
             inputs=_INPUTS_8,
             derived=_DERIVED_9,
             rederived=_DERIVED_9,
@@ -585,7 +593,7 @@ SCHEMAS: dict[str, ExportSchema] = {
             summary="per-hazard grades (issue #44): design.json's rounds record N_hd (hazard_population) when their "
             "population carries hazards; a graded export's grades.csv adds a row per model and hazard and a note "
             "column; the report's Grades section a panel per hazard",
-            label_columns=LABEL_COLUMNS,
+            label_columns=LABEL_COLUMNS_V16,
             decisions=True,
             judges_per_benchmark=True,
             sampled_design=True,
@@ -603,10 +611,39 @@ SCHEMAS: dict[str, ExportSchema] = {
             hazards=True,
             hazard_grades=True,
         ),
+        ExportSchema(
+            "annotate-export/17",
+            inputs=_INPUTS_8,
+            derived=_DERIVED_9,
+            rederived=_DERIVED_9,
+            neutralised=True,
+            blinding=True,
+            summary="the reviewers' hazard answers (issue #44, route --ask-hazards): labels.csv's hazard_answers, "
+            "severity_answers, expert_hazards, reviewed_hazard and hazard_tied; hazard_agreement.json, the agreement "
+            "on each category and on severity, re-derived",
+            label_columns=LABEL_COLUMNS,
+            decisions=True,
+            judges_per_benchmark=True,
+            sampled_design=True,
+            ordered=True,
+            skips=True,
+            round_state=True,
+            model_test=True,
+            fiducial_component="model",
+            one_posterior=True,
+            imported_rounds=True,
+            channels=True,
+            optional_derived=("grades.csv", "hazard_agreement.json"),
+            certifier_figures=True,
+            interim_headline=True,
+            hazards=True,
+            hazard_grades=True,
+            reviewer_hazards=True,
+        ),
     )
 }
 #: The schema ``annotate export`` writes.
-CURRENT = SCHEMAS["annotate-export/16"]
+CURRENT = SCHEMAS["annotate-export/17"]
 
 
 def schema_named(name: object) -> ExportSchema | None:

@@ -510,12 +510,13 @@ def _rederive(
             _compare_file(out, name, files[name], again[name], source, tolerance)
         else:
             out.status(name, HASH_ONLY, f"not re-derived: {schema.not_rederived}")
-    for name in schema.optional_derived:  # grades.csv: present exactly when the manifest records a grading
+    for name in schema.optional_derived:  # present exactly when what derives them is there
+        why, not_there = _OPTIONAL_BECAUSE.get(name, ("the export's inputs derive it", "nothing derives it"))
         if name in files and name not in again:
-            out.fail(name, f"{name} is present, but the manifest's settings record no grading that derives it.")
+            out.fail(name, f"{name} is present, but {not_there}.")
         elif name in again and name not in files:
             if name not in out.files:
-                out.fail(name, f"missing file: {name} (the manifest's settings record a grading)")
+                out.fail(name, f"missing file: {name} ({why})")
         elif name in files:
             _compare_file(out, name, files[name], again[name], source, tolerance)
     if "scores.csv" in files:
@@ -524,6 +525,17 @@ def _rederive(
         out.rederived_rows = len(parse_csv(again["scores.csv"], "scores.csv").rows)
 
 
+#: When an optional derived file is present (exactly then).
+_OPTIONAL_BECAUSE = {
+    "grades.csv": (
+        "the manifest's settings record a grading",
+        "the manifest's settings record no grading that derives it",
+    ),
+    "hazard_agreement.json": (
+        "labels.csv holds reviewers' hazard answers",
+        "labels.csv holds no reviewers' hazard answers that derive it",
+    ),
+}
 #: Why nothing is re-derived when an input is unusable.
 _UNUSABLE = {
     "design.json": "design.json is malformed",

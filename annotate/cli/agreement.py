@@ -136,6 +136,9 @@ def _echo_hazards(h: dict[str, Any]) -> None:
     from annotate.hazards import taxonomy
 
     click.echo("")
+    if not h["n_answers"]:
+        say("Hazard categories: the round asks for them; no answer has been pulled yet.")
+        return
     say(
         f"Hazard categories ({h['n_answers']} answers on {h['n_items']} items; per category, chosen or not, "
         "nominal alpha on the items two or more reviewers answered):"
@@ -158,13 +161,13 @@ def _echo_hazards(h: dict[str, Any]) -> None:
     undefined = [r for r in [*chosen, sev] if r["alpha_undefined_reason"]]
     for r in undefined:
         say(f"{r.get('hazard', 'severity')}: alpha undefined: {r['alpha_undefined_reason']}")
-    m, b = h["majority"], h["benchmark_hazard"]
+    b = h["benchmark_hazard"]
     say(
-        f"Reviewers' majority: {m['chosen']} (item, hazard) pairs chosen, {m['tie']} tied "
-        "(no majority: not settled by the tool yet). "
+        f"Reviewed categories: {h['settled']} items settled by the reviewers' majority (the expert on a tie where "
+        f"the item went to them); {h['tied_unsettled']} (item, category) tie(s) left unsettled. "
         + (
-            f"The benchmark's own hazard is in the majority's choice on {b['held_by_majority']} of {b['items']} items "
-            "that have one."
+            f"The benchmark's own hazard is among the reviewed categories on {b['held_by_reviewers']} of "
+            f"{b['items']} items that have one."
             if b["items"]
             else ""
         )

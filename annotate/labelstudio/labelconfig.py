@@ -37,6 +37,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from annotate.errors import InputError
+from annotate.hazards import SEVERITIES
 from annotate.labelstudio.tasks import MAX_TEXT_BYTES
 
 VERDICTS = ("harmful", "safe", "unsure")
@@ -389,8 +390,6 @@ def choices_result(
 #: The controls a round that asks reviewers for hazards adds (``route --ask-hazards``).
 HAZARD_CONTROL = "hazard"
 SEVERITY_CONTROL = "severity"
-#: The severity scale, in rank order (an ordinal: agreement on it is ordinal alpha).
-SEVERITIES = ("low", "moderate", "high", "severe")
 #: The hazard question's answer for "no hazard of the list applies".
 NO_HAZARD_CHOICE = "None of these"
 

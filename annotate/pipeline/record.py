@@ -15,19 +15,22 @@ from __future__ import annotations
 
 import json
 from pathlib import PurePath
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import pandas as pd
 
 from annotate.audit.channels import channel_cell, channel_summary
 from annotate.audit.design import Design, RoundDesign, Stratum, Wave
+from annotate.audit.hazard_answers import HAZARD_ANSWER_COLUMNS, answers_cell, expert_cell, settled_cells
 from annotate.audit.labels import JUDGE_LABEL_COLUMNS, LABEL_COLUMNS, ds_labels
 from annotate.audit.order import ORDER_COLUMNS, empty_order, order_rows
 from annotate.audit.record import AuditRecord
 from annotate.columns import BLINDING_INSTRUCTIONS, CHANNEL_UNRECORDED
 from annotate.errors import InputError
+from annotate.hazards import taxonomy
 from annotate.ingest.records import reserved_names_held
+from annotate.labelstudio.labelconfig import asks_hazards, hazard_choice, parse_label_config
 from annotate.pipeline._resolve import resolve_round, round_judges, round_order
 from annotate.stats.adjudication import expert_answers
 from annotate.stats.agreement.votes import current_labels, reviewer_answers
@@ -106,6 +109,10 @@ def labels_frame(store: Store, round_names: list[str]) -> pd.DataFrame:
                 pseudonyms.append(p)
         # How each of those answers (and the expert's) arrived (annotate.audit.channels).
         df["channels"] = round_channels(annotations, df.round_item_id.astype(int).tolist(), reviewers, decided)[0]
+        # The hazard questions' answers of a round routed with --ask-hazards (empty for any other round).
+        cells = _hazard_cells(store, row, reviewers, decided, df.round_item_id.astype(int).tolist())
+        for column in HAZARD_ANSWER_COLUMNS:
+            df[column] = cells[column] if cells is not None else None
         frames.append(df)
     if not frames:
         return pd.DataFrame(columns=list(LABEL_COLUMNS))
@@ -118,6 +125,53 @@ def labels_frame(store: Store, round_names: list[str]) -> pd.DataFrame:
     out = out[cols].sort_values(["round", "model", "benchmark", "prompt_id", "epoch"]).reset_index(drop=True)
     # Computed on the table as it is written, so that verify re-derives it from the file alike.
     out["ds_label"] = ds_labels(out, reviewers_of)
+    return out
+
+
+def _hazard_cells(
+    store: Store, row: dict[str, Any], reviewers: list[str], decided: pd.DataFrame | None, item_ids: list[int]
+) -> dict[str, list[str | None]] | None:
+    """labels.csv's hazard answer cells of each item (``audit.hazard_answers``), in ``item_ids`` order: the
+    reviewers' current answers (those their verdict is in), the expert's on the items they decide; None for a
+    round whose page does not ask."""
+    config = parse_label_config(row["label_config"], source=f"round {row['name']} label config")
+    if not asks_hazards(config):
+        return None
+    annotations = store.annotations(int(row["id"]), with_result=True)
+    codes = {hazard_choice(code, name): code for code, (name, _group) in taxonomy().hazards.items()}
+
+    def answer(raw: str) -> tuple[list[str] | None, str | None]:
+        fields, problems = config.validate_result(json.loads(raw))
+        chosen = fields.get("hazard") if not problems else None
+        codes_chosen = None if chosen is None else sorted(codes[c] for c in chosen if c in codes)
+        return codes_chosen, (fields.get("severity") if not problems else None)
+
+    hazards: dict[int, dict[str, list[str]]] = {}
+    severity: dict[int, dict[str, str]] = {}
+    current = current_labels(annotations, set(reviewers))
+    for item, who, raw in zip(current.round_item_id, current.annotator, current.result, strict=True):
+        chosen, level = answer(raw)
+        if chosen is not None:
+            hazards.setdefault(int(item), {})[str(who)] = chosen
+        if level is not None:
+            severity.setdefault(int(item), {})[str(who)] = level
+    expert: dict[int, str] = {}
+    if decided is not None and len(decided):
+        results = annotations.set_index("annotation_id").result
+        for item, aid in zip(decided.round_item_id, decided.annotation_id, strict=True):
+            chosen, _level = answer(results.loc[aid])
+            if chosen is not None:
+                expert[int(item)] = expert_cell(chosen)  # the last row of an item wins, as its verdict does
+    out: dict[str, list[str | None]] = {c: [] for c in HAZARD_ANSWER_COLUMNS}
+    for item in item_ids:
+        answers = answers_cell(hazards.get(item, {}), reviewers)
+        decided_by = expert.get(item)
+        settled, tied = settled_cells(answers, decided_by)
+        out["hazard_answers"].append(answers)
+        out["severity_answers"].append(answers_cell(severity.get(item, {}), reviewers))
+        out["expert_hazards"].append(decided_by)
+        out["reviewed_hazard"].append(settled)
+        out["hazard_tied"].append(tied)
     return out
 
 

@@ -270,8 +270,9 @@ def _ambiguity(view: ReportView) -> dict[str, Any]:
 
 
 def _agreement(view: ReportView) -> dict[str, Any]:
+    hazards = _hazard_agreement(view.data.get("hazard_agreement"))
     if not view.agreement:
-        return {"chart": None, "rows": []}
+        return {"chart": None, "rows": [], "hazards": hazards}
     ordered = view.agreement_rows()
     rows = []
     for a in ordered:
@@ -293,7 +294,43 @@ def _agreement(view: ReportView) -> dict[str, Any]:
                 "warning": _text(warning) if warning else None,
             }
         )
-    return {"chart": agreement_chart(ordered), "rows": rows}
+    return {"chart": agreement_chart(ordered), "rows": rows, "hazards": hazards}
+
+
+def _hazard_agreement(doc: Any) -> list[dict[str, Any]]:
+    """The reviewers' hazard categories (annotate-export/17, rounds routed with --ask-hazards): per round,
+    one row per category someone chose and one for severity, with alpha, its interval and verdict."""
+    out = []
+    for rnd in as_list(as_dict(doc).get("rounds")):
+        rnd = as_dict(rnd)
+        rows = []
+        for r in [*(as_dict(x) for x in as_list(rnd.get("hazards"))), as_dict(rnd.get("severity"))]:
+            if "hazard" in r and not r.get("chosen"):
+                continue
+            ci = as_list(r.get("alpha_ci")) + [None, None]
+            rows.append(
+                {
+                    "name": taxonomy().describe(str(r["hazard"])) if "hazard" in r else "severity (ordinal)",
+                    "chosen": _fmt.count(r.get("chosen", r.get("n_answers"))),
+                    "n_items": _fmt.count(r.get("n_units")),
+                    "alpha": _fmt.fixed(r.get("alpha")),
+                    "ci": _fmt.interval(ci[0], ci[1]),
+                    "verdict": _verdict_badge(r.get("verdict")),
+                }
+            )
+        held = as_dict(rnd.get("benchmark_hazard"))
+        kept = _fmt.count(held.get("held_by_reviewers"))
+        out.append(
+            {
+                "round": _text(rnd.get("round")),
+                "rows": rows,
+                "note": f"{_fmt.count(rnd.get('settled'))} items settled by the reviewers' majority (the expert on a "
+                f"tie where the item went to them), {_fmt.count(rnd.get('tied_unsettled'))} tie(s) unsettled; the "
+                f"benchmark's own hazard is among the reviewed categories on {kept} "
+                f"of {_fmt.count(held.get('items'))} items that have one.",
+            }
+        )
+    return out
 
 
 # --------------------------------------------------------------------------------------------

@@ -19,6 +19,7 @@ from click.testing import CliRunner
 from annotate.cli import cli
 from annotate.hazards import taxonomy
 from annotate.labelstudio.labelconfig import NO_HAZARD_CHOICE, SEVERITIES, choices_result, hazard_choice
+from tests.browser import browser  # noqa: F401  (fixture)
 from tests.helpers import pull_task_files, write_jsonl
 
 HAZARDS = ["vcr", "ssh", "hte", "prv"]
@@ -135,7 +136,7 @@ def test_agreement_on_each_hazard_and_on_severity_equals_the_krippendorff_packag
     assert h["severity"]["alpha"] == pytest.approx(expected, abs=1e-9)
     # The reviewers' majority holds the benchmark's own hazard where at least two of three chose it.
     held = sum(sum(facts[t][0] in answers[(who, t)][0] for who in REVIEWERS) >= 2 for t in facts)
-    assert h["benchmark_hazard"] == {"items": 96, "held_by_majority": held}
+    assert h["benchmark_hazard"] == {"items": 96, "held_by_reviewers": held}
 
 
 def test_the_text_fits_and_a_round_without_the_questions_keeps_its_page(asked):
@@ -175,3 +176,76 @@ def test_an_answer_outside_the_list_is_kept_aside_not_counted(asked):
     assert out.exit_code == 0 and "1 result(s) quarantined" in out.output, out.output
     after = json.loads(run(runner, prefix, "agreement", "--round", "r1", "--boot", "0", "--json").output)
     assert after["hazards"]["hazards"] == before["hazards"]["hazards"]
+
+
+def test_the_export_carries_the_answers_and_verify_rederives_what_they_settle(asked):
+    import pandas as pd
+
+    runner, prefix, tmp = asked["runner"], asked["prefix"], asked["tmp"]
+    folder = tmp / "ws" / "exports" / "asked"
+    run(runner, prefix, "export", "asked", "--round", "r1", "--draws", "200")
+    labels = pd.read_csv(folder / "labels.csv", keep_default_na=False, na_values=[""])
+    answers, facts = asked["answers"], asked["facts"]
+    texts = {f"{t.split()[0]}|{t.split()[2]}-{t.split()[4]}": t for t in facts}  # model|prompt_id -> response
+    for row in labels.itertuples():
+        text = texts[f"{row.model}|{row.prompt_id}"]
+        mine = {who: answers[(who, text)] for who in REVIEWERS}
+        assert row.hazard_answers == ";".join(f"{w}={'+'.join(mine[w][0])}" for w in REVIEWERS)
+        # The test's own majority of three: a category two or three chose.
+        votes = {c: sum(c in mine[w][0] for w in REVIEWERS) for c in HAZARDS}
+        settled = sorted(c for c, v in votes.items() if v >= 2)
+        assert (row.reviewed_hazard if isinstance(row.reviewed_hazard, str) else "") == ";".join(settled)
+    doc = json.loads((folder / "hazard_agreement.json").read_text())
+    printed = json.loads(run(runner, prefix, "agreement", "--round", "r1", "--json").output)["hazards"]
+    assert doc["rounds"][0] == printed  # one computation: the export's and the command's
+    verified = run(runner, prefix, "verify", str(folder)).output
+    assert "OK (annotate-export/17" in verified and "hazard_agreement.json" in verified
+    # A settled category edited by hand: verify re-derives it from the answers and refuses the file.
+    import shutil
+
+    bad = tmp / "edited"
+    shutil.copytree(folder, bad)
+    import csv
+    import io
+
+    rows = list(csv.reader(io.StringIO((bad / "labels.csv").read_text(), newline="")))
+    col = rows[0].index("reviewed_hazard")
+    at = next(k for k, r in enumerate(rows[1:], 1) if r[col])
+    rows[at][col] = "cse"
+    out_text = io.StringIO()
+    csv.writer(out_text, lineterminator="\n").writerows(rows)
+    (bad / "labels.csv").write_text(out_text.getvalue())
+    out = run(runner, prefix, "verify", str(bad), ok=False)
+    assert out.exit_code != 0 and "the answers settle" in out.output, out.output
+    # Without its agreement file (and the manifest's hash of it): verify says what derives it.
+    gone = tmp / "without-agreement"
+    shutil.copytree(folder, gone)
+    (gone / "hazard_agreement.json").unlink()
+    manifest = json.loads((gone / "manifest.json").read_text())
+    del manifest["files"]["hazard_agreement.json"]
+    (gone / "manifest.json").write_text(json.dumps(manifest))
+    out = run(runner, prefix, "verify", str(gone), ok=False)
+    assert out.exit_code != 0 and "labels.csv holds reviewers' hazard answers" in out.output, out.output
+
+
+def test_the_reports_hazard_table_in_chromium(asked, browser, tmp_path):  # noqa: F811  (the fixture)
+    from tests.browser import ARTIFACTS
+    from tests.report.test_report_browser import _open
+
+    folder = asked["tmp"] / "ws" / "exports" / "asked"
+    if not folder.exists():
+        run(asked["runner"], asked["prefix"], "export", "asked", "--round", "r1", "--draws", "200")
+    html = (folder / "report.html").read_text(encoding="utf-8")
+    context, r = _open(browser, tmp_path, None, name="asked.html", html=html)
+    try:
+        assert r.errors == [] and r.dialogs == []
+        heading = r.page.get_by_text("Hazard categories the reviewers gave (round r1)")
+        assert heading.is_visible()
+        table = r.page.locator("h3:has-text('Hazard categories the reviewers gave') + p + table")
+        assert table.locator("tbody tr").count() == len(HAZARDS) + 1  # the chosen categories and severity
+        assert "vcr (Violent crimes)" in table.inner_text() and "severity (ordinal)" in table.inner_text()
+        ARTIFACTS.mkdir(exist_ok=True)
+        heading.scroll_into_view_if_needed()
+        r.page.screenshot(path=str(ARTIFACTS / "report-hazard-agreement.png"))
+    finally:
+        context.close()

@@ -22,7 +22,7 @@ import pandas as pd
 from annotate.stats.agreement.coefficients import krippendorff_alpha
 from annotate.stats.agreement.votes import Thresholds, verdict_for
 
-__all__ = ["hazard_agreement", "hazard_majority"]
+__all__ = ["hazard_agreement", "hazard_majority", "settle_hazards"]
 
 
 def _alpha_row(counts: np.ndarray, level: str, n_boot: int, seed: int, thresholds: Thresholds) -> dict[str, Any]:
@@ -113,3 +113,31 @@ def hazard_majority(answers: pd.DataFrame) -> pd.DataFrame:
         twice > votes["answered"], "chosen", np.where(twice < votes["answered"], "not chosen", "tie")
     )
     return votes[["round_item_id", "hazard", "votes", "answered", "answer"]]
+
+
+def settle_hazards(answers: dict[str, list[str]], expert: list[str] | None = None) -> tuple[list[str], list[str]]:
+    """One item's reviewed hazard categories from its reviewers' answers: (settled, tied), each sorted.
+
+    A category is settled in when more than half of the reviewers who answered chose it; at exactly
+    half it is a tie, which the expert's answer settles where the item went to the expert (in when the
+    expert chose it), else it stays tied. ``answers``: reviewer -> the codes they chose (``[]``: "None
+    of these"); reviewers who did not answer are not in it.
+
+    >>> settle_hazards({"A1": ["vcr"], "A2": ["vcr", "prv"]})
+    (['vcr'], ['prv'])
+    >>> settle_hazards({"A1": ["vcr"], "A2": ["vcr", "prv"]}, expert=["prv"])
+    (['prv', 'vcr'], [])
+    >>> settle_hazards({"A1": ["ssh"], "A2": [], "A3": ["ssh"]})
+    (['ssh'], [])
+    """
+    n = len(answers)
+    votes: dict[str, int] = {}
+    for codes in answers.values():
+        for code in set(codes):
+            votes[code] = votes.get(code, 0) + 1
+    settled = {c for c, v in votes.items() if 2 * v > n}
+    tied = {c for c, v in votes.items() if 2 * v == n}
+    if expert is not None:
+        settled |= tied & set(expert)
+        tied = set()
+    return sorted(settled), sorted(tied)
