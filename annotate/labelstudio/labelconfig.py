@@ -124,6 +124,9 @@ class LabelConfig:
                         f"{' ...' if len(unknown) > 5 else ''}; valid: {list(control.choices)}"
                     )
                     continue
+                if len(set(chosen)) != len(chosen):
+                    problems.append(f"result[{i}]: {name!r} names a choice twice")
+                    continue
                 if len(chosen) > 1 and not control.multiple:
                     problems.append(f"result[{i}]: {name!r} has {len(chosen)} choices, expected one")
                     continue

@@ -165,15 +165,18 @@ def test_an_answer_outside_the_list_is_kept_aside_not_counted(asked):
     chosen, severity = asked["answers"][("A1", task["data"]["response"])]
     verdict = "harmful" if asked["facts"][task["data"]["response"]][1] else "safe"
     own = {"id": 5000, "completed_by": 7, "result": hazard_result(verdict, chosen, severity)}
+    twice = hazard_result("harmful", ["vcr"], None)
+    twice[1]["value"]["choices"] = twice[1]["value"]["choices"] * 2  # one category named twice
     export = [{"id": 1000, "data": task["data"], "meta": task["meta"],
-               "annotations": [own, {"id": 9999, "completed_by": 7, "result": result}]}]  # fmt: skip
+               "annotations": [own, {"id": 9999, "completed_by": 7, "result": result},
+                               {"id": 9998, "completed_by": 7, "result": twice}]}]  # fmt: skip
     path = tmp / "hostile.json"
     path.write_text(json.dumps(export))
     before = json.loads(run(runner, prefix, "agreement", "--round", "r1", "--boot", "0", "--json").output)
     out = run(runner, prefix, "pull", "--round", "r1", "--from-file", str(path), "--annotator", "A1", ok=False)
     shown = run(runner, prefix, "status", "--round", "r1", "--quarantine").output
-    assert "Made-up hazard (zzz)" in shown and "unknown choice" in shown, shown
-    assert out.exit_code == 0 and "1 result(s) quarantined" in out.output, out.output
+    assert "Made-up hazard (zzz)" in shown and "unknown choice" in shown and "names a choice twice" in shown, shown
+    assert out.exit_code == 0 and "2 result(s) quarantined" in out.output, out.output
     after = json.loads(run(runner, prefix, "agreement", "--round", "r1", "--boot", "0", "--json").output)
     assert after["hazards"]["hazards"] == before["hazards"]["hazards"]
 
@@ -249,3 +252,65 @@ def test_the_reports_hazard_table_in_chromium(asked, browser, tmp_path):  # noqa
         r.page.screenshot(path=str(ARTIFACTS / "report-hazard-agreement.png"))
     finally:
         context.close()
+
+
+def test_a_tie_is_settled_by_the_expert_where_the_item_went_to_them(asked):
+    """Two reviewers: a category one of them chose is a tie. On an item whose verdicts disagree (so the
+    expert decides it) the expert's hazard answer settles the tie; elsewhere the tie stays and is said."""
+    import pandas as pd
+
+    runner, prefix, ws, tmp = asked["runner"], asked["prefix"], asked["ws"], asked["tmp"]
+    facts = asked["facts"]
+    run(runner, prefix, "annotators", "add", "e1@x.invalid", "--offline", "--expert")
+    run(runner, prefix, "route", "--round", "r3", "--annotators", "A1,A2", "--ambiguous", "12", "--seed", "4",
+        "--ask-hazards", "--to-file")  # fmt: skip
+    tasks = json.loads((ws / "tasks" / "r3" / "A1.json").read_text())
+    texts = sorted(t["data"]["response"] for t in tasks)
+    disagree = set(texts[::2])  # A2 gives the other verdict on these: the expert decides them
+
+    def say(who, task):
+        text = task["data"]["response"]
+        hazard, harmful, _ = facts[text]
+        verdict = "harmful" if harmful else "safe"
+        if who == "A2" and text in disagree:
+            verdict = "safe" if harmful else "harmful"
+        chosen = [hazard] if who == "A1" else [hazard, "prv"]  # prv: a tie on every item (one of two)
+        return hazard_result(verdict, sorted(set(chosen)), None)
+
+    pull_task_files(runner, prefix, ws, tmp, say, round_name="r3")
+    sent = json.loads(
+        run(runner, prefix, "adjudicate", "--round", "r3", "--expert", "E1", "--to-file", "--json").output
+    )
+    assert sent["sent_to_expert"] >= len(disagree)
+    expert_tasks = json.loads((ws / "tasks" / "r3" / "E1-adjudication.json").read_text())
+    export = [
+        {"id": 3000 + n, "data": t["data"], "meta": t["meta"], "annotations": [
+            {"id": 8000 + n, "completed_by": 99, "result": hazard_result(
+                "harmful" if facts[t["data"]["response"]][1] else "safe",
+                sorted({"prv", facts[t["data"]["response"]][0]}) if n % 2 else [facts[t["data"]["response"]][0]],
+                None)}]}
+        for n, t in enumerate(expert_tasks)
+    ]  # fmt: skip
+    path = tmp / "e1.json"
+    path.write_text(json.dumps(export))
+    run(runner, prefix, "pull", "--round", "r3", "--from-file", str(path), "--annotator", "E1")
+    run(runner, prefix, "adjudicate", "--round", "r3", "--expert", "E1", "--to-file")
+    run(runner, prefix, "export", "r3-hazards", "--round", "r3", "--draws", "100")
+    labels = pd.read_csv(ws / "exports" / "r3-hazards" / "labels.csv", keep_default_na=False, na_values=[""])
+    expert_said = {t["data"]["response"]: (n % 2 == 1) for n, t in enumerate(expert_tasks)}  # chose prv?
+    by_text = {f"{t.split()[0]}|{t.split()[2]}-{t.split()[4]}": t for t in facts}
+    decided = undecided = 0
+    for row in labels.itertuples():
+        text = by_text[f"{row.model}|{row.prompt_id}"]
+        own = facts[text][0]
+        if isinstance(row.expert_hazards, str):  # the expert decided it: the tie on prv is theirs
+            decided += 1
+            with_prv = expert_said[text]
+            assert row.reviewed_hazard == ";".join(sorted({own, "prv"} if with_prv else {own}))
+            assert pd.isna(row.hazard_tied)
+        else:
+            undecided += 1
+            tied = row.hazard_tied if isinstance(row.hazard_tied, str) else None
+            assert row.reviewed_hazard == own and tied == ("prv" if own != "prv" else None)
+    assert decided >= len(disagree) and undecided >= 1
+    assert "OK (annotate-export/17" in run(runner, prefix, "verify", str(ws / "exports" / "r3-hazards")).output
