@@ -44,7 +44,8 @@ __all__ = [
 
 #: labels.csv's columns of the reviewers' hazard answers (annotate-export/17).
 HAZARD_ANSWER_COLUMNS = ("hazard_answers", "severity_answers", "expert_hazards", "reviewed_hazard", "hazard_tied")
-_CODE = re.compile(r"^[a-z0-9_]{1,40}$")
+#: A code the reviewers' page can offer: AILuminate's, or a team's own of letters, digits, ``_``, ``.``, ``-``.
+_CODE = re.compile(r"^[A-Za-z0-9_.-]{1,40}$")
 
 
 def answers_cell(by_reviewer: Mapping[str, Any], order: Sequence[str]) -> str | None:
@@ -78,7 +79,7 @@ def parse_cell(text: Any, *, codes: bool) -> dict[str, Any]:
             chosen = [c for c in value.split("+") if c] if value else []
             bad = [c for c in chosen if not _CODE.match(c)]
             if bad or len(set(chosen)) != len(chosen):
-                raise ValueError(f"{who}'s hazard codes {value[:40]!r} are not distinct codes (a-z, 0-9, _)")
+                raise ValueError(f"{who}'s hazard codes {value[:40]!r} are not distinct codes (letters, digits, _ . -)")
             out[who] = chosen
         else:
             out[who] = value

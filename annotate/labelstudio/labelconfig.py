@@ -398,8 +398,22 @@ NO_HAZARD_CHOICE = "None of these"
 
 
 def hazard_choice(code: str, name: str) -> str:
-    """A hazard as the reviewer sees and Label Studio stores it: ``Violent crimes (vcr)``."""
-    return f"{name} ({code})"
+    """A hazard as the reviewer sees and Label Studio stores it: ``Violent crimes (vcr)``; a code without
+    a name (a team's own) as itself: ``cyber``."""
+    return f"{name} ({code})" if name != code else code
+
+
+def choice_code(choice: str) -> str | None:
+    """The code of a hazard choice (:func:`hazard_choice` back); None for "None of these".
+
+    >>> choice_code("Violent crimes (vcr)"), choice_code("cyber"), choice_code(NO_HAZARD_CHOICE)
+    ('vcr', 'cyber', None)
+    """
+    if choice == NO_HAZARD_CHOICE:
+        return None
+    if choice.endswith(")") and " (" in choice:
+        return choice.rsplit(" (", 1)[1][:-1]
+    return choice
 
 
 def with_hazard_questions(xml: str, hazards: Sequence[tuple[str, str]]) -> str:

@@ -28,9 +28,8 @@ from annotate.audit.order import ORDER_COLUMNS, empty_order, order_rows
 from annotate.audit.record import AuditRecord
 from annotate.columns import BLINDING_INSTRUCTIONS, CHANNEL_UNRECORDED
 from annotate.errors import InputError
-from annotate.hazards import taxonomy
 from annotate.ingest.records import reserved_names_held
-from annotate.labelstudio.labelconfig import asks_hazards, hazard_choice, parse_label_config
+from annotate.labelstudio.labelconfig import asks_hazards, choice_code, parse_label_config
 from annotate.pipeline._resolve import resolve_round, round_judges, round_order
 from annotate.stats.adjudication import expert_answers
 from annotate.stats.agreement.votes import current_labels, reviewer_answers
@@ -138,12 +137,12 @@ def _hazard_cells(
     if not asks_hazards(config):
         return None
     annotations = store.annotations(int(row["id"]), with_result=True)
-    codes = {hazard_choice(code, name): code for code, (name, _group) in taxonomy().hazards.items()}
 
     def answer(raw: str) -> tuple[list[str] | None, str | None]:
         fields, problems = config.validate_result(json.loads(raw))
         chosen = fields.get("hazard") if not problems else None
-        codes_chosen = None if chosen is None else sorted(codes[c] for c in chosen if c in codes)
+        # The choices are the round's own config's (validated): each names its code.
+        codes_chosen = None if chosen is None else sorted({c for c in map(choice_code, chosen) if c is not None})
         return codes_chosen, (fields.get("severity") if not problems else None)
 
     hazards: dict[int, dict[str, list[str]]] = {}

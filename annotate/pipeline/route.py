@@ -48,10 +48,9 @@ import pandas as pd
 
 from annotate.columns import PART_SEPARATOR
 from annotate.errors import InputError, StateError
-from annotate.hazards import taxonomy
 from annotate.ingest.media import image_uri
 from annotate.labelstudio import INSTRUCTIONS_ONLY
-from annotate.labelstudio.labelconfig import asks_hazards, parse_label_config, round_label_config, with_hazard_questions
+from annotate.labelstudio.labelconfig import parse_label_config
 from annotate.labelstudio.tasks import (
     DIALOGUE_INSTRUCTIONS,
     INSTRUCTIONS,
@@ -83,6 +82,7 @@ from annotate.pipeline._resolve import (
     round_lock,
     round_order,
 )
+from annotate.pipeline._round_config import round_config
 from annotate.pipeline.record import design_from_store
 from annotate.stats.ordering import OrderDesign, item_key, review_order
 from annotate.stats.sampling import ambiguous_rule, select_for_review, select_next_wave, task_order
@@ -438,7 +438,7 @@ def _plan(
     after = int(waves.max_response_id.max()) if waves is not None and len(waves) else 0
     up_to = store.max_response_id()
     population, cells, without_verdict = _wave_population(store, judge, judges, strata_from, after, up_to)
-    config = _round_config(
+    config = round_config(
         s,
         round_name,
         existing,
@@ -560,7 +560,7 @@ def _next_wave_plan(
         selected, strata = select_next_wave(population, sampled, rows, seed=int(existing["seed"]))
         frames.append((wave, selected, strata.assign(of_wave=root)))
         wave += 1
-    config = _round_config(s, round_name, existing, workspace_config, transcripts=0)
+    config = round_config(s, round_name, existing, workspace_config, transcripts=0)
     selected_all = pd.concat([f[1] for f in frames], ignore_index=True) if frames else pd.DataFrame()
     strata_all = pd.concat([f[2].assign(wave=f[0]) for f in frames], ignore_index=True) if frames else pd.DataFrame()
     notes = (
@@ -645,71 +645,6 @@ def _round_strata_from(
         f"round {round_name!r} was routed with --strata-from {','.join(recorded)}; a round keeps its design. "
         f"Route it with those judges (or without --strata-from), or start a new round."
     )
-
-
-def _round_config(
-    s: Session,
-    round_name: str,
-    existing: dict[str, Any] | None,
-    workspace: LabelConfig,
-    *,
-    transcripts: int,
-    images: int = 0,
-    ask_hazards: bool = False,
-) -> LabelConfig:
-    """The config the round records and sends: with the dialogue when its responses have transcripts.
-
-    ``transcripts``: how many responses of the wave being routed have one. A new round shows
-    dialogues when any has; a routed round keeps what it was routed with (the workspace's config
-    must still give exactly that). ``images``: likewise for the items' images.
-    """
-    path = s.ws.label_config_path
-    if existing is None:
-        dialogue, image, hazards = transcripts > 0, images > 0, ask_hazards
-    else:
-        recorded = parse_label_config(existing["label_config"], source=f"round {round_name} label config")
-        dialogue, image, hazards = recorded.dialogue is not None, recorded.image is not None, asks_hazards(recorded)
-        if ask_hazards and not hazards:
-            raise StateError(
-                f"round {round_name!r} was routed without hazard questions and keeps its label config (its reviewers "
-                "answer one page); route a new round with --ask-hazards for them."
-            )
-        if not image and images:
-            raise StateError(
-                f"{images} of the responses ingested since round {round_name!r} was last routed have an image, but "
-                "the round was routed without images and keeps its label config; route them in a new round, "
-                "whose tasks will show the images."
-            )
-        if not dialogue and transcripts:
-            raise StateError(
-                f"{transcripts} of the responses ingested since round {round_name!r} was last routed have whole "
-                "transcripts (multi-turn or agentic), but the round was routed without dialogues and keeps its "
-                "label config; route them in a new round, whose tasks will show the conversations."
-            )
-    if dialogue and workspace.dialogue is None:
-        raise InputError(
-            f"{path}: {transcripts} responses to route have whole transcripts (multi-turn or agentic), but the "
-            'label config shows no dialogue (<Paragraphs name="dialogue" value="$dialogue" layout="dialogue"/>), '
-            "so reviewers would see only the first prompt and the final answer. Add the ls-dialogue block of "
-            "annotate's default config (label_config.xml in a workspace made by `annotate init`) and route again.",
-        )
-    if image and workspace.image is None:
-        raise InputError(
-            f"{path}: {images} responses to route have an image, but the label config shows none "
-            '(<Image name="image" value="$image"/>), so reviewers would judge them without it. Add the ls-media '
-            "block of annotate's default config (label_config.xml in a workspace made by `annotate init`) and "
-            "route again.",
-        )
-    xml = round_label_config(workspace.xml, dialogue=dialogue, image=image)
-    if hazards:  # the same list for every item: the item's own hazard is never shown
-        xml = with_hazard_questions(xml, [(code, name) for code, (name, _group) in taxonomy().hazards.items()])
-    config = parse_label_config(xml, source=str(path))
-    if existing is not None and existing["label_config_sha"] != config.sha256:
-        raise StateError(
-            f"label_config.xml changed since round {round_name!r} was routed; restore it "
-            "or start a new round (a round's tasks must share one config)."
-        )
-    return config
 
 
 def _record_and_send(

@@ -314,3 +314,36 @@ def test_a_tie_is_settled_by_the_expert_where_the_item_went_to_them(asked):
             assert row.reviewed_hazard == own and tied == ("prv" if own != "prv" else None)
     assert decided >= len(disagree) and undecided >= 1
     assert "OK (annotate-export/17" in run(runner, prefix, "verify", str(ws / "exports" / "r3-hazards")).output
+
+
+def test_a_teams_own_hazard_code_is_offered_and_counted(asked):
+    """Responses carrying a code outside AILuminate's (a team's own, `cyber`): a new round offers it too."""
+    runner, prefix, ws, tmp = asked["runner"], asked["prefix"], asked["ws"], asked["tmp"]
+    rows = [
+        {"model": "m-a", "benchmark": "own-suite", "prompt_id": f"c{i}", "prompt": f"cyber prompt {i}",
+         "response": f"own answer {i}", "judge": "j", "judge_label": "ambiguous", "hazard": "cyber"}
+        for i in range(4)
+    ]  # fmt: skip
+    run(runner, prefix, "ingest", str(write_jsonl(tmp / "own.jsonl", rows)))
+    run(runner, prefix, "route", "--round", "r4", "--annotators", "A1,A2", "--ambiguous", "all", "--seed", "2",
+        "--judge", "own-suite=j", "--ask-hazards", "--to-file")  # fmt: skip
+    from annotate.config import open_workspace
+    from annotate.db.store import open_store
+
+    with open_store(open_workspace(prefix[1], prefix[3]).db_url) as store:
+        config = store.get_round("r4")["label_config"]
+    assert '<Choice value="cyber"' in config and "Violent crimes (vcr)" in config
+
+    def say(who, task):
+        own = task["data"]["response"].startswith("own answer")
+        chosen = ["cyber"] if own else []
+        result = hazard_result("safe", [], None)
+        result[1]["value"]["choices"] = chosen or [NO_HAZARD_CHOICE]
+        return result
+
+    pull_task_files(runner, prefix, ws, tmp, say, round_name="r4")
+    out = json.loads(run(runner, prefix, "agreement", "--round", "r4", "--boot", "0", "--json").output)["hazards"]
+    by = {r["hazard"]: r for r in out["hazards"]}
+    assert by["cyber"]["chosen"] == 2 * 4  # both reviewers, on the four own-suite items
+    run(runner, prefix, "export", "r4-own", "--round", "r4", "--draws", "100")
+    assert "OK (annotate-export/17" in run(runner, prefix, "verify", str(ws / "exports" / "r4-own")).output
