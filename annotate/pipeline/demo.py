@@ -50,6 +50,7 @@ from annotate.pipeline.session import project_owner, session_for
 from annotate.stats._common import is_missing
 
 if TYPE_CHECKING:
+    from annotate.db import Store
     from annotate.labelstudio import Gateway
     from annotate.pipeline.session import Session
 
@@ -176,13 +177,7 @@ def run_demo(
         )
 
         round_row = resolve_round(store, ROUND)
-        items = store.round_items(int(round_row["id"]))
-        meta = store.responses(["id", "meta", "category"]).rename(columns={"id": "response_id"})
-        items = items.merge(meta, on="response_id", how="left", suffixes=("", "_r"))
-        parsed = items.meta.map(lambda m: json.loads(m) if isinstance(m, str) else {})
-        items["type"] = items.category
-        for col in ("annotation_1", "annotation_2", "final_label"):
-            items[col] = [xstest_verdict(p.get(col), t) for p, t in zip(parsed, items.type, strict=True)]
+        items = xstest_items(store, round_row)
         _replay(s, round_row, items, {"A1": "annotation_1", "A2": "annotation_2"}, offline=offline)
         pulled = pull(s, round_name=ROUND, from_files=[], annotator=None) if not offline else None
         n_labels = len(store.annotations(int(round_row["id"])))
@@ -315,6 +310,59 @@ def direct_alpha(items: Any) -> float:
     return float(krippendorff.alpha(reliability_data=data, level_of_measurement="nominal"))
 
 
+def xstest_items(store: Store, round_row: dict[str, Any]) -> Any:
+    """The round's items with XSTest's own human labels as verdicts: ``annotation_1``, ``annotation_2``
+    (its two annotators) and ``final_label`` (:func:`xstest_verdict`; None where XSTest has none)."""
+    items = store.round_items(int(round_row["id"]))
+    meta = store.responses(["id", "meta", "category"]).rename(columns={"id": "response_id"})
+    items = items.merge(meta, on="response_id", how="left", suffixes=("", "_r"))
+    parsed = items.meta.map(lambda m: json.loads(m) if isinstance(m, str) else {})
+    items["type"] = items.category
+    for col in ("annotation_1", "annotation_2", "final_label"):
+        items[col] = [xstest_verdict(p.get(col), t) for p, t in zip(parsed, items.type, strict=True)]
+    return items
+
+
+def write_label_file(
+    s: Session, round_row: dict[str, Any], items: Any, pseudonym: str, column: str, path: Path, *, rank: int,
+    only_expert_tasks: bool = False,
+) -> Path:  # fmt: skip
+    """What Label Studio exports after ``pseudonym`` labelled their task file with ``column``'s verdicts.
+
+    The export carries each task as it was sent (the pull checks its text and ids) and, like Label
+    Studio's, who made each annotation (``rank``: their user id there, 1, 2, ...).
+    """
+    ws, store = s.ws, s.store
+    project = store.ls_projects(int(round_row["id"])).set_index("pseudonym").loc[pseudonym]
+    tasks = store.ls_tasks(int(project["id"]))
+    by_item = items.set_index("round_item_id")
+    sent_name = f"{pseudonym}-adjudication.json" if only_expert_tasks else f"{pseudonym}.json"
+    sent_file = ws.root / "tasks" / round_row["name"] / sent_name
+    sent = {t["meta"]["ext_id"]: t for t in json.loads(sent_file.read_text(encoding="utf-8"))}
+    export = []
+    for k, t in enumerate(tasks.itertuples()):
+        verdict = by_item.loc[int(t.round_item_id), column]
+        anns = (
+            []
+            if verdict is None
+            else [
+                {
+                    "id": 10_000_000 * rank + k + (5_000_000 if only_expert_tasks else 0),
+                    "result": choices_result(verdict),
+                    "completed_by": rank,
+                    "was_cancelled": False,
+                    "lead_time": 20.0,
+                    "created_at": "2023-10-17T00:00:00Z",
+                    "updated_at": "2023-10-17T00:00:00Z",
+                }
+            ]
+        )
+        task = sent[t.ext_id]
+        export.append({"id": k + 1, "data": task["data"], "meta": task["meta"], "annotations": anns})
+    path.write_text(json.dumps(export), encoding="utf-8")
+    return path
+
+
 def _replay(
     s: Session,
     round_row: dict[str, Any],
@@ -335,34 +383,10 @@ def _replay(
             tasks = store.ls_tasks(int(project["id"]))
             if offline:
                 path = ws.root / "tasks" / round_row["name"] / f"{pseudonym}-labels.json"
-                # The export carries each task as it was sent (the pull checks its text and ids) and,
-                # like Label Studio's, who made each annotation.
-                sent_name = f"{pseudonym}-adjudication.json" if only_expert_tasks else f"{pseudonym}.json"
-                sent_file = ws.root / "tasks" / round_row["name"] / sent_name
-                sent = {t["meta"]["ext_id"]: t for t in json.loads(sent_file.read_text(encoding="utf-8"))}
-                export = []
-                for k, t in enumerate(tasks.itertuples()):
-                    verdict = by_item.loc[int(t.round_item_id), column]
-                    anns = (
-                        []
-                        if verdict is None
-                        else [
-                            {
-                                "id": 10_000_000 * (list(who).index(pseudonym) + 1)
-                                + k
-                                + (5_000_000 if only_expert_tasks else 0),
-                                "result": choices_result(verdict),
-                                "completed_by": list(who).index(pseudonym) + 1,
-                                "was_cancelled": False,
-                                "lead_time": 20.0,
-                                "created_at": "2023-10-17T00:00:00Z",
-                                "updated_at": "2023-10-17T00:00:00Z",
-                            }
-                        ]
-                    )
-                    task = sent[t.ext_id]
-                    export.append({"id": k + 1, "data": task["data"], "meta": task["meta"], "annotations": anns})
-                path.write_text(json.dumps(export), encoding="utf-8")
+                rank = list(who).index(pseudonym) + 1
+                write_label_file(
+                    s, round_row, items, pseudonym, column, path, rank=rank, only_expert_tasks=only_expert_tasks
+                )
                 pull(s, round_name=round_row["name"], from_files=[path], annotator=pseudonym)
                 continue
             row = {**project.to_dict(), "pseudonym": pseudonym}

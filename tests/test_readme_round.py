@@ -1,0 +1,53 @@
+"""The README's "A first round" prints what the README shows (issue #45, item 4 and the Done-when).
+
+tests/readme_round.py runs the section's command blocks in bash in a fresh folder, as a newcomer
+types them (the installed `annotate`, file mode, XSTest's own human labels as the reviewers' and the
+expert's Label Studio exports); every line an output block shows must be printed by its commands, in
+order (``...`` for lines left out, ``.../`` for the reader's own folder). A number changed in the code
+and not in the README fails here, and so does a command that no longer runs.
+"""
+
+from __future__ import annotations
+
+import pytest
+
+from tests.readme_round import missing_lines, round_blocks, run_round
+
+
+@pytest.fixture(scope="module")
+def ran(tmp_path_factory):
+    return run_round(tmp_path_factory.mktemp("readme-round"))
+
+
+def test_every_command_block_of_the_round_shows_its_output():
+    blocks = round_blocks()
+    assert len(blocks) >= 9
+    assert all(b.shown for b in blocks), [b.commands for b in blocks if not b.shown]
+
+
+def test_each_shown_output_is_what_its_commands_print(ran):
+    for block in ran:
+        gone = missing_lines(block.shown or [], block.printed)
+        assert gone is None, (
+            f"README shows a line {block.commands} do not print (or not in this order):\n{gone}\n\n"
+            f"they printed:\n{block.printed}"
+        )
+
+
+def test_the_guides_copies_of_the_rounds_outputs_are_what_it_prints(ran):
+    """docs/guide.md repeats some of the round's outputs under ``<!-- output-of-round: COMMAND -->``."""
+    import re
+    from pathlib import Path
+
+    guide = (Path(__file__).resolve().parents[1] / "docs" / "guide.md").read_text(encoding="utf-8")
+    copies = re.findall(r"<!-- output-of-round: (.+?) -->\n```\n(.*?)```", guide, re.S)
+    assert copies, "docs/guide.md repeats none of the round's outputs"
+    for command, body in copies:
+        block = next((b for b in ran if command in b.commands), None)
+        assert block is not None, f"docs/guide.md copies the output of {command!r}, which the README's round never runs"
+        gone = missing_lines(body.rstrip("\n").split("\n"), block.printed)
+        assert gone is None, f"docs/guide.md shows a line {command!r} does not print:\n{gone}"
+
+
+def test_the_round_ends_in_a_verified_export(ran):
+    assert "OK (annotate-export/" in ran[-1].printed and ", final)" in ran[-1].printed
