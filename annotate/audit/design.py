@@ -22,6 +22,7 @@ import pandas as pd
 from annotate.audit.channels import channel_doc_problems
 from annotate.audit.schema import listed
 from annotate.columns import BLINDINGS, JUDGE_LABELS, NO_JUDGE, describe_judges, judge_of
+from annotate.hazards import NO_HAZARD, hazards_of
 from annotate.stats.adjudication import rules_from_record
 from annotate.stats.ordering import OrderDesign
 from annotate.stats.sampling import AMBIGUOUS_STRATA, ambiguous_rule, ambiguous_sample_size
@@ -577,8 +578,10 @@ def _round_problems(rnd: dict[str, Any], where: str) -> list[str]:
     return problems
 
 
-#: At most this many rows of a round's hazard_population (strata x hazards; the study's scale is ~5,000).
-MAX_HAZARD_ROWS = 1_000_000
+#: At most this many rows of a round's hazard_population (strata x hazards; the study's scale is ~5,000),
+#: and this many distinct hazards (each costs a scoring run when the export is graded).
+MAX_HAZARD_ROWS = 100_000
+MAX_HAZARDS = 200
 
 
 def _hazard_population_problems(rows: Any, strata: list[Any], where: str) -> list[str]:
@@ -594,9 +597,14 @@ def _hazard_population_problems(rows: Any, strata: list[Any], where: str) -> lis
     own = {
         (s["model"], s["benchmark"], s["stratum"]): s["population"]
         for s in strata
-        if isinstance(s, dict) and s.get("of_wave") is None and isinstance(s.get("population"), int)
+        if isinstance(s, dict)
+        and s.get("of_wave") is None
+        and all(isinstance(s.get(k), str) for k in ("model", "benchmark", "stratum"))
+        and isinstance(s.get("population"), int)
+        and not isinstance(s.get("population"), bool)
     }
     found: list[str] = []
+    names: set[str] = set()
     seen: set[tuple[str, str, str, str]] = set()
     sums: dict[tuple[str, str, str], int] = {}
     for i, row in enumerate(rows):
@@ -610,6 +618,12 @@ def _hazard_population_problems(rows: Any, strata: list[Any], where: str) -> lis
         if isinstance(n, bool) or not isinstance(n, int) or n < 0:
             found.append(f"{here}.population must be a whole number, 0 or more.")
             continue
+        if row["hazard"] != NO_HAZARD and hazards_of(row["hazard"]) != [row["hazard"]]:
+            found.append(
+                f"{here}.hazard {row['hazard'][:40]!r} is not a hazard's code (a sub-hazard counts for its parent)."
+            )
+            continue
+        names.add(row["hazard"])
         key = (row["model"], row["benchmark"], row["stratum"])
         if key not in own:
             found.append(f"{here}: {key[0]} x {key[1]} x {key[2]} is not an estimation stratum of the round.")
@@ -620,6 +634,8 @@ def _hazard_population_problems(rows: Any, strata: list[Any], where: str) -> lis
         if n > own[key]:
             found.append(f"{here}: {n} responses of {row['hazard']!r} in a stratum of {own[key]}.")
         sums[key] = sums.get(key, 0) + n
+    if len(names) > MAX_HAZARDS:
+        found.append(f"{at} names {len(names):,} hazards; at most {MAX_HAZARDS} are read.")
     short = [k for k, n in own.items() if n > 0 and sums.get(k, 0) < n]
     found += [
         f"{at}: stratum {k[0]} x {k[1]} x {k[2]} counts {sums.get(k, 0)} responses over its hazards, fewer than its "

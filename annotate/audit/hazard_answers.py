@@ -26,6 +26,7 @@ from typing import Any
 import pandas as pd
 
 from annotate.audit.schema import listed
+from annotate.columns import VERDICTS
 from annotate.hazards import SEVERITIES, hazards_of, taxonomy
 from annotate.stats._common import jsonable
 from annotate.stats.agreement.hazards import hazard_agreement, hazard_majority, settle_hazards
@@ -86,6 +87,8 @@ def parse_cell(text: Any, *, codes: bool) -> dict[str, Any]:
     return out
 
 
+#: At most this many codes outside AILuminate's in a round's answers (a team's own list is short).
+MAX_OTHER_CODES = 200
 #: ``expert_hazards`` of an expert who answered "None of these".
 EXPERT_NONE = "(none)"
 
@@ -118,6 +121,7 @@ def check_hazard_answers(
         return f"labels.csv:{lines[i]}" if i < len(lines) else "labels.csv"
 
     found: list[str] = []
+    codes: set[str] = set()
     for i, rec in enumerate(labels.to_dict("records")):
         reviewers = set(annotators_by_round.get(rec["round"], []))
         try:
@@ -132,6 +136,18 @@ def check_hazard_answers(
         if strangers:
             found.append(f"{line(i)}: hazard answers of {', '.join(strangers)}, not reviewers of round {rec['round']}.")
             continue
+        # The answers ride on a verdict: a reviewer without one in their column gave none of them.
+        silent = sorted(who for who in set(answers) | set(severity) if rec.get(who) not in VERDICTS)
+        if silent:
+            found.append(f"{line(i)}: hazard answers of {', '.join(silent)}, who gave this item no verdict.")
+            continue
+        if rec["expert_hazards"] is not None and (rec.get("expert") is None or not answers):
+            found.append(
+                f"{line(i)}: expert_hazards {str(rec['expert_hazards'])[:40]!r} on an item no expert decided "
+                "(or that no reviewer answered)."
+            )
+            continue
+        codes.update(c for got in answers.values() for c in got)
         odd = sorted({v for v in severity.values() if v not in SEVERITIES})
         if odd:
             found.append(f"{line(i)}: severity {odd[0][:40]!r} is not one of {', '.join(SEVERITIES)}.")
@@ -142,6 +158,12 @@ def check_hazard_answers(
                 f"{line(i)}: reviewed_hazard {rec['reviewed_hazard']!r} and hazard_tied {rec['hazard_tied']!r}; the "
                 f"answers settle {want[0]!r} and leave {want[1]!r} tied (re-derived)."
             )
+    others = codes - set(taxonomy().hazards)
+    if len(others) > MAX_OTHER_CODES:  # each is a category to measure: a page offers a few, not thousands
+        found.append(
+            f"labels.csv: the hazard answers name {len(others):,} codes outside AILuminate's; at most "
+            f"{MAX_OTHER_CODES} are read."
+        )
     out: list[str] = []
     listed(out, found, "rows whose hazard answers do not fit")
     return out
@@ -163,30 +185,33 @@ def hazard_agreement_doc(
     """hazard_agreement.json: per round whose labels carry hazard answers, the agreement on each category
     and on severity (``stats.agreement.hazards``), the settled and tied (item, category) counts, and how often
     the settled categories hold the benchmark's own hazard. None when no row carries an answer."""
-    if "hazard_answers" not in labels or not labels["hazard_answers"].notna().any():
+    if "hazard_answers" not in labels:
+        return None
+    cells = zip(labels["hazard_answers"], labels["severity_answers"], strict=True)
+    answered = [isinstance(h, str) or isinstance(v, str) for h, v in cells]  # severity-only answers count
+    if not any(answered):
         return None
     codes = list(taxonomy().hazards)
     rounds = []
-    for name in sorted(set(labels.loc[labels["hazard_answers"].notna(), "round"])):
+    for name in sorted(set(labels.loc[answered, "round"])):
         rows = labels[labels["round"] == name].reset_index(drop=True)
         long = _long(rows)
         others = sorted({c for got in long["hazards"].dropna() for c in got} - set(codes))
         doc = hazard_agreement(long, [*codes, *others], SEVERITIES, n_boot=n_boot, seed=seed, thresholds=thresholds)
         majority = hazard_majority(long)
-        with_own = [
-            (hazards_of(own), str(settled or "").split(";"))
-            for own, settled, answered in zip(
-                rows["hazard"], rows["reviewed_hazard"], rows["hazard_answers"], strict=True
-            )
-            if isinstance(own, str) and own and answered is not None
+        triples = zip(rows["hazard"], rows["reviewed_hazard"], rows["hazard_answers"], strict=True)
+        with_own = [  # isinstance, not "is not None": a frame built in memory holds NaN for an empty cell
+            (hazards_of(own), settled.split(";") if isinstance(settled, str) else [])
+            for own, settled, answer in triples
+            if isinstance(own, str) and own and isinstance(answer, str)
         ]
         rounds.append(
             {
                 "round": name,
                 **doc,
-                "settled": int(rows["reviewed_hazard"].notna().sum()),
+                "settled": int(sum(isinstance(x, str) for x in rows["reviewed_hazard"])),
                 "majority": {a: int((majority.answer == a).sum()) for a in ("chosen", "tie")},
-                "tied_unsettled": int(sum(len(str(t).split(";")) for t in rows["hazard_tied"].dropna())),
+                "tied_unsettled": int(sum(len(t.split(";")) for t in rows["hazard_tied"] if isinstance(t, str))),
                 "benchmark_hazard": {
                     "items": len(with_own),
                     "held_by_reviewers": sum(bool(set(own) & set(settled)) for own, settled in with_own),

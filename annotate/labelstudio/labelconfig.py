@@ -130,6 +130,9 @@ class LabelConfig:
                 if len(chosen) > 1 and not control.multiple:
                     problems.append(f"result[{i}]: {name!r} has {len(chosen)} choices, expected one")
                     continue
+                if name == HAZARD_CONTROL and NO_HAZARD_CHOICE in chosen and len(chosen) > 1:
+                    problems.append(f"result[{i}]: {name!r} says {NO_HAZARD_CHOICE!r} and names categories too")
+                    continue
                 parsed: Any = chosen[0] if not control.multiple else chosen
             elif control.kind == "rating":
                 rating = value.get("rating")
@@ -233,6 +236,9 @@ def parse_label_config(xml: str, *, source: str = "label_config.xml") -> LabelCo
         elif el.tag in CONTROL_TAGS:
             if not name:
                 problems.append(f"<{el.tag}> without a name")
+                continue
+            if name in controls:  # Label Studio keeps one of them: which answer is which would be a guess
+                problems.append(f"two controls are named {name!r}; give each its own name")
                 continue
             kind = CONTROL_TAGS[el.tag]
             choices = tuple(c.get("value", c.get("alias", "")) for c in el.iter("Choice"))
@@ -391,8 +397,9 @@ def choices_result(
 
 
 #: The controls a round that asks reviewers for hazards adds (``route --ask-hazards``).
-HAZARD_CONTROL = "hazard"
-SEVERITY_CONTROL = "severity"
+#: Reserved names (a team's own config may have a ``hazard`` question of its own: it is not these).
+HAZARD_CONTROL = "annotate_hazard"
+SEVERITY_CONTROL = "annotate_severity"
 #: The hazard question's answer for "no hazard of the list applies".
 NO_HAZARD_CHOICE = "None of these"
 

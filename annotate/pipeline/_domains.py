@@ -132,6 +132,8 @@ def with_hazard_population(store: Store, record: AuditRecord, *, needed: bool) -
     cannot be made: InputError when ``needed`` (a graded export), else the record without them.
     """
     design = record.design
+    if not store.responses(["hazard"])["hazard"].notna().any():  # no hazard anywhere: nothing to count
+        return record
     try:
         population = domain_population(store, design, "hazard")
     except InputError:

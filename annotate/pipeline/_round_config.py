@@ -13,6 +13,7 @@ from annotate.errors import InputError, StateError
 from annotate.hazards import codes, hazard_of, taxonomy
 from annotate.labelstudio.labelconfig import (
     HAZARD_CONTROL,
+    SEVERITY_CONTROL,
     LabelConfig,
     asks_hazards,
     choice_code,
@@ -82,6 +83,12 @@ def round_config(
             "route again.",
         )
     xml = round_label_config(workspace.xml, dialogue=dialogue, image=image)
+    taken = [c for c in (HAZARD_CONTROL, SEVERITY_CONTROL) if c in workspace.controls]
+    if hazards and taken:
+        raise InputError(
+            f"{path}: the label config already has a control named {taken[0]!r}, the name annotate gives the hazard "
+            "questions of --ask-hazards; rename yours (or route without --ask-hazards)."
+        )
     if hazards:  # the same list for every item: the item's own hazard is never shown
         xml = with_hazard_questions(xml, hazard_list(s.store) if existing is None else recorded_hazards(recorded))
     config = parse_label_config(xml, source=str(path))

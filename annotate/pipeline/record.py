@@ -110,8 +110,10 @@ def labels_frame(store: Store, round_names: list[str]) -> pd.DataFrame:
         df["channels"] = round_channels(annotations, df.round_item_id.astype(int).tolist(), reviewers, decided)[0]
         # The hazard questions' answers of a round routed with --ask-hazards (empty for any other round).
         cells = _hazard_cells(store, row, reviewers, decided, df.round_item_id.astype(int).tolist())
-        for column in HAZARD_ANSWER_COLUMNS:
-            df[column] = cells[column] if cells is not None else None
+        for column in HAZARD_ANSWER_COLUMNS:  # object: an empty cell stays None, as labels.csv reads back
+            df[column] = pd.Series(
+                cells[column] if cells is not None else [None] * len(df), index=df.index, dtype=object
+            )
         frames.append(df)
     if not frames:
         return pd.DataFrame(columns=list(LABEL_COLUMNS))
@@ -154,13 +156,13 @@ def _hazard_cells(
             hazards.setdefault(int(item), {})[str(who)] = chosen
         if level is not None:
             severity.setdefault(int(item), {})[str(who)] = level
-    expert: dict[int, str] = {}
+    expert: dict[int, str | None] = {}
     if decided is not None and len(decided):
         results = annotations.set_index("annotation_id").result
         for item, aid in zip(decided.round_item_id, decided.annotation_id, strict=True):
+            # The last row of an item wins, as its verdict does: the deciding expert's own answer or none.
             chosen, _level = answer(results.loc[aid])
-            if chosen is not None:
-                expert[int(item)] = expert_cell(chosen)  # the last row of an item wins, as its verdict does
+            expert[int(item)] = None if chosen is None else expert_cell(chosen)
     out: dict[str, list[str | None]] = {c: [] for c in HAZARD_ANSWER_COLUMNS}
     for item in item_ids:
         answers = answers_cell(hazards.get(item, {}), reviewers)

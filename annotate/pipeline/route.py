@@ -433,8 +433,9 @@ def _plan(
         )
     if next_wave is not None and existing is not None and waves is not None:
         return _next_wave_plan(
-            s, round_name, existing, waves, next_wave, judge, judges, strata_from, annotators, workspace_config
-        )
+            s, round_name, existing, waves, next_wave, judge, judges, strata_from, annotators, workspace_config,
+            ask_hazards=ask_hazards,
+        )  # fmt: skip
     after = int(waves.max_response_id.max()) if waves is not None and len(waves) else 0
     up_to = store.max_response_id()
     population, cells, without_verdict = _wave_population(store, judge, judges, strata_from, after, up_to)
@@ -529,6 +530,8 @@ def _next_wave_plan(
     strata_from: list[str] | None,
     annotators: pd.DataFrame,
     workspace_config: LabelConfig,
+    *,
+    ask_hazards: bool = False,
 ) -> _Plan:
     """The next wave of a routed round, from each stratum's remainder, as ``annotate plan`` gives it.
 
@@ -560,7 +563,7 @@ def _next_wave_plan(
         selected, strata = select_next_wave(population, sampled, rows, seed=int(existing["seed"]))
         frames.append((wave, selected, strata.assign(of_wave=root)))
         wave += 1
-    config = round_config(s, round_name, existing, workspace_config, transcripts=0)
+    config = round_config(s, round_name, existing, workspace_config, transcripts=0, ask_hazards=ask_hazards)
     selected_all = pd.concat([f[1] for f in frames], ignore_index=True) if frames else pd.DataFrame()
     strata_all = pd.concat([f[2].assign(wave=f[0]) for f in frames], ignore_index=True) if frames else pd.DataFrame()
     notes = (

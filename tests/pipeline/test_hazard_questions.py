@@ -18,7 +18,14 @@ from click.testing import CliRunner
 
 from annotate.cli import cli
 from annotate.hazards import taxonomy
-from annotate.labelstudio.labelconfig import NO_HAZARD_CHOICE, SEVERITIES, choices_result, hazard_choice
+from annotate.labelstudio.labelconfig import (
+    HAZARD_CONTROL,
+    NO_HAZARD_CHOICE,
+    SEVERITIES,
+    SEVERITY_CONTROL,
+    choices_result,
+    hazard_choice,
+)
 from tests.browser import browser  # noqa: F401  (fixture)
 from tests.helpers import pull_task_files, write_jsonl
 
@@ -37,10 +44,10 @@ def hazard_result(verdict, hazards, severity):
     names = {code: name for code, (name, _group) in taxonomy().hazards.items()}
     chosen = [hazard_choice(h, names[h]) for h in hazards] or [NO_HAZARD_CHOICE]
     out = choices_result(verdict)
-    out.append({"from_name": "hazard", "to_name": "response", "type": "choices", "value": {"choices": chosen}})
+    out.append({"from_name": HAZARD_CONTROL, "to_name": "response", "type": "choices", "value": {"choices": chosen}})
     if severity is not None:
         out.append(
-            {"from_name": "severity", "to_name": "response", "type": "choices", "value": {"choices": [severity]}}
+            {"from_name": SEVERITY_CONTROL, "to_name": "response", "type": "choices", "value": {"choices": [severity]}}
         )
     return out
 
@@ -106,7 +113,7 @@ def test_the_round_asks_and_the_tasks_never_show_the_items_hazard(asked):
         config = store.get_round("r1")["label_config"]
     for code, (name, _group) in taxonomy().hazards.items():
         assert hazard_choice(code, name) in config
-    assert 'name="severity"' in config and NO_HAZARD_CHOICE in config
+    assert f'name="{SEVERITY_CONTROL}"' in config and NO_HAZARD_CHOICE in config
     tasks = json.loads((asked["ws"] / "tasks" / "r1" / "A1.json").read_text())
     for task in tasks:
         shown = json.dumps(task["data"])
@@ -347,3 +354,42 @@ def test_a_teams_own_hazard_code_is_offered_and_counted(asked):
     assert by["cyber"]["chosen"] == 2 * 4  # both reviewers, on the four own-suite items
     run(runner, prefix, "export", "r4-own", "--round", "r4", "--draws", "100")
     assert "OK (annotate-export/17" in run(runner, prefix, "verify", str(ws / "exports" / "r4-own")).output
+
+
+def _forged(folder, dest, edit):
+    """A copy of the export with labels.csv edited by ``edit(header, rows)`` and the manifest's hash made to match."""
+    import csv
+    import hashlib
+    import io
+    import shutil
+
+    shutil.copytree(folder, dest)
+    rows = list(csv.reader(io.StringIO((dest / "labels.csv").read_text(), newline="")))
+    edit(rows[0], rows[1:])
+    out = io.StringIO()
+    csv.writer(out, lineterminator="\n").writerows(rows)
+    (dest / "labels.csv").write_text(out.getvalue())
+    manifest = json.loads((dest / "manifest.json").read_text())
+    manifest["files"]["labels.csv"] = hashlib.sha256((dest / "labels.csv").read_bytes()).hexdigest()
+    (dest / "manifest.json").write_text(json.dumps(manifest))
+    return dest
+
+
+def test_forged_hazard_answers_are_refused_by_verify(asked):
+    runner, prefix, tmp = asked["runner"], asked["prefix"], asked["tmp"]
+    folder = tmp / "ws" / "exports" / "asked"
+    if not folder.exists():
+        run(runner, prefix, "export", "asked", "--round", "r1", "--draws", "200")
+
+    def expert_nobody_asked(header, rows):  # an expert's hazards on an item no expert decided
+        rows[0][header.index("expert_hazards")] = "prv"
+
+    def answer_without_verdict(header, rows):  # A1's verdict gone, their hazard answer kept
+        rows[0][header.index("A1")] = ""  # (the channels and decision checks see it first; any of them refuses)
+
+    for name, edit, said in (
+        ("forged-expert", expert_nobody_asked, "on an item no expert decided"),
+        ("forged-silent", answer_without_verdict, "does not verify"),
+    ):
+        out = run(runner, prefix, "verify", str(_forged(folder, tmp / name, edit)), ok=False)
+        assert out.exit_code != 0 and said in out.output, (name, out.output)

@@ -32,7 +32,9 @@ def _alpha_row(counts: np.ndarray, level: str, n_boot: int, seed: int, threshold
         "alpha": alpha.value if defined else None,
         "alpha_ci": [alpha.ci_low, alpha.ci_high] if defined else [None, None],
         "alpha_undefined_reason": alpha.undefined_reason,
-        "verdict": verdict_for(alpha.ci_low, thresholds) if defined else "undefined",
+        # The whole result: a defined alpha whose interval is withheld (too few units) says so.
+        "verdict": verdict_for(alpha, thresholds) if defined else "undefined",
+        "interval_note": alpha.interval_note,
         "n_units": int(alpha.n_units),
     }
 
@@ -104,6 +106,9 @@ def hazard_majority(answers: pd.DataFrame) -> pd.DataFrame:
     chose it). A hazard nobody chose on an item is not chosen and has no row.
     """
     answered = answers[answers["hazards"].notna()]
+    columns = ["round_item_id", "hazard", "votes", "answered", "answer"]
+    if not len(answered):  # severity answers only
+        return pd.DataFrame(columns=columns)
     n = answered.groupby("round_item_id").size().rename("answered")
     long = answered[["round_item_id", "hazards"]].explode("hazards").dropna(subset=["hazards"])
     votes = long.groupby(["round_item_id", "hazards"]).size().rename("votes").reset_index()
@@ -112,7 +117,7 @@ def hazard_majority(answers: pd.DataFrame) -> pd.DataFrame:
     votes["answer"] = np.where(
         twice > votes["answered"], "chosen", np.where(twice < votes["answered"], "not chosen", "tie")
     )
-    return votes[["round_item_id", "hazard", "votes", "answered", "answer"]]
+    return votes[columns]
 
 
 def settle_hazards(answers: dict[str, list[str]], expert: list[str] | None = None) -> tuple[list[str], list[str]]:
