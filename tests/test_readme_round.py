@@ -16,7 +16,23 @@ from tests.readme_round import missing_lines, round_blocks, run_round
 
 @pytest.fixture(scope="module")
 def ran(tmp_path_factory):
-    return run_round(tmp_path_factory.mktemp("readme-round"))
+    folder = tmp_path_factory.mktemp("readme-round")
+    blocks = run_round(folder)
+    for b in blocks:  # the reader's own folder stands where this test's temporary one is printed
+        b.printed = b.printed.replace(str(folder), "~")
+    return blocks
+
+
+def _pasted(line: str) -> bool:
+    """A rubric line to paste into a TOML file (``"verdict" = ""``): wrapping it would break the paste."""
+    return line.rstrip().endswith('= ""') and line.lstrip().startswith('"')
+
+
+def test_no_line_the_round_prints_is_wider_than_a_terminal(ran):
+    wide = [
+        (b.commands[-1], line) for b in ran for line in b.printed.split("\n") if len(line) > 100 and not _pasted(line)
+    ]
+    assert not wide, "\n".join(f"{len(line)}: {cmd}: {line}" for cmd, line in wide)
 
 
 def test_every_command_block_of_the_round_shows_its_output():

@@ -106,7 +106,7 @@ def adjudicate(
     if out.escalation_reasons:
         click.echo("  escalated because: " + ", ".join(f"{k} ({v})" for k, v in out.escalation_reasons.items()))
     if out.settings_behind:
-        click.echo(
+        _say(
             "  escalated by the settings " + ", ".join(out.settings_behind) + " ([adjudication] of annotate.toml): "
             "a plain majority would have settled those items; --policy majority is majority voting (only ties "
             "stay unresolved)."
@@ -135,10 +135,14 @@ def adjudicate(
     elif c.get("n_drawn"):
         click.echo(f"  majority check: {c['n_drawn']} item(s) drawn; no expert labels on them yet.")
     if out.unresolved:
-        click.echo(
+        # Named as a lead finds them: model and prompt id (the response of that model to that prompt).
+        named = [f"{u['model']} on {u['prompt_id']}" + (f" (epoch {u['epoch']})" if u["epoch"] else "")
+                 for u in out.unresolved[:6]]  # fmt: skip
+        more = len(out.unresolved) - len(named)
+        _say(
             f"  not resolved ({len(out.unresolved)}): "
-            + ", ".join(u["ext_id"] for u in out.unresolved[:10])
-            + (" ..." if len(out.unresolved) > 10 else "")
+            + "; ".join(named)
+            + (f"; and {more} more (`--json` lists them all)" if more > 0 else "")
         )
     if out.counts.get("escalated") and not out.expert:
         click.echo(
@@ -159,6 +163,20 @@ def _comparison(c: dict[str, Any], record: str, unlabelled: str) -> str:
         f"({only['harmful']} harmful, {only['safe']} safe); {c['only_record']} labelled by {record} only, "
         f"{c['neither']} by neither."
     )
+
+
+def _say(text: str) -> None:
+    """A line of the summary, wrapped to 100 columns with its continuation indented under it."""
+    import textwrap
+
+    from annotate.cli._format import WIDTH
+
+    click.echo(
+        textwrap.fill(
+            text.strip(), WIDTH, initial_indent="  ", subsequent_indent="    ", break_on_hyphens=False,
+            break_long_words=False,
+        )
+    )  # fmt: skip
 
 
 def _echo_ds_with_judges(d: dict[str, Any]) -> None:

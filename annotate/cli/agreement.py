@@ -6,7 +6,7 @@ from typing import Any
 
 import click
 
-from annotate.cli._format import ci, num, table
+from annotate.cli._format import ci, num, say, table
 from annotate.cli._options import echo_json, open_session, workspace_options
 
 
@@ -30,10 +30,18 @@ from annotate.cli._options import echo_json, open_session, workspace_options
 )
 @click.option("--boot", default=2000, show_default=True, help="Bootstrap replicates for the intervals.")
 @click.option("--seed", default=0, show_default=True, help="Bootstrap seed.")
+@click.option("--wide", is_flag=True, help="Every column (P(alpha < .667), Fleiss' kappa); default: 100 columns.")
 @click.option("--json", "as_json", is_flag=True, help="Print JSON (everything, both label sets).")
 @workspace_options
 def agreement(
-    ctx: click.Context, round_name: str | None, by: str, label_set: str, boot: int, seed: int, as_json: bool
+    ctx: click.Context,
+    round_name: str | None,
+    by: str,
+    label_set: str,
+    boot: int,
+    seed: int,
+    as_json: bool,
+    wide: bool = False,
 ) -> None:
     """How far the reviewers agree: alpha with its interval, AC1, kappa, per-annotator flags.
 
@@ -58,35 +66,33 @@ def agreement(
         f"Round {report['round']}: {report['n_labels']} labels by {', '.join(report['annotators'])}; "
         f"{report['n_boot']} bootstrap replicates."
     )
-    rows = [
-        [
-            g["group"],
-            g["labels"],
-            g["n_units"],
-            num(g["alpha"]),
-            ci(*g["alpha_ci"]),
-            num(g["q_below_0667"], "{:.2f}"),
-            num(g["ac1"]),
-            num(g["fleiss_kappa"]),
+    rows = []
+    for g in groups:
+        row = [g["group"], g["labels"], g["n_units"], num(g["alpha"]), ci(*g["alpha_ci"])]
+        if wide:
+            row.append(num(g["q_below_0667"], "{:.2f}"))
+        row += [num(g["ac1"])] + ([num(g["fleiss_kappa"])] if wide else [])
+        row += [
             num(g["percent_agreement"]),
             _unsure_dropped(g),
             g["verdict"] + (" !" if g["prevalence_warning"] else ""),
         ]
-        for g in groups
-    ]
-    headers = ["group", "labels", "units", "alpha", "95% CI", "P(a<.667)", "AC1", "Fleiss", "% agree"]
-    click.echo(table([*headers, "unsure dropped", "verdict"], rows, align="llrrrrrrrrl"))
-    if any(g["labels"] == "binary" for g in groups):
-        click.echo(
-            "binary: unsure votes count as missing; 'unsure dropped' is how many votes (and what share) that "
-            "leaves out. Read binary alpha as agreement on the items reviewers were sure about."
-        )
+        rows.append(row)
+    headers = ["group", "labels", "units", "alpha", "95% CI", *(["P(a<.667)"] if wide else []), "AC1"]
+    headers += [*(["Fleiss"] if wide else []), "% agree", "unsure out", "verdict"]
+    click.echo(table(headers, rows, align="ll" + "r" * (len(headers) - 3) + "l"))
+    say(
+        "units: items two reviewers labelled; verdict: Krippendorff's thresholds on the interval's lower end. "
+        "3-way: harmful, safe and unsure as labelled; binary: unsure votes left out ('unsure out': how many, "
+        "what share), so binary alpha is agreement on the items reviewers were sure about. AC1: Gwet's, "
+        "steadier than alpha when one label dominates (!)."
+    )
     warned = [g for g in groups if g["prevalence_warning"]]
     if warned:
-        click.echo("! " + warned[0]["prevalence_warning"] + " Read AC1 beside alpha there (kappa paradox).")
+        say("! " + warned[0]["prevalence_warning"] + " Read AC1 beside alpha there (kappa paradox).")
     undefined = [g for g in groups if g["alpha_undefined_reason"]]
     for g in undefined[:5]:
-        click.echo(f"  {g['group']} ({g['labels']}): alpha undefined: {g['alpha_undefined_reason']}")
+        say(f"  {g['group']} ({g['labels']}): alpha undefined: {g['alpha_undefined_reason']}")
     pooled = next((g for g in report["groups"] if g["pooled"] and g["labels"] == "binary"), None)
     if pooled and pooled["annotators"]:
         click.echo("")
@@ -111,8 +117,8 @@ def agreement(
                 [
                     "annotator",
                     "rated",
-                    "agree w/ others",
-                    "kappa w/ others",
+                    "agree",
+                    "kappa",
                     "alpha w/o",
                     "delta",
                     "DS sens.",
@@ -124,8 +130,13 @@ def agreement(
                 align="lrrrrrrrrl",
             )
         )
+        say(
+            "agree, kappa: with the other reviewers' consensus; alpha w/o: the pooled alpha without this reviewer "
+            "(delta: the change); DS sens./spec.: Dawid-Skene's estimate of how often they call harmful items "
+            "harmful and safe ones safe; gold acc.: on items with a known answer."
+        )
         for line in _ds_notes(pooled["annotators"]):
-            click.echo(line)
+            say(line)
     if report.get("hazards"):
         _echo_hazards(report["hazards"])
 
@@ -146,18 +157,28 @@ def _echo_hazards(h: dict[str, Any]) -> None:
     tax = taxonomy()
     chosen = [r for r in h["hazards"] if r["chosen"]]
     rows = [
-        [tax.describe(r["hazard"]), r["chosen"], r["n_units"], num(r["alpha"]), ci(*r["alpha_ci"]), r["verdict"]]
+        [_clip(tax.describe(r["hazard"])), r["chosen"], r["n_units"], num(r["alpha"]), ci(*r["alpha_ci"]), r["verdict"]]
         for r in chosen
     ]
     sev = h["severity"]
     rows.append(
-        [f"severity ({'<'.join(sev['levels'])})", sev["n_answers"], sev["n_units"], num(sev["alpha"]),
-         ci(*sev["alpha_ci"]), sev["verdict"] + " (ordinal)"]
-    )  # fmt: skip
+        [
+            "severity (ordinal)",
+            sev["n_answers"],
+            sev["n_units"],
+            num(sev["alpha"]),
+            ci(*sev["alpha_ci"]),
+            sev["verdict"],
+        ]
+    )
     click.echo(table(["category", "chosen", "items", "alpha", "95% CI", "verdict"], rows, align="lrrrrl"))
+    say(f"severity: {' < '.join(sev['levels'])}, on the items two or more reviewers rated.")
     never = [r["hazard"] for r in h["hazards"] if not r["chosen"]]
     if never:
         say(f"Chosen by nobody (no agreement to measure): {', '.join(never)}.")
+    for r in [*chosen, sev]:
+        if r.get("interval_note") and r["alpha"] is not None:
+            say(f"{r.get('hazard', 'severity')}: no interval: {r['interval_note']}")
     undefined = [r for r in [*chosen, sev] if r["alpha_undefined_reason"]]
     for r in undefined:
         say(f"{r.get('hazard', 'severity')}: alpha undefined: {r['alpha_undefined_reason']}")
@@ -172,6 +193,11 @@ def _echo_hazards(h: dict[str, Any]) -> None:
             else ""
         )
     )
+
+
+def _clip(name: str, width: int = 36) -> str:
+    """A category's name cut to ``width`` characters (a team's code may be long)."""
+    return name if len(name) <= width else name[: width - 1] + "…"
 
 
 def _ds_notes(annotators: list[dict[str, Any]]) -> list[str]:

@@ -7,6 +7,7 @@ from pathlib import Path
 
 import click
 
+from annotate.cli._format import say, wrapped
 from annotate.cli._options import (
     SCORE_ESTIMANDS,
     comma_list,
@@ -154,7 +155,8 @@ def export_cmd(
     click.echo(f"Exported {out.n_labels} reviewed responses to {out.path}/")
     for fname, sha in out.files.items():
         click.echo(f"  {fname:16s} sha256 {sha[:16]}...")
-    click.echo(f"manifest.json sha256 {out.manifest_sha256} (publish it: it pins every file of this export)")
+    click.echo(f"manifest.json sha256 {out.manifest_sha256}")
+    click.echo("  (publish it: it pins every file of this export)")
     if out.signed_by:
         click.echo(f"Signed: manifest.json.sig (Ed25519, public key sha256 {out.signed_by})")
     click.echo(f"Report: {out.report}")
@@ -200,7 +202,7 @@ def verify(path: Path, key: Path | None, as_json: bool) -> None:
     else:
         if out.ok and out.rederived_files:
             state = f", {out.export_status}" if out.export_status else ""
-            click.echo(
+            say(
                 f"OK ({out.schema}{state}): {out.checked_files} files match the manifest; {out.rederived_files} "
                 f"re-derived from the audit record (labels.csv, design.json) and equal ({out.rederived_rows} score "
                 "rows)."
@@ -222,10 +224,12 @@ def verify(path: Path, key: Path | None, as_json: bool) -> None:
             )
         for check in out.ordered_files():
             detail = f"  ({check.detail})" if check.detail else ""
-            click.echo(one_line(f"  {check.file:18s} {check.status}{detail}"))
+            # The status on the file's line; what it means wraps under it, to 100 columns.
+            click.echo("\n".join(wrapped(one_line(f"  {check.file:18s} {check.status}{detail}"), " " * 23)))
         click.echo(f"signature: {out.signature}")
         if out.manifest_sha256:
-            click.echo(f"manifest.json sha256 {out.manifest_sha256} (compare it with the published one)")
+            click.echo(f"manifest.json sha256 {out.manifest_sha256}")
+            click.echo("  (compare it with the published one)")
         for problem in out.problems:
             click.echo(f"FAIL: {one_line(problem)}", err=True)
         if not out.ok:

@@ -9,6 +9,7 @@ from typing import TYPE_CHECKING, Any
 
 import click
 
+from annotate.cli._format import WIDTH, wrapped
 from annotate.cli._options import echo_json, open_session, workspace_options
 from annotate.columns import EMPTY_AS, JUDGE_LABELS, NO_JUDGE
 
@@ -385,7 +386,8 @@ def _describe_outcome(o: IngestOutcome) -> str:
     line = "; ".join(parts) + "."
     if o.set_aside:
         line += f"\n  set aside: {set_aside_reasons(o)}"
-    line += f"\n  labels: {labels}" + (f" (ambiguous because: {', '.join(extra)})" if extra else "")
+    said = f"labels: {labels}" + (f" (ambiguous because: {', '.join(extra)})" if extra else "")
+    line += "".join(f"\n  {part}" for part in wrapped(said, "  ", width=WIDTH - 2))
     blank = o.reasons.get("blank-as-safe", 0)
     if blank:
         line += (
@@ -487,7 +489,8 @@ def hint_lines(hint: dict[str, Any], *, again: str) -> list[str]:
         shown += f", and {more} other value(s)"
     if hint["free_text"]:
         shown += (", " if shown else "") + f"{hint['free_text']} free-text answer(s)"
-    out = [f"unparsed verdicts of judge {_shown(repr(hint['judge']))}: {shown}"]
+    # Printed indented by ingest: a little narrower than a terminal.
+    out = wrapped(f"unparsed verdicts of judge {_shown(repr(hint['judge']))}: {shown}", "  ", width=WIDTH - 4)
     if hint["presets_in_force"]:
         out.append(
             f"  (the preset {', '.join(hint['presets_in_force'])} in force reads them as no verdict, on purpose: "
@@ -502,5 +505,8 @@ def hint_lines(hint: dict[str, Any], *, again: str) -> list[str]:
         else:
             lead = "or map" if hint["presets_suggested"] else "map"
         out.append(f"  {lead} them in a rubric file (--rubric FILE), each to harmful, safe or ambiguous:")
-        out.extend(f"    {_shown(text)}" for text in hint["rubric_lines"])
+        for text in hint["rubric_lines"]:
+            # The line's comment above it, so that the TOML line fits a terminal and still pastes as is.
+            line, sep, comment = _shown(text).partition("   # ")
+            out.extend([f"    # {comment}", f"    {line}"] if sep else [f"    {line}"])
     return out

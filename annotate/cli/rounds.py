@@ -228,15 +228,15 @@ def route(
     if out.strata_from is not None:
         _echo_strata_from(out)
     if out.next_wave and len(strata):
-        click.echo(
+        say(
             f"Next wave from the strata's remainders (of wave {', '.join(map(str, sorted(set(strata.of_wave))))}): "
             "population = the responses earlier waves left (R_h), each new item's inclusion probability n_h / R_h "
             "when drawn; the scores pool every wave of a stratum (N_h / t_h per item)."
         )
     if out.judges is not None:
-        click.echo("Judge per benchmark: " + "; ".join(f"{b}: {j}" for b, j in out.judges.items()) + ".")
+        say("Judge per benchmark: " + "; ".join(f"{b}: {j}" for b, j in out.judges.items()) + ".")
     for note in out.notes:
-        click.echo(f"Note: {note}")
+        say(f"Note: {note}")
     if len(strata) and not out.next_wave:
         from annotate.pipeline.route import describe_ambiguous
 
@@ -248,7 +248,7 @@ def route(
                 f"; {len(cut)} of {len(amb)} cells sampled ({int(cut['sample'].sum())} of {int(cut.population.sum())}"
                 " responses), with their inclusion probabilities. --ambiguous all reviews every one"
             )
-        click.echo(line + ".")
+        say(line + ".")
     head = "Would select" if dry_run else "Selected"
     if out.new_wave is None and out.next_wave:
         click.echo(f"Round {out.round}: no next wave drawn.")
@@ -264,15 +264,13 @@ def route(
     for f in out.files:
         click.echo(f"  wrote {f}")
     if out.order is not None and out.new_wave is not None:
-        click.echo(
-            f"Order: {out.order.describe()} (seed {seed}{', most likely ambiguous first' if prioritize else ''})."
-        )
+        say(f"Order: {out.order.describe()} (seed {seed}{', most likely ambiguous first' if prioritize else ''}).")
     if out.blinding is not None and not dry_run:
         from annotate.columns import BLINDING_NOTES
 
-        click.echo(f"Blinding: {out.blinding} ({BLINDING_NOTES[out.blinding]}).")
+        say(f"Blinding: {out.blinding} ({BLINDING_NOTES[out.blinding]}).")
     elif to_file and not dry_run:
-        click.echo(
+        say(
             "Blinding: recorded as 'instructions only' unless the round later reaches annotate's own servers: "
             "annotate cannot see where the task files are imported. Import each file into a Label Studio of its "
             "reviewer's own, never several into one."
@@ -562,14 +560,14 @@ def status(
     )
     if reviewers is not None:
         click.echo("")
-        click.echo(reviewers["reading"])
-        click.echo(reviewers["adjudication"]["advice"])
+        say(reviewers["reading"])
+        say(reviewers["adjudication"]["advice"])
         if target is not None:
             click.echo("")
             echo_target(target, round_name)
     else:
         click.echo("")
-        click.echo("Per reviewer (time per task, agreement so far, who stands out): annotate status --round NAME")
+        say("Per reviewer (time per task, agreement so far, who stands out): annotate status --round NAME")
     if quarantine is not None and len(quarantine):
         click.echo("")
         click.echo(

@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING, Any
 
 import click
 
-from annotate.cli._format import pct, rank, shift, table
+from annotate.cli._format import pct, rank, say, shift, table
 from annotate.cli._options import echo_json, open_session, workspace_options
 
 if TYPE_CHECKING:
@@ -200,7 +200,7 @@ def _echo_ranking(out: Summary) -> None:
     sets = out.benchmark_sets
     left_out = out.left_out
     for s in sets.itertuples():
-        click.echo(f"Ranking of judge {s.judge!r} (1 = lowest harmful rate), macro-average over {s.description}:")
+        say(f"Ranking of judge {s.judge!r} (1 = lowest harmful rate), macro-average over {s.description}:")
         sub = ranks[ranks.judge == s.judge]
         rank_rows = [
             [

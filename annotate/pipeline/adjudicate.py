@@ -192,12 +192,13 @@ def _adjudicate(
     outcome.decided_early = 0 if rules.wait_for_votes else sum(int(i) in plan.waiting for i in proposals.index)
     outcome.waiting_for = plan.waiting_by_reviewer()
     unresolved = final.loc[~final.status.isin(["resolved", "waiting"])].merge(
-        items[["round_item_id", "ext_id", "stratum"]], on="round_item_id"
+        items[["round_item_id", "ext_id", "stratum", "model", "prompt_id", "epoch"]], on="round_item_id"
     )
     outcome.unresolved = [
-        {"ext_id": r.ext_id, "stratum": r.stratum, "status": r.status, "reason": r.reason}
+        {"ext_id": r.ext_id, "model": r.model, "prompt_id": r.prompt_id, "epoch": int(r.epoch),
+         "stratum": r.stratum, "status": r.status, "reason": r.reason}
         for r in unresolved.itertuples()
-    ]
+    ]  # fmt: skip
     outcome.check = _check_agreement(proposals, expert_labels, plan.checks | check_ids, cohen_kappa)
     if judge_rows is not None:
         # From the records as stored (read back above), so it compares with what is in force.
