@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING, Any
 from annotate.audit.agreement import GROUPINGS, agreement_groups
 from annotate.audit.hazard_answers import hazard_agreement_doc
 from annotate.errors import InputError
-from annotate.labelstudio.labelconfig import asks_hazards, parse_label_config
+from annotate.labelstudio.labelconfig import HAZARD_CONTROL, asks_hazards, parse_label_config
 from annotate.pipeline._resolve import resolve_round
 from annotate.pipeline._settings import thresholds_from_settings
 from annotate.pipeline.record import labels_frame
@@ -54,8 +54,11 @@ def agreement_report(
         "n_labels": int(len(labels)),
         "groups": agreement_groups(labels, annotators, by=by, n_boot=n_boot, seed=seed, thresholds=thresholds),
     }
-    config = parse_label_config(round_row["label_config"], source=f"round {round_row['name']} label config")
-    if asks_hazards(config):  # route --ask-hazards: agreement on the categories and the severity too
+    # Only a config that holds the questions is parsed again (a round routed with an older, laxer check stays readable).
+    asked = HAZARD_CONTROL in str(round_row["label_config"])
+    if asked and asks_hazards(
+        parse_label_config(round_row["label_config"], source=f"round {round_row['name']} label config")
+    ):  # route --ask-hazards: agreement on the categories and the severity too
         # From the round's labels.csv rows, as an export's hazard_agreement.json is (audit.hazard_answers).
         doc = hazard_agreement_doc(
             labels_frame(store, [round_row["name"]]), n_boot=n_boot, seed=seed, thresholds=thresholds

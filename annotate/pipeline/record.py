@@ -29,7 +29,7 @@ from annotate.audit.record import AuditRecord
 from annotate.columns import BLINDING_INSTRUCTIONS, CHANNEL_UNRECORDED
 from annotate.errors import InputError
 from annotate.ingest.records import reserved_names_held
-from annotate.labelstudio.labelconfig import asks_hazards, choice_code, parse_label_config
+from annotate.labelstudio.labelconfig import HAZARD_CONTROL, asks_hazards, choice_code, parse_label_config
 from annotate.pipeline._resolve import resolve_round, round_judges, round_order
 from annotate.stats.adjudication import expert_answers
 from annotate.stats.agreement.votes import current_labels, reviewer_answers
@@ -135,6 +135,8 @@ def _hazard_cells(
     """labels.csv's hazard answer cells of each item (``audit.hazard_answers``), in ``item_ids`` order: the
     reviewers' current answers (those their verdict is in), the expert's on the items they decide; None for a
     round whose page does not ask."""
+    if HAZARD_CONTROL not in str(row["label_config"]):  # cheap, and no re-check of older rounds' configs
+        return None
     config = parse_label_config(row["label_config"], source=f"round {row['name']} label config")
     if not asks_hazards(config):
         return None
