@@ -107,7 +107,15 @@ def _per_annotator(output: str, n: int) -> tuple[dict[str, list[str]], list[str]
     lines = output.splitlines()
     header = next(i for i, line in enumerate(lines) if line.startswith("annotator "))
     rows = {line.split()[0]: line.split() for line in lines[header + 2 : header + 2 + n]}
-    return rows, [line for line in lines if line.startswith("DS sens./spec. -")]
+    notes: list[str] = []  # each footnote a paragraph wrapped to 100 columns: its lines joined back
+    for line in lines[header + 2 + n :]:
+        if line.startswith("DS sens./spec. -"):
+            notes.append(line)
+        elif notes and line.strip():
+            notes[-1] += " " + line.strip()
+        elif notes:
+            break
+    return rows, notes
 
 
 def _votes(path: Path) -> pd.DataFrame:

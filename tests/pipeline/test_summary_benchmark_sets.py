@@ -47,7 +47,8 @@ def test_summary_ranks_on_the_shared_set_and_names_who_is_left_out(workspace, ru
     assert data["left_out"] == [{"judge": "j", "model": "tiny", "reason": "no results on GCG, PAIR"}]
 
     text = run(runner, prefix, "summary").output
-    assert "macro-average over the 2 benchmark(s) that all 4 model(s) share (GCG, PAIR)" in text
+    flat = " ".join(text.split())  # sentences are wrapped to 100 columns
+    assert "macro-average over the 2 benchmark(s) that all 4 model(s) share (GCG, PAIR)" in flat
     assert "left out: tiny (no results on GCG, PAIR)" in text
     assert "not in this ranking: benchmark(s) TAP" in text
 
