@@ -28,7 +28,7 @@ from annotate.audit.record import json_bytes
 from annotate.audit.safecsv import frame_to_csv
 from annotate.audit.scores import domain_scores_of, scores_of
 from annotate.audit.state import describe, export_status, round_states
-from annotate.columns import ALL, TREATMENTS
+from annotate.columns import ALL, DEFAULT_JUDGE_ONLY, TREATMENTS
 from annotate.report import render_report
 from annotate.stats._common import jsonable
 from annotate.stats.agreement.votes import Thresholds
@@ -322,6 +322,8 @@ def derive(
         if hazard_doc is not None:
             out["hazard_agreement.json"] = json_bytes(hazard_doc)
     data = _report_data(labels, design, scored, groups, provenance)
+    if schema.answer_first:  # since annotate-export/18: older reports stay as they were, byte for byte
+        data["answer_first"] = {"judge_only": DEFAULT_JUDGE_ONLY}
     if hazard_doc is not None:
         data["hazard_agreement"] = hazard_doc
     if graded is not None and settings.grading is not None:

@@ -89,6 +89,10 @@ Rows:
   ``reviewed_hazard`` and ``hazard_tied`` (``audit.hazard_answers``); ``hazard_agreement.json``, present
   exactly when some row carries an answer, with the agreement on each category and on severity,
   re-derived by verify. Otherwise as /16.
+* ``annotate-export/18``: the report answers first (issue #45): its first screen opens with each model's
+  harmful rate after review, its interval and rank, and what the judge alone said, one plain sentence
+  each; its agreement figure is the one on the labels as collected (3-way), the binary one beside it.
+  Otherwise as /17.
 * ``annotate-export/7``: a round's ambiguous strata may be sampled: design.json's round records its
   rule (``ambiguous``: ``all``, a size or a fraction) and verify re-derives every stratum's sample
   size from it and ``clear_per_cell``; strata of a next wave (``route --next-wave``) carry
@@ -253,6 +257,8 @@ class ExportSchema:
     hazard_grades: bool = False
     #: Since annotate-export/17: labels.csv's reviewers' hazard answers and hazard_agreement.json.
     reviewer_hazards: bool = False
+    #: Since annotate-export/18: the report's first screen gives the answer (issue #45).
+    answer_first: bool = False
 
     @property
     def files(self) -> tuple[str, ...]:
@@ -613,6 +619,7 @@ SCHEMAS: dict[str, ExportSchema] = {
         ),
         ExportSchema(
             "annotate-export/17",
+            last_store=16,
             inputs=_INPUTS_8,
             derived=_DERIVED_9,
             rederived=_DERIVED_9,
@@ -640,10 +647,40 @@ SCHEMAS: dict[str, ExportSchema] = {
             hazard_grades=True,
             reviewer_hazards=True,
         ),
+        ExportSchema(
+            "annotate-export/18",
+            inputs=_INPUTS_8,
+            derived=_DERIVED_9,
+            rederived=_DERIVED_9,
+            neutralised=True,
+            blinding=True,
+            summary="the report answers first (issue #45): each model's harmful rate after review with its interval, "
+            "rank and the judge-alone rate in one plain sentence on the first screen; the 3-way agreement as the "
+            "headline, the binary beside it",
+            label_columns=LABEL_COLUMNS,
+            decisions=True,
+            judges_per_benchmark=True,
+            sampled_design=True,
+            ordered=True,
+            skips=True,
+            round_state=True,
+            model_test=True,
+            fiducial_component="model",
+            one_posterior=True,
+            imported_rounds=True,
+            channels=True,
+            optional_derived=("grades.csv", "hazard_agreement.json"),
+            certifier_figures=True,
+            interim_headline=True,
+            hazards=True,
+            hazard_grades=True,
+            reviewer_hazards=True,
+            answer_first=True,
+        ),
     )
 }
 #: The schema ``annotate export`` writes.
-CURRENT = SCHEMAS["annotate-export/17"]
+CURRENT = SCHEMAS["annotate-export/18"]
 
 
 def schema_named(name: object) -> ExportSchema | None:

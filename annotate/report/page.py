@@ -111,6 +111,61 @@ def _reference_total(view: ReportView, key: str) -> float:
     return sum(_fmt.number(view.overall.get((m, view.reference), {}).get(key)) or 0 for m in view.models)
 
 
+def _answer(view: ReportView) -> dict[str, Any]:
+    """The first screen's answer (annotate-export/18 on): per model, best first, the harmful rate after
+    review with its interval and rank, the judge-alone rate, and the one sentence that says it."""
+    judge_only = str(as_dict(view.data.get("answer_first")).get("judge_only") or "ambiguous_excluded")
+    rows: list[dict[str, Any]] = []
+    for model in view.models:
+        row = view.overall.get((model, view.reference)) or {}
+        judge = view.overall.get((model, judge_only)) or {}
+        rate, lo, hi = (_fmt.number(row.get(k)) for k in ("estimate", "ci_low", "ci_high"))
+        said = _fmt.number(judge.get("estimate"))
+        rank, r_lo, r_hi = (_fmt.number(row.get(k)) for k in ("rank", "rank_low", "rank_high"))
+        if rate is None:
+            sentence = (
+                f"{model}: no rate after review ({_text(row.get('flag') or row.get('note') or 'not estimable')})."
+            )
+        else:
+            sentence = f"{model}: {_pct0(rate)} harmful [{_pct0(lo)}, {_pct0(hi)}] after review"
+            sentence += f"; the judge alone said {_pct0(said)}." if said is not None else "."
+        rows.append(
+            {
+                "model": _text(model),
+                "rate": "—" if rate is None else f"{_fmt.pct(rate)} %",
+                "ci": "" if rate is None else f"[{_fmt.pct(lo)}, {_fmt.pct(hi)}]",
+                "rank": "—" if rank is None else _fmt.fixed(rank, 1).rstrip("0").rstrip("."),
+                "rank_ci": "" if r_lo is None else f"[{r_lo:.0f}, {r_hi:.0f}]",
+                "judge": "—" if said is None else f"{_fmt.pct(said)} %",
+                "sentence": sentence,
+                "order": (rate is None, rank if rank is not None else 0.0, str(model)),
+            }
+        )
+    rows.sort(key=lambda r: r.pop("order"))
+    return {"rows": rows, "judge_only": judge_only}
+
+
+def _pct0(x: float | None) -> str:
+    """A rate as whole per cent for a sentence (21 %); below 1 % with one decimal (0.4 %)."""
+    if x is None:
+        return "—"
+    return f"{100 * x:.1f} %" if 0 < x < 0.01 else f"{100 * x:.0f} %"
+
+
+def _alpha3(view: ReportView) -> dict[str, Any] | None:
+    """The headline agreement (annotate-export/18 on): the pooled 3-way alpha, on the labels as collected,
+    with the binary one (unsure left out) beside it."""
+    three = next((a for a in view.agreement if a.get("pooled") and a.get("labels") == "3-way"), None)
+    if three is None:
+        return None
+    binary = view.headline_alpha()
+    return {
+        **_alpha_kpi(three),
+        "binary": None if binary is None else _fmt.fixed(binary.get("alpha")),
+        "dropped": None if binary is None else _fmt.count(binary.get("n_unsure_dropped")),
+    }
+
+
 def _alpha_kpi(head: Mapping[str, Any] | None) -> dict[str, Any]:
     """The headline alpha's key figure: value, interval and verdict (undefined without a value)."""
     if head is None or _fmt.number(head.get("alpha")) is None:
@@ -211,7 +266,10 @@ def _summary(view: ReportView) -> dict[str, Any]:
         if isinstance(state, Mapping) and state.get("status") == "interim" and "with_vote" in state
         else None
     )
+    answer = _answer(view) if isinstance(view.data.get("answer_first"), Mapping) else None
     return {
+        "answer": answer,
+        "alpha3": _alpha3(view) if answer is not None else None,
         "with_vote": with_vote,
         "n_rounds": _fmt.count(len(rounds)),
         "rounds_label": "review rounds" if len(rounds) != 1 else "review round",

@@ -409,3 +409,41 @@ def test_hostile_model_names_in_the_grades_section_are_escaped():
     }
     page = render_report(data)
     assert HOSTILE not in page and "&lt;script&gt;alert(1)&lt;/script&gt;" in page
+
+
+def test_the_first_screen_gives_the_answer(browser, tmp_path):  # noqa: F811  (the fixture)
+    """annotate-export/18 (issue #45): the report of the demo's export opens with each model's harmful rate
+    after review, its interval and rank, and the judge-alone rate, on the first screen a lead sees; the
+    agreement figure there is the 3-way one, the binary one beside it."""
+    import csv
+
+    from annotate.pipeline.demo import run_demo
+
+    result = run_demo(tmp_path / "ws", offline=True, keep_server=False, echo=lambda line: None)
+    html = result.report.read_text(encoding="utf-8")
+    context, r = _open(browser, tmp_path, None, name="first-screen.html", html=html)
+    try:
+        assert r.errors == [] and r.dialogs == []
+        table = r.page.locator("table.answer")
+        box = table.bounding_box()
+        assert box is not None and box["y"] + box["height"] <= 900, box  # all of it on the first screen
+        rows = table.locator("tbody tr")
+        with open(result.report.parent / "scores.csv", newline="") as fh:
+            scores = {
+                row["model"]: row for row in csv.DictReader(fh)
+                if row["benchmark"] == "ALL" and row["treatment"] == "corrected"
+            }  # fmt: skip
+        assert rows.count() == len(scores) == 5
+        for i in range(rows.count()):
+            text = rows.nth(i).inner_text()
+            model = text.split("\t")[0].strip()
+            row = scores[model]
+            assert f"{100 * float(row['estimate']):.1f} %" in text, (model, text)
+            assert f"[{100 * float(row['ci_low']):.1f}, {100 * float(row['ci_high']):.1f}]" in text, (model, text)
+            assert "after review; the judge alone said" in text
+        kpis = r.page.locator(".kpis").inner_text()
+        assert "labels as collected" in kpis and "unsure votes left out" in kpis
+        ARTIFACTS.mkdir(exist_ok=True)
+        r.page.screenshot(path=str(ARTIFACTS / "report-first-screen.png"))
+    finally:
+        context.close()
