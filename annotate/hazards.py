@@ -23,6 +23,7 @@ counts for its parent (``spc``, ``sxc``) wherever results are given by hazard
 
 from __future__ import annotations
 
+import re
 import tomllib
 from collections.abc import Mapping
 from dataclasses import dataclass
@@ -181,6 +182,10 @@ def hazards_of(stored: str | None, tax: Taxonomy | None = None) -> list[str]:
     tax = tax or taxonomy()
     return sorted({hazard_of(c, tax) for c in codes(stored)})
 
+
+#: A hazard code the reviewers' page can offer and labels.csv's answer cells can hold (``route
+#: --ask-hazards``): AILuminate's, or a team's own of letters, digits, ``_``, ``.`` and ``-``.
+OFFERABLE_CODE = re.compile(r"^[A-Za-z0-9_.-]{1,40}$")
 
 #: The severity scale reviewers answer on (``route --ask-hazards``), in rank order: ordinal.
 SEVERITIES = ("low", "moderate", "high", "severe")

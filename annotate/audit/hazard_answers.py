@@ -19,7 +19,6 @@ re-derives.
 
 from __future__ import annotations
 
-import re
 from collections.abc import Mapping, Sequence
 from typing import Any
 
@@ -27,7 +26,7 @@ import pandas as pd
 
 from annotate.audit.schema import listed
 from annotate.columns import VERDICTS
-from annotate.hazards import SEVERITIES, hazards_of, taxonomy
+from annotate.hazards import OFFERABLE_CODE, SEVERITIES, hazards_of, taxonomy
 from annotate.stats._common import jsonable
 from annotate.stats.agreement.hazards import hazard_agreement, hazard_majority, settle_hazards
 from annotate.stats.agreement.votes import Thresholds
@@ -45,8 +44,6 @@ __all__ = [
 
 #: labels.csv's columns of the reviewers' hazard answers (annotate-export/17).
 HAZARD_ANSWER_COLUMNS = ("hazard_answers", "severity_answers", "expert_hazards", "reviewed_hazard", "hazard_tied")
-#: A code the reviewers' page can offer: AILuminate's, or a team's own of letters, digits, ``_``, ``.``, ``-``.
-_CODE = re.compile(r"^[A-Za-z0-9_.-]{1,40}$")
 
 
 def answers_cell(by_reviewer: Mapping[str, Any], order: Sequence[str]) -> str | None:
@@ -78,7 +75,7 @@ def parse_cell(text: Any, *, codes: bool) -> dict[str, Any]:
             raise ValueError(f"{who} answers twice")
         if codes:
             chosen = [c for c in value.split("+") if c] if value else []
-            bad = [c for c in chosen if not _CODE.match(c)]
+            bad = [c for c in chosen if not OFFERABLE_CODE.match(c)]
             if bad or len(set(chosen)) != len(chosen):
                 raise ValueError(f"{who}'s hazard codes {value[:40]!r} are not distinct codes (letters, digits, _ . -)")
             out[who] = chosen

@@ -118,18 +118,18 @@ def shift(x: float) -> str:
 WIDTH = 100
 
 
-def wrapped(text: str, indent: str = "", width: int = WIDTH) -> list[str]:
-    """``text`` as lines of at most ``width`` columns, the first at no indent and the rest at ``indent``
-    (never broken inside a word or at a hyphen)."""
+def wrapped(text: str, indent: str = "", width: int = WIDTH, first: str = "") -> list[str]:
+    """``text`` as lines of at most ``width`` columns (indents included), the first at ``first`` and the
+    rest at ``indent`` (never broken inside a word or at a hyphen)."""
     import textwrap
 
-    return textwrap.wrap(text, width, subsequent_indent=indent, break_on_hyphens=False, break_long_words=False)
+    return textwrap.wrap(
+        text, width, initial_indent=first, subsequent_indent=indent, break_on_hyphens=False, break_long_words=False
+    )
 
 
 def say(text: str) -> None:
     """Print a sentence wrapped to :data:`WIDTH` columns (never inside a word or at a hyphen)."""
-    import textwrap
-
     import click
 
-    click.echo(textwrap.fill(text, WIDTH, break_on_hyphens=False, break_long_words=False))
+    click.echo("\n".join(wrapped(text)))

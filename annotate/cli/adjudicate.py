@@ -167,16 +167,9 @@ def _comparison(c: dict[str, Any], record: str, unlabelled: str) -> str:
 
 def _say(text: str) -> None:
     """A line of the summary, wrapped to 100 columns with its continuation indented under it."""
-    import textwrap
+    from annotate.cli._format import wrapped
 
-    from annotate.cli._format import WIDTH
-
-    click.echo(
-        textwrap.fill(
-            text.strip(), WIDTH, initial_indent="  ", subsequent_indent="    ", break_on_hyphens=False,
-            break_long_words=False,
-        )
-    )  # fmt: skip
+    click.echo("\n".join(wrapped(text.strip(), "    ", first="  ")))
 
 
 def _echo_ds_with_judges(d: dict[str, Any]) -> None:

@@ -387,7 +387,7 @@ def _describe_outcome(o: IngestOutcome) -> str:
     if o.set_aside:
         line += f"\n  set aside: {set_aside_reasons(o)}"
     said = f"labels: {labels}" + (f" (ambiguous because: {', '.join(extra)})" if extra else "")
-    line += "".join(f"\n  {part}" for part in wrapped(said, "  ", width=WIDTH - 2))
+    line += "\n" + "\n".join(wrapped(said, "    ", first="  "))
     blank = o.reasons.get("blank-as-safe", 0)
     if blank:
         line += (

@@ -6,11 +6,10 @@ A routed round keeps what it was routed with: the workspace's config must still 
 
 from __future__ import annotations
 
-import re
 from typing import TYPE_CHECKING, Any
 
 from annotate.errors import InputError, StateError
-from annotate.hazards import codes, hazard_of, taxonomy
+from annotate.hazards import OFFERABLE_CODE, codes, hazard_of, taxonomy
 from annotate.labelstudio.labelconfig import (
     HAZARD_CONTROL,
     SEVERITY_CONTROL,
@@ -106,11 +105,8 @@ def hazard_list(store: Store) -> list[tuple[str, str]]:
     letters, digits, ``_ . -`` is left out)."""
     tax = taxonomy()
     stored = {hazard_of(c, tax) for value in store.responses(["hazard"])["hazard"].dropna() for c in codes(value)}
-    own = sorted(c for c in stored - set(tax.hazards) if _HAZARD_CODE.match(c))
+    own = sorted(c for c in stored - set(tax.hazards) if OFFERABLE_CODE.match(c))
     return [*((code, name) for code, (name, _group) in tax.hazards.items()), *((c, c) for c in own)]
-
-
-_HAZARD_CODE = re.compile(r"^[A-Za-z0-9_.-]{1,40}$")
 
 
 def recorded_hazards(config: LabelConfig) -> list[tuple[str, str]]:

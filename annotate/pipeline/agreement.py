@@ -13,10 +13,9 @@ from typing import TYPE_CHECKING, Any
 from annotate.audit.agreement import GROUPINGS, agreement_groups
 from annotate.audit.hazard_answers import hazard_agreement_doc
 from annotate.errors import InputError
-from annotate.labelstudio.labelconfig import HAZARD_CONTROL, asks_hazards, parse_label_config
 from annotate.pipeline._resolve import resolve_round
 from annotate.pipeline._settings import thresholds_from_settings
-from annotate.pipeline.record import labels_frame
+from annotate.pipeline.record import hazard_questions_of, labels_frame
 from annotate.stats.agreement.votes import Thresholds, current_labels
 
 if TYPE_CHECKING:
@@ -55,10 +54,7 @@ def agreement_report(
         "groups": agreement_groups(labels, annotators, by=by, n_boot=n_boot, seed=seed, thresholds=thresholds),
     }
     # Only a config that holds the questions is parsed again (a round routed with an older, laxer check stays readable).
-    asked = HAZARD_CONTROL in str(round_row["label_config"])
-    if asked and asks_hazards(
-        parse_label_config(round_row["label_config"], source=f"round {round_row['name']} label config")
-    ):  # route --ask-hazards: agreement on the categories and the severity too
+    if hazard_questions_of(round_row) is not None:  # route --ask-hazards: the categories and severity too
         # From the round's labels.csv rows, as an export's hazard_agreement.json is (audit.hazard_answers).
         doc = hazard_agreement_doc(
             labels_frame(store, [round_row["name"]]), n_boot=n_boot, seed=seed, thresholds=thresholds

@@ -29,7 +29,13 @@ from annotate.audit.record import AuditRecord
 from annotate.columns import BLINDING_INSTRUCTIONS, CHANNEL_UNRECORDED
 from annotate.errors import InputError
 from annotate.ingest.records import reserved_names_held
-from annotate.labelstudio.labelconfig import HAZARD_CONTROL, asks_hazards, choice_code, parse_label_config
+from annotate.labelstudio.labelconfig import (
+    HAZARD_CONTROL,
+    LabelConfig,
+    asks_hazards,
+    choice_code,
+    parse_label_config,
+)
 from annotate.pipeline._resolve import resolve_round, round_judges, round_order
 from annotate.stats.adjudication import expert_answers
 from annotate.stats.agreement.votes import current_labels, reviewer_answers
@@ -39,7 +45,14 @@ from annotate.stats.scoring.strata import split_routed, stratum_key
 if TYPE_CHECKING:
     from annotate.db import Store
 
-__all__ = ["design_from_store", "judge_labels_frame", "labels_frame", "order_frame", "record_from_store"]
+__all__ = [
+    "design_from_store",
+    "hazard_questions_of",
+    "judge_labels_frame",
+    "labels_frame",
+    "order_frame",
+    "record_from_store",
+]
 
 
 def record_from_store(
@@ -129,16 +142,26 @@ def labels_frame(store: Store, round_names: list[str]) -> pd.DataFrame:
     return out
 
 
+def hazard_questions_of(round_row: dict[str, Any]) -> LabelConfig | None:
+    """The round's label config when it asks the hazard questions (``route --ask-hazards``), else None.
+
+    Only a config holding them is parsed again: a round routed under an older, laxer check stays readable.
+    """
+    xml = str(round_row["label_config"])
+    if HAZARD_CONTROL not in xml:
+        return None
+    config = parse_label_config(xml, source=f"round {round_row['name']} label config")
+    return config if asks_hazards(config) else None
+
+
 def _hazard_cells(
     store: Store, row: dict[str, Any], reviewers: list[str], decided: pd.DataFrame | None, item_ids: list[int]
 ) -> dict[str, list[str | None]] | None:
     """labels.csv's hazard answer cells of each item (``audit.hazard_answers``), in ``item_ids`` order: the
     reviewers' current answers (those their verdict is in), the expert's on the items they decide; None for a
     round whose page does not ask."""
-    if HAZARD_CONTROL not in str(row["label_config"]):  # cheap, and no re-check of older rounds' configs
-        return None
-    config = parse_label_config(row["label_config"], source=f"round {row['name']} label config")
-    if not asks_hazards(config):
+    config = hazard_questions_of(row)
+    if config is None:
         return None
     annotations = store.annotations(int(row["id"]), with_result=True)
 
