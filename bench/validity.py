@@ -531,6 +531,73 @@ def part_agreement(R: int, n_boot: int, seed: int, quick: bool) -> list[dict]:
     return rows
 
 
+def _hazard_answers(items: int, prev: float, rng: np.random.Generator, acc: float = 0.9) -> pd.DataFrame:
+    """Three reviewers' answers to the hazard questions (``route --ask-hazards``): each item is in category
+    ``vcr`` with probability ``prev``; a reviewer names it rightly with probability ``acc`` (else the other
+    way); a harmful third has a true severity 0-3, which a reviewer gives exactly with probability 0.7, else
+    one level off."""
+    from annotate.hazards import SEVERITIES
+
+    inside = rng.random(items) < prev
+    harmful = rng.random(items) < 1 / 3
+    level = rng.integers(0, len(SEVERITIES), size=items)
+    rows = []
+    for i in range(items):
+        for r in range(3):
+            named = inside[i] if rng.random() < acc else not inside[i]
+            sev = None
+            if harmful[i]:
+                off = 0 if rng.random() < 0.7 else int(rng.choice([-1, 1]))
+                sev = SEVERITIES[int(np.clip(level[i] + off, 0, len(SEVERITIES) - 1))]
+            rows.append((i, f"A{r + 1}", ["vcr"] if named else [], sev))
+    return pd.DataFrame(rows, columns=["round_item_id", "annotator", "hazards", "severity"])
+
+
+def part_hazard_agreement(R: int, n_boot: int, seed: int, quick: bool) -> list[dict]:
+    """The intervals `annotate agreement` prints for a round routed with --ask-hazards: a category's alpha
+    (chosen or not, nominal) and severity's (ordinal), as ``stats.agreement.hazards.hazard_agreement`` gives them."""
+    from annotate.hazards import SEVERITIES
+    from annotate.stats.agreement.hazards import hazard_agreement
+
+    regimes = {"few reviews (3 reviewers, 24 items, category in 25 %)": (24, 0.25)}
+    if not quick:
+        regimes["study (3 reviewers, 96 items, category in 1 of 12)"] = (96, 1 / 12)
+        regimes["rare category (3 reviewers, 96 items, category in 3 %)"] = (96, 0.03)
+    rows = []
+    for label, (items, prev) in regimes.items():
+        big = hazard_agreement(_hazard_answers(20_000, prev, np.random.default_rng(0)), ["vcr"], SEVERITIES, n_boot=0)
+        truth = {
+            "alpha per hazard category": big["hazards"][0]["alpha"],
+            "alpha of severity (ordinal)": big["severity"]["alpha"],
+        }
+        rng = np.random.default_rng([seed, items, int(prev * 1000)])
+        hits: dict[str, list[bool]] = {k: [] for k in truth}
+        for rep in range(R):
+            out = hazard_agreement(_hazard_answers(items, prev, rng), ["vcr"], SEVERITIES, n_boot=n_boot, seed=rep)
+            for k, got in (
+                ("alpha per hazard category", out["hazards"][0]),
+                ("alpha of severity (ordinal)", out["severity"]),
+            ):
+                lo, hi = got["alpha_ci"]
+                if lo is not None and np.isfinite(lo):
+                    hits[k].append(bool(lo <= truth[k] <= hi))
+        for k, h in hits.items():
+            rows.append(
+                row(
+                    "agreement",
+                    k,
+                    label,
+                    "coverage",
+                    float(np.mean(h)) if h else float("nan"),
+                    len(h),
+                    "coverage >= 0.95",
+                    detail=f"interval printed in {len(h)} of {R}; truth {truth[k]:.3f}",
+                    replicates=R,
+                )
+            )
+    return rows
+
+
 # --------------------------------------------------------------------------------------------
 # Parts from the other benches: model rows, planning
 # --------------------------------------------------------------------------------------------
@@ -664,6 +731,7 @@ def matrix(
         rows += part_tests(replicates, max(draws, 400), seed, quick)
     if every or "agreement" in parts:
         rows += part_agreement(replicates, 400 if quick else 1000, seed, quick)
+        rows += part_hazard_agreement(replicates, 400 if quick else 1000, seed, quick)
     if every or "scores" in parts:
         rows += part_scores(replicates, draws, seed, quick)
     if every or "planning" in parts:
