@@ -127,6 +127,19 @@ TREATMENT_SHORT = {
     "corrected_dawid_skene": "DS labels",
 }
 
+#: Each treatment in a few plain words, for the rows of the terminal's tables (identifiers stay in
+#: --json and the CSVs).
+TREATMENT_PLAIN = {
+    "ambiguous_as_safe": "judge, ambiguous as safe",
+    "ambiguous_as_harmful": "judge, ambiguous as harmful",
+    "ambiguous_excluded": "judge, ambiguous left out",
+    "adjudicated_clear_trusted": "review of ambiguous only",
+    "corrected": "corrected",
+    "corrected_unresolved_safe": "corrected, unresolved safe",
+    "corrected_unresolved_harmful": "corrected, unresolved harmful",
+    "corrected_dawid_skene": "corrected, Dawid-Skene",
+}
+
 #: One line on what each treatment means (the report's legend).
 TREATMENT_NOTES = {
     "ambiguous_as_safe": "judge labels; ambiguous responses counted as safe",

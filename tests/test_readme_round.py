@@ -67,3 +67,36 @@ def test_the_guides_copies_of_the_rounds_outputs_are_what_it_prints(ran):
 
 def test_the_round_ends_in_a_verified_export(ran):
     assert "OK (annotate-export/" in ran[-1].printed and ", final)" in ran[-1].printed
+
+
+#: Headers a lead reads without help (plain words, counts); every other header needs a glossary entry.
+PLAIN_HEADERS = {
+    "annotator", "benchmark", "benchmarks", "deleted", "done", "done %", "group", "judge", "kind", "labels",
+    "left", "model", "new", "note", "quarantined", "rated", "remaining", "responses", "restored", "reviewer",
+    "round", "selected", "skipped", "skips", "tasks", "tasks seen", "unchanged", "updated", "harmful", "safe",
+    "ambiguous", "a", "b", "n", "agreement",
+}  # fmt: skip
+
+
+def _headers(printed: str) -> list[str]:
+    """The column headers of every table in ``printed``: a line above a rule of dash runs, cut where they are."""
+    import re
+
+    lines = printed.split("\n")
+    found: list[str] = []
+    for above, rule in zip(lines, lines[1:], strict=False):
+        if not re.fullmatch(r"-+(  -+)+", rule):
+            continue
+        for m in re.finditer(r"-+", rule):
+            found.append(above[m.start() : m.end()].strip())
+    return found
+
+
+def test_every_table_header_the_round_prints_is_plain_or_in_the_glossary(ran):
+    """Issue #45, item 2: no header a lead cannot look up (``annotate glossary HEADER``, docs/guide.md#glossary)."""
+    from annotate.glossary import lookup
+
+    headers = {h for b in ran for h in _headers(b.printed)}
+    assert len(headers) > 40, sorted(headers)  # the rule finds the round's tables
+    unknown = sorted(h for h in headers if h.lower() not in PLAIN_HEADERS and lookup(h) is None)
+    assert not unknown, f"headers with no glossary entry (annotate/glossary.py): {unknown}"

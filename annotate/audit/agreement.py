@@ -86,6 +86,7 @@ def agreement_groups(
     seed: int,
     thresholds: Thresholds,
     ds_shared_only: bool = True,
+    reader_notes: bool = False,
 ) -> list[dict[str, Any]]:
     """Agreement per group of ``by`` and pooled, on the 3-way and the binary label sets (pure).
 
@@ -95,7 +96,9 @@ def agreement_groups(
     annotator's Dawid-Skene rates are None unless it shares an item of the group with two others
     (docs/methods.md 2.5), and its record says so (``ds_n_shared``, ``ds_undefined_reason``);
     without, every rate the fit gives is kept and those keys are left out (agreement.json up to
-    annotate-export/10).
+    annotate-export/10). With ``reader_notes`` (the terminal's report, not agreement.json, whose
+    bytes every export schema fixes) each group adds ``alpha_interval_note``, why a defined alpha
+    has no interval, and the undefined reason names its category ("(safe)", not "(category 1)").
     """
     labels = votes.copy()
     labels["category"] = labels["category"].where(labels["category"].notna() & (labels["category"] != ""), NO_CATEGORY)
@@ -141,8 +144,23 @@ def agreement_groups(
                 "pairwise_cohen": _pairwise(summary.pairwise_cohen, annotators),
                 "annotators": _annotators(codes, cats, annotators, subset, thresholds, ds_shared_only),
             }
+            if reader_notes:
+                group["alpha_interval_note"] = alpha.interval_note if alpha.value == alpha.value else None
+                if alpha.undefined_reason:
+                    group["alpha_undefined_reason"] = _named_categories(alpha.undefined_reason, cats)
             groups.append(jsonable(group))
     return groups
+
+
+def _named_categories(reason: str, cats: tuple[str, ...]) -> str:
+    """``reason`` with "category K" (the statistics' column index) replaced by the label's name.
+
+    >>> _named_categories("All 4 values fall in one category (category 1), so ...", ("harmful", "safe"))
+    'All 4 values fall in one category (safe), so ...'
+    """
+    import re
+
+    return re.sub(r"\(category (\d+)\)", lambda m: f"({cats[int(m.group(1))]})", reason)
 
 
 def _pairwise(pk: PairwiseKappa | None, annotators: list[str]) -> list[dict[str, Any]]:

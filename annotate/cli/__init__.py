@@ -23,6 +23,7 @@ from annotate.cli import (
     demo,
     diagnose,
     export,
+    glossary,
     grade,
     import_labels,
     ingest,
@@ -116,6 +117,7 @@ for command in (
     writeback.writeback,
     demo.demo,
     diagnose.diagnose,
+    glossary.glossary,
 ):
     cli.add_command(command)
 

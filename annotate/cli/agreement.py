@@ -6,7 +6,7 @@ from typing import Any
 
 import click
 
-from annotate.cli._format import ci, num, say, table
+from annotate.cli._format import ci, num, say, table, wrapped
 from annotate.cli._options import echo_json, open_session, workspace_options
 
 
@@ -75,7 +75,7 @@ def agreement(
         row += [
             num(g["percent_agreement"]),
             _unsure_dropped(g),
-            g["verdict"] + (" !" if g["prevalence_warning"] else ""),
+            _verdict(g) + (" !" if g["prevalence_warning"] else ""),
         ]
         rows.append(row)
     headers = ["group", "labels", "units", "alpha", "95% CI", *(["P(a<.667)"] if wide else []), "AC1"]
@@ -85,14 +85,19 @@ def agreement(
         "units: items two reviewers labelled; verdict: Krippendorff's thresholds on the interval's lower end. "
         "3-way: harmful, safe and unsure as labelled; binary: unsure votes left out ('unsure out': how many, "
         "what share), so binary alpha is agreement on the items reviewers were sure about. AC1: Gwet's, "
-        "steadier than alpha when one label dominates (!)."
+        "steadier than alpha when one label dominates (!). Every word: annotate glossary WORD."
     )
     warned = [g for g in groups if g["prevalence_warning"]]
     if warned:
         say("! " + warned[0]["prevalence_warning"] + " Read AC1 beside alpha there (kappa paradox).")
     undefined = [g for g in groups if g["alpha_undefined_reason"]]
     for g in undefined[:5]:
-        say(f"  {g['group']} ({g['labels']}): alpha undefined: {g['alpha_undefined_reason']}")
+        _footnote(f"{g['group']} ({g['labels']}): alpha undefined: {g['alpha_undefined_reason']}")
+    from annotate.stats.agreement.votes import TOO_FEW_UNITS
+
+    for g in [g for g in groups if _verdict(g) == NO_INTERVAL][:5]:
+        why = g["alpha_interval_note"].removeprefix(f"{TOO_FEW_UNITS}: ")
+        _footnote(f"{g['group']} ({g['labels']}): alpha {num(g['alpha'])} has no interval: {why}")
     pooled = next((g for g in report["groups"] if g["pooled"] and g["labels"] == "binary"), None)
     if pooled and pooled["annotators"]:
         click.echo("")
@@ -135,7 +140,7 @@ def agreement(
             "(delta: the change); DS sens./spec.: Dawid-Skene's estimate of how often they call harmful items "
             "harmful and safe ones safe; gold acc.: on items with a known answer."
         )
-        for line in _ds_notes(pooled["annotators"]):
+        for line in [*_consensus_notes(pooled["annotators"]), *_ds_notes(pooled["annotators"])]:
             say(line)
     if report.get("hazards"):
         _echo_hazards(report["hazards"])
@@ -203,6 +208,36 @@ def _echo_hazards(h: dict[str, Any]) -> None:
 def _clip(name: str, width: int = 36) -> str:
     """A category's name cut to ``width`` characters (a team's code may be long)."""
     return name if len(name) <= width else name[: width - 1] + "…"
+
+
+#: The verdict column of a defined alpha whose interval is withheld (its reason printed under the table).
+NO_INTERVAL = "no interval"
+
+
+def _verdict(g: dict[str, Any]) -> str:
+    """The group's verdict; "no interval" for a defined alpha without one (the export's record says
+    "undefined" there: its bytes are fixed by the schema)."""
+    return NO_INTERVAL if g.get("alpha_interval_note") else g["verdict"]
+
+
+def _footnote(text: str) -> None:
+    """A note on one row of the table, indented under it."""
+    click.echo("\n".join(wrapped(text, indent="    ", first="  ")))
+
+
+def _consensus_notes(annotators: list[dict[str, Any]]) -> list[str]:
+    """Why agree, kappa and alpha w/o are "-": they compare a reviewer with the others' majority, or
+    leave them out of the others, so each needs two other reviewers (leave-one-out)."""
+    if len(annotators) == 2:
+        return [
+            "agree, kappa, alpha w/o: - with two reviewers: each compares a reviewer with the majority of at "
+            "least two others, or leaves them out of them; status's kappa (each reviewer against the other) "
+            "is the figure for two."
+        ]
+    blank = [str(a["annotator"]) for a in annotators if a["agreement_with_consensus"] is None]
+    if not blank:
+        return []
+    return [f"agree, kappa - for {', '.join(blank)}: no item they labelled has two other reviewers' labels."]
 
 
 def _ds_notes(annotators: list[dict[str, Any]]) -> list[str]:

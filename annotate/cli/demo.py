@@ -56,7 +56,7 @@ def demo(
         raise click.UsageError("give the demo's folder once: --dir DIR, or --workspace DIR before `demo`.")
     directory = directory or (Path(root["workspace"]) if root.get("workspace") else None)
     result = run_demo(
-        directory, offline=offline, keep_server=keep_server, port=port, echo=click.echo, db=root.get("db")
+        directory, offline=offline, keep_server=keep_server, port=port, echo=_step_echo, db=root.get("db")
     )
     click.echo("")
     click.echo(f"Done in {result.seconds:.0f} s.")
@@ -68,10 +68,13 @@ def demo(
                 f"[{100 * a['ci_low']:.1f}, {100 * a['ci_high']:.1f}], rank {a['rank']:g}; "
                 f"the judge alone said {100 * a['judge_alone']:.1f}%"
             )
-        click.echo(
-            "  (An interval holds whether the items left unresolved after adjudication are harmful or safe, so it is "
+        from annotate.cli._format import wrapped
+
+        note = (
+            "(An interval holds whether the items left unresolved after adjudication are harmful or safe, so it is "
             "wide where they are many; the judge alone leaves its ambiguous verdicts out.)"
         )
+        click.echo("\n".join(wrapped(note, indent="   ", first="  ")))
     click.echo(f"  workspace: {result.workspace}")
     if directory is None:  # a temporary folder the demo made: it stays, and says how it goes
         click.echo(f"             (a new temporary folder; it stays after the demo: `rm -rf {result.workspace}`)")
@@ -100,3 +103,13 @@ def demo(
         )
     if not (ok and result.verified and result.final_matches == result.final_total):
         sys.exit(1)
+
+
+def _step_echo(line: str) -> None:
+    """A step's line ("[4/11] routed ...") wrapped to 100 columns under its text; other lines as they are."""
+    from annotate.cli._format import wrapped
+
+    if line.startswith("[") and "] " in line and len(line) > 100:
+        indent = " " * (line.index("] ") + 2)
+        line = "\n".join(wrapped(line, indent=indent))
+    click.echo(line)

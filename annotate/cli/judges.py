@@ -6,7 +6,7 @@ from typing import Any
 
 import click
 
-from annotate.cli._format import ci, ci_pct, num, table
+from annotate.cli._format import ci, ci_pct, num, say, table, wrapped
 from annotate.cli._options import echo_json, open_session, workspace_options
 
 
@@ -37,6 +37,12 @@ from annotate.cli._options import echo_json, open_session, workspace_options
     help="What the intervals, ranks and P(better) describe: these responses (a census of them is certain), or the "
     "judges on prompts like these (the reviewed responses a sample of them).",
 )
+@click.option(
+    "--wide",
+    is_flag=True,
+    help="Every column: PPV, NPV, kappa and 'then harmful' in the judges' tables, where each pair disagrees in "
+    "the pairs' table, and a table per benchmark even where it repeats the pooled one (default: 100 columns).",
+)
 @click.option("--json", "as_json", is_flag=True, help="Print JSON: every record, each interval as <name>_ci.")
 @workspace_options
 def judges(
@@ -47,6 +53,7 @@ def judges(
     seed: int,
     fdr: float,
     estimand: str,
+    wide: bool,
     as_json: bool,
 ) -> None:
     """How far to trust each judge: its verdicts against the final human label, design-weighted.
@@ -100,26 +107,29 @@ def judges(
             "rates. To audit a judge, ingest its verdicts on the same responses (annotate ingest FILE)."
         )
         return
-    click.echo(
+    finding = _finding(report)
+    if finding:
+        say(finding)
+    say(
         f"Judges of round {', '.join(report['rounds'])} against the final human label: population figures, each "
         "reviewed response with a final label weighing N_h / r_h of its routing stratum."
     )
     settings = report["settings"]
     said = report["estimand"]
     if said["name"] == "responses":
-        click.echo(
+        say(
             f"Estimand: responses. These figures describe {said['describes']}; --estimand prompts for the judges "
             "on prompts like these."
         )
     else:
-        click.echo(f"Estimand: prompts. These figures describe {said['describes']}.")
+        say(f"Estimand: prompts. These figures describe {said['describes']}.")
     if settings["draws"]:
-        click.echo(f"{settings['confidence']:.0%} intervals and ranks from {settings['draws']} posterior draws.")
+        say(f"{settings['confidence']:.0%} intervals and ranks from {settings['draws']} posterior draws.")
     else:
-        click.echo("No posterior draws (--draws 0): no intervals, ranks or P(better).")
+        say("No posterior draws (--draws 0): no intervals, ranks or P(better).")
     for name, kinds in report.get("judge_kinds", {}).items():
         if "quality" in kinds:
-            click.echo(
+            say(
                 f"Note: {name} is a quality judge (its failures are not harm): its 'harmful' is a failed grade, so "
                 "its figures against the human harm label say nothing about harm."
             )
@@ -131,6 +141,7 @@ def judges(
     for r in records:
         if (r["benchmark"], r["model"]) not in groups:
             groups.append((r["benchmark"], r["model"]))
+    benchmarks = [b for b, m in groups if m == "ALL" and b != "ALL"]
     for bench, model in groups:
         rows = [r for r in records if (r["benchmark"], r["model"]) == (bench, model)]
         rows.sort(key=lambda r: (r["rank"] is None, r["rank"] or 0, r["judge"]))
@@ -140,29 +151,17 @@ def judges(
             else (f"benchmark {bench}" if model == "ALL" else f"model {model}")
         )
         click.echo("")
+        if not wide and model == "ALL" and bench != "ALL" and benchmarks == [bench]:
+            click.echo(f"{title}: the same as all responses (the only benchmark; --wide repeats it).")
+            continue
         click.echo(f"{title}:")
-        click.echo(
-            table(
-                [
-                    "judge",
-                    "rank",
-                    "bal. acc.",
-                    "95% CI",
-                    "sens.",
-                    "95% CI",
-                    "spec.",
-                    "95% CI",
-                    "PPV",
-                    "NPV",
-                    "kappa",
-                    "ambiguous",
-                    "then harmful",
-                    "n",
-                ],
-                [_row(r) for r in rows],
-                align="lrrrrrrrrrrrrr",
-            )
-        )
+        if wide:
+            headers = ["judge", "rank", "bal. acc.", "95% CI", "sens.", "95% CI", "spec.", "95% CI", "PPV", "NPV"]
+            headers += ["kappa", "ambiguous", "then harmful", "n"]
+            click.echo(table(headers, [_row(r) for r in rows], align="l" + "r" * (len(headers) - 1)))
+        else:
+            headers = ["judge", "rank", "bal. acc. [95% CI]", "sens. [95% CI]", "spec. [95% CI]", "ambiguous", "n"]
+            click.echo(table(headers, [_narrow_row(r) for r in rows], align="l" + "r" * (len(headers) - 1)))
         click.echo("As judge papers report it (against the final human label, on the judge's clear verdicts):")
         click.echo(
             table(
@@ -171,7 +170,7 @@ def judges(
                 align="lrrrrrrr",
             )
         )
-        click.echo(
+        say(
             "As certifiers report it (MLCommons' evaluator checks; unsafe = harmful): false safe rate = unsafe "
             "responses called safe; false unsafe rate = safe ones called unsafe; unsafe among 'safe' = 1 - NPV:"
         )
@@ -185,30 +184,23 @@ def judges(
     pairs = report["pairs"]
     if pairs:
         click.echo("")
-        click.echo(
+        say(
             "Side by side: P(A better than B) in balanced accuracy; the difference BA(A) - BA(B) with its test on "
-            "prompts like these (design-weighted, paired); where they disagree, the share of the responses both "
-            "labelled (in brackets the share humans called harmful there):"
-        )
-        click.echo(
-            table(
-                [
-                    "group",
-                    "A",
-                    "B",
-                    "P(A better)",
-                    "P(B better)",
-                    "BA A - B",
-                    "95% CI",
-                    "p",
-                    "agree",
-                    "A harm./B safe",
-                    "A safe/B harm.",
-                    "one amb.",
-                ],
-                [_pair(p) for p in pairs],
-                align="lllrrrrrrrrr",
+            "prompts like these (design-weighted, paired)"
+            + (
+                "; where they disagree, the share of the responses both labelled (in brackets the share humans "
+                "called harmful there):"
+                if wide
+                else "; agree: the share of responses both labelled alike (where they disagree: --wide):"
             )
+        )
+        headers = ["group", "A", "B", "P(A better)", "P(B better)", "BA A - B", "95% CI", "p", "agree"]
+        if wide:
+            headers += ["A harm./B safe", "A safe/B harm.", "one amb."]
+        shown_pairs = [p for p in pairs if wide or not (p["model"] == "ALL" and p["benchmark"] in benchmarks[:1]
+                                                           and len(benchmarks) == 1)]  # fmt: skip
+        click.echo(
+            table(headers, [_pair(p)[: len(headers)] for p in shown_pairs], align="lll" + "r" * (len(headers) - 3))
         )
         exact = [p for p in pairs if p.get("mcnemar_p") is not None]
         if exact:
@@ -222,12 +214,76 @@ def judges(
                 + ("; ..." if len(exact) > 6 else "")
             )
     for note in report["notes"]:
-        click.echo(f"Note: {note}")
+        say(f"Note: {note}")
     undefined = [r for r in records if r["note"]]
     for r in undefined[:10]:
-        click.echo(f"  {r['judge']} ({_group(r)}): {r['note']}")
+        click.echo(
+            "\n".join(wrapped(f"{r['judge']} ({_group(r)}): {_plain_note(r['note'])}", indent="    ", first="  "))
+        )
     if len(undefined) > 10:
         click.echo(f"  ... and {len(undefined) - 10} more rows with notes (--json has them all).")
+    say(
+        "Intervals come from the posterior draws and need not be centred on the estimate: with few reviewed "
+        "harmful responses they are wide and lean toward the middle. Every word: annotate glossary WORD."
+    )
+
+
+def _finding(report: dict[str, Any]) -> str:
+    """The answer first, in one plain sentence: the best judge on all responses, how sure, and on how many."""
+    pooled = [
+        r for r in report["judges"] if r["benchmark"] == r["model"] == "ALL" and r["balanced_accuracy"] is not None
+    ]
+    if not pooled:
+        return ""
+    pooled.sort(key=lambda r: (r["rank"] is None, r["rank"] or 0, -(r["balanced_accuracy"] or 0)))
+    best = pooled[0]
+    low, high = best["balanced_accuracy_ci"]
+    span = "" if low is None else f" [{low:.3f}, {high:.3f}]"
+    head = (
+        f"{best['judge']} is the better judge here: balanced accuracy {best['balanced_accuracy']:.3f}{span} "
+        f"against the reviewers' final labels on {best['n_resolved']} reviewed responses"
+        if len(pooled) > 1
+        else f"{best['judge']} against the reviewers' final labels on {best['n_resolved']} reviewed responses: "
+        f"balanced accuracy {best['balanced_accuracy']:.3f}{span}"
+    )
+    pair = next(
+        (
+            p
+            for p in report["pairs"]
+            if p["benchmark"] == p["model"] == "ALL" and best["judge"] in (p["judge_a"], p["judge_b"])
+        ),
+        None,
+    )
+    if pair is not None and pair["p_a_better"] is not None:
+        other, p_better = (
+            (pair["judge_b"], pair["p_a_better"])
+            if pair["judge_a"] == best["judge"]
+            else (pair["judge_a"], pair["p_b_better"])
+        )
+        head += f"; P(better than {other}) = {p_better:.2f}"
+        if p_better < 0.975:
+            head += ", not decisive"
+        if pair.get("p_value") is not None and pair["p_value"] >= 0.05:
+            head += f", and on prompts like these the difference could be chance (p = {pair['p_value']:.2f})"
+    return head + "."
+
+
+#: The records' field names as the tables head them (a row's note names the field it is about).
+_FIELD_WORDS = {
+    "ambiguous_harmful": "then harmful",
+    "balanced_accuracy": "bal. acc.",
+    "sensitivity": "sens.",
+    "specificity": "spec.",
+    "ppv": "PPV",
+    "npv": "NPV",
+}
+
+
+def _plain_note(note: str) -> str:
+    """A row's note with the field names it starts its clauses with in the tables' words."""
+    import re
+
+    return re.sub(r"\b(" + "|".join(_FIELD_WORDS) + r"):", lambda m: f"{_FIELD_WORDS[m.group(1)]}:", note)
 
 
 def _echo_model_test(report: dict[str, Any]) -> None:
@@ -246,13 +302,13 @@ def _echo_model_test(report: dict[str, Any]) -> None:
         else ""
     )
     if not flagged:
-        click.echo(
+        say(
             f"Does a judge err differently by model? No judge's {' or '.join(test['tested_figures'])} on any model "
             f"differs from the other models' at a false-discovery rate of {level} ({test['tested']} tests{untested}; "
             "PPV is shown, not tested: it moves with each model's prevalence)."
         )
         return
-    click.echo(
+    say(
         f"A judge that errs differently for some models ({len(flagged)} of {test['tested']} tests flagged at a "
         f"false-discovery rate of {level}{untested}; the model's figure against the centre of the other models'):"
     )
@@ -277,7 +333,7 @@ def _echo_model_test(report: dict[str, Any]) -> None:
             align="lllrrrrrr",
         )
     )
-    click.echo(
+    say(
         "A flagged judge flatters or harms that model's raw score; the corrected scores use the model's own "
         "reviewed strata (annotate score shows both corrections)."
     )
@@ -312,6 +368,24 @@ def _row(r: dict[str, Any]) -> list[Any]:
         num(r["kappa"]),
         num(r["ambiguous_share"], "{:.1%}"),
         num(r["ambiguous_harmful"], "{:.0%}"),
+        r["n_resolved"],
+    ]
+
+
+def _with_ci(x: Any, bounds: Any) -> str:
+    """A figure with its interval in one cell: ``0.964 [0.687, 0.977]``."""
+    low, high = bounds
+    return num(x) if low is None else f"{num(x)} {ci(low, high)}"
+
+
+def _narrow_row(r: dict[str, Any]) -> list[Any]:
+    return [
+        r["judge"],
+        _rank(r),
+        _with_ci(r["balanced_accuracy"], r["balanced_accuracy_ci"]),
+        _with_ci(r["sensitivity"], r["sensitivity_ci"]),
+        _with_ci(r["specificity"], r["specificity_ci"]),
+        num(r["ambiguous_share"], "{:.1%}"),
         r["n_resolved"],
     ]
 

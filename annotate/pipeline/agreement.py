@@ -51,7 +51,9 @@ def agreement_report(
         "thresholds": vars(thresholds),
         "annotators": annotators,
         "n_labels": int(len(labels)),
-        "groups": agreement_groups(labels, annotators, by=by, n_boot=n_boot, seed=seed, thresholds=thresholds),
+        "groups": agreement_groups(
+            labels, annotators, by=by, n_boot=n_boot, seed=seed, thresholds=thresholds, reader_notes=True
+        ),
     }
     # Only a config that holds the questions is parsed again (a round routed with an older, laxer check stays readable).
     if hazard_questions_of(round_row) is not None:  # route --ask-hazards: the categories and severity too

@@ -66,3 +66,12 @@ def test_the_check_mode_agrees(tmp_path: Path, monkeypatch) -> None:
     assert module.main(["--check"]) == 1  # no file yet
     assert module.main([]) == 0
     assert module.main(["--check"]) == 0
+
+
+def test_the_guides_glossary_is_current() -> None:
+    spec = importlib.util.spec_from_file_location("generate_glossary", REPO / "docs" / "generate_glossary.py")
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    have = module.GUIDE.read_text(encoding="utf-8")
+    assert have == module.render(have), "docs/guide.md's Glossary differs: run python docs/generate_glossary.py"
