@@ -342,6 +342,8 @@ def derive(
                     "pooled_correction": POOLED_CORRECTION,
                 },
             }
+        if schema.judge_findings:  # since annotate-export/19: the sections open with what they found
+            data["judges"]["findings"] = True
     if diagnostics is not None:
         data["diagnostics"] = diagnostics
     if schema.round_state:  # only since annotate-export/8: older reports stay as they were

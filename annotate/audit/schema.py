@@ -105,7 +105,7 @@ form, derived files for their hashes, CSVs for their schema's exact columns.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from annotate.columns import LABEL_COLUMNS, LABEL_COLUMNS_V3, LABEL_COLUMNS_V12, LABEL_COLUMNS_V14, LABEL_COLUMNS_V16
 
@@ -259,6 +259,9 @@ class ExportSchema:
     reviewer_hazards: bool = False
     #: Since annotate-export/18: the report's first screen gives the answer (issue #45).
     answer_first: bool = False
+    #: Since annotate-export/19: the report's judge sections open with one plain sentence of what they
+    #: found (the better judge and how sure; whether a judge errs differently by model) (issue #45).
+    judge_findings: bool = False
 
     @property
     def files(self) -> tuple[str, ...]:
@@ -657,6 +660,7 @@ SCHEMAS: dict[str, ExportSchema] = {
             summary="the report answers first (issue #45): each model's harmful rate after review with its interval, "
             "rank and the judge-alone rate in one plain sentence on the first screen; the 3-way agreement as the "
             "headline, the binary beside it",
+            last_store=16,
             label_columns=LABEL_COLUMNS,
             decisions=True,
             judges_per_benchmark=True,
@@ -679,8 +683,18 @@ SCHEMAS: dict[str, ExportSchema] = {
         ),
     )
 }
+# From /19 on, a schema is the one before it with what changed (dataclasses.replace).
+SCHEMAS["annotate-export/19"] = replace(
+    SCHEMAS["annotate-export/18"],
+    name="annotate-export/19",
+    summary="the report's judge sections open with what they found, in one plain sentence each (issue #45): the "
+    "better judge with its balanced accuracy and how sure the order is, and whether a judge errs differently by "
+    "model",
+    last_store=None,
+    judge_findings=True,
+)
 #: The schema ``annotate export`` writes.
-CURRENT = SCHEMAS["annotate-export/18"]
+CURRENT = SCHEMAS["annotate-export/19"]
 
 
 def schema_named(name: object) -> ExportSchema | None:

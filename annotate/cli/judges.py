@@ -107,7 +107,9 @@ def judges(
             "rates. To audit a judge, ingest its verdicts on the same responses (annotate ingest FILE)."
         )
         return
-    finding = _finding(report)
+    from annotate.report.findings import judge_finding
+
+    finding = judge_finding(report["judges"], report["pairs"])
     if finding:
         say(finding)
     say(
@@ -226,46 +228,6 @@ def judges(
         "Intervals come from the posterior draws and need not be centred on the estimate: with few reviewed "
         "harmful responses they are wide and lean toward the middle. Every word: annotate glossary WORD."
     )
-
-
-def _finding(report: dict[str, Any]) -> str:
-    """The answer first, in one plain sentence: the best judge on all responses, how sure, and on how many."""
-    pooled = [
-        r for r in report["judges"] if r["benchmark"] == r["model"] == "ALL" and r["balanced_accuracy"] is not None
-    ]
-    if not pooled:
-        return ""
-    pooled.sort(key=lambda r: (r["rank"] is None, r["rank"] or 0, -(r["balanced_accuracy"] or 0)))
-    best = pooled[0]
-    low, high = best["balanced_accuracy_ci"]
-    span = "" if low is None else f" [{low:.3f}, {high:.3f}]"
-    head = (
-        f"{best['judge']} is the better judge here: balanced accuracy {best['balanced_accuracy']:.3f}{span} "
-        f"against the reviewers' final labels on {best['n_resolved']} reviewed responses"
-        if len(pooled) > 1
-        else f"{best['judge']} against the reviewers' final labels on {best['n_resolved']} reviewed responses: "
-        f"balanced accuracy {best['balanced_accuracy']:.3f}{span}"
-    )
-    pair = next(
-        (
-            p
-            for p in report["pairs"]
-            if p["benchmark"] == p["model"] == "ALL" and best["judge"] in (p["judge_a"], p["judge_b"])
-        ),
-        None,
-    )
-    if pair is not None and pair["p_a_better"] is not None:
-        other, p_better = (
-            (pair["judge_b"], pair["p_a_better"])
-            if pair["judge_a"] == best["judge"]
-            else (pair["judge_a"], pair["p_b_better"])
-        )
-        head += f"; P(better than {other}) = {p_better:.2f}"
-        if p_better < 0.975:
-            head += ", not decisive"
-        if pair.get("p_value") is not None and pair["p_value"] >= 0.05:
-            head += f", and on prompts like these the difference could be chance (p = {pair['p_value']:.2f})"
-    return head + "."
 
 
 #: The records' field names as the tables head them (a row's note names the field it is about).

@@ -23,6 +23,7 @@ from annotate.columns import ALL
 from annotate.report import _fmt
 from annotate.report._view import as_dict, records, unique
 from annotate.report.charts import _LINE_COLOURS, _esc, _svg_open, _text
+from annotate.report.findings import judge_finding, model_test_finding
 
 __all__ = ["judges_chart", "judges_context", "models_chart", "models_context"]
 
@@ -155,6 +156,8 @@ def judges_context(judges: Mapping[str, Any]) -> dict[str, Any]:
     estimand = as_dict(judges.get("estimand") or {})
     return {
         "empty": not rows,
+        # Since annotate-export/19: the answer before the method, in one plain sentence.
+        "finding": judge_finding(rows, pairs) if judges.get("findings") is True else None,
         "method": str(judges.get("method") or ""),
         "headings": [heading for _, heading in _FIGURES],
         "certifier_headings": [heading for _, heading in _CERTIFIER],
@@ -316,6 +319,7 @@ def models_context(judges: Mapping[str, Any]) -> dict[str, Any] | None:
     flagged.sort(key=lambda t: (_fmt.number(t.get("q_value")) or 0.0, str(t.get("judge")), str(t.get("model"))))
     untestable = [t for t in tests if str(t.get("testable")) in ("False", "false") or t.get("testable") is False]
     return {
+        "finding": model_test_finding(tests, judges.get("fdr")) if judges.get("findings") is True else None,
         "test": str(judges.get("model_test") or ""),
         "fdr": _fmt.pct(judges.get("fdr"), 0),
         "n_tests": sum(1 for t in tests if _fmt.number(t.get("p_value")) is not None),

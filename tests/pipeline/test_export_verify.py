@@ -156,7 +156,7 @@ def test_export_layout_is_the_documented_contract(demo_ws):
     # No absolute path (it would publish the user's folders): inside the workspace relative, else the name.
     assert all(not s["path"].startswith("/") and s["path"].endswith(".csv") for s in manifest["sources"])
     assert manifest["tool_version"] and manifest["store_schema_version"] and manifest["created_at"]
-    assert manifest["schema"] == "annotate-export/18"
+    assert manifest["schema"] == "annotate-export/19"
     assert set(manifest["settings"]["agreement_thresholds"]) == {
         "reliable",
         "tentative",
@@ -527,7 +527,7 @@ def test_verify_says_what_it_proved_per_file_and_prints_the_manifest_hash(demo_w
     assert out.exit_code == 0, out.output
     res = json.loads(out.output)
     manifest_sha = hashlib.sha256((result.export / "manifest.json").read_bytes()).hexdigest()
-    assert res["ok"] and res["schema"] == "annotate-export/18" and res["manifest_sha256"] == manifest_sha
+    assert res["ok"] and res["schema"] == "annotate-export/19" and res["manifest_sha256"] == manifest_sha
     assert res["signature"] == "not signed"
     statuses = {f["file"]: f["status"] for f in res["files"]}
     derived = (

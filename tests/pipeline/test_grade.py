@@ -143,7 +143,7 @@ def test_a_graded_export_holds_grades_csv_and_verify_re_derives_it(graded, runne
     ws = graded[graded.index("--workspace") + 1]
     folder = Path(ws) / "exports" / "g1"
     manifest = json.loads((folder / "manifest.json").read_text())
-    assert manifest["schema"] == "annotate-export/18" and "grades.csv" in manifest["files"]
+    assert manifest["schema"] == "annotate-export/19" and "grades.csv" in manifest["files"]
     grading = manifest["settings"]["grading"]
     assert grading["references"] == ["ref-a", "ref-b"] and grading["scheme"]["scheme"] == "ailuminate-v1"
     with open(folder / "grades.csv", newline="") as fh:

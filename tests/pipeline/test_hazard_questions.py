@@ -209,7 +209,7 @@ def test_the_export_carries_the_answers_and_verify_rederives_what_they_settle(as
     printed = json.loads(run(runner, prefix, "agreement", "--round", "r1", "--json").output)["hazards"]
     assert doc["rounds"][0] == printed  # one computation: the export's and the command's
     verified = run(runner, prefix, "verify", str(folder)).output
-    assert "OK (annotate-export/18" in verified and "hazard_agreement.json" in verified
+    assert "OK (annotate-export/19" in verified and "hazard_agreement.json" in verified
     # A settled category edited by hand: verify re-derives it from the answers and refuses the file.
     import shutil
 
@@ -320,7 +320,7 @@ def test_a_tie_is_settled_by_the_expert_where_the_item_went_to_them(asked):
             tied = row.hazard_tied if isinstance(row.hazard_tied, str) else None
             assert row.reviewed_hazard == own and tied == ("prv" if own != "prv" else None)
     assert decided >= len(disagree) and undecided >= 1
-    assert "OK (annotate-export/18" in run(runner, prefix, "verify", str(ws / "exports" / "r3-hazards")).output
+    assert "OK (annotate-export/19" in run(runner, prefix, "verify", str(ws / "exports" / "r3-hazards")).output
 
 
 def test_a_teams_own_hazard_code_is_offered_and_counted(asked):
@@ -353,7 +353,7 @@ def test_a_teams_own_hazard_code_is_offered_and_counted(asked):
     by = {r["hazard"]: r for r in out["hazards"]}
     assert by["cyber"]["chosen"] == 2 * 4  # both reviewers, on the four own-suite items
     run(runner, prefix, "export", "r4-own", "--round", "r4", "--draws", "100")
-    assert "OK (annotate-export/18" in run(runner, prefix, "verify", str(ws / "exports" / "r4-own")).output
+    assert "OK (annotate-export/19" in run(runner, prefix, "verify", str(ws / "exports" / "r4-own")).output
 
 
 def _forged(folder, dest, edit):

@@ -122,7 +122,7 @@ def test_the_round_is_scored_exported_and_verified_with_the_judge_of_each_benchm
     run(runner, prefix, "export", "x1", "--round", "r1")
     folder = ws / "exports" / "x1"
     manifest = json.loads((folder / "manifest.json").read_text())
-    assert manifest["schema"] == "annotate-export/18"
+    assert manifest["schema"] == "annotate-export/19"
     design = json.loads((folder / "design.json").read_text())
     (rnd,) = design["rounds"]
     assert rnd["judges"] == {"hb": "hb-classifier", "jbb": "llama3-judge"}

@@ -150,7 +150,7 @@ def test_twenty_labels_each_complete_twenty_items_and_only_they_are_adjudicated(
     run(runner, prefix, "export", "mid", "--round", "r1")
     folder = ws / "exports" / "mid"
     manifest = json.loads((folder / "manifest.json").read_text())
-    assert manifest["schema"] == "annotate-export/18" and manifest["status"] == "interim"
+    assert manifest["schema"] == "annotate-export/19" and manifest["status"] == "interim"
     (state,) = manifest["rounds_state"]
     assert (
         state["status"] == "interim"

@@ -344,7 +344,7 @@ def test_an_export_with_a_sampled_design_relabelled_as_annotate_export_6_is_refu
     run(runner, prefix, "export", "x1", "--round", "r1")
     folder = ws / "exports" / "x1"
     manifest = json.loads((folder / "manifest.json").read_text())
-    assert manifest["schema"] == "annotate-export/18"
+    assert manifest["schema"] == "annotate-export/19"
     manifest["schema"] = "annotate-export/6"
     (folder / "manifest.json").write_text(json.dumps(manifest))
     refused = run(runner, [], "verify", str(folder), ok=False)

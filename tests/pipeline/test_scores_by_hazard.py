@@ -210,7 +210,7 @@ def test_a_round_routed_by_hazard_samples_every_hazard_and_scores_each(suite, ru
     assert all(s["stratum"] == f"{s['judge_label']}|{s['part']}" for s in rnd["strata"])
     labels = pd.read_csv(folder / "labels.csv")
     assert set(labels.hazard) <= set(HAZARDS) and set(labels.persona) == {"normal", "skilled"}
-    assert "OK (annotate-export/18" in run(runner, prefix, "verify", str(folder)).output
+    assert "OK (annotate-export/19" in run(runner, prefix, "verify", str(folder)).output
     # The same folder relabelled as the schema before: no writer of /14 could have routed by hazard.
     manifest = json.loads((folder / "manifest.json").read_text())
     manifest["schema"] = "annotate-export/14"
@@ -272,7 +272,7 @@ def test_a_graded_export_carries_every_hazards_grades_and_verify_rederives_them(
             assert row[f"p_{cli['grade']}"] == pytest.approx(cli["p_grade"][cli["grade"]])
         else:
             assert row["note"]  # no grade says why
-    assert "OK (annotate-export/18" in run(runner, prefix, "verify", str(folder)).output
+    assert "OK (annotate-export/19" in run(runner, prefix, "verify", str(folder)).output
     # The report's Grades section has a panel per hazard.
     html = (folder / "report.html").read_text()
     assert html.count('class="hazard-panel"') == len(taxonomy().hazards)

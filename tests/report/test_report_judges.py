@@ -158,3 +158,30 @@ def test_an_empty_or_malformed_judges_entry_renders(empty):
     data["judges"] = empty
     page = render_report(data)
     assert '<section id="judges">' in page and "No judge audit in this export." in page
+
+
+def test_the_section_opens_with_what_it_found_from_annotate_export_19_on():
+    """Issue #45: one plain sentence, the answer before the method; an older export's data (no ``findings``)
+    renders as it did, without it (verify re-renders its report byte for byte)."""
+    from annotate.report.findings import judge_finding
+
+    data = with_judges()
+    old = render_report(data)
+    assert 'class="finding"' not in old
+    data["judges"]["findings"] = True
+    page = render_report(data)
+    section = page[page.index('<section id="judges">') : page.index('<section id="design">')]
+    found = judge_finding(data["judges"]["rows"], data["judges"]["pairs"])
+    assert found and found.startswith(f"{_best(data)} is the better judge here: balanced accuracy ")
+    assert section.index(str(escape(found))) < section.index('<p class="lead">')
+    hostile = build_sample()
+    hostile["judges"] = judges_data(names=tuple(HOSTILE_STRINGS[:3])) | {"findings": True}
+    rendered = render_report(hostile)
+    said = re.search(r'<p class="finding">(.*?)</p>', rendered, re.S).group(1)
+    best = _best(hostile)
+    assert str(escape(best)) in said and (best == str(escape(best)) or best not in said)
+
+
+def _best(data: dict) -> str:
+    pooled = [r for r in data["judges"]["rows"] if r["benchmark"] == r["model"] == "ALL"]
+    return min(pooled, key=lambda r: r["rank"])["judge"]
