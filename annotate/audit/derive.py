@@ -324,6 +324,8 @@ def derive(
     data = _report_data(labels, design, scored, groups, provenance)
     if schema.answer_first:  # since annotate-export/18: older reports stay as they were, byte for byte
         data["answer_first"] = {"judge_only": DEFAULT_JUDGE_ONLY}
+    if schema.plain_words:  # since annotate-export/19
+        data["plain_words"] = True
     if hazard_doc is not None:
         data["hazard_agreement"] = hazard_doc
     if graded is not None and settings.grading is not None:
@@ -342,8 +344,6 @@ def derive(
                     "pooled_correction": POOLED_CORRECTION,
                 },
             }
-        if schema.judge_findings:  # since annotate-export/19: the sections open with what they found
-            data["judges"]["findings"] = True
     if diagnostics is not None:
         data["diagnostics"] = diagnostics
     if schema.round_state:  # only since annotate-export/8: older reports stay as they were

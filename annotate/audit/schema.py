@@ -259,9 +259,10 @@ class ExportSchema:
     reviewer_hazards: bool = False
     #: Since annotate-export/18: the report's first screen gives the answer (issue #45).
     answer_first: bool = False
-    #: Since annotate-export/19: the report's judge sections open with one plain sentence of what they
-    #: found (the better judge and how sure; whether a judge errs differently by model) (issue #45).
-    judge_findings: bool = False
+    #: Since annotate-export/19: the report in plain words (issue #45): its judge sections open with one
+    #: sentence of what they found (the better judge and how sure; whether a judge errs differently by
+    #: model), the summary's agreement line leads with the labels as collected, no code identifier there.
+    plain_words: bool = False
 
     @property
     def files(self) -> tuple[str, ...]:
@@ -687,11 +688,11 @@ SCHEMAS: dict[str, ExportSchema] = {
 SCHEMAS["annotate-export/19"] = replace(
     SCHEMAS["annotate-export/18"],
     name="annotate-export/19",
-    summary="the report's judge sections open with what they found, in one plain sentence each (issue #45): the "
-    "better judge with its balanced accuracy and how sure the order is, and whether a judge errs differently by "
-    "model",
+    summary="the report in plain words (issue #45): its judge sections open with what they found, one sentence "
+    "each (the better judge with its balanced accuracy and how sure the order is; whether a judge errs "
+    "differently by model); the summary's agreement line leads with the labels as collected",
     last_store=None,
-    judge_findings=True,
+    plain_words=True,
 )
 #: The schema ``annotate export`` writes.
 CURRENT = SCHEMAS["annotate-export/19"]

@@ -97,8 +97,9 @@ def _share(share: Any, harmful: Any, n: Any) -> str:
     return text + ")"
 
 
-def judges_context(judges: Mapping[str, Any]) -> dict[str, Any]:
-    """The judges section's template context (all text; the chart as markup)."""
+def judges_context(judges: Mapping[str, Any], plain: bool = False) -> dict[str, Any]:
+    """The judges section's template context (all text; the chart as markup). ``plain`` (annotate-export/19
+    on): the section and its by-model part open with what they found, one sentence each."""
     rows = records(judges.get("rows"))
     pairs = records(judges.get("pairs"))
     groups = []
@@ -157,7 +158,7 @@ def judges_context(judges: Mapping[str, Any]) -> dict[str, Any]:
     return {
         "empty": not rows,
         # Since annotate-export/19: the answer before the method, in one plain sentence.
-        "finding": judge_finding(rows, pairs) if judges.get("findings") is True else None,
+        "finding": judge_finding(rows, pairs) if plain else None,
         "method": str(judges.get("method") or ""),
         "headings": [heading for _, heading in _FIGURES],
         "certifier_headings": [heading for _, heading in _CERTIFIER],
@@ -165,7 +166,7 @@ def judges_context(judges: Mapping[str, Any]) -> dict[str, Any]:
         "chart": judges_chart(rows) if rows else None,
         "pairs": pair_rows,
         "notes": [str(n) for n in judges.get("notes") or [] if n is not None],
-        "by_model": models_context(judges),
+        "by_model": models_context(judges, plain),
         # Since annotate-export/11: what the figures describe, and the pair test.
         "estimand": {"name": str(estimand.get("name")), "describes": str(estimand.get("describes") or "")}
         if estimand
@@ -298,7 +299,7 @@ def judges_section(data: Mapping[str, Any]) -> dict[str, Any] | None:
     judges = data.get("judges")
     if not isinstance(judges, Mapping):
         return None
-    return judges_context(as_dict(judges))
+    return judges_context(as_dict(judges), plain=data.get("plain_words") is True)
 
 
 # --------------------------------------------------------------------------------------------
@@ -309,7 +310,7 @@ _MODEL_W, _MODEL_H = 26, 150  # per model, px; plot height
 _FIGURE_NAMES = {"sensitivity": "Sensitivity", "specificity": "Specificity", "ppv": "PPV"}
 
 
-def models_context(judges: Mapping[str, Any]) -> dict[str, Any] | None:
+def models_context(judges: Mapping[str, Any], plain: bool = False) -> dict[str, Any] | None:
     """The by-model test's part of the judges section, or None when the export has none."""
     tests = records(judges.get("models"))
     if "models" not in judges:
@@ -319,7 +320,7 @@ def models_context(judges: Mapping[str, Any]) -> dict[str, Any] | None:
     flagged.sort(key=lambda t: (_fmt.number(t.get("q_value")) or 0.0, str(t.get("judge")), str(t.get("model"))))
     untestable = [t for t in tests if str(t.get("testable")) in ("False", "false") or t.get("testable") is False]
     return {
-        "finding": model_test_finding(tests, judges.get("fdr")) if judges.get("findings") is True else None,
+        "finding": model_test_finding(tests, judges.get("fdr")) if plain else None,
         "test": str(judges.get("model_test") or ""),
         "fdr": _fmt.pct(judges.get("fdr"), 0),
         "n_tests": sum(1 for t in tests if _fmt.number(t.get("p_value")) is not None),

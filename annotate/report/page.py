@@ -142,7 +142,8 @@ def _answer(view: ReportView) -> dict[str, Any]:
             }
         )
     rows.sort(key=lambda r: r.pop("order"))
-    return {"rows": rows, "judge_only": judge_only}
+    # annotate-export/19 on: no code identifier in the note (the treatment's name is in section 4).
+    return {"rows": rows, "judge_only": None if view.data.get("plain_words") is True else judge_only}
 
 
 def _pct0(x: float | None) -> str:
@@ -270,6 +271,7 @@ def _summary(view: ReportView) -> dict[str, Any]:
     return {
         "answer": answer,
         "alpha3": _alpha3(view) if answer is not None else None,
+        "plain": view.data.get("plain_words") is True,
         "with_vote": with_vote,
         "n_rounds": _fmt.count(len(rounds)),
         "rounds_label": "review rounds" if len(rounds) != 1 else "review round",

@@ -445,5 +445,18 @@ def test_the_first_screen_gives_the_answer(browser, tmp_path):  # noqa: F811  (t
         assert "labels as collected" in kpis and "unsure votes left out" in kpis
         ARTIFACTS.mkdir(exist_ok=True)
         r.page.screenshot(path=str(ARTIFACTS / "report-first-screen.png"))
+        # annotate-export/19: the lead who scrolls to the judge audit reads what it found before the method
+        section = r.page.locator("section#judges")
+        section.scroll_into_view_if_needed()
+        finding = section.locator("p.finding").first
+        assert finding.is_visible()
+        said = finding.inner_text()
+        assert said.startswith("strmatch is the better judge here: balanced accuracy 0.964 [")
+        assert "could be chance (p = 0.10)" in said
+        lead = section.locator("p.lead").first
+        assert finding.bounding_box()["y"] < lead.bounding_box()["y"]
+        by_model = r.page.locator("#judges-by-model + p.finding").inner_text()
+        assert by_model.startswith("No: no judge's figure on any model differs")
+        finding.screenshot(path=str(ARTIFACTS / "report-judges-finding.png"))
     finally:
         context.close()

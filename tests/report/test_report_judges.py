@@ -168,14 +168,15 @@ def test_the_section_opens_with_what_it_found_from_annotate_export_19_on():
     data = with_judges()
     old = render_report(data)
     assert 'class="finding"' not in old
-    data["judges"]["findings"] = True
+    data["plain_words"] = True
     page = render_report(data)
     section = page[page.index('<section id="judges">') : page.index('<section id="design">')]
     found = judge_finding(data["judges"]["rows"], data["judges"]["pairs"])
     assert found and found.startswith(f"{_best(data)} is the better judge here: balanced accuracy ")
     assert section.index(str(escape(found))) < section.index('<p class="lead">')
     hostile = build_sample()
-    hostile["judges"] = judges_data(names=tuple(HOSTILE_STRINGS[:3])) | {"findings": True}
+    hostile["judges"] = judges_data(names=tuple(HOSTILE_STRINGS[:3]))
+    hostile["plain_words"] = True
     rendered = render_report(hostile)
     said = re.search(r'<p class="finding">(.*?)</p>', rendered, re.S).group(1)
     best = _best(hostile)
