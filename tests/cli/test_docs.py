@@ -75,3 +75,14 @@ def test_the_guides_glossary_is_current() -> None:
     spec.loader.exec_module(module)
     have = module.GUIDE.read_text(encoding="utf-8")
     assert have == module.render(have), "docs/guide.md's Glossary differs: run python docs/generate_glossary.py"
+
+
+def test_every_image_the_docs_show_is_in_the_repository() -> None:
+    import re
+
+    shown = []
+    for page in [REPO / "README.md", *(REPO / "docs").glob("*.md")]:
+        for target in re.findall(r"!\[[^\]]*\]\(([^)\s]+)\)", page.read_text(encoding="utf-8")):
+            shown.append((page, target))
+            assert (page.parent / target).is_file(), f"{page.name} shows {target}, which is not in the repository"
+    assert any(t.endswith("report-first-screen.png") for _, t in shown)  # the guide's "Reading the report"
