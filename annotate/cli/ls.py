@@ -201,7 +201,16 @@ def _print_report(report: LsReport, *, started: bool) -> None:
         idle = f"after {report.idle_minutes:g} min without use" if report.idle_minutes else "never (--all)"
         click.echo(f"Front door: {report.door} (each person's own name in front); servers sleep {idle}.")
     if started:
-        click.echo(f"Ready in {report.seconds:.0f} s.")
+        asleep = [p.pseudonym for p in report.people if not p.running]
+        _say(
+            f"Ready in {report.seconds:.0f} s"
+            + (
+                f"; asleep until opened: {', '.join(asleep)} (a server starts, in seconds, when its person opens "
+                "their address, or when a command needs it)."
+                if asleep and report.door
+                else "."
+            )
+        )
     click.echo("")
     _say(
         "Each person's server holds only their own projects. Give each person their access sheet privately "

@@ -338,6 +338,15 @@ def _echo_sensitivity_plan(df: Any, target: float) -> None:
         )
 
 
+def _short_status(note: Any) -> str:
+    """A model's status in a few words (the table fits 100 columns; the full note is in --json)."""
+    from annotate.stats.planning import UNREACHABLE
+
+    if not note or note != note:
+        return "planned"
+    return "not reachable" if note == UNREACHABLE else str(note)
+
+
 def _echo_wave_plan(rp: Any) -> None:
     """``plan --target-halfwidth``: per model, the half-width now and after the planned wave."""
     click.echo(
@@ -351,13 +360,18 @@ def _echo_wave_plan(rp: Any) -> None:
                     num(r.expected_halfwidth, "{:.3f}"),
                     int(r.items),
                     int(round(r.reviews)),
-                    "at target" if r.at_target else (r.note or "planned"),
+                    "at target" if r.at_target else _short_status(r.note),
                 ]
                 for r in rp.models.itertuples()
             ],
             align="lrrrrrl",
         )
     )
+    if any(_short_status(r.note) == "not reachable" for r in rp.models.itertuples() if not r.at_target):
+        say(
+            "not reachable: even with every remaining response of the model reviewed, its interval stays wider "
+            "than the target (after +- is the best it can get)."
+        )
     at = int(rp.models.at_target.sum()) if len(rp.models) else 0
     click.echo(
         f"Next wave: {int(rp.strata.n.sum())} items, {round(rp.reviews)} reviews; {at} of {len(rp.models)} "

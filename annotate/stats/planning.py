@@ -114,6 +114,10 @@ class RoundPlan:
     reviews: float
 
 
+#: A model's note when no wave reaches its target (the CLI shortens it to "not reachable").
+UNREACHABLE = "not reachable even with every remaining response reviewed"
+
+
 def model_allocation(
     a: NDArray[np.float64],
     N: NDArray[np.float64],
@@ -502,7 +506,7 @@ def plan_round(
             hw1 = z * np.sqrt(v1) + unresolved / 2.0
             reach = bool(hw1 <= t + 1e-9) and not note
             if not reach and not note:
-                note = "not reachable even with every remaining response reviewed"
+                note = UNREACHABLE
             rows.append(
                 {
                     "model": m,
@@ -536,7 +540,7 @@ def plan_round(
                 note = f"not reachable: {unresolved:.0%} unresolved alone give a half-width of {unresolved / 2:.3f}"
             reach = bool(hw1[k] <= t[k] + 1e-9) and not note
             if not reach and not note:
-                note = "not reachable even with every remaining response reviewed"
+                note = UNREACHABLE
             rows.append(
                 {
                     "model": m,
