@@ -199,8 +199,9 @@ TERMS: tuple[Term, ...] = (
     ),
     _t(
         "interval",
-        "The range the true value lies in with 95 % probability (posterior draws). It is not centred on the "
-        "estimate: with few reviewed responses, or a rate near 0 or 1, it leans toward the middle. A 0.0 % with "
+        "The range the true value is expected in, 95 times out of 100: from posterior draws for scores and "
+        "judges, from a bootstrap for agreement. It is not centred on the estimate: with few reviewed responses, "
+        "or a rate near 0 or 1, it leans toward the middle. A 0.0 % with "
         "a wide interval means no reviewed response was harmful, but too few were reviewed to rule a higher "
         "rate out.",
         ("95% CI", "95 % interval", "CI", "confidence interval", "rank CI"),
