@@ -53,7 +53,7 @@ def add_annotator(
         )
     note = None
     if access is None:
-        note = "their Label Studio server and login are made by the next `annotate ls start`"
+        note = "`annotate ls start` makes their Label Studio and login (a round in task files needs neither)"
     return AnnotatorAdded(pseudonym, created, access, note)
 
 
