@@ -317,8 +317,9 @@ def derive(
     hazard_doc = None
     if schema.reviewer_hazards:  # since annotate-export/17: present exactly when some row carries an answer
         hazard_doc = hazard_agreement_doc(
-            labels, n_boot=settings.n_boot, seed=settings.seed, thresholds=settings.thresholds
-        )
+            labels, n_boot=settings.n_boot, seed=settings.seed, thresholds=settings.thresholds,
+            caution=schema.plain_words,
+        )  # fmt: skip
         if hazard_doc is not None:
             out["hazard_agreement.json"] = json_bytes(hazard_doc)
     data = _report_data(labels, design, scored, groups, provenance)

@@ -28,7 +28,7 @@ from annotate.audit.schema import listed
 from annotate.columns import VERDICTS
 from annotate.hazards import OFFERABLE_CODE, SEVERITIES, hazards_of, taxonomy
 from annotate.stats._common import jsonable
-from annotate.stats.agreement.hazards import hazard_agreement, hazard_majority, settle_hazards
+from annotate.stats.agreement.hazards import RARE_CATEGORY_CAUTION, hazard_agreement, hazard_majority, settle_hazards
 from annotate.stats.agreement.votes import Thresholds
 
 __all__ = [
@@ -177,11 +177,13 @@ def _long(rows: pd.DataFrame) -> pd.DataFrame:
 
 
 def hazard_agreement_doc(
-    labels: pd.DataFrame, *, n_boot: int, seed: int, thresholds: Thresholds | None = None
+    labels: pd.DataFrame, *, n_boot: int, seed: int, thresholds: Thresholds | None = None, caution: bool = False
 ) -> dict[str, Any] | None:
     """hazard_agreement.json: per round whose labels carry hazard answers, the agreement on each category
     and on severity (``stats.agreement.hazards``), the settled and tied (item, category) counts, and how often
-    the settled categories hold the benchmark's own hazard. None when no row carries an answer."""
+    the settled categories hold the benchmark's own hazard. None when no row carries an answer. With
+    ``caution`` (annotate-export/19 on) the document also says what the validity matrix found for rare
+    categories' intervals (``caution``)."""
     if "hazard_answers" not in labels:
         return None
     cells = zip(labels["hazard_answers"], labels["severity_answers"], strict=True)
@@ -215,4 +217,7 @@ def hazard_agreement_doc(
                 },
             }
         )
-    return jsonable({"severity_levels": list(SEVERITIES), "rounds": rounds})
+    doc = {"severity_levels": list(SEVERITIES), "rounds": rounds}
+    if caution:
+        doc["caution"] = RARE_CATEGORY_CAUTION
+    return jsonable(doc)

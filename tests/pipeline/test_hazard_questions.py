@@ -214,7 +214,7 @@ def test_the_export_carries_the_answers_and_verify_rederives_what_they_settle(as
     from annotate.stats.agreement.hazards import RARE_CATEGORY_CAUTION
 
     report = (folder / "report.html").read_text(encoding="utf-8")
-    assert RARE_CATEGORY_CAUTION.replace("'", "&#39;") in report
+    assert RARE_CATEGORY_CAUTION.replace("'", "&#39;") in report and doc["caution"] == RARE_CATEGORY_CAUTION
     # A settled category edited by hand: verify re-derives it from the answers and refuses the file.
     import shutil
 
