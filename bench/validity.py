@@ -555,7 +555,8 @@ def _hazard_answers(items: int, prev: float, rng: np.random.Generator, acc: floa
 
 def part_hazard_agreement(R: int, n_boot: int, seed: int, quick: bool) -> list[dict]:
     """The intervals `annotate agreement` prints for a round routed with --ask-hazards: a category's alpha
-    (chosen or not, nominal) and severity's (ordinal), as ``stats.agreement.hazards.hazard_agreement`` gives them."""
+    (chosen or not, nominal; the bootstrap's interval joined with the posterior over unit patterns, as since
+    annotate-export/19) and severity's (ordinal), as ``stats.agreement.hazards.hazard_agreement`` gives them."""
     from annotate.hazards import SEVERITIES
     from annotate.stats.agreement.hazards import hazard_agreement
 
@@ -563,6 +564,8 @@ def part_hazard_agreement(R: int, n_boot: int, seed: int, quick: bool) -> list[d
     if not quick:
         regimes["study (3 reviewers, 96 items, category in 1 of 12)"] = (96, 1 / 12)
         regimes["rare category (3 reviewers, 96 items, category in 3 %)"] = (96, 0.03)
+        regimes["rare category, few reviews (3 reviewers, 48 items, category in 3 %)"] = (48, 0.03)
+        regimes["very rare category (3 reviewers, 96 items, category in 1 %)"] = (96, 0.01)
     rows = []
     for label, (items, prev) in regimes.items():
         big = hazard_agreement(_hazard_answers(20_000, prev, np.random.default_rng(0)), ["vcr"], SEVERITIES, n_boot=0)
@@ -573,7 +576,9 @@ def part_hazard_agreement(R: int, n_boot: int, seed: int, quick: bool) -> list[d
         rng = np.random.default_rng([seed, items, int(prev * 1000)])
         hits: dict[str, list[bool]] = {k: [] for k in truth}
         for rep in range(R):
-            out = hazard_agreement(_hazard_answers(items, prev, rng), ["vcr"], SEVERITIES, n_boot=n_boot, seed=rep)
+            out = hazard_agreement(
+                _hazard_answers(items, prev, rng), ["vcr"], SEVERITIES, n_boot=n_boot, seed=rep, interval="joined"
+            )
             for k, got in (
                 ("alpha per hazard category", out["hazards"][0]),
                 ("alpha of severity (ordinal)", out["severity"]),

@@ -318,7 +318,7 @@ def derive(
     if schema.reviewer_hazards:  # since annotate-export/17: present exactly when some row carries an answer
         hazard_doc = hazard_agreement_doc(
             labels, n_boot=settings.n_boot, seed=settings.seed, thresholds=settings.thresholds,
-            caution=schema.plain_words,
+            interval="joined" if schema.plain_words else "bootstrap",
         )  # fmt: skip
         if hazard_doc is not None:
             out["hazard_agreement.json"] = json_bytes(hazard_doc)

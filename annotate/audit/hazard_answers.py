@@ -28,7 +28,7 @@ from annotate.audit.schema import listed
 from annotate.columns import VERDICTS
 from annotate.hazards import OFFERABLE_CODE, SEVERITIES, hazards_of, taxonomy
 from annotate.stats._common import jsonable
-from annotate.stats.agreement.hazards import RARE_CATEGORY_CAUTION, hazard_agreement, hazard_majority, settle_hazards
+from annotate.stats.agreement.hazards import hazard_agreement, hazard_majority, settle_hazards
 from annotate.stats.agreement.votes import Thresholds
 
 __all__ = [
@@ -177,13 +177,18 @@ def _long(rows: pd.DataFrame) -> pd.DataFrame:
 
 
 def hazard_agreement_doc(
-    labels: pd.DataFrame, *, n_boot: int, seed: int, thresholds: Thresholds | None = None, caution: bool = False
+    labels: pd.DataFrame,
+    *,
+    n_boot: int,
+    seed: int,
+    thresholds: Thresholds | None = None,
+    interval: str = "bootstrap",
 ) -> dict[str, Any] | None:
     """hazard_agreement.json: per round whose labels carry hazard answers, the agreement on each category
     and on severity (``stats.agreement.hazards``), the settled and tied (item, category) counts, and how often
-    the settled categories hold the benchmark's own hazard. None when no row carries an answer. With
-    ``caution`` (annotate-export/19 on) the document also says what the validity matrix found for rare
-    categories' intervals (``caution``)."""
+    the settled categories hold the benchmark's own hazard. None when no row carries an answer.
+    ``interval`` is :func:`annotate.stats.agreement.hazards.hazard_agreement`'s (``"joined"`` since
+    annotate-export/19: a category's interval covers in the rare regime, docs/validity.md)."""
     if "hazard_answers" not in labels:
         return None
     cells = zip(labels["hazard_answers"], labels["severity_answers"], strict=True)
@@ -196,7 +201,9 @@ def hazard_agreement_doc(
         rows = labels[labels["round"] == name].reset_index(drop=True)
         long = _long(rows)
         others = sorted({c for got in long["hazards"].dropna() for c in got} - set(codes))
-        doc = hazard_agreement(long, [*codes, *others], SEVERITIES, n_boot=n_boot, seed=seed, thresholds=thresholds)
+        doc = hazard_agreement(
+            long, [*codes, *others], SEVERITIES, n_boot=n_boot, seed=seed, thresholds=thresholds, interval=interval
+        )
         majority = hazard_majority(long)
         triples = zip(rows["hazard"], rows["reviewed_hazard"], rows["hazard_answers"], strict=True)
         with_own = [  # isinstance, not "is not None": a frame built in memory holds NaN for an empty cell
@@ -217,7 +224,4 @@ def hazard_agreement_doc(
                 },
             }
         )
-    doc = {"severity_levels": list(SEVERITIES), "rounds": rounds}
-    if caution:
-        doc["caution"] = RARE_CATEGORY_CAUTION
-    return jsonable(doc)
+    return jsonable({"severity_levels": list(SEVERITIES), "rounds": rounds})

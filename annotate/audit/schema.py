@@ -261,7 +261,9 @@ class ExportSchema:
     answer_first: bool = False
     #: Since annotate-export/19: the report in plain words (issue #45): its judge sections open with one
     #: sentence of what they found (the better judge and how sure; whether a judge errs differently by
-    #: model), the summary's agreement line leads with the labels as collected, no code identifier there.
+    #: model), the summary's agreement line leads with the labels as collected, no code identifier there;
+    #: and hazard_agreement.json's category intervals are the joined ones (methods 9.23; the bootstrap's
+    #: alone fell short for rare categories).
     plain_words: bool = False
 
     @property
@@ -690,7 +692,8 @@ SCHEMAS["annotate-export/19"] = replace(
     name="annotate-export/19",
     summary="the report in plain words (issue #45): its judge sections open with what they found, one sentence "
     "each (the better judge with its balanced accuracy and how sure the order is; whether a judge errs "
-    "differently by model); the summary's agreement line leads with the labels as collected",
+    "differently by model); the summary's agreement line leads with the labels as collected; a hazard category's "
+    "agreement interval joins the unit bootstrap's with a posterior over unit patterns (methods 9.23)",
     last_store=None,
     plain_words=True,
 )

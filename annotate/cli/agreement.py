@@ -181,9 +181,6 @@ def _echo_hazards(h: dict[str, Any]) -> None:
     never = [r["hazard"] for r in h["hazards"] if not r["chosen"]]
     if never:
         say(f"Chosen by nobody (no agreement to measure): {', '.join(never)}.")
-    from annotate.stats.agreement.hazards import RARE_CATEGORY_CAUTION
-
-    say(RARE_CATEGORY_CAUTION)  # measured, not fixed yet (docs/validity.md)
     for r in [*chosen, sev]:
         if r.get("interval_note") and r["alpha"] is not None:
             say(f"{r.get('hazard', 'severity')}: no interval: {r['interval_note']}")

@@ -59,8 +59,9 @@ def agreement_report(
     if hazard_questions_of(round_row) is not None:  # route --ask-hazards: the categories and severity too
         # From the round's labels.csv rows, as an export's hazard_agreement.json is (audit.hazard_answers).
         doc = hazard_agreement_doc(
-            labels_frame(store, [round_row["name"]]), n_boot=n_boot, seed=seed, thresholds=thresholds
-        )
+            labels_frame(store, [round_row["name"]]), n_boot=n_boot, seed=seed, thresholds=thresholds,
+            interval="joined",
+        )  # fmt: skip
         report["hazards"] = doc["rounds"][0] if doc is not None else {"round": round_row["name"], "n_answers": 0}
     return report
 

@@ -330,7 +330,7 @@ def _ambiguity(view: ReportView) -> dict[str, Any]:
 
 
 def _agreement(view: ReportView) -> dict[str, Any]:
-    hazards = _hazard_agreement(view.data.get("hazard_agreement"), plain=view.data.get("plain_words") is True)
+    hazards = _hazard_agreement(view.data.get("hazard_agreement"))
     if not view.agreement:
         return {"chart": None, "rows": [], "hazards": hazards}
     ordered = view.agreement_rows()
@@ -357,12 +357,9 @@ def _agreement(view: ReportView) -> dict[str, Any]:
     return {"chart": agreement_chart(ordered), "rows": rows, "hazards": hazards}
 
 
-def _hazard_agreement(doc: Any, plain: bool = False) -> list[dict[str, Any]]:
+def _hazard_agreement(doc: Any) -> list[dict[str, Any]]:
     """The reviewers' hazard categories (annotate-export/17, rounds routed with --ask-hazards): per round,
-    one row per category someone chose and one for severity, with alpha, its interval and verdict; from
-    annotate-export/19 on (``plain``) the note adds the validity matrix's caution on rare categories."""
-    from annotate.stats.agreement.hazards import RARE_CATEGORY_CAUTION
-
+    one row per category someone chose and one for severity, with alpha, its interval and verdict."""
     out = []
     for rnd in as_list(as_dict(doc).get("rounds")):
         rnd = as_dict(rnd)
@@ -390,8 +387,7 @@ def _hazard_agreement(doc: Any, plain: bool = False) -> list[dict[str, Any]]:
                 "note": f"{_fmt.count(rnd.get('settled'))} items settled by the reviewers' majority (the expert on a "
                 f"tie where the item went to them), {_fmt.count(rnd.get('tied_unsettled'))} tie(s) unsettled; the "
                 f"benchmark's own hazard is among the reviewed categories on {kept} "
-                f"of {_fmt.count(held.get('items'))} items that have one."
-                + (f" {RARE_CATEGORY_CAUTION}" if plain else ""),
+                f"of {_fmt.count(held.get('items'))} items that have one.",
             }
         )
     return out
