@@ -128,16 +128,22 @@ def adjudicate(
         )
     c = out.check
     if c.get("n_checked"):
-        click.echo(
+        _say(
             f"  majority check: the expert agreed with the majority on {c['agreement']:.0%} of "
-            f"{c['n_checked']} checked item(s) (kappa {num(c['kappa'])})."
+            f"{c['n_checked']} checked item(s) "
+            + (
+                f"(kappa {num(c['kappa'])})."
+                if c["kappa"] is not None and c["kappa"] == c["kappa"]
+                else "(no kappa: every checked item had the same label, so chance agreement is total)."
+            )
         )
     elif c.get("n_drawn"):
         click.echo(f"  majority check: {c['n_drawn']} item(s) drawn; no expert labels on them yet.")
     if out.unresolved:
-        # Named as a lead finds them: model and prompt id (the response of that model to that prompt).
+        # Named as a lead finds them: model, prompt id and the prompt's first words.
         named = [f"{u['model']} on {u['prompt_id']}" + (f" (epoch {u['epoch']})" if u["epoch"] else "")
-                 for u in out.unresolved[:6]]  # fmt: skip
+                 + (f' "{u["prompt_start"]}"' if u.get("prompt_start") else "")
+                 for u in out.unresolved[:4]]  # fmt: skip
         more = len(out.unresolved) - len(named)
         _say(
             f"  not resolved ({len(out.unresolved)}): "

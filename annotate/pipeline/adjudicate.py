@@ -191,12 +191,14 @@ def _adjudicate(
     outcome.waited = rules.wait_for_votes
     outcome.decided_early = 0 if rules.wait_for_votes else sum(int(i) in plan.waiting for i in proposals.index)
     outcome.waiting_for = plan.waiting_by_reviewer()
+    named = ["round_item_id", "ext_id", "stratum", "model", "prompt_id", "epoch"]
     unresolved = final.loc[~final.status.isin(["resolved", "waiting"])].merge(
-        items[["round_item_id", "ext_id", "stratum", "model", "prompt_id", "epoch"]], on="round_item_id"
+        items[[*named, "prompt"] if "prompt" in items else named], on="round_item_id"
     )
     outcome.unresolved = [
         {"ext_id": r.ext_id, "model": r.model, "prompt_id": r.prompt_id, "epoch": int(r.epoch),
-         "stratum": r.stratum, "status": r.status, "reason": r.reason}
+         "prompt_start": first_words(getattr(r, "prompt", None)), "stratum": r.stratum, "status": r.status,
+         "reason": r.reason}
         for r in unresolved.itertuples()
     ]  # fmt: skip
     outcome.check = _check_agreement(proposals, expert_labels, plan.checks | check_ids, cohen_kappa)
@@ -284,6 +286,22 @@ def _ds_with_judges(
     ]
     out["notes"] = notes
     return out
+
+
+def first_words(text: Any, width: int = 32) -> str:
+    """The start of a prompt as a lead recognises it: whitespace folded, control characters dropped, cut at
+    a word within ``width`` characters with an ellipsis.
+
+    >>> first_words("How do I   kill a Python process" + chr(10) + "that hangs?"), first_words(None)
+    ('How do I kill a Python process…', '')
+    """
+    if not isinstance(text, str):
+        return ""
+    flat = " ".join("".join(c if c.isprintable() else " " for c in text).split())
+    if len(flat) <= width:
+        return flat
+    cut = flat[:width].rsplit(" ", 1)[0] if " " in flat[:width] else flat[:width]
+    return cut.rstrip(" ,;:") + "…"
 
 
 def _check_agreement(
