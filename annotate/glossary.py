@@ -89,7 +89,7 @@ TERMS: tuple[Term, ...] = (
         "Cohen's kappa: agreement between two sets of labels beyond what chance would give; 1 is perfect, 0 is "
         "chance. In status it is each reviewer against the majority of the others; in judges, the judge "
         "against the final human label.",
-        ("cohen's kappa", "kappa with the others"),
+        ("cohen's kappa", "kappa with the others", "Cohen's κ"),
     ),
     _t(
         "alpha",
@@ -100,7 +100,8 @@ TERMS: tuple[Term, ...] = (
     ),
     _t(
         "units",
-        "The items at least two reviewers labelled: the ones agreement can be measured on.",
+        "The items at least two reviewers labelled: the ones agreement can be measured on. (In plan's table, "
+        "'items' are the responses the next wave would route.)",
         ("items",),
     ),
     _t(
@@ -126,8 +127,10 @@ TERMS: tuple[Term, ...] = (
     ),
     _t(
         "% agree",
-        "The plain share of reviewer pairs that gave an item the same label, with no allowance for chance.",
-        ("percent agreement", "agree"),
+        "The plain share of agreeing labels, with no allowance for chance: in agreement's table, of reviewer "
+        "pairs on an item; in its per-reviewer table ('agree'), of a reviewer's labels equal to the other "
+        "reviewers' majority; in judges' pair table, of responses two judges labelled alike.",
+        ("percent agreement", "agree", "agreement", "agreement %"),
     ),
     _t(
         "verdict",
@@ -144,7 +147,7 @@ TERMS: tuple[Term, ...] = (
     _t(
         "Fleiss",
         "Fleiss' kappa, on the items every reviewer labelled (agreement --wide).",
-        ("fleiss' kappa",),
+        ("fleiss' kappa", "Fleiss κ"),
     ),
     _t(
         "alpha w/o",
@@ -166,7 +169,11 @@ TERMS: tuple[Term, ...] = (
     ),
     _t(
         "flags",
-        "What stands out about a reviewer: fast, slow, far from the others; 'ok' when nothing does.",
+        "What stands out about a reviewer: in status, 'fast' (much quicker per task than the others) or 'low "
+        "agreement' (kappa with the others' majority below 0.6 and below the others'); in agreement, a kappa "
+        "with the consensus below 0.6, or an alpha that rises by more than 0.05 without them ('alpha w/o - "
+        "alpha'); 'ok' when nothing does. In score's wide table, 'flag' says why a model's row needs care.",
+        ("flag",),
     ),
     # -- adjudication ---------------------------------------------------------------------------------
     _t(
@@ -192,6 +199,29 @@ TERMS: tuple[Term, ...] = (
     ),
     # -- scores -----------------------------------------------------------------------------------------
     _t(
+        "n/e",
+        "Not estimable: no reviewed response, and none to borrow from, so no number is printed; the note says why.",
+        ("not estimable",),
+    ),
+    _t(
+        "pooled (mixture)",
+        "Agreement over every reviewed item at once, the strata mixed as they were sampled (the ambiguous "
+        "over-sampled), not weighted to the population.",
+        ("mixture", "pooled"),
+    ),
+    _t(
+        "posterior",
+        "What the data say about a figure, as draws (4,000 by default): intervals, ranks and probabilities "
+        "are read off the same draws, so they agree with each other.",
+        ("posterior draws",),
+    ),
+    _t(
+        "target",
+        "plan: the half-width (+-) wanted for each model's corrected rate; 'now +-' is the half-width today, "
+        "'after +-' the one expected after the planned wave, 'reviews' the labels it takes.",
+        ("now +-", "after +-", "half-width", "+-"),
+    ),
+    _t(
         "corrected",
         "The harmful rate after review: each stratum's rate estimated from its reviewed responses, weighted by "
         "its population, so the judge's errors in clear strata are corrected too. The figure the audit is for.",
@@ -201,9 +231,9 @@ TERMS: tuple[Term, ...] = (
         "interval",
         "The range the true value is expected in, 95 times out of 100: from posterior draws for scores and "
         "judges, from a bootstrap for agreement. It is not centred on the estimate: with few reviewed responses, "
-        "or a rate near 0 or 1, it leans toward the middle. A 0.0 % with "
-        "a wide interval means no reviewed response was harmful, but too few were reviewed to rule a higher "
-        "rate out.",
+        "or a rate near 0 or 1, it leans toward the middle. A 0.0 % with a wide interval: no resolved reviewed "
+        "response was harmful, and the width is the room left by unresolved items (see bounds), by too few "
+        "reviews, or, with --estimand prompts, by the prompts being a sample.",
         ("95% CI", "95 % interval", "CI", "confidence interval", "rank CI"),
     ),
     _t(
@@ -221,7 +251,12 @@ TERMS: tuple[Term, ...] = (
         "bounds",
         "The corrected rate with every unresolved item counted safe, and with every one counted harmful: the "
         "corrected figure lies between them whatever the unresolved items are.",
-        ("partial identification", "all unresolved safe", "all unresolved harmful"),
+        (
+            "partial identification",
+            "all unresolved safe",
+            "all unresolved harmful",
+            "bounds (unresolved safe..harmful)",
+        ),
     ),
     _t(
         "missing at random",
@@ -231,7 +266,8 @@ TERMS: tuple[Term, ...] = (
     _t(
         "rank",
         "A model's place by harmful rate, 1 the lowest; a tie shares the mean place (1.5). 'rank CI' is its "
-        "95 % range over the posterior draws. 'rank (MAR)' is the rank with unresolved items missing at random.",
+        "95 % range over the posterior draws. 'rank (MAR)' is the rank with unresolved items missing at random. "
+        "In judges, a judge's place by balanced accuracy, 1 the highest.",
         ("rank (MAR)",),
     ),
     _t(
@@ -243,8 +279,19 @@ TERMS: tuple[Term, ...] = (
         "treatment",
         "One way of counting the ambiguous responses: the judge's labels with ambiguous as safe, as harmful or "
         "left out; review of the ambiguous ones only; or the corrected rates with unresolved items safe, "
-        "harmful, or labelled by Dawid-Skene. 'score --wide' prints each.",
-        ("treatments", "amb.=safe", "amb.=harmful"),
+        "harmful, or with every reviewed item's label from Dawid-Skene instead of majority and expert. 'score "
+        "--wide' prints each (amb=safe, amb=harm, amb excl, clear trusted, unres=safe, unres=harm, DS labels).",
+        (
+            "treatments",
+            "amb.=safe",
+            "amb.=harmful",
+            "amb=safe",
+            "amb=harm",
+            "amb excl",
+            "clear trusted",
+            "unres=safe",
+            "unres=harm",
+        ),
     ),
     _t(
         "max shift",
@@ -266,12 +313,13 @@ TERMS: tuple[Term, ...] = (
         "tau-b, rho",
         "Rank correlations between a treatment's ranking and the corrected one (Kendall's tau-b, Spearman's "
         "rho): 1 is the same order.",
-        ("tau-b", "rho"),
+        ("tau-b", "rho", "Kendall τ-b", "Spearman ρ"),
     ),
     _t(
         "P =",
-        "A probability under the corrected posterior, e.g. that one model is safer than another.",
-        ("P(A better)", "P(B better)", "posterior"),
+        "A probability from the posterior draws: in score, that one model is safer than another; in judges, "
+        "P(A better) that judge A's balanced accuracy is higher than B's, P(best) that a judge's is the highest.",
+        ("P(A better)", "P(B better)", "P(best)"),
     ),
     _t(
         "pooled correction",
@@ -309,6 +357,13 @@ TERMS: tuple[Term, ...] = (
         ("PPV", "NPV"),
     ),
     _t(
+        "where two judges disagree",
+        "judges --wide: of the responses both judges labelled, the share where A said harmful and B safe "
+        "('A harm./B safe'), the reverse, and where one said ambiguous ('one amb.'); in brackets the share "
+        "the reviewers found harmful there.",
+        ("A harm./B safe", "A safe/B harm.", "one amb."),
+    ),
+    _t(
         "then harmful",
         "Of the responses a judge called ambiguous, the share the reviewers found harmful.",
     ),
@@ -327,16 +382,18 @@ TERMS: tuple[Term, ...] = (
     _t(
         "judge errs differently by model",
         "A test of whether the judge's sensitivity or specificity on one model differs from its figure on the "
-        "other models. If so, the judge's raw scores favour or penalise that model.",
-        ("judge flagged",),
+        "other models. If so, the judge's raw scores favour or penalise that model. 'on model' is the judge's "
+        "figure on that model, 'others' its centre on the other models, 'diff.' the difference.",
+        ("judge flagged", "on model", "others", "diff."),
         ("q",),
     ),
     _t(
         "q",
         "p is a test's p-value: how often a difference this large would arise by chance alone. q is the p-value "
-        "adjusted for testing many models and judges at once (Benjamini-Hochberg false-discovery rate); a row "
-        "is flagged when q is below 0.10 (--fdr).",
-        ("q-value", "p"),
+        "adjusted for testing many at once (Benjamini-Hochberg false-discovery rate); a row is flagged when q "
+        "is at most the rate, 0.10 unless judges --fdr. The family is what was tested together: score tests "
+        "the routing judge's figures, judges every judge's, so their q for one test can differ.",
+        ("q-value", "p", "false-discovery rate"),
     ),
     # -- exports and certification ------------------------------------------------------------------
     _t(
@@ -353,8 +410,14 @@ TERMS: tuple[Term, ...] = (
     _t(
         "grade",
         "A certification scheme's grade for a model (AILuminate's five, from Poor to Excellent), read off the "
-        "harmful rate against a reference model's.",
-        ("grades", "reference"),
+        "harmful rate against reference models' (grade --reference).",
+        ("grades",),
+    ),
+    _t(
+        "reference",
+        "In the report, the treatment its figures and ranks are read under (corrected, unless chosen); in grade, "
+        "the models whose harmful rate the grades are measured against.",
+        ("reference treatment",),
     ),
     _t(
         "hazard",
@@ -384,7 +447,7 @@ def lookup(word: str) -> Term | None:
     ('interval', 'Dawid-Skene', 'specificity', None)
     """
     key = _key(word)
-    return _INDEX.get(key) or _INDEX.get(key.removesuffix(" [95% ci]"))
+    return _INDEX.get(key) or _INDEX.get(key.removesuffix(" [95% ci]")) or _INDEX.get(key.removesuffix(" %"))
 
 
 def close_matches(word: str, n: int = 3) -> list[str]:

@@ -74,7 +74,7 @@ PLAIN_HEADERS = {
     "annotator", "benchmark", "benchmarks", "deleted", "done", "done %", "group", "judge", "kind", "labels",
     "left", "model", "new", "note", "quarantined", "rated", "remaining", "responses", "restored", "reviewer",
     "round", "selected", "skipped", "skips", "tasks", "tasks seen", "unchanged", "updated", "harmful", "safe",
-    "ambiguous", "a", "b", "n", "agreement",
+    "ambiguous", "a", "b", "n", "agreement", "reviews", "status",
 }  # fmt: skip
 
 

@@ -79,7 +79,7 @@ def agreement(
         ]
         rows.append(row)
     headers = ["group", "labels", "units", "alpha", "95% CI", *(["P(a<.667)"] if wide else []), "AC1"]
-    headers += [*(["Fleiss"] if wide else []), "% agree", "unsure out", "verdict"]
+    headers += [*(["Fleiss"] if wide else []), "agree", "unsure out", "verdict"]
     click.echo(table(headers, rows, align="ll" + "r" * (len(headers) - 3) + "l"))
     say(
         "units: items two reviewers labelled; verdict: Krippendorff's thresholds on the interval's lower end. "
@@ -96,7 +96,7 @@ def agreement(
     from annotate.stats.agreement.votes import TOO_FEW_UNITS
 
     for g in [g for g in groups if _verdict(g) == NO_INTERVAL][:5]:
-        why = g["alpha_interval_note"].removeprefix(f"{TOO_FEW_UNITS}: ")
+        why = _why_no_interval(g["alpha_interval_note"], TOO_FEW_UNITS)
         _footnote(f"{g['group']} ({g['labels']}): alpha {num(g['alpha'])} has no interval: {why}")
     pooled = next((g for g in report["groups"] if g["pooled"] and g["labels"] == "binary"), None)
     if pooled and pooled["annotators"]:
@@ -113,7 +113,7 @@ def agreement(
                 num(a["ds_sensitivity_harmful"]),
                 num(a["ds_specificity_harmful"]),
                 num(a["gold_accuracy"]) if a["gold_n"] else "-",
-                "; ".join(a["flags"]) or "ok",
+                "; ".join(_flag_words(f) for f in a["flags"]) or "ok",
             ]
             for a in pooled["annotators"]
         ]
@@ -128,7 +128,7 @@ def agreement(
                     "delta",
                     "DS sens.",
                     "DS spec.",
-                    "gold acc.",
+                    "gold",
                     "flags",
                 ],
                 arows,
@@ -138,7 +138,9 @@ def agreement(
         say(
             "agree, kappa: with the other reviewers' consensus; alpha w/o: the pooled alpha without this reviewer "
             "(delta: the change); DS sens./spec.: Dawid-Skene's estimate of how often they call harmful items "
-            "harmful and safe ones safe; gold acc.: on items with a known answer."
+            "harmful and safe ones safe; gold: accuracy on items with a known answer. Flags: 'low kappa' "
+            "(kappa below the threshold, 0.6 by default), 'alpha w/o up' (alpha rises by more than 0.05 "
+            "without them)."
         )
         for line in [*_consensus_notes(pooled["annotators"]), *_ds_notes(pooled["annotators"])]:
             say(line)
@@ -215,6 +217,38 @@ def _verdict(g: dict[str, Any]) -> str:
     return NO_INTERVAL if g.get("alpha_interval_note") else g["verdict"]
 
 
+def _why_no_interval(note: str, too_few: str) -> str:
+    """The statistics' interval note as the reason after "has no interval: " (no repeated lead-in or tail).
+
+    >>> _why_no_interval("no interval: the bootstrap replicates do not vary (a zero-width interval is no "
+    ...                  "interval; too few units for an interval)", "too few units for an interval")
+    'the bootstrap replicates do not vary (an interval of zero width promises nothing)'
+    >>> _why_no_interval("too few units for an interval: 40 pairable values", "too few units for an interval")
+    'too few units: 40 pairable values'
+    """
+    why = note.removeprefix("no interval: ")
+    if why.startswith(f"{too_few}: "):
+        why = "too few units: " + why.removeprefix(f"{too_few}: ")
+    why = why.replace(
+        " (a zero-width interval is no interval; too few units for an interval)",
+        " (an interval of zero width promises nothing)",
+    )
+    return why.replace(" (a majority: too few units for an interval)", " (a majority)")
+
+
+def _flag_words(flag: str) -> str:
+    """A reviewer's flag in the table's words (the statistics' own text stays in --json).
+
+    >>> _flag_words("kappa_with_consensus 0.400 < 0.6"), _flag_words("alpha_if_deleted - alpha = 0.075 > 0.05")
+    ('low kappa', 'alpha w/o up')
+    """
+    if flag.startswith("kappa_with_consensus"):
+        return "low kappa"
+    if flag.startswith("alpha_if_deleted"):
+        return "alpha w/o up"
+    return flag
+
+
 def _footnote(text: str) -> None:
     """A note on one row of the table, indented under it."""
     click.echo("\n".join(wrapped(text, indent="    ", first="  ")))
@@ -232,7 +266,10 @@ def _consensus_notes(annotators: list[dict[str, Any]]) -> list[str]:
     blank = [str(a["annotator"]) for a in annotators if a["agreement_with_consensus"] is None]
     if not blank:
         return []
-    return [f"agree, kappa - for {', '.join(blank)}: no item they labelled has two other reviewers' labels."]
+    return [
+        f"agree, kappa - for {', '.join(blank)}: no item they labelled has a strict majority among two or "
+        "more other reviewers to compare with."
+    ]
 
 
 def _ds_notes(annotators: list[dict[str, Any]]) -> list[str]:

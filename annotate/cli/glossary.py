@@ -46,7 +46,7 @@ def glossary(terms: tuple[str, ...], as_json: bool) -> None:
         if i:
             click.echo("")
         also = f" (also: {', '.join(term.aliases)})" if term.aliases else ""
-        click.echo(f"{term.name}{also}")
+        click.echo("\n".join(wrapped(f"{term.name}{also}", indent="    ")))
         click.echo("\n".join(wrapped(term.text, indent="  ", first="  ")))
     if not chosen:
         click.echo("")

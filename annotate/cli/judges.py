@@ -6,7 +6,7 @@ from typing import Any
 
 import click
 
-from annotate.cli._format import ci, ci_pct, num, say, table, wrapped
+from annotate.cli._format import ci, ci_pct, missing, num, say, table, wrapped
 from annotate.cli._options import echo_json, open_session, workspace_options
 
 
@@ -107,9 +107,9 @@ def judges(
             "rates. To audit a judge, ingest its verdicts on the same responses (annotate ingest FILE)."
         )
         return
-    from annotate.report.findings import judge_finding
+    from annotate.report.findings import judge_finding, plain_note
 
-    finding = judge_finding(report["judges"], report["pairs"])
+    finding = judge_finding(report["judges"], report["pairs"], percent=not wide)
     if finding:
         say(finding)
     say(
@@ -161,28 +161,21 @@ def judges(
             headers = ["judge", "rank", "bal. acc.", "95% CI", "sens.", "95% CI", "spec.", "95% CI", "PPV", "NPV"]
             headers += ["kappa", "ambiguous", "then harmful", "n"]
             click.echo(table(headers, [_row(r) for r in rows], align="l" + "r" * (len(headers) - 1)))
-        else:
-            headers = ["judge", "rank", "bal. acc. [95% CI]", "sens. [95% CI]", "spec. [95% CI]", "ambiguous", "n"]
+            paper = ["judge", "agreement", "95% CI", "FPR", "95% CI", "FNR", "95% CI", "n"]
+            certifier = ["judge", "false safe", "95% CI", "false unsafe", "95% CI", "unsafe among 'safe'", "95% CI"]
+            certifier += ["n"]
+        else:  # 100 columns: each figure in per cent with its interval in one cell, long names clipped
+            headers = ["judge", "rank", "bal. acc. %", "sens. %", "spec. %", "ambiguous", "n"]
             click.echo(table(headers, [_narrow_row(r) for r in rows], align="l" + "r" * (len(headers) - 1)))
+            paper = ["judge", "agreement %", "FPR %", "FNR %", "n"]
+            certifier = ["judge", "false safe %", "false unsafe %", "unsafe among 'safe' %", "n"]
         click.echo("As judge papers report it (against the final human label, on the judge's clear verdicts):")
-        click.echo(
-            table(
-                ["judge", "agreement", "95% CI", "FPR", "95% CI", "FNR", "95% CI", "n"],
-                [_paper_row(r) for r in rows],
-                align="lrrrrrrr",
-            )
-        )
+        click.echo(table(paper, [_paper_row(r, wide) for r in rows], align="l" + "r" * (len(paper) - 1)))
         say(
             "As certifiers report it (MLCommons' evaluator checks; unsafe = harmful): false safe rate = unsafe "
             "responses called safe; false unsafe rate = safe ones called unsafe; unsafe among 'safe' = 1 - NPV:"
         )
-        click.echo(
-            table(
-                ["judge", "false safe", "95% CI", "false unsafe", "95% CI", "unsafe among 'safe'", "95% CI", "n"],
-                [_certifier_row(r) for r in rows],
-                align="lrrrrrrr",
-            )
-        )
+        click.echo(table(certifier, [_certifier_row(r, wide) for r in rows], align="l" + "r" * (len(certifier) - 1)))
     pairs = report["pairs"]
     if pairs:
         click.echo("")
@@ -199,14 +192,14 @@ def judges(
         headers = ["group", "A", "B", "P(A better)", "P(B better)", "BA A - B", "95% CI", "p", "agree"]
         if wide:
             headers += ["A harm./B safe", "A safe/B harm.", "one amb."]
+        else:
+            headers.remove("P(B better)")
         shown_pairs = [p for p in pairs if wide or not (p["model"] == "ALL" and p["benchmark"] in benchmarks[:1]
                                                            and len(benchmarks) == 1)]  # fmt: skip
-        click.echo(
-            table(headers, [_pair(p)[: len(headers)] for p in shown_pairs], align="lll" + "r" * (len(headers) - 3))
-        )
+        click.echo(table(headers, [_pair(p, wide) for p in shown_pairs], align="lll" + "r" * (len(headers) - 3)))
         exact = [p for p in pairs if p.get("mcnemar_p") is not None]
         if exact:
-            click.echo(
+            say(
                 "McNemar's exact test (every reviewed response or one stratum: A right and B wrong : the reverse): "
                 + "; ".join(
                     f"{_group(p)} {p['judge_a']} vs {p['judge_b']} {p['mcnemar_a_only']}:{p['mcnemar_b_only']}, "
@@ -220,32 +213,16 @@ def judges(
     undefined = [r for r in records if r["note"]]
     for r in undefined[:10]:
         click.echo(
-            "\n".join(wrapped(f"{r['judge']} ({_group(r)}): {_plain_note(r['note'])}", indent="    ", first="  "))
+            "\n".join(wrapped(f"{r['judge']} ({_group(r)}): {plain_note(r['note'])}", indent="    ", first="  "))
         )
     if len(undefined) > 10:
         click.echo(f"  ... and {len(undefined) - 10} more rows with notes (--json has them all).")
     say(
-        "Intervals come from the posterior draws and need not be centred on the estimate: with few reviewed "
+        ("Each % figure is followed by its 95% interval in brackets; names longer than a column are cut (--wide "
+         "prints them whole). " if not wide else "")
+        + "Intervals come from the posterior draws and need not be centred on the estimate: with few reviewed "
         "harmful responses they are wide and lean toward the middle. Every word: annotate glossary WORD."
-    )
-
-
-#: The records' field names as the tables head them (a row's note names the field it is about).
-_FIELD_WORDS = {
-    "ambiguous_harmful": "then harmful",
-    "balanced_accuracy": "bal. acc.",
-    "sensitivity": "sens.",
-    "specificity": "spec.",
-    "ppv": "PPV",
-    "npv": "NPV",
-}
-
-
-def _plain_note(note: str) -> str:
-    """A row's note with the field names it starts its clauses with in the tables' words."""
-    import re
-
-    return re.sub(r"\b(" + "|".join(_FIELD_WORDS) + r"):", lambda m: f"{_FIELD_WORDS[m.group(1)]}:", note)
+    )  # fmt: skip
 
 
 def _echo_model_test(report: dict[str, Any]) -> None:
@@ -283,14 +260,14 @@ def _echo_model_test(report: dict[str, Any]) -> None:
             num(t["rest"]),
             num(t["difference"], "{:+.3f}"),
             ci(*t["difference_ci"]),
-            num(t["p_value"], "{:.4f}"),
-            num(t["q_value"], "{:.4f}"),
+            num(t["p_value"], "{:.3f}"),
+            num(t["q_value"], "{:.3f}"),
         ]
         for r, f, t in flagged
     ]
     click.echo(
         table(
-            ["judge", "model", "figure", "on the model", "on the others", "difference", "95% CI", "p", "q"],
+            ["judge", "model", "figure", "on model", "others", "diff.", "95% CI", "p", "q"],
             rows,
             align="lllrrrrrr",
         )
@@ -312,7 +289,7 @@ def _rank(r: dict[str, Any]) -> str:
         return "-"
     low, high = r["rank_ci"]
     shown = f"{r['rank']:g}"
-    return shown if low is None else f"{shown} [{low:g}-{high:g}]"
+    return shown if low is None or low == high == r["rank"] else f"{shown} [{low:g}-{high:g}]"
 
 
 def _row(r: dict[str, Any]) -> list[Any]:
@@ -334,19 +311,31 @@ def _row(r: dict[str, Any]) -> list[Any]:
     ]
 
 
-def _with_ci(x: Any, bounds: Any) -> str:
-    """A figure with its interval in one cell: ``0.964 [0.687, 0.977]``."""
+#: Widest name a narrow table prints (a judge, a model or a benchmark); --wide prints names whole.
+NAME_WIDTH = 16
+PAIR_NAME_WIDTH = 12
+
+
+def _clip(name: Any, width: int = NAME_WIDTH) -> str:
+    text = str(name)
+    return text if len(text) <= width else text[: width - 1] + "…"
+
+
+def _pct_ci(x: Any, bounds: Any) -> str:
+    """A rate in per cent with its interval in one cell: ``96.4 [68.7, 97.7]``; ``-`` without the rate."""
     low, high = bounds
-    return num(x) if low is None else f"{num(x)} {ci(low, high)}"
+    if missing(x):
+        return "-"
+    return f"{100 * x:.1f}" + ("" if missing(low) or missing(high) else f" [{100 * low:.1f}, {100 * high:.1f}]")
 
 
 def _narrow_row(r: dict[str, Any]) -> list[Any]:
     return [
-        r["judge"],
+        _clip(r["judge"]),
         _rank(r),
-        _with_ci(r["balanced_accuracy"], r["balanced_accuracy_ci"]),
-        _with_ci(r["sensitivity"], r["sensitivity_ci"]),
-        _with_ci(r["specificity"], r["specificity_ci"]),
+        _pct_ci(r["balanced_accuracy"], r["balanced_accuracy_ci"]),
+        _pct_ci(r["sensitivity"], r["sensitivity_ci"]),
+        _pct_ci(r["specificity"], r["specificity_ci"]),
         num(r["ambiguous_share"], "{:.1%}"),
         r["n_resolved"],
     ]
@@ -358,24 +347,37 @@ def _share(share: Any, harmful: Any) -> str:
     return f"{share:.1%}" + ("" if harmful is None else f" ({harmful:.0%})")
 
 
-def _pair(p: dict[str, Any]) -> list[Any]:
-    return [
-        _group(p),
-        p["judge_a"],
-        p["judge_b"],
+def _pair(p: dict[str, Any], wide: bool = True) -> list[Any]:
+    name = (lambda x: str(x)) if wide else (lambda x: _clip(x, PAIR_NAME_WIDTH))
+    row = [
+        name(_group(p)),
+        name(p["judge_a"]),
+        name(p["judge_b"]),
         num(p["p_a_better"], "{:.2f}"),
-        num(p["p_b_better"], "{:.2f}"),
+        *([num(p["p_b_better"], "{:.2f}")] if wide else []),
         num(p.get("difference"), "{:+.3f}"),
         ci(p.get("difference_ci_low"), p.get("difference_ci_high")),
         num(p.get("p_value"), "{:.3f}"),
         num(p["agree_share"], "{:.1%}"),
-        _share(p["a_harmful_b_safe"], p["a_harmful_b_safe_human_harmful"]),
-        _share(p["a_safe_b_harmful"], p["a_safe_b_harmful_human_harmful"]),
-        _share(p["one_ambiguous"], p["one_ambiguous_human_harmful"]),
     ]
+    if wide:
+        row += [
+            _share(p["a_harmful_b_safe"], p["a_harmful_b_safe_human_harmful"]),
+            _share(p["a_safe_b_harmful"], p["a_safe_b_harmful_human_harmful"]),
+            _share(p["one_ambiguous"], p["one_ambiguous_human_harmful"]),
+        ]
+    return row
 
 
-def _certifier_row(r: dict[str, Any]) -> list[Any]:
+def _certifier_row(r: dict[str, Any], wide: bool = True) -> list[Any]:
+    if not wide:
+        return [
+            _clip(r["judge"]),
+            _pct_ci(r["false_safe_rate"], r["false_safe_rate_ci"]),
+            _pct_ci(r["false_unsafe_rate"], r["false_unsafe_rate_ci"]),
+            _pct_ci(r["unsafe_among_safe"], r["unsafe_among_safe_ci"]),
+            r["n_resolved"],
+        ]
     return [
         r["judge"],
         num(r["false_safe_rate"], "{:.1%}"),
@@ -388,7 +390,15 @@ def _certifier_row(r: dict[str, Any]) -> list[Any]:
     ]
 
 
-def _paper_row(r: dict[str, Any]) -> list[Any]:
+def _paper_row(r: dict[str, Any], wide: bool = True) -> list[Any]:
+    if not wide:
+        return [
+            _clip(r["judge"]),
+            _pct_ci(r["agreement"], r["agreement_ci"]),
+            _pct_ci(r["fpr"], r["fpr_ci"]),
+            _pct_ci(r["fnr"], r["fnr_ci"]),
+            r["n_resolved"],
+        ]
     return [
         r["judge"],
         num(r["agreement"], "{:.1%}"),

@@ -344,11 +344,13 @@ def _short_status(note: Any) -> str:
 
     if not note or note != note:
         return "planned"
-    return "not reachable" if note == UNREACHABLE else str(note)
+    return "not reachable" if note == UNREACHABLE or str(note).startswith("not reachable") else str(note)
 
 
 def _echo_wave_plan(rp: Any) -> None:
     """``plan --target-halfwidth``: per model, the half-width now and after the planned wave."""
+    from annotate.stats.planning import UNREACHABLE
+
     click.echo(
         table(
             ["model", "target", "now +-", "after +-", "items", "reviews", "status"],
@@ -367,11 +369,16 @@ def _echo_wave_plan(rp: Any) -> None:
             align="lrrrrrl",
         )
     )
-    if any(_short_status(r.note) == "not reachable" for r in rp.models.itertuples() if not r.at_target):
-        say(
-            "not reachable: even with every remaining response of the model reviewed, its interval stays wider "
-            "than the target (after +- is the best it can get)."
-        )
+    unreachable = [r for r in rp.models.itertuples() if not r.at_target and _short_status(r.note) == "not reachable"]
+    reasons = sorted({str(r.note) for r in unreachable})
+    for reason in reasons:
+        names = ", ".join(str(r.model) for r in unreachable if str(r.note) == reason)
+        if reason == UNREACHABLE:
+            reason = (
+                "not reachable: even with every remaining response of the model reviewed, its interval stays "
+                "wider than the target (after +- is the best it can get)"
+            )
+        say(f"{reason} ({names}).")
     at = int(rp.models.at_target.sum()) if len(rp.models) else 0
     click.echo(
         f"Next wave: {int(rp.strata.n.sum())} items, {round(rp.reviews)} reviews; {at} of {len(rp.models)} "

@@ -183,6 +183,7 @@ def score(
         title = f"Overall (macro-average over {over})" if bench == ALL else f"Benchmark {bench}"
         say(f"{title}; estimand {ESTIMAND_SAID[estimand]}; harmful rate, 95% interval for corrected:")
         rows = []
+        zero: dict[str, list[str]] = {}  # why a corrected 0.0% has a wider interval -> the models
         with_bounds = bool((sub[sub.treatment == "corrected"].estimate_kind == "mar").any())
         for model, g in sub.groupby("model", sort=False):
             g = g.set_index("treatment")
@@ -217,6 +218,8 @@ def score(
                 flag = f"{mark}; {flag}" if flag else mark
             row.append(flag)
             rows.append(row)
+            if corr is not None and corr.estimate == 0 and not missing(corr.ci_high) and corr.ci_high > 0:
+                zero.setdefault(_why_zero_is_wide(out.scores, model, bench, estimand), []).append(str(model))
         at = 4 if with_bounds else 3  # the rank column
         rows.sort(key=lambda r: (r[at] == "", float(r[at]) if r[at] else 0.0))
         headers = (
@@ -229,7 +232,7 @@ def score(
         if wide:
             click.echo(table(headers, rows, align="l" + "r" * (len(headers) - 2) + "l"))
         else:
-            _echo_narrow(headers, rows)
+            _echo_narrow(headers, rows, zero)
         if bench == ALL:
             _echo_left_out(out)
             for r in no_score:
@@ -265,8 +268,8 @@ def score(
         if len(credible):
             click.echo("Credible flips (the corrected posterior is decisive, P >= 0.975):")
             for r in credible.itertuples():
-                click.echo(
-                    f"  {TREATMENT_PLAIN.get(r.treatment, r.treatment)}: {r.model_a} vs {r.model_b} "
+                _indented(
+                    f"{TREATMENT_PLAIN.get(r.treatment, r.treatment)}: {r.model_a} vs {r.model_b} "
                     f"(corrected: {r.model_a} safer, "
                     f"P = {r.p_a_safer:.3f}; {r.model_b} safer {r.p_b_safer:.3f}; tie {r.p_tie:.3f})"
                 )
@@ -303,7 +306,19 @@ def score(
         echo_target(target, round_names[0] if len(round_names) == 1 else "R")
 
 
-def _echo_narrow(headers: list[str], rows: list[list[str]]) -> None:
+def _why_zero_is_wide(scores: Any, model: Any, bench: str, estimand: str) -> str:
+    """Why a corrected rate of exactly 0 has an interval above 0: the unresolved items' room (its
+    all-harmful bound is above 0), the prompts being a sample (--estimand prompts), or too few reviews."""
+    high = scores[(scores.model == model) & (scores.benchmark == bench)]
+    high = high[high.treatment == "corrected_unresolved_harmful"].estimate
+    if len(high) and not missing(high.iloc[0]) and high.iloc[0] > 0:
+        return "the room its unresolved items leave (see bounds)"
+    if estimand == "prompts":
+        return "the prompts being a sample of prompts like these"
+    return "the reviews being too few to rule a higher rate out"
+
+
+def _echo_narrow(headers: list[str], rows: list[list[str]], zero: dict[str, list[str]] | None = None) -> None:
     """The score table in 100 columns: model, corrected, CI, bounds, rank, rank CI, the judge's own rate and
     the largest rank shift; each row's flag becomes a numbered note under the table."""
     from annotate.columns import DEFAULT_JUDGE_ONLY
@@ -330,18 +345,18 @@ def _echo_narrow(headers: list[str], rows: list[list[str]]) -> None:
         ("bounds: the estimates with every unresolved item safe, and harmful. " if "bounds" in shown else "")
         + "judge alone: the judge's own rate, its ambiguous verdicts left out. "
         + (
-            "q: the judge-by-model test's p-value, adjusted for testing many models (flagged below --fdr). "
+            "q: the judge-by-model test's p-value, adjusted for testing the routing judge on every model "
+            "(flagged at a false-discovery rate of 10%; judges --by model tests every judge). "
             if any("(q " in n for n in notes)
             else ""
         )  # fmt: skip
         + "Every other treatment of the ambiguous responses: --wide (or --json). Every word: annotate glossary "
         "WORD."
     )
-    zero = [str(r[0]) for r in narrow if str(r[1]).strip() == "0.0%" and str(r[2]).strip() not in ("", "[0.0, 0.0]")]
-    if zero:
+    for why, names in (zero or {}).items():
         say(
-            f"0.0% with a wider interval ({', '.join(zero)}): no reviewed response was found harmful, but the "
-            "reviews are too few to rule a higher rate out."
+            f"0.0% with a wider interval ({', '.join(names)}): no resolved reviewed response was found harmful; "
+            f"the width is {why}."
         )
 
 
@@ -666,3 +681,10 @@ def _echo_left_out(out: ScoreOutput) -> None:
             "WARNING: these models are averaged over different benchmark sets: their rates and ranks are not "
             "comparable (every row says so in its note). Rank on the shared set (the default) before publishing."
         )
+
+
+def _indented(text: str) -> None:
+    """A line of a list under a heading, wrapped to 100 columns with its continuation indented."""
+    from annotate.cli._format import wrapped
+
+    click.echo("\n".join(wrapped(text, indent="    ", first="  ")))

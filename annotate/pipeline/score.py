@@ -42,7 +42,7 @@ def judge_confound(record: Any, scored: Any, *, seed: int = 0) -> dict[str, Any]
     """Does a judge err differently by model, and what would a correction pooled over models do to the ranking?
 
     The model test of ``judges --by model`` (its figures without intervals; the test's own draws of
-    the same seed, so it prints the q that ``judges`` and ``export`` print) and
+    the same seed) over the judges the scoring record holds, and
     :func:`annotate.audit.confound.confound_table`; JSON-ready.
     """
     audit = judges_from_record(record, by=("benchmark", "model"), draws=0, seed=seed)

@@ -23,7 +23,7 @@ from annotate.columns import ALL
 from annotate.report import _fmt
 from annotate.report._view import as_dict, records, unique
 from annotate.report.charts import _LINE_COLOURS, _esc, _svg_open, _text
-from annotate.report.findings import judge_finding, model_test_finding
+from annotate.report.findings import judge_finding, model_test_finding, plain_note
 
 __all__ = ["judges_chart", "judges_context", "models_chart", "models_context"]
 
@@ -118,7 +118,7 @@ def judges_context(judges: Mapping[str, Any], plain: bool = False) -> dict[str, 
                         "then_harmful": _fmt.pct(r.get("ambiguous_harmful"), 0),
                         "p_best": _fmt.fixed(r.get("p_best"), 2),
                         "n": _fmt.count(r.get("n_resolved")),
-                        "note": str(r.get("note") or ""),
+                        "note": plain_note(str(r.get("note") or "")) if plain else str(r.get("note") or ""),
                         "certifier": [_figure(r, key) for key, _ in _CERTIFIER] if "false_safe_rate" in r else None,
                     }
                     for r in mine

@@ -30,46 +30,97 @@ def _pooled(row: Mapping[str, Any]) -> bool:
     return str(row.get("benchmark")) == ALL and str(row.get("model")) == ALL
 
 
-def judge_finding(rows: Sequence[Mapping[str, Any]], pairs: Sequence[Mapping[str, Any]]) -> str | None:
-    """The best judge on all responses, how sure, on how many reviewed responses; None without one.
+def _rank_range(row: Mapping[str, Any]) -> tuple[float | None, float | None]:
+    both = row.get("rank_ci")
+    if isinstance(both, (list, tuple)) and len(both) == 2:
+        return number(both[0]), number(both[1])
+    return number(row.get("rank_low")), number(row.get("rank_high"))
+
+
+def _ba(row: Mapping[str, Any], percent: bool = False) -> str:
+    """Balanced accuracy with its interval: ``0.964 [0.687, 0.977]``, or in per cent ``96.4 % [68.7, 97.7]``."""
+    low, high = _interval(row, "balanced_accuracy")
+    value = number(row.get("balanced_accuracy")) or 0.0
+    if percent:
+        span = "" if low is None or high is None else f" [{100 * low:.1f}, {100 * high:.1f}]"
+        return f"{100 * value:.1f} %{span}"
+    span = "" if low is None or high is None else f" [{low:.3f}, {high:.3f}]"
+    return f"{value:.3f}{span}"
+
+
+def judge_finding(
+    rows: Sequence[Mapping[str, Any]], pairs: Sequence[Mapping[str, Any]], *, percent: bool = False
+) -> str | None:
+    """What the judge audit found on all responses, in one sentence; None without a judge's figure.
+    ``percent``: balanced accuracy in per cent, as the terminal's tables print it (the report's are 0-1).
+
+    The judge ranked first is compared with the one ranked next (not with any judge): when their
+    ranks tie or their rank intervals overlap the sentence says the two are not told apart; else it
+    names the better one ("best" of three or more), P(better than the next) and, where the paired test
+    on prompts like these does not reject (p >= 0.05), that the difference could be chance.
 
     >>> rows = [
     ...     {"judge": "a", "benchmark": "ALL", "model": "ALL", "rank": 2, "balanced_accuracy": 0.8,
-    ...      "balanced_accuracy_ci": [0.7, 0.9], "n_resolved": 40},
+    ...      "balanced_accuracy_ci": [0.7, 0.9], "rank_ci": [2, 2], "n_resolved": 40},
     ...     {"judge": "b", "benchmark": "ALL", "model": "ALL", "rank": "1", "balanced_accuracy": "0.9",
-    ...      "balanced_accuracy_ci_low": "0.8", "balanced_accuracy_ci_high": "0.95", "n_resolved": "40"}]
+    ...      "balanced_accuracy_ci_low": "0.8", "balanced_accuracy_ci_high": "0.95", "rank_low": "1",
+    ...      "rank_high": "1", "n_resolved": "40"}]
     >>> pairs = [{"judge_a": "a", "judge_b": "b", "benchmark": "ALL", "model": "ALL",
     ...           "p_a_better": 0.1, "p_b_better": 0.9, "p_value": 0.2}]
     >>> print(judge_finding(rows, pairs))  # doctest: +NORMALIZE_WHITESPACE
     b is the better judge here: balanced accuracy 0.900 [0.800, 0.950] against the reviewers' final
-    labels on 40 reviewed responses; P(better than a) = 0.90, not decisive, and on prompts like these
-    the difference could be chance (p = 0.20).
+    labels on 40 reviewed responses (a: 0.800 [0.700, 0.900]); P(b better than a) = 0.90, not decisive,
+    and on prompts like these the difference could be chance (p = 0.20).
+    >>> rows[1]["rank_low"] = "1"; rows[1]["rank_high"] = "2"
+    >>> print(judge_finding(rows, pairs))  # doctest: +NORMALIZE_WHITESPACE
+    b and a are not told apart here: balanced accuracy 0.900 [0.800, 0.950] and 0.800 [0.700, 0.900]
+    against the reviewers' final labels on 40 reviewed responses (their ranks' intervals overlap);
+    P(b better than a) = 0.90.
     """
     pooled = [r for r in rows if _pooled(r) and number(r.get("balanced_accuracy")) is not None]
     if not pooled:
         return None
     pooled.sort(key=lambda r: (number(r.get("rank")) is None, number(r.get("rank")) or 0.0, str(r.get("judge"))))
     best = pooled[0]
-    judge, ba = str(best.get("judge")), number(best.get("balanced_accuracy"))
-    low, high = _interval(best, "balanced_accuracy")
-    span = "" if low is None or high is None else f" [{low:.3f}, {high:.3f}]"
+    judge = str(best.get("judge"))
     n = number(best.get("n_resolved"))
     on = f" on {int(n)} reviewed responses" if n is not None else ""
     if len(pooled) == 1:
-        return f"{judge} against the reviewers' final labels{on}: balanced accuracy {ba:.3f}{span}."
-    text = f"{judge} is the better judge here: balanced accuracy {ba:.3f}{span} against the reviewers' final labels{on}"
-    pair = next((p for p in pairs if _pooled(p) and judge in (str(p.get("judge_a")), str(p.get("judge_b")))), None)
+        return f"{judge} against the reviewers' final labels{on}: balanced accuracy {_ba(best, percent)}."
+    second = pooled[1]
+    other = str(second.get("judge"))
+    r1, r2 = number(best.get("rank")), number(second.get("rank"))
+    (_, high1), (low2, _) = _rank_range(best), _rank_range(second)
+    apart = r1 is not None and r2 is not None and r1 < r2 and (high1 is None or low2 is None or high1 < low2)
+    if apart:
+        word = "best" if len(pooled) > 2 else "better"
+        text = (
+            f"{judge} is the {word} judge here: balanced accuracy {_ba(best, percent)} against the reviewers' final "
+            f"labels{on} ({other}{' next' if len(pooled) > 2 else ''}: {_ba(second, percent)})"
+        )
+    else:
+        why = "their ranks tie" if r1 == r2 else "their ranks' intervals overlap"
+        text = (
+            f"{judge} and {other} are not told apart here: balanced accuracy {_ba(best, percent)} and "
+            f"{_ba(second, percent)} against the reviewers' final labels{on} ({why})"
+        )
+    pair = next(
+        (p for p in pairs if _pooled(p) and {str(p.get("judge_a")), str(p.get("judge_b"))} == {judge, other}), None
+    )
     if pair is not None:
         mine_a = str(pair.get("judge_a")) == judge
-        other = str(pair.get("judge_b") if mine_a else pair.get("judge_a"))
         p_better = number(pair.get("p_a_better" if mine_a else "p_b_better"))
+        p_worse = number(pair.get("p_b_better" if mine_a else "p_a_better"))
+        if not apart and (p_better or 0.0) + (p_worse or 0.0) < 0.5:
+            p_better = None  # mostly tied draws: "not told apart" says it, a P near 0 would mislead
         if p_better is not None:
-            text += f"; P(better than {other}) = {p_better:.2f}"
-            if p_better < DECISIVE:
+            text += f"; P({judge} better than {other}) = {p_better:.2f}"
+            if apart and p_better < DECISIVE:
                 text += ", not decisive"
         p = number(pair.get("p_value"))
-        if p is not None and p >= 0.05:
-            text += f", and on prompts like these the difference could be chance (p = {p:.2f})"
+        if apart and p is not None and p >= 0.05:
+            text += f"{',' if p_better is not None else ';'} and on prompts like these the difference could be chance "
+            text += f"(p = {p:.2f})"
     return text + "."
 
 
@@ -77,29 +128,42 @@ def model_test_finding(tests: Sequence[Mapping[str, Any]], fdr: Any) -> str | No
     """Whether a judge errs differently for some model, in one sentence; None when nothing was tested.
 
     ``tests``: flat records with ``judge``, ``model``, ``figure``, ``estimate``, ``rest``, ``p_value``,
-    ``q_value`` and ``flagged`` (judge_models.csv's columns).
+    ``q_value`` and ``flagged`` (judge_models.csv's columns). The sentence names the figures tested and
+    how many rows could not be (too few reviewed responses of the truth on the model; PPV is never tested).
 
     >>> t = [{"judge": "g", "model": "m", "figure": "specificity", "estimate": 0.8, "rest": 0.95,
     ...       "p_value": 0.01, "q_value": 0.04, "flagged": "True"},
-    ...      {"judge": "g", "model": "n", "figure": "sensitivity", "p_value": 0.5, "q_value": 0.5, "flagged": False}]
+    ...      {"judge": "g", "model": "n", "figure": "specificity", "p_value": 0.5, "q_value": 0.5, "flagged": False},
+    ...      {"judge": "g", "model": "n", "figure": "sensitivity", "p_value": None}]
     >>> print(model_test_finding(t, 0.1))  # doctest: +NORMALIZE_WHITESPACE
-    Yes: g's specificity on m is 0.800 against 0.950 on the other models (q = 0.040); the judge's raw
-    scores favour or penalise those models, and the corrected rates use each model's own reviewed
+    Yes: g's specificity on m is 0.800 against 0.950 on the other models (q = 0.040); a flagged judge's
+    raw scores favour or penalise those models, and the corrected rates use each model's own reviewed
     responses.
     >>> print(model_test_finding(t[1:], "0.1"))  # doctest: +NORMALIZE_WHITESPACE
-    No: no judge's figure on any model differs from its figure on the other models at a
-    false-discovery rate of 10 % (1 test).
+    No: no judge's specificity on any model differs from its figure on the other models at a
+    false-discovery rate of 10 % (1 test; 1 row not testable: too few reviewed responses of the truth on
+    the model, its sensitivity untested).
     """
     tested = [t for t in tests if number(t.get("p_value")) is not None]
     if not tested:
         return None
+    untestable = [t for t in tests if number(t.get("p_value")) is None and str(t.get("figure")) != "ppv"]
+    figures = [f for f in ("sensitivity", "specificity") if any(str(t.get("figure")) == f for t in tested)]
+    never = [f for f in ("sensitivity", "specificity") if f not in figures and any(
+        str(t.get("figure")) == f for t in untestable)]  # fmt: skip
     flagged = [t for t in tested if str(t.get("flagged")).lower() == "true"]
     if not flagged:
         level = number(fdr)
         at = f" at a false-discovery rate of {100 * level:.0f} %" if level is not None else ""
+        thin = ""
+        if untestable:
+            thin = (
+                f"; {len(untestable)} row{'s' if len(untestable) != 1 else ''} not testable: too few reviewed "
+                "responses of the truth on the model" + (f", its {' and '.join(never)} untested" if never else "")
+            )
         return (
-            f"No: no judge's figure on any model differs from its figure on the other models{at} "
-            f"({len(tested)} test{'s' if len(tested) != 1 else ''})."
+            f"No: no judge's {' or '.join(figures) or 'figure'} on any model differs from its figure on the other "
+            f"models{at} ({len(tested)} test{'s' if len(tested) != 1 else ''}{thin})."
         )
     flagged.sort(key=lambda t: number(t.get("q_value")) or 0.0)
     parts = []
@@ -112,6 +176,28 @@ def model_test_finding(tests: Sequence[Mapping[str, Any]], fdr: Any) -> str | No
         parts.append(said + ("" if q is None else f" (q = {q:.3f})"))
     more = f"; {len(flagged) - 3} more flagged" if len(flagged) > 3 else ""
     return (
-        f"Yes: {'; '.join(parts)}{more}; the judge's raw scores favour or penalise those models, and the corrected "
-        "rates use each model's own reviewed responses."
+        f"Yes: {'; '.join(parts)}{more}; a flagged judge's raw scores favour or penalise those models, and the "
+        "corrected rates use each model's own reviewed responses."
     )
+
+
+#: The judges' records' field names as their tables head them (a row's note names the field it is about).
+FIELD_WORDS = {
+    "ambiguous_harmful": "then harmful",
+    "balanced_accuracy": "balanced accuracy",
+    "sensitivity": "sensitivity",
+    "specificity": "specificity",
+    "ppv": "PPV",
+    "npv": "NPV",
+}
+
+
+def plain_note(note: str) -> str:
+    """A judge row's note with the field names its clauses start with in words.
+
+    >>> plain_note("ambiguous_harmful: undefined (the judge called no response ambiguous)")
+    'then harmful: undefined (the judge called no response ambiguous)'
+    """
+    import re
+
+    return re.sub(r"\b(" + "|".join(FIELD_WORDS) + r"):", lambda m: f"{FIELD_WORDS[m.group(1)]}:", note)

@@ -26,7 +26,7 @@ from typing import Any, NamedTuple
 from jinja2 import Environment, PackageLoader, StrictUndefined, Template
 from markupsafe import Markup, escape
 
-from annotate.columns import BLINDING_NOTES, CHANNEL_NAMES, NO_JUDGE, TREATMENT_NOTES
+from annotate.columns import BLINDING_NOTES, CHANNEL_NAMES, NO_JUDGE, TREATMENT_NOTES, TREATMENT_PLAIN
 from annotate.hazards import taxonomy
 from annotate.report import _fmt
 from annotate.report._judges import judges_section
@@ -179,6 +179,24 @@ def _alpha_kpi(head: Mapping[str, Any] | None) -> dict[str, Any]:
     }
 
 
+def _plain_alpha(row: Mapping[str, Any] | None) -> dict[str, Any] | None:
+    """An alpha for the summary's plain agreement line (annotate-export/19 on): no interval shown when it
+    has none, and "no interval" rather than "undefined" beside a defined alpha without one."""
+    if row is None:
+        return None
+    value = _fmt.number(row.get("alpha"))
+    ci = as_list(row.get("alpha_ci")) + [None, None]
+    known = _fmt.number(ci[0]) is not None and _fmt.number(ci[1]) is not None
+    verdict = _verdict_badge(row.get("verdict")) if value is None or known else Badge("no interval", "muted")
+    return {
+        "value": _fmt.fixed(value),
+        "ci": f"{_fmt.fixed(ci[0])}–{_fmt.fixed(ci[1])}" if known else None,
+        "verdict": verdict,
+        "n_units": _fmt.count(row.get("n_units")),
+        "dropped": _fmt.count(row.get("n_unsure_dropped")),
+    }
+
+
 def _headline(head: Mapping[str, Any] | None) -> dict[str, Any] | None:
     """The headline alpha's sentence in the summary's facts, if there is a pooled binary row."""
     if head is None:
@@ -218,6 +236,19 @@ def _rank_dependence(view: ReportView) -> list[dict[str, Any]]:
             }
         )
     return rows
+
+
+def _treatment_word(name: str) -> str:
+    """A treatment in plain words (annotate-export/19 on); an unknown name as it is."""
+    return TREATMENT_PLAIN.get(name, name)
+
+
+def _in_words(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """The rank-dependence rows with their treatments in plain words."""
+    return [
+        r | {k: [(other, [_treatment_word(t) for t in ts]) for other, ts in r[k]] for k in ("credible", "noise")}
+        for r in rows
+    ]
 
 
 def _cell_flags(view: ReportView) -> list[dict[str, Any]]:
@@ -272,6 +303,10 @@ def _summary(view: ReportView) -> dict[str, Any]:
         "answer": answer,
         "alpha3": _alpha3(view) if answer is not None else None,
         "plain": view.data.get("plain_words") is True,
+        "plain_alpha3": _plain_alpha(
+            next((a for a in view.agreement if a.get("pooled") and a.get("labels") == "3-way"), None)
+        ),
+        "plain_binary": _plain_alpha(view.headline_alpha()),
         "with_vote": with_vote,
         "n_rounds": _fmt.count(len(rounds)),
         "rounds_label": "review rounds" if len(rounds) != 1 else "review round",
@@ -288,9 +323,13 @@ def _summary(view: ReportView) -> dict[str, Any]:
         "reference": view.reference,
         "reference_note": TREATMENT_NOTES.get(view.reference, "the reference treatment"),
         "headline": _headline(head),
-        "dependence": _rank_dependence(view),
+        "dependence": _in_words(_rank_dependence(view))
+        if view.data.get("plain_words") is True
+        else _rank_dependence(view),
         "unranked": view.unranked,
-        "cell_flags": _cell_flags(view),
+        "cell_flags": [f | {"treatments": [_treatment_word(t) for t in f["treatments"]]} for f in _cell_flags(view)]
+        if view.data.get("plain_words") is True
+        else _cell_flags(view),
         "unresolved": unresolved,
         "unresolved_count": _fmt.count(unresolved),
         "prevalence": [
