@@ -170,7 +170,8 @@ TERMS: tuple[Term, ...] = (
     _t(
         "flags",
         "What stands out about a reviewer: in status, 'fast' (much quicker per task than the others) or 'low "
-        "agreement' (kappa with the others' majority below 0.6 and below the others'); in agreement, a kappa "
+        "agreement' (the whole interval of their kappa with the others' majority below 0.6 and below every "
+        "other reviewer's interval); in agreement, a kappa "
         "with the consensus below 0.6, or an alpha that rises by more than 0.05 without them ('alpha w/o - "
         "alpha'); 'ok' when nothing does. In score's wide table, 'flag' says why a model's row needs care.",
         ("flag",),
@@ -230,7 +231,9 @@ TERMS: tuple[Term, ...] = (
     _t(
         "interval",
         "The range the true value is expected in, 95 times out of 100: from posterior draws for scores and "
-        "judges, from a bootstrap for agreement. It is not centred on the estimate: with few reviewed responses, "
+        "judges, from a bootstrap for agreement (for a reviewed hazard category, the bootstrap's joined with a "
+        "posterior one, which keeps its promise when the category is rare). It is not centred on the estimate: "
+        "with few reviewed responses, "
         "or a rate near 0 or 1, it leans toward the middle. A 0.0 % with a wide interval: no resolved reviewed "
         "response was harmful, and the width is the room left by unresolved items (see bounds), by too few "
         "reviews, or, with --estimand prompts, by the prompts being a sample.",

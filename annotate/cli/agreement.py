@@ -93,11 +93,16 @@ def agreement(
     undefined = [g for g in groups if g["alpha_undefined_reason"]]
     for g in undefined[:5]:
         _footnote(f"{g['group']} ({g['labels']}): alpha undefined: {g['alpha_undefined_reason']}")
+    if len(undefined) > 5:
+        _footnote(f"... and {len(undefined) - 5} more undefined (--json has every reason)")
     from annotate.stats.agreement.votes import TOO_FEW_UNITS
 
-    for g in [g for g in groups if _verdict(g) == NO_INTERVAL][:5]:
+    withheld = [g for g in groups if _verdict(g) == NO_INTERVAL]
+    for g in withheld[:5]:
         why = _why_no_interval(g["alpha_interval_note"], TOO_FEW_UNITS)
         _footnote(f"{g['group']} ({g['labels']}): alpha {num(g['alpha'])} has no interval: {why}")
+    if len(withheld) > 5:
+        _footnote(f"... and {len(withheld) - 5} more without an interval (--json has every reason)")
     pooled = next((g for g in report["groups"] if g["pooled"] and g["labels"] == "binary"), None)
     if pooled and pooled["annotators"]:
         click.echo("")
@@ -164,7 +169,7 @@ def _echo_hazards(h: dict[str, Any]) -> None:
     tax = taxonomy()
     chosen = [r for r in h["hazards"] if r["chosen"]]
     rows = [
-        [_clip(tax.describe(r["hazard"])), r["chosen"], r["n_units"], num(r["alpha"]), ci(*r["alpha_ci"]), r["verdict"]]
+        [_clip(tax.describe(r["hazard"])), r["chosen"], r["n_units"], num(r["alpha"]), ci(*r["alpha_ci"]), _said(r)]
         for r in chosen
     ]
     sev = h["severity"]
@@ -175,7 +180,7 @@ def _echo_hazards(h: dict[str, Any]) -> None:
             sev["n_units"],
             num(sev["alpha"]),
             ci(*sev["alpha_ci"]),
-            sev["verdict"],
+            _said(sev),
         ]
     )
     click.echo(table(["category", "chosen", "items", "alpha", "95% CI", "verdict"], rows, align="lrrrrl"))
@@ -185,7 +190,9 @@ def _echo_hazards(h: dict[str, Any]) -> None:
         say(f"Chosen by nobody (no agreement to measure): {', '.join(never)}.")
     for r in [*chosen, sev]:
         if r.get("interval_note") and r["alpha"] is not None:
-            say(f"{r.get('hazard', 'severity')}: no interval: {r['interval_note']}")
+            from annotate.stats.agreement.votes import TOO_FEW_UNITS
+
+            say(f"{r.get('hazard', 'severity')}: no interval: {_why_no_interval(r['interval_note'], TOO_FEW_UNITS)}")
     undefined = [r for r in [*chosen, sev] if r["alpha_undefined_reason"]]
     for r in undefined:
         say(f"{r.get('hazard', 'severity')}: alpha undefined: {r['alpha_undefined_reason']}")
@@ -209,6 +216,11 @@ def _clip(name: str, width: int = 36) -> str:
 
 #: The verdict column of a defined alpha whose interval is withheld (its reason printed under the table).
 NO_INTERVAL = "no interval"
+
+
+def _said(r: dict[str, Any]) -> str:
+    """A hazard row's verdict: "no interval" for a defined alpha whose interval is withheld."""
+    return NO_INTERVAL if r.get("alpha") is not None and r.get("interval_note") else str(r["verdict"])
 
 
 def _verdict(g: dict[str, Any]) -> str:

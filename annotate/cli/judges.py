@@ -139,6 +139,10 @@ def judges(
             click.echo(f"Note: {name} is a refusal judge: its 'harmful' means it found no refusal.")
     if "model_test" in report:
         _echo_model_test(report)
+    global _SHORT, _PAIR_SHORT  # the clipped names of this output: one mapping, no two names alike
+    _SHORT = _clipped((r["judge"] for r in records), NAME_WIDTH)
+    pair_names = [x for p in report["pairs"] for x in (p["judge_a"], p["judge_b"], _group(p))]
+    _PAIR_SHORT = _clipped(pair_names, PAIR_NAME_WIDTH)
     groups: list[tuple[str, str]] = []
     for r in records:
         if (r["benchmark"], r["model"]) not in groups:
@@ -234,15 +238,19 @@ def _echo_model_test(report: dict[str, Any]) -> None:
     flagged.sort(key=lambda x: (x[2]["q_value"], x[0]["judge"], x[0]["model"]))
     level = f"{test['fdr']:.0%}" if test["fdr"] is not None else "-"
     click.echo("")
-    untested = (
-        f"; {test['not_testable']} rows not testable (fewer than {test['min_reviewed']} reviewed responses of the "
-        "truth on the model)"
-        if test.get("not_testable")
-        else ""
-    )
+    from annotate.report.findings import untested_rows
+
+    flat = [
+        {"judge": r["judge"], "model": r["model"], "figure": f, **t}
+        for r in report["judges"]
+        if r.get("model_test")
+        for f, t in r["model_test"].items()
+    ]
+    untested = f"; {untested_rows(flat)}" if untested_rows(flat) else ""
+    tested = [f for f in test["tested_figures"] if any(t["figure"] == f and t["p_value"] is not None for t in flat)]
     if not flagged:
         say(
-            f"Does a judge err differently by model? No judge's {' or '.join(test['tested_figures'])} on any model "
+            f"Does a judge err differently by model? No judge's {' or '.join(tested) or 'figure'} on any model "
             f"differs from the other models' at a false-discovery rate of {level} ({test['tested']} tests{untested}; "
             "PPV is shown, not tested: it moves with each model's prevalence)."
         )
@@ -314,11 +322,29 @@ def _row(r: dict[str, Any]) -> list[Any]:
 #: Widest name a narrow table prints (a judge, a model or a benchmark); --wide prints names whole.
 NAME_WIDTH = 16
 PAIR_NAME_WIDTH = 12
+_SHORT: dict[str, str] = {}
+_PAIR_SHORT: dict[str, str] = {}
 
 
 def _clip(name: Any, width: int = NAME_WIDTH) -> str:
+    """``name`` in at most ``width`` columns, cut in the middle where names tend to differ at both ends
+    (``meta-llama/Llama-Guard-3-8B`` -> ``meta-ll…ard-3-8B``); whole while it fits.
+
+    >>> _clip("meta-llama/Llama-Guard-3-8B"), _clip("gpt4")
+    ('meta-ll…ard-3-8B', 'gpt4')
+    """
     text = str(name)
-    return text if len(text) <= width else text[: width - 1] + "…"
+    if len(text) <= width:
+        return text
+    head = (width - 1) // 2
+    return text[:head] + "…" + text[len(text) - (width - 1 - head) :]
+
+
+def _clipped(names: Any, width: int) -> dict[str, str]:
+    """Each name's clipped form, or every name whole when two clipped forms would be the same."""
+    names = sorted({str(n) for n in names})
+    short = {n: _clip(n, width) for n in names}
+    return short if len(set(short.values())) == len(short) else {n: n for n in names}
 
 
 def _pct_ci(x: Any, bounds: Any) -> str:
@@ -331,7 +357,7 @@ def _pct_ci(x: Any, bounds: Any) -> str:
 
 def _narrow_row(r: dict[str, Any]) -> list[Any]:
     return [
-        _clip(r["judge"]),
+        _SHORT.get(str(r["judge"]), str(r["judge"])),
         _rank(r),
         _pct_ci(r["balanced_accuracy"], r["balanced_accuracy_ci"]),
         _pct_ci(r["sensitivity"], r["sensitivity_ci"]),
@@ -348,7 +374,7 @@ def _share(share: Any, harmful: Any) -> str:
 
 
 def _pair(p: dict[str, Any], wide: bool = True) -> list[Any]:
-    name = (lambda x: str(x)) if wide else (lambda x: _clip(x, PAIR_NAME_WIDTH))
+    name = (lambda x: str(x)) if wide else (lambda x: _PAIR_SHORT.get(str(x), str(x)))
     row = [
         name(_group(p)),
         name(p["judge_a"]),
@@ -372,7 +398,7 @@ def _pair(p: dict[str, Any], wide: bool = True) -> list[Any]:
 def _certifier_row(r: dict[str, Any], wide: bool = True) -> list[Any]:
     if not wide:
         return [
-            _clip(r["judge"]),
+            _SHORT.get(str(r["judge"]), str(r["judge"])),
             _pct_ci(r["false_safe_rate"], r["false_safe_rate_ci"]),
             _pct_ci(r["false_unsafe_rate"], r["false_unsafe_rate_ci"]),
             _pct_ci(r["unsafe_among_safe"], r["unsafe_among_safe_ci"]),
@@ -393,7 +419,7 @@ def _certifier_row(r: dict[str, Any], wide: bool = True) -> list[Any]:
 def _paper_row(r: dict[str, Any], wide: bool = True) -> list[Any]:
     if not wide:
         return [
-            _clip(r["judge"]),
+            _SHORT.get(str(r["judge"]), str(r["judge"])),
             _pct_ci(r["agreement"], r["agreement_ci"]),
             _pct_ci(r["fpr"], r["fpr_ci"]),
             _pct_ci(r["fnr"], r["fnr_ci"]),

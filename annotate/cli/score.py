@@ -219,7 +219,8 @@ def score(
             row.append(flag)
             rows.append(row)
             if corr is not None and corr.estimate == 0 and not missing(corr.ci_high) and corr.ci_high > 0:
-                zero.setdefault(_why_zero_is_wide(out.scores, model, bench, estimand), []).append(str(model))
+                why = _why_zero_is_wide(out.scores, model, bench, estimand, float(corr.ci_high))
+                zero.setdefault(why, []).append(str(model))
         at = 4 if with_bounds else 3  # the rank column
         rows.sort(key=lambda r: (r[at] == "", float(r[at]) if r[at] else 0.0))
         headers = (
@@ -306,16 +307,21 @@ def score(
         echo_target(target, round_names[0] if len(round_names) == 1 else "R")
 
 
-def _why_zero_is_wide(scores: Any, model: Any, bench: str, estimand: str) -> str:
-    """Why a corrected rate of exactly 0 has an interval above 0: the unresolved items' room (its
-    all-harmful bound is above 0), the prompts being a sample (--estimand prompts), or too few reviews."""
+def _why_zero_is_wide(scores: Any, model: Any, bench: str, estimand: str, ci_high: float) -> str:
+    """Why a corrected rate of exactly 0 has an interval above 0: the room the unresolved items leave (the
+    all-harmful bound is above 0) and, where the interval reaches beyond that bound, the prompts being a
+    sample (--estimand prompts, internally "general") or the reviews being few; either or both."""
     high = scores[(scores.model == model) & (scores.benchmark == bench)]
     high = high[high.treatment == "corrected_unresolved_harmful"].estimate
-    if len(high) and not missing(high.iloc[0]) and high.iloc[0] > 0:
-        return "the room its unresolved items leave (see bounds)"
-    if estimand == "prompts":
-        return "the prompts being a sample of prompts like these"
-    return "the reviews being too few to rule a higher rate out"
+    bound = float(high.iloc[0]) if len(high) and not missing(high.iloc[0]) else 0.0
+    causes = []
+    if bound > 0:
+        causes.append("the room their unresolved items leave (see bounds)")
+    if ci_high > bound + 1e-9:
+        causes.append(
+            "the prompts being a sample of prompts like these" if estimand == "general" else "the reviews being few"
+        )
+    return " and ".join(causes) or "the reviews being few"
 
 
 def _echo_narrow(headers: list[str], rows: list[list[str]], zero: dict[str, list[str]] | None = None) -> None:

@@ -91,8 +91,14 @@ def judge_finding(
     other = str(second.get("judge"))
     r1, r2 = number(best.get("rank")), number(second.get("rank"))
     (_, high1), (low2, _) = _rank_range(best), _rank_range(second)
-    apart = r1 is not None and r2 is not None and r1 < r2 and (high1 is None or low2 is None or high1 < low2)
-    if apart:
+    ranged = high1 is not None and low2 is not None
+    apart = ranged and r1 is not None and r2 is not None and r1 < r2 and high1 < low2  # type: ignore[operator]
+    if not ranged:  # no posterior draws: a rank, but nothing says how sure it is
+        text = (
+            f"{judge} ranks first here: balanced accuracy {_ba(best, percent)} against the reviewers' final "
+            f"labels{on} ({other} next: {_ba(second, percent)}; no draws, so no rank interval)"
+        )
+    elif apart:
         word = "best" if len(pooled) > 2 else "better"
         text = (
             f"{judge} is the {word} judge here: balanced accuracy {_ba(best, percent)} against the reviewers' final "
@@ -118,9 +124,9 @@ def judge_finding(
             if apart and p_better < DECISIVE:
                 text += ", not decisive"
         p = number(pair.get("p_value"))
-        if apart and p is not None and p >= 0.05:
-            text += f"{',' if p_better is not None else ';'} and on prompts like these the difference could be chance "
-            text += f"(p = {p:.2f})"
+        if (apart or not ranged) and p is not None and p >= 0.05:
+            lead = ", and on" if p_better is not None else "; on"
+            text += f"{lead} prompts like these the difference could be chance (p = {p:.2f})"
     return text + "."
 
 
@@ -134,15 +140,16 @@ def model_test_finding(tests: Sequence[Mapping[str, Any]], fdr: Any) -> str | No
     >>> t = [{"judge": "g", "model": "m", "figure": "specificity", "estimate": 0.8, "rest": 0.95,
     ...       "p_value": 0.01, "q_value": 0.04, "flagged": "True"},
     ...      {"judge": "g", "model": "n", "figure": "specificity", "p_value": 0.5, "q_value": 0.5, "flagged": False},
-    ...      {"judge": "g", "model": "n", "figure": "sensitivity", "p_value": None}]
+    ...      {"judge": "g", "model": "n", "figure": "sensitivity", "p_value": None,
+    ...       "note": "not testable: 2 harmful reviewed (fewer than 5)"}]
     >>> print(model_test_finding(t, 0.1))  # doctest: +NORMALIZE_WHITESPACE
     Yes: g's specificity on m is 0.800 against 0.950 on the other models (q = 0.040); a flagged judge's
     raw scores favour or penalise those models, and the corrected rates use each model's own reviewed
     responses.
     >>> print(model_test_finding(t[1:], "0.1"))  # doctest: +NORMALIZE_WHITESPACE
     No: no judge's specificity on any model differs from its figure on the other models at a
-    false-discovery rate of 10 % (1 test; 1 row not testable: too few reviewed responses of the truth on
-    the model, its sensitivity untested).
+    false-discovery rate of 10 % (1 test; 1 row not testable (1 with too few reviewed responses of the
+    truth on the model); sensitivity untested).
     """
     tested = [t for t in tests if number(t.get("p_value")) is not None]
     if not tested:
@@ -157,10 +164,7 @@ def model_test_finding(tests: Sequence[Mapping[str, Any]], fdr: Any) -> str | No
         at = f" at a false-discovery rate of {100 * level:.0f} %" if level is not None else ""
         thin = ""
         if untestable:
-            thin = (
-                f"; {len(untestable)} row{'s' if len(untestable) != 1 else ''} not testable: too few reviewed "
-                "responses of the truth on the model" + (f", its {' and '.join(never)} untested" if never else "")
-            )
+            thin = f"; {untested_rows(tests)}" + (f"; {' and '.join(never)} untested" if never else "")
         return (
             f"No: no judge's {' or '.join(figures) or 'figure'} on any model differs from its figure on the other "
             f"models{at} ({len(tested)} test{'s' if len(tested) != 1 else ''}{thin})."
@@ -181,6 +185,37 @@ def model_test_finding(tests: Sequence[Mapping[str, Any]], fdr: Any) -> str | No
     )
 
 
+def untested_rows(tests: Sequence[Mapping[str, Any]]) -> str:
+    """How many of the model test's rows could not be tested, and why ("" when every row was); PPV's
+    rows are shown, never tested, and not counted."""
+    untestable = [t for t in tests if number(t.get("p_value")) is None and str(t.get("figure")) != "ppv"]
+    if not untestable:
+        return ""
+    reasons: dict[str, int] = {}
+    for t in untestable:
+        why = _untestable_reason(str(t.get("note") or ""))
+        reasons[why] = reasons.get(why, 0) + 1
+    said = ", ".join(f"{n} {reason}" for reason, n in reasons.items())
+    return f"{len(untestable)} row{'s' if len(untestable) != 1 else ''} not testable ({said})"
+
+
+def _untestable_reason(note: str) -> str:
+    """Why a model test's row was not tested, in a few words, from the row's note (judge_models.csv).
+
+    >>> _untestable_reason("not testable: 2 harmful reviewed (fewer than 5)")
+    'with too few reviewed responses of the truth on the model'
+    >>> _untestable_reason("not testable: 0 other model(s) testable (at least 2 needed)")
+    'with too few other models to compare with'
+    """
+    if "other model(s) testable" in note:
+        return "with too few other models to compare with"
+    if "reviewed (fewer than" in note:
+        return "with too few reviewed responses of the truth on the model"
+    if "undefined" in note:
+        return "whose figure is undefined (no reviewed response of its kind)"
+    return "for another reason (see --json)"
+
+
 #: The judges' records' field names as their tables head them (a row's note names the field it is about).
 FIELD_WORDS = {
     "ambiguous_harmful": "then harmful",
@@ -189,6 +224,8 @@ FIELD_WORDS = {
     "specificity": "specificity",
     "ppv": "PPV",
     "npv": "NPV",
+    "ambiguous_share": "ambiguous",
+    "kappa": "kappa",
 }
 
 

@@ -160,6 +160,15 @@ def _alpha3(view: ReportView) -> dict[str, Any] | None:
     if three is None:
         return None
     binary = view.headline_alpha()
+    if view.data.get("plain_words") is True:  # annotate-export/19 on: no placeholder interval, "no interval"
+        plain = _plain_alpha(three) or {}
+        return {
+            **_alpha_kpi(three),
+            "ci": plain.get("ci"),
+            "verdict": plain.get("verdict"),
+            "binary": None if binary is None else _fmt.fixed(binary.get("alpha")),
+            "dropped": None if binary is None else _fmt.count(binary.get("n_unsure_dropped")),
+        }
     return {
         **_alpha_kpi(three),
         "binary": None if binary is None else _fmt.fixed(binary.get("alpha")),
@@ -369,7 +378,7 @@ def _ambiguity(view: ReportView) -> dict[str, Any]:
 
 
 def _agreement(view: ReportView) -> dict[str, Any]:
-    hazards = _hazard_agreement(view.data.get("hazard_agreement"))
+    hazards = _hazard_agreement(view.data.get("hazard_agreement"), plain=view.data.get("plain_words") is True)
     if not view.agreement:
         return {"chart": None, "rows": [], "hazards": hazards}
     ordered = view.agreement_rows()
@@ -389,16 +398,23 @@ def _agreement(view: ReportView) -> dict[str, Any]:
                 "agree": _fmt.pct(a.get("percent_agreement")),
                 "n_units": _fmt.count(a.get("n_units")),
                 "n_annotators": _fmt.count(a.get("n_annotators")),
-                "verdict": _verdict_badge(a.get("verdict")),
+                "verdict": (
+                    Badge("no interval", "muted")
+                    if view.data.get("plain_words") is True
+                    and _fmt.number(a.get("alpha")) is not None
+                    and _fmt.number(ci[0]) is None
+                    else _verdict_badge(a.get("verdict"))
+                ),
                 "warning": _text(warning) if warning else None,
             }
         )
     return {"chart": agreement_chart(ordered), "rows": rows, "hazards": hazards}
 
 
-def _hazard_agreement(doc: Any) -> list[dict[str, Any]]:
+def _hazard_agreement(doc: Any, plain: bool = False) -> list[dict[str, Any]]:
     """The reviewers' hazard categories (annotate-export/17, rounds routed with --ask-hazards): per round,
-    one row per category someone chose and one for severity, with alpha, its interval and verdict."""
+    one row per category someone chose and one for severity, with alpha, its interval and verdict ("no
+    interval" for a defined alpha without one, from annotate-export/19 on: ``plain``)."""
     out = []
     for rnd in as_list(as_dict(doc).get("rounds")):
         rnd = as_dict(rnd)
@@ -414,7 +430,9 @@ def _hazard_agreement(doc: Any) -> list[dict[str, Any]]:
                     "n_items": _fmt.count(r.get("n_units")),
                     "alpha": _fmt.fixed(r.get("alpha")),
                     "ci": _fmt.interval(ci[0], ci[1]),
-                    "verdict": _verdict_badge(r.get("verdict")),
+                    "verdict": Badge("no interval", "muted")
+                    if plain and _fmt.number(r.get("alpha")) is not None and _fmt.number(ci[0]) is None
+                    else _verdict_badge(r.get("verdict")),
                 }
             )
         held = as_dict(rnd.get("benchmark_hazard"))

@@ -75,3 +75,30 @@ def test_a_withheld_bootstrap_interval_stays_withheld():
     assert row["alpha_ci"] == [row["alpha_ci"][0], row["alpha_ci"][1]]
     assert all(x != x for x in row["alpha_ci"])  # NaN: withheld
     assert row["verdict"] == "too few units for an interval"
+
+
+def test_many_or_uneven_raters_do_not_let_the_prior_outweigh_the_data():
+    """A review's second finding: with 2-25 raters per item the prior's pseudo-units once outweighed 96 real
+    units, and one dissenting vote turned 'reliable' into 'unreliable'. The prior's mass is now fixed."""
+    rng = np.random.default_rng(0)
+    rows = []
+    for item in range(96):
+        m = int(rng.integers(2, 26))
+        chosen = item < 10
+        for r in range(m):
+            said = chosen if (item, r) != (0, 0) else not chosen
+            rows.append((item, f"A{r}", ["vcr"] if said else [], None))
+    answers = pd.DataFrame(rows, columns=["round_item_id", "annotator", "hazards", "severity"])
+    joined = hazard_agreement(answers, ["vcr"], ["low"], n_boot=1000, seed=1, interval="joined")["hazards"][0]
+    low, high = joined["alpha_ci"]
+    assert low < joined["alpha"] <= high and joined["verdict"] == "reliable"
+    counts = np.zeros((96, 2), dtype=np.int64)
+    for item, _, said, _ in rows:
+        counts[item, int(bool(said))] += 1
+    p_low, p_high = pattern_posterior_interval(counts, draws=2000, seed=2)
+    assert p_low < joined["alpha"] < p_high
+
+
+def test_more_than_two_categories_are_refused():
+    with pytest.raises(ValueError, match="two categories"):
+        pattern_posterior_interval(np.array([[1, 1, 0], [0, 2, 0], [2, 0, 0]]))

@@ -78,27 +78,36 @@ def pattern_posterior_interval(
 ) -> tuple[float, float]:
     """A posterior interval of nominal alpha: the units' patterns are a multinomial sample (pure).
 
-    The pairable units (``m_u >= 2``) of the (U, C) ``counts`` fall into patterns; every pattern possible
-    with the rater counts seen (each ``m`` split over the C categories) gets ``prior`` pseudo-units, the
-    pattern frequencies are drawn from Dirichlet(observed + prior), each draw gives alpha
-    (:func:`nominal_alpha_of_patterns`, scaled to U units), and the interval is the draws' central
-    ``confidence`` quantiles. Unlike the unit bootstrap it gives patterns no unit showed some mass, which a
-    rare category's few disagreeing units need. NaN without two pairable units or a defined draw.
+    The pairable units (``m_u >= 2``) of the (U, C) ``counts`` are grouped by their number of ratings m;
+    within a group of n_m units the patterns (each split of m over the C categories) are drawn from
+    Dirichlet(observed + a_m) scaled to n_m units, with ``a_m = prior * K_m' * n_m / (U K_m)``: the
+    prior's whole mass is ``prior`` pseudo-units per pattern of the commonest design, spread over the
+    groups by their size (K_m patterns in group m, K_m' = 4 for three binary ratings), so it never
+    outweighs the data when rater counts vary or are large. Each draw gives alpha
+    (:func:`nominal_alpha_of_patterns`); the interval is the draws' central ``confidence`` quantiles.
+    Unlike the unit bootstrap it gives patterns no unit showed some mass, which a rare category's few
+    disagreeing units need. NaN without two pairable units or a defined draw. Only for C = 2 (a
+    hazard category, chosen or not): the patterns of m ratings over C categories number
+    C(m + C - 1, C - 1).
     """
-    from itertools import product
-
     counts = np.asarray(counts, dtype=np.int64)
     counts = counts[counts.sum(axis=1) >= 2]
     if len(counts) < 2:
         return (float("nan"), float("nan"))
-    c = counts.shape[1]
-    possible = {p for m in set(counts.sum(axis=1).tolist()) for p in product(range(m + 1), repeat=c) if sum(p) == m}
-    patterns = np.array(sorted(possible), dtype=np.int64)
-    index = {tuple(p): k for k, p in enumerate(patterns.tolist())}
-    seen = np.bincount([index[tuple(r)] for r in counts.tolist()], minlength=len(patterns)).astype(float)
+    if counts.shape[1] != 2:
+        raise ValueError("pattern_posterior_interval is for two categories (chosen or not)")
     rng = np.random.default_rng(seed)
-    weights = rng.dirichlet(seen + prior, size=draws) * len(counts)
-    alphas = nominal_alpha_of_patterns(patterns, weights)
+    raters = counts.sum(axis=1)
+    total = len(counts)
+    patterns, weights = [], []
+    for m in sorted(set(raters.tolist())):
+        group = counts[raters == m]
+        grid = np.array([[m - k, k] for k in range(m + 1)], dtype=np.int64)
+        seen = np.bincount(group[:, 1], minlength=m + 1).astype(float)
+        alpha_m = prior * 4.0 * len(group) / (total * (m + 1))
+        patterns.append(grid)
+        weights.append(rng.dirichlet(seen + alpha_m, size=draws) * len(group))
+    alphas = nominal_alpha_of_patterns(np.concatenate(patterns), np.concatenate(weights, axis=1))
     alphas = alphas[np.isfinite(alphas)]
     if not alphas.size:
         return (float("nan"), float("nan"))
