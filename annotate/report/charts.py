@@ -309,7 +309,9 @@ def _alpha_axis(axis: _AlphaAxis) -> list[str]:
     return parts
 
 
-def _alpha_row(axis: _AlphaAxis, i: int, row: Mapping[str, Any], previous_group: str | None) -> list[str]:
+def _alpha_row(
+    axis: _AlphaAxis, i: int, row: Mapping[str, Any], previous_group: str | None, plain: bool = False
+) -> list[str]:
     """One agreement row: its label, interval, alpha mark and printed value."""
     y = axis.top + axis.row_h * i + axis.row_h / 2
     group, labels = str(row.get("group")), row.get("labels")
@@ -349,7 +351,11 @@ def _alpha_row(axis: _AlphaAxis, i: int, row: Mapping[str, Any], previous_group:
         parts.append(_text(axis.label_w + 8, y + 4, "α undefined", size=11, fill="#666"))
         parts.append(_text(value_x, y + 4, "undefined", size=11, fill="#666"))
         return parts
-    tip = _esc(f"{group} ({labels}): alpha {fixed(alpha)} [{fixed(lo)}, {fixed(hi)}], {row.get('verdict')}")
+    withheld = plain and (lo is None or hi is None)  # annotate-export/19 on: a defined alpha without an interval
+    verdict = "no interval" if withheld else row.get("verdict")
+    tip = _esc(f"{group} ({labels}): alpha {fixed(alpha)} [{fixed(lo)}, {fixed(hi)}], {verdict}")
+    if withheld:
+        tip = _esc(f"{group} ({labels}): alpha {fixed(alpha)}, no interval")
     ax = axis.x(alpha)
     if binary:  # a dot
         parts.append(
@@ -363,7 +369,8 @@ def _alpha_row(axis: _AlphaAxis, i: int, row: Mapping[str, Any], previous_group:
             f'L{ax:.1f} {y + s:.1f} L{ax - s:.1f} {y:.1f} Z" fill="#fff" stroke="{colour}" '
             f'stroke-width="2"><title>{tip}</title></path>'
         )
-    parts.append(_text(value_x, y + 4, f"{fixed(alpha)} [{fixed(lo, 2)}, {fixed(hi, 2)}]", size=11, fill="#1f2328"))
+    shown = f"{fixed(alpha)}, no interval" if withheld else f"{fixed(alpha)} [{fixed(lo, 2)}, {fixed(hi, 2)}]"
+    parts.append(_text(value_x, y + 4, shown, size=11, fill="#1f2328"))
     return parts
 
 
@@ -379,8 +386,9 @@ def _alpha_legend(axis: _AlphaAxis) -> list[str]:
     ]
 
 
-def agreement_chart(rows: Sequence[Mapping[str, Any]]) -> Markup:
-    """Krippendorff's alpha with its 95% interval per agreement row, over the verdict zones."""
+def agreement_chart(rows: Sequence[Mapping[str, Any]], plain: bool = False) -> Markup:
+    """Krippendorff's alpha with its 95% interval per agreement row, over the verdict zones; ``plain``
+    (annotate-export/19 on): a defined alpha without an interval is labelled "no interval"."""
     lows = [number((as_list(row.get("alpha_ci")) + [None])[0]) for row in rows]
     alphas = [number(row.get("alpha")) for row in rows]
     lowest = min([x for x in lows + alphas if x is not None] + [0.0])
@@ -390,7 +398,7 @@ def agreement_chart(rows: Sequence[Mapping[str, Any]]) -> Markup:
     parts += _alpha_axis(axis)
     previous_group: str | None = None
     for i, row in enumerate(rows):
-        parts += _alpha_row(axis, i, row, previous_group)
+        parts += _alpha_row(axis, i, row, previous_group, plain)
         previous_group = str(row.get("group"))
     parts += _alpha_legend(axis)
     parts.append("</svg>")

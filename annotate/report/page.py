@@ -408,7 +408,8 @@ def _agreement(view: ReportView) -> dict[str, Any]:
                 "warning": _text(warning) if warning else None,
             }
         )
-    return {"chart": agreement_chart(ordered), "rows": rows, "hazards": hazards}
+    chart = agreement_chart(ordered, plain=view.data.get("plain_words") is True)
+    return {"chart": chart, "rows": rows, "hazards": hazards}
 
 
 def _hazard_agreement(doc: Any, plain: bool = False) -> list[dict[str, Any]]:
