@@ -128,8 +128,14 @@ def wrapped(text: str, indent: str = "", width: int = WIDTH, first: str = "") ->
     )
 
 
-def say(text: str) -> None:
-    """Print a sentence wrapped to :data:`WIDTH` columns (never inside a word or at a hyphen)."""
+def say(text: str, indent: str = "", first: str = "") -> None:
+    """Print a sentence wrapped to :data:`WIDTH` columns (never inside a word or at a hyphen), its first
+    line at ``first`` and the rest at ``indent``."""
     import click
 
-    click.echo("\n".join(wrapped(text)))
+    click.echo("\n".join(wrapped(text, indent, first=first)))
+
+
+def indented(text: str) -> None:
+    """Print a note on a row or item above it: at two spaces, its continuation at four."""
+    say(text, indent="    ", first="  ")

@@ -173,9 +173,9 @@ def _comparison(c: dict[str, Any], record: str, unlabelled: str) -> str:
 
 def _say(text: str) -> None:
     """A line of the summary, wrapped to 100 columns with its continuation indented under it."""
-    from annotate.cli._format import wrapped
+    from annotate.cli._format import indented
 
-    click.echo("\n".join(wrapped(text.strip(), "    ", first="  ")))
+    indented(text.strip())
 
 
 def _echo_ds_with_judges(d: dict[str, Any]) -> None:

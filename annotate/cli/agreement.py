@@ -6,7 +6,7 @@ from typing import Any
 
 import click
 
-from annotate.cli._format import ci, num, say, table, wrapped
+from annotate.cli._format import ci, indented, num, say, table
 from annotate.cli._options import echo_json, open_session, workspace_options
 
 
@@ -92,17 +92,17 @@ def agreement(
         say("! " + warned[0]["prevalence_warning"] + " Read AC1 beside alpha there (kappa paradox).")
     undefined = [g for g in groups if g["alpha_undefined_reason"]]
     for g in undefined[:5]:
-        _footnote(f"{g['group']} ({g['labels']}): alpha undefined: {g['alpha_undefined_reason']}")
+        indented(f"{g['group']} ({g['labels']}): alpha undefined: {g['alpha_undefined_reason']}")
     if len(undefined) > 5:
-        _footnote(f"... and {len(undefined) - 5} more undefined (--json has every reason)")
+        indented(f"... and {len(undefined) - 5} more undefined (--json has every reason)")
     from annotate.stats.agreement.votes import TOO_FEW_UNITS
 
     withheld = [g for g in groups if _verdict(g) == NO_INTERVAL]
     for g in withheld[:5]:
         why = _why_no_interval(g["alpha_interval_note"], TOO_FEW_UNITS)
-        _footnote(f"{g['group']} ({g['labels']}): alpha {num(g['alpha'])} has no interval: {why}")
+        indented(f"{g['group']} ({g['labels']}): alpha {num(g['alpha'])} has no interval: {why}")
     if len(withheld) > 5:
-        _footnote(f"... and {len(withheld) - 5} more without an interval (--json has every reason)")
+        indented(f"... and {len(withheld) - 5} more without an interval (--json has every reason)")
     pooled = next((g for g in report["groups"] if g["pooled"] and g["labels"] == "binary"), None)
     if pooled and pooled["annotators"]:
         click.echo("")
@@ -169,7 +169,7 @@ def _echo_hazards(h: dict[str, Any]) -> None:
     tax = taxonomy()
     chosen = [r for r in h["hazards"] if r["chosen"]]
     rows = [
-        [_clip(tax.describe(r["hazard"])), r["chosen"], r["n_units"], num(r["alpha"]), ci(*r["alpha_ci"]), _said(r)]
+        [_clip(tax.describe(r["hazard"])), r["chosen"], r["n_units"], num(r["alpha"]), ci(*r["alpha_ci"]), _verdict(r)]
         for r in chosen
     ]
     sev = h["severity"]
@@ -180,7 +180,7 @@ def _echo_hazards(h: dict[str, Any]) -> None:
             sev["n_units"],
             num(sev["alpha"]),
             ci(*sev["alpha_ci"]),
-            _said(sev),
+            _verdict(sev),
         ]
     )
     click.echo(table(["category", "chosen", "items", "alpha", "95% CI", "verdict"], rows, align="lrrrrl"))
@@ -218,15 +218,12 @@ def _clip(name: str, width: int = 36) -> str:
 NO_INTERVAL = "no interval"
 
 
-def _said(r: dict[str, Any]) -> str:
-    """A hazard row's verdict: "no interval" for a defined alpha whose interval is withheld."""
-    return NO_INTERVAL if r.get("alpha") is not None and r.get("interval_note") else str(r["verdict"])
-
-
-def _verdict(g: dict[str, Any]) -> str:
-    """The group's verdict; "no interval" for a defined alpha without one (the export's record says
-    "undefined" there: its bytes are fixed by the schema)."""
-    return NO_INTERVAL if g.get("alpha_interval_note") else g["verdict"]
+def _verdict(row: dict[str, Any]) -> str:
+    """A row's verdict; "no interval" for a defined alpha whose interval is withheld. A group's note is
+    ``alpha_interval_note`` (agreement.json's verdict says "undefined" there: its bytes are fixed by the
+    schema), a hazard row's ``interval_note``."""
+    withheld = row.get("alpha_interval_note") or row.get("interval_note")
+    return NO_INTERVAL if row.get("alpha") is not None and withheld else str(row["verdict"])
 
 
 def _why_no_interval(note: str, too_few: str) -> str:
@@ -259,11 +256,6 @@ def _flag_words(flag: str) -> str:
     if flag.startswith("alpha_if_deleted"):
         return "alpha w/o up"
     return flag
-
-
-def _footnote(text: str) -> None:
-    """A note on one row of the table, indented under it."""
-    click.echo("\n".join(wrapped(text, indent="    ", first="  ")))
 
 
 def _consensus_notes(annotators: list[dict[str, Any]]) -> list[str]:

@@ -68,13 +68,13 @@ def demo(
                 f"[{100 * a['ci_low']:.1f}, {100 * a['ci_high']:.1f}], rank {a['rank']:g}; "
                 f"the judge alone said {100 * a['judge_alone']:.1f}%"
             )
-        from annotate.cli._format import wrapped
+        from annotate.cli._format import say
 
         note = (
             "(An interval holds whether the items left unresolved after adjudication are harmful or safe, so it is "
             "wide where they are many; the judge alone leaves its ambiguous verdicts out.)"
         )
-        click.echo("\n".join(wrapped(note, indent="   ", first="  ")))
+        say(note, indent="   ", first="  ")
     click.echo(f"  workspace: {result.workspace}")
     if directory is None:  # a temporary folder the demo made: it stays, and says how it goes
         click.echo(f"             (a new temporary folder; it stays after the demo: `rm -rf {result.workspace}`)")

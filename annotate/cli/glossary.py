@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import click
 
-from annotate.cli._format import wrapped
+from annotate.cli._format import say
 from annotate.cli._options import echo_json
 
 GUIDE = "docs/guide.md#glossary"
@@ -46,8 +46,8 @@ def glossary(terms: tuple[str, ...], as_json: bool) -> None:
         if i:
             click.echo("")
         also = f" (also: {', '.join(term.aliases)})" if term.aliases else ""
-        click.echo("\n".join(wrapped(f"{term.name}{also}", indent="    ")))
-        click.echo("\n".join(wrapped(term.text, indent="  ", first="  ")))
+        say(f"{term.name}{also}", indent="    ")
+        say(term.text, indent="  ", first="  ")
     if not chosen:
         click.echo("")
         click.echo(f"The same, with links: {GUIDE}")

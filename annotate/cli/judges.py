@@ -6,7 +6,7 @@ from typing import Any
 
 import click
 
-from annotate.cli._format import ci, ci_pct, missing, num, say, table, wrapped
+from annotate.cli._format import ci, ci_pct, indented, missing, num, say, table
 from annotate.cli._options import echo_json, open_session, workspace_options
 
 
@@ -139,10 +139,10 @@ def judges(
             click.echo(f"Note: {name} is a refusal judge: its 'harmful' means it found no refusal.")
     if "model_test" in report:
         _echo_model_test(report)
-    global _SHORT, _PAIR_SHORT  # the clipped names of this output: one mapping, no two names alike
-    _SHORT = _clipped((r["judge"] for r in records), NAME_WIDTH)
+    # The clipped names of this output (--wide: whole): one mapping each, no two names alike.
+    short = None if wide else _clipped((r["judge"] for r in records), NAME_WIDTH)
     pair_names = [x for p in report["pairs"] for x in (p["judge_a"], p["judge_b"], _group(p))]
-    _PAIR_SHORT = _clipped(pair_names, PAIR_NAME_WIDTH)
+    pair_short = None if wide else _clipped(pair_names, PAIR_NAME_WIDTH)
     groups: list[tuple[str, str]] = []
     for r in records:
         if (r["benchmark"], r["model"]) not in groups:
@@ -170,16 +170,18 @@ def judges(
             certifier += ["n"]
         else:  # 100 columns: each figure in per cent with its interval in one cell, long names clipped
             headers = ["judge", "rank", "bal. acc. %", "sens. %", "spec. %", "ambiguous", "n"]
-            click.echo(table(headers, [_narrow_row(r) for r in rows], align="l" + "r" * (len(headers) - 1)))
+            click.echo(
+                table(headers, [_narrow_row(r, short or {}) for r in rows], align="l" + "r" * (len(headers) - 1))
+            )
             paper = ["judge", "agreement %", "FPR %", "FNR %", "n"]
             certifier = ["judge", "false safe %", "false unsafe %", "unsafe among 'safe' %", "n"]
         click.echo("As judge papers report it (against the final human label, on the judge's clear verdicts):")
-        click.echo(table(paper, [_paper_row(r, wide) for r in rows], align="l" + "r" * (len(paper) - 1)))
+        click.echo(table(paper, [_paper_row(r, short) for r in rows], align="l" + "r" * (len(paper) - 1)))
         say(
             "As certifiers report it (MLCommons' evaluator checks; unsafe = harmful): false safe rate = unsafe "
             "responses called safe; false unsafe rate = safe ones called unsafe; unsafe among 'safe' = 1 - NPV:"
         )
-        click.echo(table(certifier, [_certifier_row(r, wide) for r in rows], align="l" + "r" * (len(certifier) - 1)))
+        click.echo(table(certifier, [_certifier_row(r, short) for r in rows], align="l" + "r" * (len(certifier) - 1)))
     pairs = report["pairs"]
     if pairs:
         click.echo("")
@@ -200,7 +202,7 @@ def judges(
             headers.remove("P(B better)")
         shown_pairs = [p for p in pairs if wide or not (p["model"] == "ALL" and p["benchmark"] in benchmarks[:1]
                                                            and len(benchmarks) == 1)]  # fmt: skip
-        click.echo(table(headers, [_pair(p, wide) for p in shown_pairs], align="lll" + "r" * (len(headers) - 3)))
+        click.echo(table(headers, [_pair(p, pair_short) for p in shown_pairs], align="lll" + "r" * (len(headers) - 3)))
         exact = [p for p in pairs if p.get("mcnemar_p") is not None]
         if exact:
             say(
@@ -216,9 +218,7 @@ def judges(
         say(f"Note: {note}")
     undefined = [r for r in records if r["note"]]
     for r in undefined[:10]:
-        click.echo(
-            "\n".join(wrapped(f"{r['judge']} ({_group(r)}): {plain_note(r['note'])}", indent="    ", first="  "))
-        )
+        indented(f"{r['judge']} ({_group(r)}): {plain_note(r['note'])}")
     if len(undefined) > 10:
         click.echo(f"  ... and {len(undefined) - 10} more rows with notes (--json has them all).")
     say(
@@ -322,8 +322,6 @@ def _row(r: dict[str, Any]) -> list[Any]:
 #: Widest name a narrow table prints (a judge, a model or a benchmark); --wide prints names whole.
 NAME_WIDTH = 16
 PAIR_NAME_WIDTH = 12
-_SHORT: dict[str, str] = {}
-_PAIR_SHORT: dict[str, str] = {}
 
 
 def _clip(name: Any, width: int = NAME_WIDTH) -> str:
@@ -355,9 +353,9 @@ def _pct_ci(x: Any, bounds: Any) -> str:
     return f"{100 * x:.1f}" + ("" if missing(low) or missing(high) else f" [{100 * low:.1f}, {100 * high:.1f}]")
 
 
-def _narrow_row(r: dict[str, Any]) -> list[Any]:
+def _narrow_row(r: dict[str, Any], short: dict[str, str]) -> list[Any]:
     return [
-        _SHORT.get(str(r["judge"]), str(r["judge"])),
+        short.get(str(r["judge"]), str(r["judge"])),
         _rank(r),
         _pct_ci(r["balanced_accuracy"], r["balanced_accuracy_ci"]),
         _pct_ci(r["sensitivity"], r["sensitivity_ci"]),
@@ -373,8 +371,13 @@ def _share(share: Any, harmful: Any) -> str:
     return f"{share:.1%}" + ("" if harmful is None else f" ({harmful:.0%})")
 
 
-def _pair(p: dict[str, Any], wide: bool = True) -> list[Any]:
-    name = (lambda x: str(x)) if wide else (lambda x: _PAIR_SHORT.get(str(x), str(x)))
+def _pair(p: dict[str, Any], short: dict[str, str] | None = None) -> list[Any]:
+    """A pair's row: narrow with ``short`` (clipped names), every column without (--wide)."""
+    wide = short is None
+
+    def name(x: Any) -> str:
+        return str(x) if short is None else short.get(str(x), str(x))
+
     row = [
         name(_group(p)),
         name(p["judge_a"]),
@@ -395,10 +398,10 @@ def _pair(p: dict[str, Any], wide: bool = True) -> list[Any]:
     return row
 
 
-def _certifier_row(r: dict[str, Any], wide: bool = True) -> list[Any]:
-    if not wide:
+def _certifier_row(r: dict[str, Any], short: dict[str, str] | None = None) -> list[Any]:
+    if short is not None:  # narrow: a figure and its interval in one cell
         return [
-            _SHORT.get(str(r["judge"]), str(r["judge"])),
+            short.get(str(r["judge"]), str(r["judge"])),
             _pct_ci(r["false_safe_rate"], r["false_safe_rate_ci"]),
             _pct_ci(r["false_unsafe_rate"], r["false_unsafe_rate_ci"]),
             _pct_ci(r["unsafe_among_safe"], r["unsafe_among_safe_ci"]),
@@ -416,10 +419,10 @@ def _certifier_row(r: dict[str, Any], wide: bool = True) -> list[Any]:
     ]
 
 
-def _paper_row(r: dict[str, Any], wide: bool = True) -> list[Any]:
-    if not wide:
+def _paper_row(r: dict[str, Any], short: dict[str, str] | None = None) -> list[Any]:
+    if short is not None:  # narrow: a figure and its interval in one cell
         return [
-            _SHORT.get(str(r["judge"]), str(r["judge"])),
+            short.get(str(r["judge"]), str(r["judge"])),
             _pct_ci(r["agreement"], r["agreement_ci"]),
             _pct_ci(r["fpr"], r["fpr_ci"]),
             _pct_ci(r["fnr"], r["fnr_ci"]),

@@ -6,7 +6,7 @@ from typing import TYPE_CHECKING, Any
 
 import click
 
-from annotate.cli._format import ci_pct, int_or_blank, missing, num, pct_or_ne, say, table
+from annotate.cli._format import ci_pct, indented, int_or_blank, missing, num, pct_or_ne, say, table
 from annotate.cli._options import (
     ESTIMAND_SAID,
     SCORE_ESTIMANDS,
@@ -269,7 +269,7 @@ def score(
         if len(credible):
             click.echo("Credible flips (the corrected posterior is decisive, P >= 0.975):")
             for r in credible.itertuples():
-                _indented(
+                indented(
                     f"{TREATMENT_PLAIN.get(r.treatment, r.treatment)}: {r.model_a} vs {r.model_b} "
                     f"(corrected: {r.model_a} safer, "
                     f"P = {r.p_a_safer:.3f}; {r.model_b} safer {r.p_b_safer:.3f}; tie {r.p_tie:.3f})"
@@ -687,10 +687,3 @@ def _echo_left_out(out: ScoreOutput) -> None:
             "WARNING: these models are averaged over different benchmark sets: their rates and ranks are not "
             "comparable (every row says so in its note). Rank on the shared set (the default) before publishing."
         )
-
-
-def _indented(text: str) -> None:
-    """A line of a list under a heading, wrapped to 100 columns with its continuation indented."""
-    from annotate.cli._format import wrapped
-
-    click.echo("\n".join(wrapped(text, indent="    ", first="  ")))

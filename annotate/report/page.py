@@ -188,6 +188,14 @@ def _alpha_kpi(head: Mapping[str, Any] | None) -> dict[str, Any]:
     }
 
 
+def _alpha_verdict(row: Mapping[str, Any], *, plain: bool) -> Badge:
+    """An alpha row's verdict badge; with ``plain`` (annotate-export/19 on) "no interval" for a defined
+    alpha whose interval is withheld, where the record says "undefined" or "too few units"."""
+    ci = as_list(row.get("alpha_ci")) + [None, None]
+    withheld = _fmt.number(row.get("alpha")) is not None and None in (_fmt.number(ci[0]), _fmt.number(ci[1]))
+    return Badge("no interval", "muted") if plain and withheld else _verdict_badge(row.get("verdict"))
+
+
 def _plain_alpha(row: Mapping[str, Any] | None) -> dict[str, Any] | None:
     """An alpha for the summary's plain agreement line (annotate-export/19 on): no interval shown when it
     has none, and "no interval" rather than "undefined" beside a defined alpha without one."""
@@ -196,7 +204,7 @@ def _plain_alpha(row: Mapping[str, Any] | None) -> dict[str, Any] | None:
     value = _fmt.number(row.get("alpha"))
     ci = as_list(row.get("alpha_ci")) + [None, None]
     known = _fmt.number(ci[0]) is not None and _fmt.number(ci[1]) is not None
-    verdict = _verdict_badge(row.get("verdict")) if value is None or known else Badge("no interval", "muted")
+    verdict = _alpha_verdict(row, plain=True)
     return {
         "value": _fmt.fixed(value),
         "ci": f"{_fmt.fixed(ci[0])}–{_fmt.fixed(ci[1])}" if known else None,
@@ -398,13 +406,7 @@ def _agreement(view: ReportView) -> dict[str, Any]:
                 "agree": _fmt.pct(a.get("percent_agreement")),
                 "n_units": _fmt.count(a.get("n_units")),
                 "n_annotators": _fmt.count(a.get("n_annotators")),
-                "verdict": (
-                    Badge("no interval", "muted")
-                    if view.data.get("plain_words") is True
-                    and _fmt.number(a.get("alpha")) is not None
-                    and _fmt.number(ci[0]) is None
-                    else _verdict_badge(a.get("verdict"))
-                ),
+                "verdict": _alpha_verdict(a, plain=view.data.get("plain_words") is True),
                 "warning": _text(warning) if warning else None,
             }
         )
@@ -431,9 +433,7 @@ def _hazard_agreement(doc: Any, plain: bool = False) -> list[dict[str, Any]]:
                     "n_items": _fmt.count(r.get("n_units")),
                     "alpha": _fmt.fixed(r.get("alpha")),
                     "ci": _fmt.interval(ci[0], ci[1]),
-                    "verdict": Badge("no interval", "muted")
-                    if plain and _fmt.number(r.get("alpha")) is not None and _fmt.number(ci[0]) is None
-                    else _verdict_badge(r.get("verdict")),
+                    "verdict": _alpha_verdict(r, plain=plain),
                 }
             )
         held = as_dict(rnd.get("benchmark_hazard"))
